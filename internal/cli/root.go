@@ -1,0 +1,117 @@
+// Package cli wires the kvcfg commands (cobra) to the library packages. It is
+// the only package besides cmd/kvcfg that prints or reads flags.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// Main runs the kvcfg command line with args and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := NewRootCommand(stdin, stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil {
+				fmt.Fprintln(stderr, "kvcfg:", ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "kvcfg:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewRootCommand builds the kvcfg command tree writing to the given streams.
+func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kvcfg",
+		Short:         "Plan the KV cache of LLM inference servers (SGLang, vLLM) before renting a GPU",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	for _, mk := range commands {
+		root.AddCommand(mk())
+	}
+	return root
+}
+
+// commands lists the subcommand constructors; each lives in its own file.
+var commands = []func() *cobra.Command{
+	newVersionCmd,
+	newInspectCmd,
+	newModelsCmd,
+	newPlanCmd,
+	newGPUsCmd,
+	newQuantCmd,
+	newQuantErrorCmd,
+	newServeCmd,
+	newCompareCmd,
+	newFitCmd,
+	newExplainCmd,
+}
+
+// exitError carries a non-default exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// Output formats accepted by -o.
+const (
+	outTable    = "table"
+	outJSON     = "json"
+	outYAML     = "yaml"
+	outMarkdown = "markdown"
+	outCSV      = "csv"
+)
+
+// writeStructured writes v as JSON or YAML; ok is false for other formats.
+func writeStructured(w io.Writer, format string, v any) (ok bool, err error) {
+	switch strings.ToLower(format) {
+	case outJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case outYAML:
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = w.Write(b)
+		return true, err
+	}
+	return false, nil
+}
+
+// checkFormat reports an error unless format is one of allowed.
+func checkFormat(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if strings.EqualFold(format, a) {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown output format %q (accepted: %s)", format, strings.Join(allowed, ", "))
+}

@@ -1,0 +1,171 @@
+// Package model reads a HuggingFace config.json into the shape facts that KV
+// cache sizing needs: layers, heads, head dims, MLA and DSA dims, sliding
+// windows, linear-attention state shapes, context length and dtypes.
+package model
+
+import "github.com/kvcfg/kvcfg/dtype"
+
+// AttentionKind is how the model's full-attention layers store KV.
+type AttentionKind string
+
+// The attention kinds.
+const (
+	// MHA covers MHA, GQA and MQA: per layer a K and a V row per KV head.
+	MHA AttentionKind = "mha"
+	// MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one
+	// latent row of kv_lora_rank + qk_rope_head_dim per layer, never sharded
+	// across tensor parallel ranks.
+	MLA AttentionKind = "mla"
+	// DSA is MLA plus DeepSeek sparse attention's lightning indexer cache
+	// (DeepSeek-V3.2).
+	DSA AttentionKind = "dsa"
+)
+
+// LayerKind is what one decoder layer keeps per token or per request.
+type LayerKind string
+
+// The layer kinds.
+const (
+	FullAttention    LayerKind = "full_attention"
+	SlidingAttention LayerKind = "sliding_attention"
+	// LinearAttention is a Mamba2 / gated-delta-net / KDA layer: fixed-size
+	// state per request, no per-token KV.
+	LinearAttention LayerKind = "linear_attention"
+)
+
+// Spec is the shape of a model as KV sizing sees it. Fields that do not
+// apply to a model are zero.
+type Spec struct {
+	// Name is the model's name (HF id when known, else the source path).
+	Name string `json:"name"`
+	// Architecture is architectures[0] of the config ("LlamaForCausalLM").
+	Architecture string `json:"architecture"`
+	// ModelType is the config's model_type (of the text config when nested).
+	ModelType string `json:"model_type"`
+
+	NumLayers         int `json:"num_layers"`
+	HiddenSize        int `json:"hidden_size"`
+	NumAttentionHeads int `json:"num_attention_heads"`
+	// NumKVHeads is the total number of KV heads (before TP sharding).
+	NumKVHeads int `json:"num_kv_heads"`
+	// HeadDim and VHeadDim are the K and V head dims of full attention.
+	HeadDim  int `json:"head_dim"`
+	VHeadDim int `json:"v_head_dim"`
+
+	// Attention is mha, mla or dsa.
+	Attention AttentionKind `json:"attention_kind"`
+	// MLA latent dims (Attention == MLA or DSA).
+	KVLoraRank    int `json:"kv_lora_rank"`
+	QKRopeHeadDim int `json:"qk_rope_head_dim"`
+	QKNopeHeadDim int `json:"qk_nope_head_dim"`
+	// DSA indexer dims (Attention == DSA).
+	IndexHeadDim int `json:"index_head_dim"`
+	IndexTopK    int `json:"index_topk"`
+
+	// LayerKinds has one entry per decoder layer (len == NumLayers).
+	LayerKinds []LayerKind `json:"layer_kinds"`
+	// SlidingWindow is the window (tokens) of sliding-attention layers as the
+	// engine applies it; 0 when the model has none.
+	SlidingWindow int `json:"sliding_window"`
+	// SWANumKVHeads, SWAHeadDim and SWAVHeadDim describe sliding layers when
+	// they differ from full layers (MiMo-V2-Flash); 0 means "same as full".
+	SWANumKVHeads int `json:"swa_num_kv_heads"`
+	SWAHeadDim    int `json:"swa_head_dim"`
+	SWAVHeadDim   int `json:"swa_v_head_dim"`
+	// HybridSWAPool reports whether SGLang pools this architecture as hybrid
+	// SWA (separate full and sliding pools). Gemma2/3, Command-R and OLMo-2
+	// have sliding layers but get a full-size pool.
+	HybridSWAPool bool `json:"hybrid_swa_pool"`
+
+	// Linear is the linear-attention / Mamba state description of a hybrid
+	// (or pure) state-space model; nil otherwise.
+	Linear *LinearSpec `json:"linear_attention,omitempty"`
+
+	// ContextLength is the derived maximum context (rope scaling applied).
+	ContextLength int `json:"context_length"`
+	// ConfigDType is the checkpoint dtype as written (torch_dtype / dtype).
+	ConfigDType string `json:"config_dtype"`
+	// ModelDType is the resolved model dtype of --dtype auto (SGLang rules:
+	// fp32 checkpoints run as fp16, or bf16 for Gemma).
+	ModelDType dtype.DType `json:"model_dtype"`
+
+	// Quant describes the checkpoint's quantization_config; nil if none.
+	Quant *QuantSpec `json:"quantization,omitempty"`
+
+	// NumNextNPredictLayers is the number of MTP (NextN) draft layers the
+	// checkpoint ships; 0 if none.
+	NumNextNPredictLayers int `json:"num_nextn_predict_layers"`
+	// Multimodal reports a vision (or other) encoder next to the text model.
+	Multimodal bool `json:"multimodal"`
+
+	// Params estimates parameter counts from the config (for weight memory
+	// when no checkpoint is at hand).
+	Params Params `json:"params"`
+
+	// Warnings lists what the reader guessed (unknown architecture, ...).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// LinearSpec describes per-request state of linear-attention layers.
+type LinearSpec struct {
+	// Kind is "mamba2", "gdn" (Qwen3-Next gated delta net) or "kda" (Kimi-Linear).
+	Kind string `json:"kind"`
+	// LayerIDs are the linear-attention (state) layers.
+	LayerIDs []int `json:"layer_ids"`
+	// NumHeads, HeadDim, StateSize, NGroups, ConvKernel and IntermediateSize
+	// are the Mamba2StateShape inputs (SGLang configs/mamba_utils.py).
+	NumHeads         int `json:"num_heads"`
+	HeadDim          int `json:"head_dim"`
+	StateSize        int `json:"state_size"`
+	NGroups          int `json:"n_groups"`
+	ConvKernel       int `json:"conv_kernel"`
+	IntermediateSize int `json:"intermediate_size"`
+	// ConfigSSMDType is the config's mamba_ssm_dtype, "" if unset.
+	ConfigSSMDType string `json:"config_ssm_dtype,omitempty"`
+}
+
+// QuantSpec is the part of a quantization_config sizing cares about.
+type QuantSpec struct {
+	// Method is quant_method ("fp8", "modelopt", "compressed-tensors", "mxfp4", "awq", ...).
+	Method string `json:"method"`
+	// KVCacheQuantAlgo is kv_cache_quant_algo (ModelOpt) or the equivalent
+	// from a compressed-tensors kv_cache_scheme ("FP8"), "" if none.
+	KVCacheQuantAlgo string `json:"kv_cache_quant_algo,omitempty"`
+	// WeightBits is the bits per quantized weight (8 for fp8, 4 for mxfp4/awq/gptq/nvfp4).
+	WeightBits int `json:"weight_bits"`
+}
+
+// Params is a config-derived parameter count.
+type Params struct {
+	// Total is every parameter, embeddings included.
+	Total int64 `json:"total"`
+	// Embedding counts input embeddings plus an untied LM head.
+	Embedding int64 `json:"embedding"`
+	// Active is the parameters used per token (MoE: routed top-k experts).
+	Active int64 `json:"active"`
+	// Quantizable is the part that a weight quantization_config applies to
+	// (linear layers; not embeddings, norms, router).
+	Quantizable int64 `json:"quantizable"`
+}
+
+// LayerIDs returns the ids of layers of kind k, in order.
+func (s *Spec) LayerIDs(k LayerKind) []int {
+	var ids []int
+	for i, lk := range s.LayerKinds {
+		if lk == k {
+			ids = append(ids, i)
+		}
+	}
+	return ids
+}
+
+// CountLayers returns how many layers are of kind k.
+func (s *Spec) CountLayers(k LayerKind) int {
+	n := 0
+	for _, lk := range s.LayerKinds {
+		if lk == k {
+			n++
+		}
+	}
+	return n
+}
