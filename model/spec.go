@@ -65,8 +65,14 @@ type Spec struct {
 	// LayerKinds has one entry per decoder layer (len == NumLayers).
 	LayerKinds []LayerKind `json:"layer_kinds"`
 	// SlidingWindow is the window (tokens) of sliding-attention layers as the
-	// engine applies it; 0 when the model has none.
+	// config writes it (sliding_window, window_size, attention_chunk_size for
+	// Llama-4); 0 when the model has none.
 	SlidingWindow int `json:"sliding_window"`
+	// EngineSlidingWindow is the window SGLang's model code reports
+	// (get_attention_sliding_window_size): sliding_window-1 for GPT-OSS and
+	// Gemma2/3, attention_chunk_size for Llama-4, else SlidingWindow. The
+	// hybrid SWA admission floor uses it.
+	EngineSlidingWindow int `json:"engine_sliding_window"`
 	// SWANumKVHeads, SWAHeadDim and SWAVHeadDim describe sliding layers when
 	// they differ from full layers (MiMo-V2-Flash); 0 means "same as full".
 	SWANumKVHeads int `json:"swa_num_kv_heads"`
