@@ -12,8 +12,8 @@ import (
 // want is the part of a Resolution the decision table fixes.
 type want struct {
 	String, Override, Format string
-	DType, Store         dtype.DType
-	ElementSize          int
+	DType, Store             dtype.DType
+	ElementSize              int
 }
 
 func got(r dtype.Resolution) want {
