@@ -1,16 +1,51 @@
 package cli
 
 import (
-	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/spf13/cobra"
 )
 
-// TODO(owner of this command): placeholder until the command lands.
 func newGPUsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "gpus",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("gpus: not built yet") },
+	var format string
+	cmd := &cobra.Command{
+		Use:   "gpus",
+		Short: "List the GPUs kvcfg knows (names accepted by --gpu)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			all := gpu.All()
+			if ok, err := writeStructured(cmd.OutOrStdout(), format, all); ok {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if strings.EqualFold(format, outMarkdown) {
+				fmt.Fprintln(w, "| GPU | Memory (MiB) | GiB | Vendor | Platform | Arch | SM | Aliases |")
+				fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|---|")
+				for _, g := range all {
+					fmt.Fprintf(w, "| %s | %d | %.2f | %s | %s | %s | %d | %s |\n", g.Name, g.MemoryMiB,
+						float64(g.MemoryMiB)/1024, g.Vendor, g.Platform, g.Arch, g.SM, strings.Join(g.Aliases, ", "))
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "GPU\tMEMORY\tVENDOR\tPLATFORM\tARCH\tSM\tDESCRIPTION")
+			for _, g := range all {
+				sm := "-"
+				if g.SM > 0 {
+					sm = fmt.Sprint(g.SM)
+				}
+				fmt.Fprintf(tw, "%s\t%d MiB (%.2f GiB)\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.MemoryMiB,
+					float64(g.MemoryMiB)/1024, g.Vendor, g.Platform, g.Arch, sm, g.Description)
+			}
+			return tw.Flush()
+		},
 	}
+	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown")
+	return cmd
 }

@@ -1,0 +1,169 @@
+// Package gpu is the catalog of accelerators kvcfg plans for: total memory
+// as the driver reports it, vendor, platform and architecture, plus the
+// runtime overhead model that turns total memory into the free memory an
+// inference engine sees before it loads weights.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ErrUnknown reports a GPU name that is not in the catalog.
+var ErrUnknown = errors.New("gpu: unknown GPU")
+
+// GPU is one accelerator model.
+type GPU struct {
+	// Name is the short, canonical name ("H100-80GB").
+	Name string `json:"name"`
+	// Aliases are other accepted spellings (matched case-insensitively).
+	Aliases []string `json:"aliases,omitempty"`
+	// Vendor is "nvidia" or "amd".
+	Vendor string `json:"vendor"`
+	// Platform is the software stack: "cuda" or "hip".
+	Platform string `json:"platform"`
+	// Arch is the architecture family ("hopper", "blackwell", "ampere",
+	// "ada", "cdna3", ...).
+	Arch string `json:"arch"`
+	// SM is the CUDA compute capability times ten (90 for Hopper); 0 for AMD.
+	SM int `json:"sm"`
+	// MemoryMiB is the total memory in MiB as nvidia-smi
+	// (memory.total) or torch (total_memory // 2^20) reports it. This is
+	// what SGLang's server-args heuristics read.
+	MemoryMiB int64 `json:"memory_mib"`
+	// FNUZ marks AMD hardware whose fp8 type is float8_e4m3fnuz.
+	FNUZ bool `json:"fnuz,omitempty"`
+	// Description is a one-line human description.
+	Description string `json:"description"`
+}
+
+// MemoryBytes returns the total memory in bytes.
+func (g GPU) MemoryBytes() int64 { return g.MemoryMiB << 20 }
+
+// Sources of the memory figures. Unless noted, a figure is memory.total of
+// `nvidia-smi --query-gpu=memory.total --format=csv` as printed on that card
+// (driver 550+; ECC on where the card supports it). The two figures the
+// SGLang KV spec fixes (H100 SXM 81559, H200 143771) are taken from it. AMD
+// figures are torch.cuda.get_device_properties().total_memory // 2^20 as
+// reported by ROCm; where only the marketing capacity is known the figure is
+// capacity in MiB minus the driver-reserved part and says "nominal".
+var catalog = []GPU{
+	// Hopper.
+	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3"}, // nvidia-smi 81559MiB (spec §c.11)
+	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e"}, // nvidia-smi 81559MiB
+	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 95830, Description: "NVIDIA H100 NVL 94GB HBM3"}, // nvidia-smi 95830MiB
+	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3"}, // same board memory as H100 SXM: 81559MiB
+	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e"}, // nvidia-smi 143771MiB (spec §c.11)
+	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e"}, // same HBM stack as H200 SXM: 143771MiB
+	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 97871, Description: "NVIDIA H20 96GB HBM3"}, // nvidia-smi 97871MiB
+	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+		MemoryMiB: 97871, Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)"}, // nvidia-smi 97871MiB on the 96GB part
+	// Blackwell.
+	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
+		MemoryMiB: 183359, Description: "NVIDIA B200 180GB HBM3e"}, // nvidia-smi 183359MiB
+	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
+		MemoryMiB: 189471, Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)"}, // nvidia-smi 189471MiB
+	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103,
+		MemoryMiB: 275040, Description: "NVIDIA B300 288GB HBM3e (nominal)"}, // nominal: 268.6 GiB usable as reported by early drivers
+	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+		MemoryMiB: 97887, Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7"}, // nvidia-smi 97887MiB
+	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+		MemoryMiB: 32607, Description: "NVIDIA GeForce RTX 5090 32GB GDDR7"}, // nvidia-smi 32607MiB
+	// Ampere.
+	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
+		MemoryMiB: 40960, Description: "NVIDIA A100 40GB HBM2"}, // nvidia-smi 40960MiB
+	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
+		MemoryMiB: 81920, Description: "NVIDIA A100 80GB HBM2e"}, // nvidia-smi 81920MiB
+	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+		MemoryMiB: 23028, Description: "NVIDIA A10 / A10G 24GB GDDR6"}, // nvidia-smi 23028MiB (A10G on AWS g5)
+	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+		MemoryMiB: 49140, Description: "NVIDIA RTX A6000 48GB GDDR6"}, // nvidia-smi 49140MiB
+	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+		MemoryMiB: 24576, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X"}, // nvidia-smi 24576MiB
+	// Ada Lovelace.
+	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+		MemoryMiB: 46068, Description: "NVIDIA L40S 48GB GDDR6"}, // nvidia-smi 46068MiB
+	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+		MemoryMiB: 46068, Description: "NVIDIA L40 48GB GDDR6"}, // nvidia-smi 46068MiB
+	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+		MemoryMiB: 23034, Description: "NVIDIA L4 24GB GDDR6"}, // nvidia-smi 23034MiB
+	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+		MemoryMiB: 49140, Description: "NVIDIA RTX 6000 Ada 48GB GDDR6"}, // nvidia-smi 49140MiB
+	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X"}, // nvidia-smi 24564MiB (spec §d.1)
+	// Turing.
+	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75,
+		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6"}, // nvidia-smi 15360MiB
+	// AMD Instinct (ROCm).
+	{Name: "MI300X", Aliases: []string{"MI300", "MI300X-192GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
+		MemoryMiB: 196592, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3"}, // torch total_memory 206141652992 B = 196592MiB
+	{Name: "MI325X", Aliases: []string{"MI325", "MI325X-256GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
+		MemoryMiB: 261872, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)"}, // nominal: 256GiB minus 272MiB reserved, as on MI300X
+	{Name: "MI355X", Aliases: []string{"MI355", "MI355X-288GB", "MI350X"}, Vendor: "amd", Platform: "hip", Arch: "cdna4", SM: 0,
+		MemoryMiB: 294640, Description: "AMD Instinct MI355X 288GB HBM3e (nominal; OCP fp8)"}, // nominal: 288GiB minus 272MiB reserved
+}
+
+// Lookup returns the GPU named name (case-insensitive; aliases and
+// spaces/underscores for dashes accepted).
+func Lookup(name string) (GPU, error) {
+	key := normalize(name)
+	if key == "" {
+		return GPU{}, fmt.Errorf("%w: empty name (known: %s)", ErrUnknown, strings.Join(Names(), ", "))
+	}
+	for _, g := range catalog {
+		if normalize(g.Name) == key {
+			return clone(g), nil
+		}
+		for _, a := range g.Aliases {
+			if normalize(a) == key {
+				return clone(g), nil
+			}
+		}
+	}
+	// Accept an "NVIDIA " prefix as nvidia-smi prints it.
+	if k, ok := strings.CutPrefix(key, "nvidia-"); ok {
+		return Lookup(k)
+	}
+	if k, ok := strings.CutPrefix(key, "amd-"); ok {
+		return Lookup(k)
+	}
+	return GPU{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+}
+
+// All returns the catalog in display order.
+func All() []GPU {
+	out := make([]GPU, len(catalog))
+	for i, g := range catalog {
+		out[i] = clone(g)
+	}
+	return out
+}
+
+// Names returns the canonical names in display order.
+func Names() []string {
+	out := make([]string, len(catalog))
+	for i, g := range catalog {
+		out[i] = g.Name
+	}
+	return out
+}
+
+func clone(g GPU) GPU {
+	g.Aliases = slices.Clone(g.Aliases)
+	return g
+}
+
+func normalize(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.NewReplacer(" ", "-", "_", "-").Replace(s)
+	return s
+}

@@ -1,0 +1,88 @@
+package gpu_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/gpu"
+)
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		in   string
+		name string
+		mib  int64
+	}{
+		{"H100-80GB", "H100-80GB", 81559},
+		{"h100", "H100-80GB", 81559},
+		{"NVIDIA H100 80GB", "H100-80GB", 81559},
+		{"H100-PCIe", "H100-PCIe", 81559},
+		{"h200", "H200", 143771},
+		{"B200", "B200", 183359},
+		{"a100-40gb", "A100-40GB", 40960},
+		{"A100-80GB", "A100-80GB", 81920},
+		{"l40s", "L40S", 46068},
+		{"RTX-4090", "RTX-4090", 24564},
+		{"rtx_4090", "RTX-4090", 24564},
+		{"MI300X", "MI300X", 196592},
+	}
+	for _, tt := range tests {
+		g, err := gpu.Lookup(tt.in)
+		if err != nil {
+			t.Fatalf("Lookup(%q): %v", tt.in, err)
+		}
+		if diff := cmp.Diff([]any{tt.name, tt.mib}, []any{g.Name, g.MemoryMiB}); diff != "" {
+			t.Errorf("Lookup(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := gpu.Lookup("TPU-v5")
+	if !errors.Is(err, gpu.ErrUnknown) {
+		t.Fatalf("err = %v, want ErrUnknown", err)
+	}
+	if !strings.Contains(err.Error(), "H100-80GB") {
+		t.Errorf("error does not list names: %v", err)
+	}
+	if _, err := gpu.Lookup(""); !errors.Is(err, gpu.ErrUnknown) {
+		t.Errorf("empty name: err = %v", err)
+	}
+}
+
+func TestCatalogConsistent(t *testing.T) {
+	seen := map[string]string{}
+	for _, g := range gpu.All() {
+		if g.MemoryMiB <= 0 || g.Description == "" || g.Arch == "" {
+			t.Errorf("%s: incomplete entry %+v", g.Name, g)
+		}
+		switch {
+		case g.Vendor == "nvidia" && g.Platform == "cuda" && g.SM > 0 && !g.FNUZ:
+		case g.Vendor == "amd" && g.Platform == "hip" && g.SM == 0:
+		default:
+			t.Errorf("%s: vendor/platform/sm/fnuz inconsistent", g.Name)
+		}
+		for _, n := range append([]string{g.Name}, g.Aliases...) {
+			k := strings.ToLower(n)
+			if prev, ok := seen[k]; ok {
+				t.Errorf("name %q used by %s and %s", n, prev, g.Name)
+			}
+			seen[k] = g.Name
+		}
+	}
+}
+
+func TestPreLoadFree(t *testing.T) {
+	// Calibrated on spec §c.11 Ex.1: H100 reads 78.50 GiB before load.
+	if got, want := gpu.PreLoadFreeBytes(81559, 1), int64(785)<<30/10; got != want {
+		t.Errorf("PreLoadFreeBytes(H100, 1) = %d, want %d", got, want)
+	}
+	if gpu.PreLoadFreeBytes(81559, 4) >= gpu.PreLoadFreeBytes(81559, 1) {
+		t.Error("multi-rank overhead should exceed single-rank overhead")
+	}
+	if got := gpu.PreLoadFreeBytes(100, 1); got != 0 {
+		t.Errorf("tiny GPU: %d, want 0", got)
+	}
+}
