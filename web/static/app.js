@@ -1,0 +1,360 @@
+// kvcfg web page: fills the form from the catalog endpoints, posts the form
+// to /api/v1/plan (the same code path as `kvcfg plan -o json`), and draws
+// the results with the vendored Chart.js. No build step, no external assets.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const form = $("plan-form");
+
+  // state is exposed as window.kvcfg for debugging and the browser test.
+  const state = { sweep: [], charts: {}, report: null, sweepResults: [], generation: 0 };
+  window.kvcfg = state;
+
+  // Colors of the memory budget segments, by category.
+  const palette = {
+    weights: "#4e79a7",
+    reserved: "#bab0ac",
+    kv: "#59a14f",
+    state: "#f28e2b",
+    other: "#76b7b2",
+  };
+
+  function setState(s) { document.body.dataset.state = s; }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { headers: { Accept: "application/json" } });
+    if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+    return r.json();
+  }
+
+  async function postJSON(url, body) {
+    const r = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+    let data;
+    try { data = await r.json(); } catch (e) { data = { error: `HTTP ${r.status}` }; }
+    return { ok: r.ok, status: r.status, data };
+  }
+
+  function option(value, label) {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = label || value;
+    return o;
+  }
+
+  // fmtInt writes an integer with thousands separators, independent of locale.
+  function fmtInt(n) {
+    const s = String(Math.trunc(Math.abs(n)));
+    return (n < 0 ? "-" : "") + s.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  function fmtBytes(n) {
+    const gib = n / 2 ** 30;
+    if (Math.abs(gib) >= 1) return `${gib.toFixed(2)} GiB`;
+    const mib = n / 2 ** 20;
+    if (Math.abs(mib) >= 1) return `${mib.toFixed(2)} MiB`;
+    return `${fmtInt(n)} B`;
+  }
+
+  // fmt renders one report value for humans. Integers get separators;
+  // *_bytes values also show a binary unit.
+  function fmt(key, v) {
+    if (v === null || v === undefined || v === "") return "-";
+    if (typeof v === "number") {
+      if (Number.isInteger(v)) {
+        if (/_bytes$/.test(key) && Math.abs(v) >= 1024) return `${fmtInt(v)} (${fmtBytes(v)})`;
+        return fmtInt(v);
+      }
+      return String(Math.round(v * 1000) / 1000);
+    }
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function showError(msg, field) {
+    const box = $("error");
+    box.textContent = field ? `${field}: ${msg}` : msg;
+    box.hidden = false;
+    for (const el of form.elements) el.removeAttribute("aria-invalid");
+    if (field && form.elements[field]) form.elements[field].setAttribute("aria-invalid", "true");
+  }
+
+  function clearError() {
+    $("error").hidden = true;
+    $("error").textContent = "";
+    for (const el of form.elements) el.removeAttribute("aria-invalid");
+  }
+
+  // buildRequest turns the form into a plan request: one key per named
+  // field, numbers as numbers, blanks left out (engine defaults apply).
+  function buildRequest() {
+    const req = {};
+    for (const el of form.elements) {
+      if (!el.name || el.disabled) continue;
+      const v = el.value.trim();
+      if (v === "") continue;
+      if (el.name === "config") {
+        try { req.config = JSON.parse(v); } catch (e) {
+          const err = new Error(`not valid JSON: ${e.message}`);
+          err.field = "config";
+          throw err;
+        }
+        continue;
+      }
+      req[el.name] = el.type === "number" ? Number(v) : v;
+    }
+    if (req.config) delete req.model;
+    return req;
+  }
+
+  // category maps a breakdown key to a budget segment color.
+  function category(key) {
+    const k = key.toLowerCase();
+    if (k.includes("weight")) return "weights";
+    if (k.includes("kv") || k.includes("token")) return "kv";
+    if (k.includes("state") || k.includes("mamba")) return "state";
+    if (k.includes("reserv") || k.includes("slack") || k.includes("overhead") || k.includes("activation") || k.includes("graph")) return "reserved";
+    return "other";
+  }
+
+  function label(key) {
+    return key.replace(/_bytes$/, "").replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+  }
+
+  // budgetSegments picks the byte counts of report.breakdown that add up to
+  // the per-GPU budget: every numeric field except totals.
+  function budgetSegments(bd) {
+    const segs = [];
+    if (!bd || typeof bd !== "object") return segs;
+    for (const [k, v] of Object.entries(bd)) {
+      if (typeof v !== "number" || /total|capacity|budget|fraction|ratio|count|tokens$/i.test(k)) continue;
+      if (v <= 0) continue;
+      segs.push({ key: k, bytes: v });
+    }
+    const order = ["weights", "reserved", "kv", "state", "other"];
+    segs.sort((a, b) => order.indexOf(category(a.key)) - order.indexOf(category(b.key)));
+    return segs;
+  }
+
+  function drawBudget(rep) {
+    const segs = budgetSegments(rep.breakdown);
+    const shades = {};
+    const datasets = segs.map((s) => {
+      const c = category(s.key);
+      shades[c] = (shades[c] || 0) + 1;
+      return {
+        label: `${label(s.key)} (${fmtBytes(s.bytes)})`,
+        data: [s.bytes / 2 ** 30],
+        backgroundColor: palette[c],
+        borderColor: "#ffffff",
+        borderWidth: 1,
+      };
+    });
+    replaceChart("budget", $("budget-chart"), {
+      type: "bar",
+      data: { labels: ["per GPU"], datasets },
+      options: {
+        indexAxis: "y",
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: {
+          x: { stacked: true, title: { display: true, text: "GiB" }, beginAtZero: true },
+          y: { stacked: true },
+        },
+        plugins: { legend: { position: "bottom" } },
+      },
+    });
+  }
+
+  function drawSweep(req, rep, results) {
+    const ok = results.filter((r) => r.ok);
+    const failed = results.filter((r) => !r.ok);
+    const current = rep.resolved_kv_cache_dtype;
+    const labels = ok.map((r) => r.dtype);
+    const highlight = (r, base, hi) => (r.data.resolved_kv_cache_dtype === current ? hi : base);
+    replaceChart("dtype", $("dtype-chart"), {
+      type: "bar",
+      data: {
+        labels,
+        datasets: [
+          {
+            label: "Max total tokens",
+            data: ok.map((r) => r.data.max_total_num_tokens || 0),
+            backgroundColor: ok.map((r) => highlight(r, "#59a14f", "#2f6b28")),
+            yAxisID: "y",
+          },
+          {
+            label: "Concurrency at context length",
+            data: ok.map((r) => r.data.max_concurrency_at_context_length || 0),
+            backgroundColor: ok.map((r) => highlight(r, "#edc948", "#b8971c")),
+            yAxisID: "y1",
+          },
+        ],
+      },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: {
+          y: { beginAtZero: true, position: "left", title: { display: true, text: "tokens" } },
+          y1: { beginAtZero: true, position: "right", grid: { drawOnChartArea: false }, title: { display: true, text: "requests" } },
+        },
+        plugins: { legend: { position: "bottom" } },
+      },
+    });
+    const note = $("dtype-note");
+    note.textContent = failed.length
+      ? "Not plannable here: " + failed.map((r) => `${r.dtype} (${r.data.error || "HTTP " + r.status})`).join("; ")
+      : "";
+  }
+
+  function replaceChart(name, canvas, config) {
+    if (state.charts[name]) state.charts[name].destroy();
+    state.charts[name] = new window.Chart(canvas, config);
+  }
+
+  function renderNumbers(rep) {
+    const body = $("numbers").tBodies[0];
+    body.replaceChildren();
+    const add = (key, v) => {
+      const tr = document.createElement("tr");
+      tr.dataset.key = key;
+      const th = document.createElement("th");
+      th.textContent = key;
+      const td = document.createElement("td");
+      td.id = "v-" + key;
+      td.textContent = fmt(key, v);
+      tr.append(th, td);
+      body.append(tr);
+    };
+    for (const [k, v] of Object.entries(rep)) {
+      if (Array.isArray(v)) continue;
+      if (v && typeof v === "object") {
+        for (const [k2, v2] of Object.entries(v)) {
+          if (!Array.isArray(v2) && (v2 === null || typeof v2 !== "object")) add(`${k}.${k2}`, v2);
+        }
+        continue;
+      }
+      add(k, v);
+    }
+  }
+
+  function render(req, rep) {
+    $("results").hidden = false;
+    const parts = [rep.engine, rep.model, rep.gpu].filter(Boolean);
+    $("title").textContent = parts.join(" · ") + (rep.tp_size ? ` · TP ${rep.tp_size}` : "");
+    for (const el of document.querySelectorAll("#cards .v")) {
+      const key = el.id.slice(2);
+      el.textContent = fmt(key, rep[key]);
+    }
+    const warn = $("warnings");
+    warn.replaceChildren();
+    for (const w of rep.warnings || []) {
+      const li = document.createElement("li");
+      li.textContent = w;
+      warn.append(li);
+    }
+    warn.hidden = !(rep.warnings && rep.warnings.length);
+    $("log").textContent = (rep.log_lines || []).join("\n");
+    renderNumbers(rep);
+    drawBudget(rep);
+  }
+
+  async function runPlan() {
+    const gen = ++state.generation;
+    clearError();
+    setState("planning");
+    let req;
+    try { req = buildRequest(); } catch (e) {
+      showError(e.message, e.field);
+      setState("error");
+      return;
+    }
+    history.replaceState(null, "", "?" + toQuery(req));
+    const res = await postJSON("api/v1/plan", req);
+    if (gen !== state.generation) return;
+    if (!res.ok) {
+      showError(res.data.error || `HTTP ${res.status}`, res.data.field);
+      setState("error");
+      return;
+    }
+    state.report = res.data;
+    render(req, res.data);
+    const results = await Promise.all(state.sweep.map(async (d) => {
+      const r = await postJSON("api/v1/plan", Object.assign({}, req, { kv_cache_dtype: d }));
+      return Object.assign({ dtype: d }, r);
+    }));
+    if (gen !== state.generation) return;
+    state.sweepResults = results;
+    drawSweep(req, res.data, results);
+    setState("done");
+  }
+
+  function toQuery(req) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(req)) {
+      q.set(k, typeof v === "object" ? JSON.stringify(v) : String(v));
+    }
+    return q.toString();
+  }
+
+  // applyQuery fills the form from the URL (?model=...&gpu=...), so a plan
+  // can be linked; it reports whether the URL asked for a plan.
+  function applyQuery() {
+    const q = new URLSearchParams(location.search);
+    let any = false;
+    for (const [k, v] of q) {
+      const el = form.elements[k];
+      if (!el) continue;
+      el.value = v;
+      if (k === "config") $("config-box").open = true;
+      any = true;
+    }
+    return any && (q.has("model") || q.has("config"));
+  }
+
+  async function init() {
+    if (!window.Chart) {
+      showError("the chart library did not load");
+      setState("error");
+      return;
+    }
+    try {
+      const [models, gpus, dtypes] = await Promise.all([
+        getJSON("api/v1/models"), getJSON("api/v1/gpus"), getJSON("api/v1/dtypes"),
+      ]);
+      const msel = $("f-model");
+      for (const m of models.models || []) {
+        const bits = [m.architecture, m.num_layers ? `${m.num_layers} layers` : ""].filter(Boolean);
+        msel.append(option(m.name, bits.length ? `${m.name} (${bits.join(", ")})` : m.name));
+      }
+      const gsel = $("f-gpu");
+      for (const g of gpus.gpus || []) {
+        gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));
+      }
+      const dsel = $("f-kv_cache_dtype");
+      for (const d of dtypes.kv_cache_dtypes || []) dsel.append(option(d));
+      const formats = new Set((dtypes.formats || []).map((f) => f.name));
+      state.sweep = (dtypes.kv_cache_dtypes || []).filter((d) => formats.has(d));
+    } catch (e) {
+      showError(`could not load the catalogs: ${e.message}`);
+      setState("error");
+      return;
+    }
+    const run = applyQuery();
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      runPlan().catch((e) => { showError(String(e)); setState("error"); });
+    });
+    setState("ready");
+    if (run) runPlan().catch((e) => { showError(String(e)); setState("error"); });
+  }
+
+  init();
+})();
