@@ -1,0 +1,310 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kvcfg/kvcfg/dtype"
+)
+
+// ScaleRule selects how a power-of-two block scale is derived from the
+// block's largest magnitude amax.
+type ScaleRule uint8
+
+const (
+	// ScaleDefault picks the rule of the format's KV reference: ScaleCeil
+	// for mxfp8 (SGLang) and ScaleFloor for mxfp4 (OCP).
+	ScaleDefault ScaleRule = iota
+	// ScaleCeil is SGLang's / NVIDIA's RCEIL-style rule: the smallest power
+	// of two X with amax/X ≤ the element maximum, computed as
+	// ceil(log2(max(amax, 1e-30) / max_elem)) and clamped to the E8M0 range.
+	// Elements never clip.
+	ScaleCeil
+	// ScaleFloor is the OCP MX v1.0 rule: floor(log2(amax)) − emax_elem,
+	// clamped below at −127; elements above the maximum saturate.
+	ScaleFloor
+)
+
+// String returns "ceil", "floor" or "default".
+func (r ScaleRule) String() string {
+	switch r {
+	case ScaleCeil:
+		return "ceil"
+	case ScaleFloor:
+		return "floor"
+	}
+	return "default"
+}
+
+// ParseScaleRule reads "ceil", "floor" or "" / "default".
+func ParseScaleRule(s string) (ScaleRule, error) {
+	switch s {
+	case "", "default":
+		return ScaleDefault, nil
+	case "ceil", "rceil":
+		return ScaleCeil, nil
+	case "floor":
+		return ScaleFloor, nil
+	}
+	return ScaleDefault, fmt.Errorf("%w scale rule %q (accepted: ceil, floor)", ErrUnknown, s)
+}
+
+// scale derivations of pow2Codec
+const (
+	ruleSGLangFP4 = iota // ceil(log2(max(amax/6, 1e-10))), SGLang fp4_mx_block16
+	ruleCeil             // ceil(log2(max(amax,1e-30)/max_elem)) clamped to [-127,127]
+	ruleFloor            // floor(log2(amax)) - emax, >= -127
+)
+
+// pow2Codec is a block format with one power-of-two uint8 scale per block:
+// fp4_mx_block16 (SGLang), OCP mxfp4 and mxfp8.
+type pow2Codec struct {
+	format  dtype.Format
+	bs      int
+	fp8     bool // E4M3 elements (mxfp8); otherwise E2M1
+	rule    int
+	maxElem float32 // 6 or 448
+	emax    int     // exponent of the element's largest power of two (2 or 8)
+	halfUp  bool    // SGLang: every E2M1 midpoint rounds away from zero
+	// sglangScale: the scale byte is a plain uint8 exponent (0xFF decodes
+	// as 2^128 = +Inf, as SGLang's float math does) rather than E8M0 (0xFF
+	// is NaN).
+	sglangScale bool
+	t           *fp8Tables // E4M3 satfinite tables for mxfp8
+}
+
+func (c *pow2Codec) Format() dtype.Format { return c.format }
+
+// nonFiniteScale is the scale code written for a block holding NaN or
+// ±Inf: it decodes to NaN (E8M0) or +Inf (SGLang) times every code.
+const nonFiniteScale = 0xFF
+
+// blockExp returns the scale exponent e (X = 2^e) for the block maximum
+// magnitude bits amax (float32, sign clear, finite).
+func (c *pow2Codec) blockExp(amax uint32) int {
+	switch c.rule {
+	case ruleSGLangFP4:
+		q := math.Float32frombits(amax) / 6
+		if q < 1e-10 {
+			q = 1e-10
+		}
+		return ceilLog2(q)
+	case ruleCeil:
+		a := math.Float32frombits(amax)
+		if a < 1e-30 {
+			a = 1e-30
+		}
+		return min(max(ceilLog2(a/c.maxElem), -127), 127)
+	default:
+		return max(int(amax>>23)-127-c.emax, -127)
+	}
+}
+
+// ceilLog2 returns ceil(log2(q)) exactly for a positive normal float32 q.
+func ceilLog2(q float32) int {
+	u := math.Float32bits(q)
+	e := int(u>>23) - 127
+	if u&0x7FFFFF != 0 {
+		e++
+	}
+	return e
+}
+
+func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
+	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
+		return err
+	}
+	bs := c.bs
+	for b := range len(src) / bs {
+		blk := src[b*bs : b*bs+bs]
+		var amax uint32
+		for _, x := range blk {
+			amax = max(amax, math.Float32bits(x)&0x7FFFFFFF)
+		}
+		if c.fp8 {
+			out := dst[b*bs : b*bs+bs]
+			if amax >= 0x7F800000 {
+				scales[b] = nonFiniteScale
+				clear(out)
+				continue
+			}
+			e := c.blockExp(amax)
+			scales[b] = uint8(e + 127)
+			inv := pow2(-e)
+			enc := &c.t.enc
+			for i, x := range blk {
+				out[i] = enc[keyF32(math.Float32bits(x*inv))]
+			}
+			continue
+		}
+		out := dst[b*bs/2 : b*bs/2+bs/2]
+		if amax >= 0x7F800000 {
+			scales[b] = nonFiniteScale
+			clear(out)
+			continue
+		}
+		e := c.blockExp(amax)
+		scales[b] = uint8(e + 127)
+		inv := pow2(-e)
+		tab := &e2m1RNE
+		if c.halfUp {
+			tab = &e2m1HalfUp
+		}
+		for j := range out {
+			y0 := math.Float32bits(blk[2*j] * inv)
+			y1 := math.Float32bits(blk[2*j+1] * inv)
+			out[j] = (tab[keyMag(y0&0x7FFFFFFF)] | c.sign4(y0)) | (tab[keyMag(y1&0x7FFFFFFF)]|c.sign4(y1))<<4
+		}
+	}
+	return nil
+}
+
+// sign4 returns the E2M1 sign bit (0x8) of a scaled element y: set for
+// negative y, except that SGLang tests y < 0, so -0 gets no sign.
+func (c *pow2Codec) sign4(y uint32) uint8 {
+	if c.halfUp {
+		return uint8(y>>31&((y&0x7FFFFFFF+0x7FFFFFFF)>>31)) << 3
+	}
+	return uint8(y>>31) << 3
+}
+
+func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
+	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
+		return err
+	}
+	bs := c.bs
+	for b := range len(src) / bs {
+		blk := src[b*bs : b*bs+bs]
+		var amax16 uint16
+		for _, x := range blk {
+			amax16 = max(amax16, x&0x7FFF)
+		}
+		if c.fp8 {
+			out := dst[b*bs : b*bs+bs]
+			if amax16 >= 0x7F80 {
+				scales[b] = nonFiniteScale
+				clear(out)
+				continue
+			}
+			e := c.blockExp(uint32(amax16) << 16)
+			scales[b] = uint8(e + 127)
+			inv := pow2(-e)
+			enc := (*[1 << 16]uint8)(c.t.enc[:1<<16])
+			for i, x := range blk {
+				// x·2^-e is a bf16 value unless it underflows, and then its
+				// top bits still encode to ±0.
+				out[i] = enc[math.Float32bits(BF16ToF32(x)*inv)>>16]
+			}
+			continue
+		}
+		out := dst[b*bs/2 : b*bs/2+bs/2]
+		if amax16 >= 0x7F80 {
+			scales[b] = nonFiniteScale
+			clear(out)
+			continue
+		}
+		e := c.blockExp(uint32(amax16) << 16)
+		scales[b] = uint8(e + 127)
+		inv := pow2(-e)
+		if c.halfUp {
+			for j := range out {
+				y0 := math.Float32bits(BF16ToF32(blk[2*j]) * inv)
+				y1 := math.Float32bits(BF16ToF32(blk[2*j+1]) * inv)
+				a0, a1 := y0&0x7FFFFFFF, y1&0x7FFFFFFF
+				s0 := y0 >> 31 & ((a0 + 0x7FFFFFFF) >> 31)
+				s1 := y1 >> 31 & ((a1 + 0x7FFFFFFF) >> 31)
+				out[j] = e2m1HalfUp[keyMag(a0)] | uint8(s0)<<3 | (e2m1HalfUp[keyMag(a1)]|uint8(s1)<<3)<<4
+			}
+			continue
+		}
+		for j := range out {
+			y0 := math.Float32bits(BF16ToF32(blk[2*j]) * inv)
+			y1 := math.Float32bits(BF16ToF32(blk[2*j+1]) * inv)
+			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+		}
+	}
+	return nil
+}
+
+// scaleF32 returns the decode factor of a scale byte.
+func (c *pow2Codec) scaleF32(s uint8) float32 {
+	if c.sglangScale {
+		return pow2(int(s) - 127)
+	}
+	return e8m0F32(s)
+}
+
+func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
+	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
+		return err
+	}
+	bs := c.bs
+	for b, s := range scales {
+		f := c.scaleF32(s)
+		out := dst[b*bs : b*bs+bs]
+		if c.fp8 {
+			dec := &c.t.dec
+			for i, q := range src[b*bs : b*bs+bs] {
+				out[i] = dec[q] * f
+			}
+			continue
+		}
+		for j, q := range src[b*bs/2 : b*bs/2+bs/2] {
+			out[2*j] = e2m1F32[q&0xF] * f
+			out[2*j+1] = e2m1F32[q>>4] * f
+		}
+	}
+	return nil
+}
+
+func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
+	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
+		return err
+	}
+	bs := c.bs
+	for b, s := range scales {
+		k := int(s) - 127
+		out := dst[b*bs : b*bs+bs]
+		if c.fp8 {
+			in := src[b*bs : b*bs+bs]
+			// E4M3 magnitudes span bf16 exponents 118..135: adding k keeps
+			// them normal for k in [-117, 119].
+			if k < -117 || k > 119 {
+				f, dec := c.scaleF32(s), &c.t.dec
+				for i, q := range in {
+					out[i] = BF16FromF32(dec[q] * f)
+				}
+				continue
+			}
+			dec, nz := &c.t.decBF, &c.t.nzBF
+			d := uint16(int16(k) << 7)
+			for i, q := range in {
+				out[i] = dec[q] + d&nz[q]
+			}
+			continue
+		}
+		in := src[b*bs/2 : b*bs/2+bs/2]
+		// E2M1 magnitudes 0.5..6 span bf16 exponents 126..129.
+		switch {
+		case k >= 0 && k <= 125:
+			d := uint32(k) << 7
+			for j, q := range in {
+				p := e2m1PairBF[q] + e2m1PairNZ[q]*d
+				out[2*j], out[2*j+1] = uint16(p), uint16(p>>16)
+			}
+		case k < 0 && k >= -125:
+			d := uint32(-k) << 7
+			for j, q := range in {
+				p := e2m1PairBF[q] - e2m1PairNZ[q]*d
+				out[2*j], out[2*j+1] = uint16(p), uint16(p>>16)
+			}
+		default:
+			f := c.scaleF32(s)
+			for j, q := range in {
+				out[2*j] = BF16FromF32(e2m1F32[q&0xF] * f)
+				out[2*j+1] = BF16FromF32(e2m1F32[q>>4] * f)
+			}
+		}
+	}
+	return nil
+}

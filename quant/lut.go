@@ -1,0 +1,115 @@
+package quant
+
+import (
+	"math"
+	"sync"
+)
+
+// Lookup tables. Every narrow-float midpoint (the rounding decision points
+// of FP8 and E2M1) has at most five significant bits, so it lies on the
+// bf16 grid. A float32 x therefore rounds like its top 16 bits t when its
+// low 16 bits are zero, and like "t plus a tiny amount" otherwise. Tables
+// indexed by t and one sticky bit are exact for every float32 input (checked
+// over all 2^32 inputs by TestLongF32).
+
+// keyF32 returns the 17-bit table index of a float32 bit pattern: the top 16
+// bits plus a sticky bit (1 when any low bit is set) at bit 16.
+func keyF32(u uint32) uint32 { return u>>16 | (u&0xFFFF+0xFFFF)>>16<<16 }
+
+// keyMag returns the 16-bit index of a magnitude (sign bit clear): its top
+// 15 bits plus a sticky bit at bit 15.
+func keyMag(a uint32) uint32 { return a>>16 | (a&0xFFFF+0xFFFF)>>16<<15 }
+
+// fp8Tables are the encode and decode tables of one FP8 format and policy.
+type fp8Tables struct {
+	enc   [1 << 17]uint8 // keyF32 → code
+	dec   [256]float32
+	decBF [256]uint16 // exact bf16 of each code (NaN → 0x7FC0)
+	// decBFScaled adds k<<7 to decBF for finite nonzero codes: the mask.
+	nzBF [256]uint16
+}
+
+var (
+	fp8Once [numFloats][2]sync.Once
+	fp8Tabs [numFloats][2]*fp8Tables
+)
+
+func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
+	fp8Once[f][ov].Do(func() {
+		t := new(fp8Tables)
+		for k := range uint32(1 << 17) {
+			u := (k & 0xFFFF) << 16
+			if k>>16 != 0 {
+				u |= 1
+			}
+			t.enc[k] = uint8(f.Encode(math.Float32frombits(u), ov))
+		}
+		for c := range 256 {
+			v := f.Decode(uint16(c))
+			t.dec[c] = v
+			t.decBF[c] = BF16FromF32(v)
+			if a := math.Float32bits(v) & 0x7FFFFFFF; a != 0 && a < 0x7F800000 {
+				t.nzBF[c] = 0xFFFF
+			}
+		}
+		fp8Tabs[f][ov] = t
+	})
+	return fp8Tabs[f][ov]
+}
+
+// E2M1 magnitude tables indexed by keyMag: round-to-nearest-even with
+// saturation (OCP, NVIDIA) and SGLang's ">= midpoint" rule (ties away from
+// zero).
+var (
+	e2m1RNE    [1 << 16]uint8
+	e2m1HalfUp [1 << 16]uint8
+	// e2m1 pairs: byte → two bf16 values (low nibble in the low half) and
+	// the mask of lanes holding a nonzero magnitude.
+	e2m1PairBF [256]uint32
+	e2m1PairNZ [256]uint32
+)
+
+// e2m1Bounds are the decision thresholds between neighbouring E2M1
+// magnitudes.
+var e2m1Bounds = [7]float32{0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0}
+
+// e2m1HalfUpSlow is SGLang's element rule: count(|y| >= b).
+func e2m1HalfUpSlow(a float32) uint8 {
+	var n uint8
+	for _, b := range e2m1Bounds {
+		if a >= b {
+			n++
+		}
+	}
+	return n
+}
+
+func init() {
+	for k := range uint32(1 << 16) {
+		a := (k & 0x7FFF) << 16
+		if k>>15 != 0 {
+			a |= 1
+		}
+		x := math.Float32frombits(a)
+		e2m1RNE[k] = uint8(E2M1.Encode(x, SatFinite))
+		if a > 0x7F800000 {
+			// Only nvfp4 can reach this (a NaN element in a finite block):
+			// cvt.rn.satfinite.e2m1x2 behaviour on NaN is unverified; we
+			// saturate to the maximum magnitude.
+			e2m1RNE[k] = 7
+			e2m1HalfUp[k] = 7
+		} else {
+			e2m1HalfUp[k] = e2m1HalfUpSlow(x)
+		}
+	}
+	for b := range 256 {
+		lo, hi := b&0xF, b>>4
+		e2m1PairBF[b] = uint32(BF16FromF32(e2m1F32[lo])) | uint32(BF16FromF32(e2m1F32[hi]))<<16
+		if lo&7 != 0 {
+			e2m1PairNZ[b] |= 1
+		}
+		if hi&7 != 0 {
+			e2m1PairNZ[b] |= 1 << 16
+		}
+	}
+}

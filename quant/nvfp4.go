@@ -1,0 +1,128 @@
+package quant
+
+import (
+	"math"
+
+	"github.com/kvcfg/kvcfg/dtype"
+)
+
+// nvfp4Codec is NVIDIA's two-level FP4 in the KV-cache convention of
+// flashinfer's nvfp4_kv_quantize (used by SGLang --kv-cache-dtype nvfp4):
+// E2M1 data, one E4M3 (UE4M3) scale per 16 elements and a per-tensor float32
+// global scale g in the *decode* direction (value = e2m1 · e4m3 · g; SGLang
+// passes the checkpoint's k_scale / v_scale, calibrated as amax/(448·6), or
+// 1.0). Per block: sf = (1/g)·(vecMax·(1/6)), sf8 = e4m3_satfinite(sf),
+// outputScale = vecMax ≠ 0 ? 1/(float(sf8)·g) : 0, code = e2m1 RNE
+// satfinite(x·outputScale). All reciprocals are exact float32 divisions (the
+// GPU uses rcp.approx, which can differ by one ulp at ties).
+type nvfp4Codec struct {
+	format dtype.Format
+	g      float32 // decode-direction global scale
+	invG   float32
+}
+
+const rcp6 = float32(1.0 / 6)
+
+func (c *nvfp4Codec) Format() dtype.Format { return c.format }
+
+// blockScale returns the E4M3 scale code and the element multiplier of a
+// block with largest magnitude vecMax (NaN elements ignored, as fmaxf does).
+func (c *nvfp4Codec) blockScale(vecMax float32) (uint8, float32) {
+	sf := c.invG * (vecMax * rcp6)
+	sf8 := uint8(E4M3FN.Encode(sf, SatFinite))
+	if vecMax == 0 {
+		return sf8, 0
+	}
+	return sf8, 1 / (e4m3fnF32[sf8] * c.g)
+}
+
+func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
+	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
+		return err
+	}
+	for b := range len(src) / 16 {
+		blk := src[b*16 : b*16+16]
+		var amax uint32
+		for _, x := range blk {
+			if a := math.Float32bits(x) & 0x7FFFFFFF; a <= 0x7F800000 {
+				amax = max(amax, a)
+			}
+		}
+		sf8, os := c.blockScale(math.Float32frombits(amax))
+		scales[b] = sf8
+		out := dst[b*8 : b*8+8]
+		for j := range out {
+			y0 := math.Float32bits(blk[2*j] * os)
+			y1 := math.Float32bits(blk[2*j+1] * os)
+			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+		}
+	}
+	return nil
+}
+
+func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
+	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
+		return err
+	}
+	for b := range len(src) / 16 {
+		blk := src[b*16 : b*16+16]
+		var amax uint16
+		for _, x := range blk {
+			if a := x & 0x7FFF; a <= 0x7F80 {
+				amax = max(amax, a)
+			}
+		}
+		sf8, os := c.blockScale(BF16ToF32(amax))
+		scales[b] = sf8
+		out := dst[b*8 : b*8+8]
+		for j := range out {
+			y0 := math.Float32bits(BF16ToF32(blk[2*j]) * os)
+			y1 := math.Float32bits(BF16ToF32(blk[2*j+1]) * os)
+			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+		}
+	}
+	return nil
+}
+
+// blockTable fills the 16 decoded values of a block scale:
+// (e2m1 · float(sf8)) · g in float32 (the first product is exact).
+func (c *nvfp4Codec) blockTable(t *[16]float32, sf8 uint8) {
+	sf := e4m3fnF32[sf8]
+	for i := range t {
+		t[i] = e2m1F32[i] * sf * c.g
+	}
+}
+
+func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
+	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
+		return err
+	}
+	var t [16]float32
+	for b, s := range scales {
+		c.blockTable(&t, s)
+		out := dst[b*16 : b*16+16]
+		for j, q := range src[b*8 : b*8+8] {
+			out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
+		}
+	}
+	return nil
+}
+
+func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
+	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
+		return err
+	}
+	var t [16]float32
+	var tb [16]uint16
+	for b, s := range scales {
+		c.blockTable(&t, s)
+		for i, v := range t {
+			tb[i] = BF16FromF32(v)
+		}
+		out := dst[b*16 : b*16+16]
+		for j, q := range src[b*8 : b*8+8] {
+			out[2*j], out[2*j+1] = tb[q&0xF], tb[q>>4]
+		}
+	}
+	return nil
+}
