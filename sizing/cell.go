@@ -1,0 +1,188 @@
+package sizing
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Attention describes the per-rank KV geometry of one PP stage's
+// full-attention layers, already sharded (KVHeads is per rank).
+type Attention struct {
+	// MLA selects the latent (single-row, never TP-sharded) layout.
+	MLA bool
+	// DSA adds the lightning indexer cache (DeepSeek-V3.2); implies MLA.
+	DSA bool
+	// Layers is L: full-attention KV layers on this stage.
+	Layers int
+	// KVHeads is H = get_num_kv_heads(attn_tp[, dcp]) (see KVHeadsPerRank).
+	KVHeads int
+	// HeadDim and VHeadDim are D_k and D_v.
+	HeadDim, VHeadDim int
+	// KVLoraRank and QKRopeHeadDim are the MLA latent dims.
+	KVLoraRank, QKRopeHeadDim int
+	// IndexHeadDim is the DSA indexer head dim (128 for DeepSeek-V3.2).
+	IndexHeadDim int
+	// DSAFP8Row selects the 656-byte fp8 DSA row (fp8 nope + fp32 block
+	// scales + bf16 rope; non-trtllm CUDA backends with float8_e4m3fn).
+	DSAFP8Row bool
+	// ElementSize is SGLang's kv_size (fp4 pairs count 1).
+	ElementSize int
+	// FP4 marks a float4_e2m1fn_x2 pool (nvfp4, fp4_mx_block16).
+	FP4 bool
+	// MXFP8 marks the mxfp8 pool (one UE8M0 scale per 32 elements).
+	MXFP8 bool
+	// DCP is the decode-context-parallel size (1 when off); the DSA indexer
+	// is replicated across DCP ranks.
+	DCP int
+	// IndexerRatio is the HiSparse host_to_device_ratio (1 when off).
+	IndexerRatio int
+}
+
+// KVHeadsPerRank is get_num_kv_heads(tp, dcp) = max(1, kv // max(1, tp//dcp)):
+// a KV head is replicated, not split, when there are fewer heads than
+// attention TP ranks.
+func KVHeadsPerRank(totalKVHeads, attnTP, dcp int) int {
+	if dcp < 1 {
+		dcp = 1
+	}
+	div := attnTP / dcp
+	if div < 1 {
+		div = 1
+	}
+	h := totalKVHeads / div
+	if h < 1 {
+		return 1
+	}
+	return h
+}
+
+// MLAKVCacheDim is calculate_mla_kv_cache_dim: the latent row width in
+// elements, or in bytes for the fp8 DSA row (656 for DeepSeek).
+func (a Attention) MLAKVCacheDim() int {
+	if a.DSA && a.DSAFP8Row && a.KVLoraRank%128 == 0 {
+		return a.KVLoraRank + a.KVLoraRank/128*4 + a.QKRopeHeadDim*2
+	}
+	return a.KVLoraRank + a.QKRopeHeadDim
+}
+
+func (a Attention) validate() error {
+	var bad []string
+	if a.Layers < 0 {
+		bad = append(bad, fmt.Sprintf("layers %d", a.Layers))
+	}
+	if a.ElementSize <= 0 {
+		bad = append(bad, fmt.Sprintf("element size %d", a.ElementSize))
+	}
+	if a.MLA || a.DSA {
+		if a.KVLoraRank <= 0 || a.QKRopeHeadDim < 0 {
+			bad = append(bad, fmt.Sprintf("MLA dims %d+%d", a.KVLoraRank, a.QKRopeHeadDim))
+		}
+	} else if a.Layers > 0 && (a.KVHeads <= 0 || a.HeadDim <= 0 || a.VHeadDim <= 0) {
+		bad = append(bad, fmt.Sprintf("MHA heads %d dims %d/%d", a.KVHeads, a.HeadDim, a.VHeadDim))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// Cell returns the DefaultPoolConfigurator cell (bytes per token) before
+// speculative scaling: MHA (§c.2) with FP4 / MXFP8 terms, or MLA/DSA (§c.3).
+func (a Attention) Cell() (int64, error) {
+	if err := a.validate(); err != nil {
+		return 0, err
+	}
+	if a.MLA || a.DSA {
+		return a.mlaCell(), nil
+	}
+	return a.mhaCell(), nil
+}
+
+func (a Attention) mhaCell() int64 {
+	h, dk, dv, l, s := int64(a.KVHeads), int64(a.HeadDim), int64(a.VHeadDim), int64(a.Layers), int64(a.ElementSize)
+	cell := h * (dk + dv) * l * s
+	if a.FP4 {
+		// Packed nibbles, one uint8 scale per 16 elements of K and of V,
+		// plus the shared FP8 dequant workspace of one layer ([V3]).
+		cell = cell/2 + (h*dk*l*2*s)/16
+		cell += h * dk * 2 * s
+	} else if a.MXFP8 {
+		cell += (h * (dk + dv) * l) / 32
+	}
+	return cell
+}
+
+func (a Attention) mlaCell() int64 {
+	l, s := int64(a.Layers), int64(a.ElementSize)
+	if l < 0 {
+		l = 0
+	}
+	dim := int64(a.MLAKVCacheDim())
+	cell := dim * l * s
+	if a.FP4 {
+		cell = cell/2 + (int64(a.KVLoraRank+a.QKRopeHeadDim)/16)*l*s
+	}
+	if a.DSA {
+		ratio := int64(a.IndexerRatio)
+		if ratio < 1 {
+			ratio = 1
+		}
+		dcp := int64(a.DCP)
+		if dcp < 1 {
+			dcp = 1
+		}
+		idx := int64(a.IndexHeadDim)
+		cell += (idx + idx/128*4) * l * ratio * dcp
+	}
+	return cell
+}
+
+// ScaleEAGLE applies the EAGLE/STANDALONE draft budget (§c.5):
+// int(cell*(1+draft_layers*dcp/L)); unchanged when draftLayers ≤ 0 or L ≤ 0.
+func ScaleEAGLE(cell int64, layers, draftLayers, dcp int) int64 {
+	if dcp < 1 {
+		dcp = 1
+	}
+	if draftLayers <= 0 || layers <= 0 {
+		return cell
+	}
+	d := draftLayers * dcp
+	return int64(float64(cell) * (1 + float64(d)/float64(layers)))
+}
+
+// ScaleDFlash applies the DFLASH draft budget (§c.5):
+// ceil(cell*(L+draft)/L), or cell + draftCell*dcp with an explicit draft cell.
+func ScaleDFlash(cell int64, layers, draftLayers int, draftCell int64, dcp int) (int64, error) {
+	if dcp < 1 {
+		dcp = 1
+	}
+	if cell <= 0 {
+		return 0, fmt.Errorf("%w: DFLASH target cell size %d must be positive", ErrInvalid, cell)
+	}
+	if draftCell != 0 {
+		if draftCell < 0 {
+			return 0, fmt.Errorf("%w: DFLASH draft cell size %d must be positive", ErrInvalid, draftCell)
+		}
+		return cell + draftCell*int64(dcp), nil
+	}
+	if layers <= 0 || draftLayers <= 0 {
+		return cell, nil
+	}
+	d := int64(draftLayers * dcp)
+	l := int64(layers)
+	return (cell*(l+d) + l - 1) / l, nil
+}
+
+// ZeroKVTokens is the zero-KV stage guard (§c.6): INT64_MAX when another
+// PP stage has full-attention layers (the PP minimum picks the real value),
+// else max_total_tokens or the context length.
+func ZeroKVTokens(otherStagesHaveKV bool, maxTotalTokens int64, contextLen int) int64 {
+	if otherStagesHaveKV {
+		return math.MaxInt64
+	}
+	if maxTotalTokens > 0 {
+		return maxTotalTokens
+	}
+	return int64(contextLen)
+}
