@@ -31,6 +31,9 @@ const (
 	// LinearAttention is a Mamba2 / gated-delta-net / KDA layer: fixed-size
 	// state per request, no per-token KV.
 	LinearAttention LayerKind = "linear_attention"
+	// NoCache is a layer without attention or state (a Nemotron-H MLP or
+	// MoE layer): it holds nothing per token or per request.
+	NoCache LayerKind = "none"
 )
 
 // Spec is the shape of a model as KV sizing sees it. Fields that do not
@@ -58,9 +61,14 @@ type Spec struct {
 	KVLoraRank    int `json:"kv_lora_rank"`
 	QKRopeHeadDim int `json:"qk_rope_head_dim"`
 	QKNopeHeadDim int `json:"qk_nope_head_dim"`
+	// QLoraRank is the MLA query low-rank dim (q_lora_rank); 0 when queries
+	// are projected directly. Parameter counts only.
+	QLoraRank int `json:"q_lora_rank"`
 	// DSA indexer dims (Attention == DSA).
 	IndexHeadDim int `json:"index_head_dim"`
 	IndexTopK    int `json:"index_topk"`
+	// IndexNHeads is the DSA indexer's query head count (index_n_heads).
+	IndexNHeads int `json:"index_n_heads"`
 
 	// LayerKinds has one entry per decoder layer (len == NumLayers).
 	LayerKinds []LayerKind `json:"layer_kinds"`
@@ -101,8 +109,14 @@ type Spec struct {
 	// NumNextNPredictLayers is the number of MTP (NextN) draft layers the
 	// checkpoint ships; 0 if none.
 	NumNextNPredictLayers int `json:"num_nextn_predict_layers"`
-	// Multimodal reports a vision (or other) encoder next to the text model.
+	// Multimodal reports whether SGLang serves the model as multimodal by
+	// default (spec §k.6): a multimodal architecture or a text_config
+	// wrapper, except Gemma3, Llama4 and Step3-VL ConditionalGeneration,
+	// which run language-only unless multimodal is enabled.
 	Multimodal bool `json:"multimodal"`
+	// Encoder reports a vision (or audio) encoder config next to the text
+	// model, whether or not the engine enables it by default.
+	Encoder bool `json:"encoder"`
 
 	// Params estimates parameter counts from the config (for weight memory
 	// when no checkpoint is at hand).
@@ -150,8 +164,13 @@ type Params struct {
 	// Active is the parameters used per token (MoE: routed top-k experts).
 	Active int64 `json:"active"`
 	// Quantizable is the part that a weight quantization_config applies to
-	// (linear layers; not embeddings, norms, router).
+	// (linear layers; not embeddings, norms, router; minus modules the
+	// quantization_config leaves unconverted, e.g. gpt-oss attention).
 	Quantizable int64 `json:"quantizable"`
+	// MTP is what the checkpoint ships for its NextN / MTP draft layers (one
+	// decoder layer each plus the projection and its embedding/head copies);
+	// it is not part of Total.
+	MTP int64 `json:"mtp"`
 }
 
 // LayerIDs returns the ids of layers of kind k, in order.

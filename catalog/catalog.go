@@ -1,0 +1,208 @@
+// Package catalog is the built-in set of model configs: the config.json of
+// well-known models, embedded in the binary so that `--model NAME` works
+// offline. Names are HuggingFace ids ("meta-llama/Llama-3.1-8B-Instruct"),
+// matched case-insensitively.
+package catalog
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/model"
+)
+
+// Default is the model commands use when none is given.
+const Default = "meta-llama/Llama-3.1-8B-Instruct"
+
+// ErrUnknownModel reports a name that is neither a catalog entry nor an
+// existing path.
+var ErrUnknownModel = errors.New("catalog: unknown model")
+
+// configs holds one file per model: configs/<org>__<name>.json.
+//
+//go:embed configs/*.json
+var configs embed.FS
+
+// entry is one catalog model.
+type entry struct {
+	name string // canonical HF id
+	file string // path inside configs
+}
+
+var entries = func() map[string]entry {
+	files, err := fs.Glob(configs, "configs/*.json")
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]entry, len(files))
+	for _, f := range files {
+		base := strings.TrimSuffix(path.Base(f), ".json")
+		org, name, ok := strings.Cut(base, "__")
+		if !ok {
+			continue
+		}
+		id := org + "/" + name
+		m[strings.ToLower(id)] = entry{name: id, file: f}
+	}
+	return m
+}()
+
+// Names lists the catalog's HF ids, sorted.
+func Names() []string {
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lookup finds an entry by HF id, case-insensitively. A bare model name
+// without its organisation also matches when it is unique.
+func lookup(name string) (entry, bool) {
+	k := strings.ToLower(strings.TrimSpace(name))
+	if e, ok := entries[k]; ok {
+		return e, true
+	}
+	if strings.Contains(k, "/") {
+		return entry{}, false
+	}
+	var found []entry
+	for id, e := range entries {
+		if _, n, _ := strings.Cut(id, "/"); n == k {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return entry{}, false
+}
+
+// Config returns the raw config.json of a catalog model (name
+// case-insensitive).
+func Config(name string) ([]byte, error) {
+	e, ok := lookup(name)
+	if !ok {
+		return nil, unknown(name)
+	}
+	return configs.ReadFile(e.file)
+}
+
+// Load parses a catalog model; Spec.Name is its canonical HF id.
+func Load(name string) (*model.Spec, error) {
+	e, ok := lookup(name)
+	if !ok {
+		return nil, unknown(name)
+	}
+	data, err := configs.ReadFile(e.file)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return model.Parse(data, e.name)
+}
+
+// Resolve reads a model reference: an existing config.json or model
+// directory (model.Load), else a catalog name. A reference that looks like
+// a path (starts with "/", "./", "../" or "~", or ends in ".json") is only
+// read as a path. Unknown names get an error listing close catalog names.
+func Resolve(ref string) (*model.Spec, error) {
+	if strings.TrimSpace(ref) == "" {
+		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
+	}
+	if _, err := os.Stat(ref); err == nil {
+		return model.Load(ref)
+	}
+	if looksLikePath(ref) {
+		return model.Load(ref) // reports the stat error
+	}
+	return Load(ref)
+}
+
+func looksLikePath(ref string) bool {
+	for _, p := range []string{"/", "./", "../", "~", `.\`, `..\`} {
+		if strings.HasPrefix(ref, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(strings.ToLower(ref), ".json") || strings.Contains(ref, `\`)
+}
+
+// unknown builds the error for a name not in the catalog.
+func unknown(name string) error {
+	close := Suggest(name, 3)
+	hint := "run `kvcfg models` for the list"
+	if len(close) > 0 {
+		hint = "did you mean " + strings.Join(close, ", ") + "? (" + hint + ")"
+	}
+	return fmt.Errorf("%w %q: not an existing file or directory and not in the catalog; %s", ErrUnknownModel, name, hint)
+}
+
+// Suggest returns up to n catalog names close to name: names containing it
+// (or its model part) first, then the nearest by edit distance.
+func Suggest(name string, n int) []string {
+	k := strings.ToLower(strings.TrimSpace(name))
+	if k == "" || n <= 0 {
+		return nil
+	}
+	_, short, hasOrg := strings.Cut(k, "/")
+	if !hasOrg {
+		short = k
+	}
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	for id, e := range entries {
+		_, idShort, _ := strings.Cut(id, "/")
+		d := distance(k, id)
+		if d2 := distance(short, idShort); d2 < d {
+			d = d2
+		}
+		if strings.Contains(id, short) || strings.Contains(short, idShort) {
+			d = -1
+		}
+		if d <= max(3, len(short)/3) {
+			cands = append(cands, cand{e.name, d})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].d != cands[j].d {
+			return cands[i].d < cands[j].d
+		}
+		return cands[i].name < cands[j].name
+	})
+	var out []string
+	for i := 0; i < len(cands) && i < n; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
+}
+
+// distance is the Levenshtein distance of a and b (bytes).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,87 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/dtype"
+)
+
+// StateShapes returns the per-request state shapes of one linear-attention
+// layer on one rank, as SGLang's Mamba2StateShape builds them (spec §c.7):
+// the conv state shapes and the temporal (SSM) state shape. tp is the
+// attention tensor-parallel size. A shape that does not split evenly over tp
+// is an error wrapping ErrShape.
+//
+// Mamba2 and GDN: n_groups is raised to tp when it does not divide
+// (replicated groups); conv (conv_dim/tp, kernel-1) with conv_dim =
+// intermediate + 2*n_groups*state; temporal (heads/tp, head_dim, state).
+// KDA (Kimi-Linear): conv (kernel-1, proj/tp + 2*proj_k/tp); temporal
+// (heads/tp, head_dim, head_dim).
+func (l *LinearSpec) StateShapes(tp int) (conv [][]int, temporal []int, err error) {
+	if tp < 1 {
+		return nil, nil, fmt.Errorf("%w: tensor-parallel size %d (must be at least 1)", ErrRange, tp)
+	}
+	if l.NumHeads < 1 || l.HeadDim < 1 || l.StateSize < 1 || l.NGroups < 1 || l.ConvKernel < 1 || l.IntermediateSize < 1 {
+		return nil, nil, fmt.Errorf("%w: incomplete %s state description", ErrRange, l.Kind)
+	}
+	if l.NumHeads%tp != 0 {
+		return nil, nil, fmt.Errorf("%w: %d heads over tp %d", ErrShape, l.NumHeads, tp)
+	}
+	switch l.Kind {
+	case "kda":
+		proj, projK := l.IntermediateSize, l.NGroups*l.StateSize
+		if proj%tp != 0 || projK%tp != 0 {
+			return nil, nil, fmt.Errorf("%w: projections %d and %d over tp %d", ErrShape, proj, projK, tp)
+		}
+		return [][]int{{l.ConvKernel - 1, proj/tp + 2*projK/tp}}, []int{l.NumHeads / tp, l.HeadDim, l.HeadDim}, nil
+	case "mamba2", "gdn":
+		g := l.NGroups
+		if g%tp != 0 {
+			g += tp - g
+		}
+		convDim := l.IntermediateSize + 2*g*l.StateSize
+		if convDim%tp != 0 {
+			return nil, nil, fmt.Errorf("%w: conv dim %d over tp %d", ErrShape, convDim, tp)
+		}
+		return [][]int{{convDim / tp, l.ConvKernel - 1}}, []int{l.NumHeads / tp, l.HeadDim, l.StateSize}, nil
+	}
+	return nil, nil, fmt.Errorf("%w: unknown state kind %q", ErrRange, l.Kind)
+}
+
+// SlotBytes returns the state bytes of one request slot over all the
+// model's linear-attention layers on one rank: (Σ prod(conv)·convElem +
+// prod(temporal)·ssmElem) · len(LayerIDs), element sizes in bytes.
+func (l *LinearSpec) SlotBytes(tp, convElem, ssmElem int) (int64, error) {
+	conv, temporal, err := l.StateShapes(tp)
+	if err != nil {
+		return 0, err
+	}
+	var per int64
+	for _, c := range conv {
+		per += prod(c) * int64(convElem)
+	}
+	per += prod(temporal) * int64(ssmElem)
+	return per * int64(len(l.LayerIDs)), nil
+}
+
+func prod(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// SSMDType is the temporal state dtype before any engine override: the
+// config's mamba_ssm_dtype when it names float32, bfloat16 or float16, else
+// float32 (SGLang warns on other values and keeps float32).
+func (l *LinearSpec) SSMDType() dtype.DType {
+	switch strings.ToLower(strings.TrimPrefix(l.ConfigSSMDType, "torch.")) {
+	case "bfloat16":
+		return dtype.BFloat16
+	case "float16":
+		return dtype.Float16
+	}
+	return dtype.Float32
+}

@@ -1,0 +1,416 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/dtype"
+)
+
+// ConfigFile is the file name Load looks for in a model directory.
+const ConfigFile = "config.json"
+
+// maxConfigSize bounds the config.json the loaders read.
+const maxConfigSize = 16 << 20
+
+// Parse reads one HuggingFace config.json into a Spec following SGLang's
+// rules (spec §a). name becomes Spec.Name and appears in errors. Bare
+// Infinity/NaN tokens, which transformers writes, are accepted. Every
+// problem found is reported at once (errors.Join of FieldErrors); the
+// returned Spec has passed Validate.
+func Parse(data []byte, name string) (*Spec, error) {
+	top, err := decodeObject(data, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{file: name}
+	p := &parser{r: r, root: object{r: r, m: top}, s: &Spec{Name: name}}
+	p.read()
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	if err := p.s.Validate(); err != nil {
+		return nil, err
+	}
+	return p.s, nil
+}
+
+// Load reads a config.json file, or the config.json of a model directory.
+// A HuggingFace cache snapshot path (".../models--org--name/snapshots/<rev>")
+// is named after its HF id; any other source is named after its path.
+func Load(p string) (*Spec, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	file := p
+	if st.IsDir() {
+		file = filepath.Join(p, ConfigFile)
+		if _, err := os.Stat(file); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w in directory %s", ErrNoConfig, p)
+			}
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	data, err := readLimited(os.DirFS(filepath.Dir(file)), filepath.Base(file))
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", file, err)
+	}
+	return Parse(data, sourceName(filepath.ToSlash(p), st.IsDir()))
+}
+
+// LoadFS is Load on a file system: p is a config.json file or a directory
+// holding one (slash-separated, as io/fs wants).
+func LoadFS(fsys fs.FS, p string) (*Spec, error) {
+	st, err := fs.Stat(fsys, p)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	file := p
+	if st.IsDir() {
+		file = path.Join(p, ConfigFile)
+		if _, err := fs.Stat(fsys, file); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w in directory %s", ErrNoConfig, p)
+			}
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	data, err := readLimited(fsys, file)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", file, err)
+	}
+	return Parse(data, sourceName(p, st.IsDir()))
+}
+
+func readLimited(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxConfigSize {
+		return nil, fmt.Errorf("%w: %d bytes is too large for a config.json", ErrRange, st.Size())
+	}
+	return fs.ReadFile(fsys, name)
+}
+
+// sourceName names a model loaded from p (slash-separated).
+func sourceName(p string, isDir bool) string {
+	dir := p
+	if !isDir {
+		dir = path.Dir(p)
+	}
+	// HF hub cache: models--org--name/snapshots/<revision>
+	parts := strings.Split(path.Clean(dir), "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, "models--") && i+2 < len(parts) && parts[i+1] == "snapshots" {
+			if id := strings.SplitN(strings.TrimPrefix(part, "models--"), "--", 2); len(id) == 2 {
+				return id[0] + "/" + id[1]
+			}
+		}
+	}
+	return p
+}
+
+// parser holds the state of one Parse.
+type parser struct {
+	r    *reader
+	root object // top-level config
+	text object // text config (root unless nested)
+	s    *Spec
+	fam  family
+
+	topModelType string
+	window       int // configured window (tokens), 0 if none
+	hasAttention bool
+	missing      []string
+}
+
+func (p *parser) need(field string) {
+	p.missing = append(p.missing, field)
+}
+
+func (p *parser) read() {
+	s := p.s
+	p.text = p.root
+	for _, k := range []string{"text_config", "llm_config", "language_config"} {
+		if !p.root.has(k) {
+			continue
+		}
+		if t, ok := p.root.obj(k); ok {
+			p.text = t
+		}
+		break
+	}
+	p.topModelType, _ = p.root.str("model_type")
+	s.ModelType = p.topModelType
+	if mt, ok := p.text.str("model_type"); ok && p.text.prefix != "" {
+		s.ModelType = mt
+	}
+	if archs, ok := p.root.strs("architectures"); ok && len(archs) > 0 {
+		s.Architecture = archs[0]
+	}
+	if s.Architecture == "" {
+		s.Architecture = modelTypeArch[p.topModelType]
+		if s.Architecture == "" {
+			s.Architecture = modelTypeArch[s.ModelType]
+		}
+		if s.Architecture == "" {
+			s.Warnings = append(s.Warnings, "config has no architectures and its model_type is not known: read with the generic rules")
+		}
+	}
+	fam, known := knownArchs[s.Architecture]
+	if !known {
+		fam, known = knownArchs[modelTypeArch[s.ModelType]]
+		if s.Architecture != "" {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("unknown architecture %q: read with the generic rules", s.Architecture))
+		}
+	}
+	p.fam = fam
+
+	p.readShape()
+	p.readContext()
+	p.readDType()
+	p.readLayers()
+	p.readQuant()
+	p.readMisc()
+	if len(p.missing) > 0 {
+		for _, f := range p.missing {
+			p.r.fail(f, fmt.Errorf("%w: the KV shape of %s cannot be determined without it", ErrMissing, archOrType(s)))
+		}
+		return
+	}
+	if len(p.r.errs) == 0 {
+		p.estimateParams()
+	}
+}
+
+func archOrType(s *Spec) string {
+	switch {
+	case s.Architecture != "":
+		return s.Architecture
+	case s.ModelType != "":
+		return "model_type " + s.ModelType
+	}
+	return "this model"
+}
+
+// readShape reads layers, heads and head dims (spec §a.1, §a.6).
+func (p *parser) readShape() {
+	s, t := p.s, p.text
+	if n, _, ok := t.firstInt("num_hidden_layers", "n_layer", "n_layers", "num_layers"); ok {
+		s.NumLayers = n
+	} else if !t.has("num_hidden_layers") && !t.has("n_layer") && !t.has("n_layers") && !t.has("num_layers") {
+		p.need(t.field("num_hidden_layers"))
+	}
+	s.HiddenSize, _, _ = t.firstInt("hidden_size", "d_model", "n_embd", "model_dim")
+	s.Attention = MHA
+	if p.fam == famMamba2 {
+		// Pure state-space model: no attention layers, no KV heads.
+		return
+	}
+	p.hasAttention = true
+	heads, _, ok := t.firstInt("num_attention_heads", "n_head", "n_heads")
+	if ok {
+		s.NumAttentionHeads = heads
+	} else if !t.has("num_attention_heads") && !t.has("n_head") && !t.has("n_heads") {
+		p.need(t.field("num_attention_heads"))
+	}
+
+	// KV heads (spec §a.1).
+	newDecoderFalcon := false
+	if p.fam == famFalcon || s.ModelType == "falcon" || s.ModelType == "RefinedWeb" || s.ModelType == "RefinedWebModel" {
+		newDecoderFalcon, _ = t.bool("new_decoder_architecture")
+	}
+	mq, _ := t.bool("multi_query")
+	switch {
+	case mq && !newDecoderFalcon:
+		s.NumKVHeads = 1
+	default:
+		if kv, _, ok := t.firstInt("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"); ok {
+			s.NumKVHeads = kv
+		} else if ac, ok := t.obj("attn_config"); ok && ac.has("kv_n_heads") {
+			s.NumKVHeads, _ = ac.int("kv_n_heads")
+		} else {
+			s.NumKVHeads = s.NumAttentionHeads
+		}
+	}
+
+	// Head dims: an explicit head_dim wins over hidden/heads.
+	hd, _, hasHD := t.firstInt("head_dim", "attention_head_dim")
+	switch {
+	case hasHD:
+		s.HeadDim = hd
+	case s.HiddenSize > 0 && s.NumAttentionHeads > 0:
+		s.HeadDim = s.HiddenSize / s.NumAttentionHeads
+	case !t.has("head_dim") && !t.has("hidden_size") && ok:
+		p.need(t.field("head_dim"))
+		p.need(t.field("hidden_size"))
+	}
+	s.VHeadDim = s.HeadDim
+	if v, ok := t.int("v_head_dim"); ok {
+		s.VHeadDim = v
+	}
+
+	// MLA / DSA.
+	hasLatent := t.has("kv_lora_rank")
+	if hasLatent && (mlaArchs[s.Architecture] || p.fam == famKimiLinear || (p.fam == famGeneric && t.has("qk_rope_head_dim"))) {
+		if !mlaArchs[s.Architecture] && p.fam != famKimiLinear {
+			s.Warnings = append(s.Warnings, "kv_lora_rank present on an architecture SGLang does not list as MLA: sized as MLA")
+		}
+		s.Attention = MLA
+		s.KVLoraRank, _ = t.int("kv_lora_rank")
+		s.QLoraRank, _ = t.int("q_lora_rank")
+		if v, ok := t.int("qk_rope_head_dim"); ok {
+			s.QKRopeHeadDim = v
+		} else if !t.has("qk_rope_head_dim") {
+			p.need(t.field("qk_rope_head_dim"))
+		}
+		s.QKNopeHeadDim, _ = t.int("qk_nope_head_dim")
+		if s.QKNopeHeadDim > 0 {
+			s.HeadDim = s.QKNopeHeadDim + s.QKRopeHeadDim
+		}
+		if !t.has("v_head_dim") && s.QKNopeHeadDim > 0 {
+			s.VHeadDim = s.QKNopeHeadDim
+		}
+		if dsaArchs[s.Architecture] && t.has("index_topk") {
+			s.Attention = DSA
+			s.IndexTopK, _ = t.int("index_topk")
+			s.IndexNHeads, _ = t.int("index_n_heads")
+			if v, ok := t.int("index_head_dim"); ok {
+				s.IndexHeadDim = v
+			} else if !t.has("index_head_dim") {
+				p.need(t.field("index_head_dim"))
+			}
+		}
+	} else if mlaArchs[s.Architecture] {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s is an MLA architecture but the config has no kv_lora_rank: sized as MHA", s.Architecture))
+	}
+
+	// Asymmetric sliding-window heads (MiMo-V2-Flash).
+	s.SWANumKVHeads, _ = t.int("swa_num_key_value_heads")
+	if v, ok := t.int("swa_head_dim"); ok {
+		s.SWAHeadDim = v
+		s.SWAVHeadDim = v // spec §k.1: swa_v_head_dim defaults to swa_head_dim
+	}
+	if v, ok := t.int("swa_v_head_dim"); ok {
+		s.SWAVHeadDim = v
+	}
+}
+
+// contextKeys are scanned in order; the first present one wins (spec §a.3).
+var contextKeys = []string{"max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"}
+
+// readContext derives the context length with SGLang's rope-scaling rule
+// (spec §a.3, §k.8).
+func (p *parser) readContext() {
+	t := p.text
+	val, found := 2048, false
+	for _, k := range contextKeys {
+		if !t.has(k) {
+			continue
+		}
+		if v, ok := t.int(k); ok {
+			val, found = v, true
+		}
+		break
+	}
+	if !found && p.fam == famMamba2 {
+		p.s.Warnings = append(p.s.Warnings, "config sets no maximum length: context_length defaults to 2048")
+	}
+	factor := 1.0
+	rs, ok := t.obj("rope_scaling")
+	if !ok {
+		rs, ok = t.obj("rope_parameters")
+	}
+	if ok && rs.has("factor") {
+		typ, _ := rs.str("rope_type")
+		legacy, _ := rs.str("type")
+		if f, fok := rs.float("factor"); fok && !rs.has("original_max_position_embeddings") && typ != "llama3" && legacy != "llama3" {
+			factor = f
+		}
+	}
+	ctx := factor * float64(val)
+	if ctx > maxInt || ctx < -maxInt || math.IsNaN(ctx) {
+		p.r.fail(t.field("rope_scaling.factor"), fmt.Errorf("%w: context %g is absurdly large", ErrRange, ctx))
+		return
+	}
+	p.s.ContextLength = int(ctx)
+}
+
+// readDType resolves the model dtype of --dtype auto (spec §a.2, §k.9).
+func (p *parser) readDType() {
+	s := p.s
+	field := ""
+	for _, o := range []object{p.text, p.root} {
+		for _, k := range []string{"dtype", "torch_dtype"} {
+			if v, ok := o.str(k); ok {
+				s.ConfigDType, field = v, o.field(k)
+				break
+			}
+		}
+		if field != "" {
+			break
+		}
+	}
+	cfg := dtype.Float32
+	if s.ConfigDType == "" && p.quantMethod() == "mxfp4" {
+		// MXFP4 checkpoints (gpt-oss) ship without a dtype; the engines run
+		// their unquantized parts in bfloat16 (spec §c.11 Ex.4b).
+		s.ModelDType = dtype.BFloat16
+		return
+	}
+	if s.ConfigDType != "" {
+		d, err := dtype.Parse(s.ConfigDType)
+		if err != nil || (d != dtype.Float32 && d != dtype.Float16 && d != dtype.BFloat16) {
+			p.r.fail(field, fmt.Errorf("%w: model dtype %q (want float16, bfloat16 or float32)", ErrRange, s.ConfigDType))
+			return
+		}
+		cfg = d
+	}
+	s.ModelDType = cfg
+	if cfg == dtype.Float32 {
+		if strings.HasPrefix(p.topModelType, "gemma") || strings.HasPrefix(s.ModelType, "gemma") {
+			s.ModelDType = dtype.BFloat16
+		} else {
+			s.ModelDType = dtype.Float16
+		}
+	}
+}
+
+// quantMethod is quantization_config.quant_method without reporting errors.
+func (p *parser) quantMethod() string {
+	for _, o := range []object{p.root, p.text} {
+		raw, _ := o.get("quantization_config")
+		if qc, ok := raw.(map[string]any); ok {
+			m, _ := qc["quant_method"].(string)
+			return strings.ToLower(m)
+		}
+	}
+	return ""
+}
+
+// readMisc reads MTP layers and the multimodal flags.
+func (p *parser) readMisc() {
+	s, t := p.s, p.text
+	if v, ok := t.int("num_nextn_predict_layers"); ok {
+		s.NumNextNPredictLayers = v
+	} else if use, _ := t.bool("use_mtp"); use {
+		s.NumNextNPredictLayers, _ = t.int("num_mtp_modules")
+	}
+	s.Encoder = p.root.has("vision_config") || p.root.has("audio_config") || p.root.has("vision_tower")
+	wrapped := p.text.prefix != ""
+	s.Multimodal = (wrapped || s.Encoder || isMultimodalArch(s.Architecture)) && !languageOnlyByDefault[s.Architecture]
+}

@@ -1,0 +1,144 @@
+package model
+
+// Summary is the flat, display-oriented view of a Spec that `kvcfg inspect`
+// and the HTTP API print. Fields that do not apply to the model are null in
+// JSON (nil pointers), unlike Spec, whose zero values mean "not applicable".
+type Summary struct {
+	Name         string `json:"name"`
+	Architecture string `json:"architecture"`
+	ModelType    string `json:"model_type"`
+	NumLayers    int    `json:"num_layers"`
+	HiddenSize   *int   `json:"hidden_size"`
+	// AttentionKind is mha, mla or dsa; null for a model without attention layers.
+	AttentionKind     *AttentionKind `json:"attention_kind"`
+	NumAttentionHeads *int           `json:"num_attention_heads"`
+	NumKVHeads        *int           `json:"num_kv_heads"`
+	HeadDim           *int           `json:"head_dim"`
+	VHeadDim          *int           `json:"v_head_dim"`
+	KVLoraRank        *int           `json:"kv_lora_rank"`
+	QKRopeHeadDim     *int           `json:"qk_rope_head_dim"`
+	QKNopeHeadDim     *int           `json:"qk_nope_head_dim"`
+	IndexHeadDim      *int           `json:"index_head_dim"`
+	IndexTopK         *int           `json:"index_topk"`
+	// SlidingWindow is the configured window; EngineSlidingWindow the one
+	// SGLang's model code reports. Null without sliding layers.
+	SlidingWindow       *int `json:"sliding_window"`
+	EngineSlidingWindow *int `json:"engine_sliding_window"`
+	SWANumKVHeads       *int `json:"swa_num_kv_heads"`
+	SWAHeadDim          *int `json:"swa_head_dim"`
+	SWAVHeadDim         *int `json:"swa_v_head_dim"`
+
+	NumFullAttentionLayers   int  `json:"num_full_attention_layers"`
+	NumSWALayers             int  `json:"num_swa_layers"`
+	NumLinearAttentionLayers int  `json:"num_linear_attention_layers"`
+	NumNoCacheLayers         int  `json:"num_no_cache_layers"`
+	HybridSWAPool            bool `json:"hybrid_swa_pool"`
+	// LinearAttention describes the state layers; null without any.
+	LinearAttention *LinearSpec `json:"linear_attention"`
+
+	ContextLength int     `json:"context_length"`
+	ConfigDType   *string `json:"config_dtype"`
+	ModelDType    string  `json:"model_dtype"`
+	// Quantization is the checkpoint's quantization_config; null if none.
+	Quantization          *QuantSpec `json:"quantization"`
+	NumNextNPredictLayers int        `json:"num_nextn_predict_layers"`
+	Multimodal            bool       `json:"multimodal"`
+	Params                Params     `json:"params"`
+	Warnings              []string   `json:"warnings"`
+}
+
+// Summary builds the display view of s.
+func (s *Spec) Summary() Summary {
+	nFull, nSWA := s.CountLayers(FullAttention), s.CountLayers(SlidingAttention)
+	sum := Summary{
+		Name:                     s.Name,
+		Architecture:             s.Architecture,
+		ModelType:                s.ModelType,
+		NumLayers:                s.NumLayers,
+		HiddenSize:               positive(s.HiddenSize),
+		NumFullAttentionLayers:   nFull,
+		NumSWALayers:             nSWA,
+		NumLinearAttentionLayers: s.CountLayers(LinearAttention),
+		NumNoCacheLayers:         s.CountLayers(NoCache),
+		HybridSWAPool:            s.HybridSWAPool,
+		LinearAttention:          s.Linear,
+		ContextLength:            s.ContextLength,
+		ConfigDType:              nonEmpty(s.ConfigDType),
+		ModelDType:               s.ModelDType.String(),
+		Quantization:             s.Quant,
+		NumNextNPredictLayers:    s.NumNextNPredictLayers,
+		Multimodal:               s.Multimodal,
+		Params:                   s.Params,
+		Warnings:                 append([]string{}, s.Warnings...),
+	}
+	if nFull+nSWA > 0 {
+		kind := s.Attention
+		sum.AttentionKind = &kind
+		sum.NumAttentionHeads = positive(s.NumAttentionHeads)
+		sum.NumKVHeads = positive(s.NumKVHeads)
+		sum.HeadDim = positive(s.HeadDim)
+		sum.VHeadDim = positive(s.VHeadDim)
+		if s.Attention == MLA || s.Attention == DSA {
+			sum.KVLoraRank = positive(s.KVLoraRank)
+			sum.QKRopeHeadDim = positive(s.QKRopeHeadDim)
+			sum.QKNopeHeadDim = positive(s.QKNopeHeadDim)
+		}
+		if s.Attention == DSA {
+			sum.IndexHeadDim = positive(s.IndexHeadDim)
+			sum.IndexTopK = positive(s.IndexTopK)
+		}
+	}
+	if nSWA > 0 {
+		sum.SlidingWindow = positive(s.SlidingWindow)
+		sum.EngineSlidingWindow = positive(s.EngineSlidingWindow)
+		sum.SWANumKVHeads = positive(s.SWAKVHeads())
+		sum.SWAHeadDim = positive(s.SWAKDim())
+		sum.SWAVHeadDim = positive(s.SWAVDim())
+	}
+	return sum
+}
+
+func positive(v int) *int {
+	if v <= 0 {
+		return nil
+	}
+	return &v
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// SWAKVHeads is the total KV head count of sliding layers:
+// SWANumKVHeads when set, else NumKVHeads.
+func (s *Spec) SWAKVHeads() int {
+	if s.SWANumKVHeads > 0 {
+		return s.SWANumKVHeads
+	}
+	return s.NumKVHeads
+}
+
+// SWAKDim is the K head dim of sliding layers: SWAHeadDim when set, else HeadDim.
+func (s *Spec) SWAKDim() int {
+	if s.SWAHeadDim > 0 {
+		return s.SWAHeadDim
+	}
+	return s.HeadDim
+}
+
+// SWAVDim is the V head dim of sliding layers: SWAVHeadDim when set, else
+// VHeadDim.
+func (s *Spec) SWAVDim() int {
+	if s.SWAVHeadDim > 0 {
+		return s.SWAVHeadDim
+	}
+	return s.VHeadDim
+}
+
+// KVLayers is the number of layers that keep per-token KV (full plus sliding).
+func (s *Spec) KVLayers() int {
+	return s.CountLayers(FullAttention) + s.CountLayers(SlidingAttention)
+}
