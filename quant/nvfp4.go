@@ -52,9 +52,7 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 		scales[b] = sf8
 		out := dst[b*8 : b*8+8]
 		for j := range out {
-			y0 := math.Float32bits(blk[2*j] * os)
-			y1 := math.Float32bits(blk[2*j+1] * os)
-			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+			out[j] = nvCode(blk[2*j]*os) | nvCode(blk[2*j+1]*os)<<4
 		}
 	}
 	return nil
@@ -76,9 +74,7 @@ func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 		scales[b] = sf8
 		out := dst[b*8 : b*8+8]
 		for j := range out {
-			y0 := math.Float32bits(BF16ToF32(blk[2*j]) * os)
-			y1 := math.Float32bits(BF16ToF32(blk[2*j+1]) * os)
-			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+			out[j] = nvCode(BF16ToF32(blk[2*j])*os) | nvCode(BF16ToF32(blk[2*j+1])*os)<<4
 		}
 	}
 	return nil
@@ -125,4 +121,16 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		}
 	}
 	return nil
+}
+
+// nvCode is cvt.rn.satfinite.e2m1 of one scaled element. NaN (0·Inf when
+// the block scale underflows to zero, or a NaN input) gives +6 (0x7): the
+// GPU's behaviour there is unverified.
+func nvCode(y float32) uint8 {
+	u := math.Float32bits(y)
+	a := u & 0x7FFFFFFF
+	if a > 0x7F800000 {
+		return 7
+	}
+	return e2m1RNE[keyMag(a)] | uint8(u>>31)<<3
 }
