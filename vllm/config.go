@@ -1,0 +1,121 @@
+package vllm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Config is a vLLM launch as kvcfg sees it: vLLM's own flags (same names,
+// snake_case) plus the memory figures that vLLM measures at startup. Zero
+// values take vLLM's defaults or kvcfg's estimates.
+type Config struct {
+	// Version is --vllm-version: "0.6", "0.11", "latest" (default) or any
+	// version number, mapped to the nearest profile.
+	Version string `json:"vllm_version,omitempty"`
+	// KVCacheDType is --kv-cache-dtype ("auto" when empty).
+	KVCacheDType string `json:"kv_cache_dtype,omitempty"`
+	// BlockSize is --block-size (16 when 0).
+	BlockSize int `json:"block_size,omitempty"`
+	// MaxModelLen is --max-model-len: 0 takes the model's context length,
+	// -1 auto-fits it to memory (latest profile).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// MaxNumSeqs is --max-num-seqs (0: vLLM's default for the GPU).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// MaxNumBatchedTokens is --max-num-batched-tokens (0: vLLM's default
+	// for the GPU: 8192 on ≥ 70 GiB devices, else 2048, for `vllm serve`).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// TensorParallelSize and PipelineParallelSize are --tensor-parallel-size
+	// and --pipeline-parallel-size (1 when 0).
+	TensorParallelSize   int `json:"tensor_parallel_size,omitempty"`
+	PipelineParallelSize int `json:"pipeline_parallel_size,omitempty"`
+	// GPUMemoryUtilization is --gpu-memory-utilization, the fraction of the
+	// device's total memory this instance may use for weights, activations
+	// and KV together (profile default when 0).
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	// KVCacheMemoryBytes is vLLM's --kv-cache-memory-bytes: the KV budget per
+	// GPU, ignoring gpu_memory_utilization.
+	KVCacheMemoryBytes int64 `json:"kv_cache_memory_bytes,omitempty"`
+	// NumGPUBlocksOverride is --num-gpu-blocks-override.
+	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
+	// DisableHybridKVCacheManager is --disable-hybrid-kv-cache-manager.
+	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
+	// MambaCacheMode is --mamba-cache-mode (none, align, all); empty takes
+	// the profile's default.
+	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
+	// NumSpeculativeTokens adds speculative state blocks for Mamba layers.
+	NumSpeculativeTokens int `json:"num_speculative_tokens,omitempty"`
+	// MaxNumEncoderInputTokens sizes cross-attention layers (defaults to
+	// max_num_batched_tokens).
+	MaxNumEncoderInputTokens int `json:"max_num_encoder_input_tokens,omitempty"`
+	// SwapSpaceBytes is the V0 CPU swap space per GPU (4 GiB when 0).
+	SwapSpaceBytes int64 `json:"swap_space_bytes,omitempty"`
+
+	// Memory holds the device and profiled figures.
+	Memory Memory `json:"memory"`
+}
+
+// Memory is the budget side of a vLLM launch, per GPU. TotalBytes is needed
+// unless the KV budget is given directly (KVCacheMemoryBytes or
+// AvailableKVBytes). WeightsBytes, ActivationBytes and NonTorchBytes of 0 are
+// estimated (see Estimate); set them from a real run's "Memory profiling"
+// log to reproduce it exactly.
+type Memory struct {
+	// TotalBytes is the device's total memory (torch's total, per GPU).
+	TotalBytes int64 `json:"total_bytes,omitempty"`
+	// WeightsBytes is the model weights loaded on one rank.
+	WeightsBytes int64 `json:"weights_bytes,omitempty"`
+	// ActivationBytes is the torch peak increase of the profile run.
+	ActivationBytes int64 `json:"activation_bytes,omitempty"`
+	// NonTorchBytes is non-torch memory (NCCL, cuBLAS workspaces, ...).
+	NonTorchBytes int64 `json:"non_torch_bytes,omitempty"`
+	// CUDAGraphBytes is the CUDA graph estimate the latest profile subtracts
+	// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS); 0 subtracts nothing.
+	CUDAGraphBytes int64 `json:"cudagraph_bytes,omitempty"`
+	// AvailableKVBytes is a measured "Available KV cache memory" (or the V0
+	// equivalent); it replaces the whole budget computation.
+	AvailableKVBytes int64 `json:"available_kv_bytes,omitempty"`
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...))
+	}
+	if _, _, err := ResolveProfile(c.Version); err != nil {
+		errs = append(errs, err)
+	}
+	if c.BlockSize < 0 {
+		bad("block_size %d is negative", c.BlockSize)
+	}
+	if c.MaxModelLen < -1 {
+		bad("max_model_len %d must be positive, 0 (model default) or -1 (auto-fit)", c.MaxModelLen)
+	}
+	if c.MaxNumSeqs < 0 {
+		bad("max_num_seqs %d is negative", c.MaxNumSeqs)
+	}
+	if c.MaxNumBatchedTokens < 0 {
+		bad("max_num_batched_tokens %d is negative", c.MaxNumBatchedTokens)
+	}
+	if c.TensorParallelSize < 0 || c.PipelineParallelSize < 0 {
+		bad("tensor_parallel_size %d and pipeline_parallel_size %d must not be negative", c.TensorParallelSize, c.PipelineParallelSize)
+	}
+	if c.GPUMemoryUtilization < 0 || c.GPUMemoryUtilization > 1 {
+		bad("gpu_memory_utilization %g must be in (0, 1]", c.GPUMemoryUtilization)
+	}
+	if c.KVCacheMemoryBytes < 0 || c.NumGPUBlocksOverride < 0 || c.SwapSpaceBytes < 0 || c.NumSpeculativeTokens < 0 || c.MaxNumEncoderInputTokens < 0 {
+		bad("byte and count settings must not be negative")
+	}
+	if c.MambaCacheMode != "" && !slices.Contains([]string{"none", "align", "all"}, c.MambaCacheMode) {
+		bad("mamba_cache_mode %q (accepted: none, align, all)", c.MambaCacheMode)
+	}
+	m := c.Memory
+	if m.TotalBytes < 0 || m.WeightsBytes < 0 || m.ActivationBytes < 0 || m.NonTorchBytes < 0 || m.CUDAGraphBytes < 0 || m.AvailableKVBytes < 0 {
+		bad("memory figures must not be negative")
+	}
+	if m.TotalBytes == 0 && m.AvailableKVBytes == 0 && c.KVCacheMemoryBytes == 0 {
+		bad("the device memory (total_bytes) is needed unless the KV budget is given (kv_cache_memory_bytes or a measured available_kv_bytes)")
+	}
+	return errors.Join(errs...)
+}

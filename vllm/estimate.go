@@ -1,0 +1,47 @@
+package vllm
+
+import (
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/model"
+)
+
+// GiB is 2^30 bytes, the unit of vLLM's memory log lines.
+const GiB = int64(1) << 30
+
+// Estimate returns the figures vLLM's profile run would measure on one rank
+// for model s, as kvcfg estimates them without a GPU:
+//
+//   - weights: the config-derived parameter count at the checkpoint's bits
+//     (quantized linear layers at WeightBits, the rest in the model dtype),
+//     divided over tp × pp ranks;
+//   - activation peak of the profile run at max_num_batched_tokens:
+//     tokens × hidden × (8 + 28/tp) bytes (about 1.1 GiB for an 8B model at
+//     8192 tokens on one GPU);
+//   - non-torch memory: 256 MiB, plus 512 MiB of NCCL buffers with more than
+//     one rank.
+//
+// They are estimates; a real run's "Memory profiling" log figures, given in
+// Memory, reproduce it exactly.
+func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
+	tp, pp = max(tp, 1), max(pp, 1)
+	var m Memory
+	if s == nil {
+		return m
+	}
+	elem := int64(s.ModelDType.Size())
+	if elem == 0 || s.ModelDType == dtype.Float32 {
+		elem = 2
+	}
+	p := s.Params
+	w := p.Total * elem
+	if s.Quant != nil && s.Quant.WeightBits > 0 && p.Quantizable > 0 {
+		w = p.Quantizable*int64(s.Quant.WeightBits)/8 + (p.Total-p.Quantizable)*elem
+	}
+	m.WeightsBytes = (w + int64(tp*pp) - 1) / int64(tp*pp)
+	m.ActivationBytes = int64(maxNumBatchedTokens) * int64(s.HiddenSize) * (8 + int64(28/tp))
+	m.NonTorchBytes = 256 << 20
+	if tp*pp > 1 {
+		m.NonTorchBytes += 512 << 20
+	}
+	return m
+}

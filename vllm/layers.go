@@ -1,0 +1,240 @@
+package vllm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/model"
+)
+
+// layerInputs are the settings BuildLayers needs.
+type layerInputs struct {
+	rules     rules
+	cache     CacheDType
+	blockSize int
+	tp, pp    int
+	notes     *[]string
+}
+
+// stageOf splits n layers over pp stages as vLLM's get_pp_indices does:
+// n//pp each, the remainder going one by one to the stages before the last,
+// starting from the second to last.
+func stageOf(n, pp int) []int {
+	if pp <= 1 {
+		return make([]int, n)
+	}
+	per := make([]int, pp)
+	for i := range per {
+		per[i] = n / pp
+	}
+	for i := 2; i < n%pp+2; i++ {
+		per[pp-i]++
+	}
+	out := make([]int, 0, n)
+	for st, c := range per {
+		for range c {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// kvHeadsPerRank is vLLM's get_num_kv_heads: max(1, total // tp).
+func kvHeadsPerRank(total, tp int) int { return max(1, total/max(tp, 1)) }
+
+// isChunkedLocal reports whether the model's "sliding" layers are Llama-4
+// chunked local attention (attention_chunk_size).
+func isChunkedLocal(s *model.Spec) bool {
+	return strings.HasPrefix(strings.ToLower(s.ModelType), "llama4")
+}
+
+// buildLayers turns a model into per-layer specs on one TP rank, tagged with
+// their pipeline stage.
+func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
+	n := s.NumLayers
+	kinds := s.LayerKinds
+	if len(kinds) == 0 {
+		kinds = make([]model.LayerKind, n)
+		for i := range kinds {
+			kinds[i] = model.FullAttention
+		}
+	}
+	if n == 0 {
+		n = len(kinds)
+	}
+	if len(kinds) != n {
+		return nil, fmt.Errorf("%w: %d layer kinds for %d layers", ErrUnsupportedModel, len(kinds), n)
+	}
+	stages := stageOf(n, in.pp)
+	hkvTotal := s.NumKVHeads
+	if hkvTotal <= 0 {
+		hkvTotal = s.NumAttentionHeads
+	}
+	dk := s.HeadDim
+	if dk <= 0 && s.NumAttentionHeads > 0 {
+		dk = s.HiddenSize / s.NumAttentionHeads
+	}
+	dv := s.VHeadDim
+	if dv <= 0 {
+		dv = dk
+	}
+	mla := s.Attention == model.MLA || s.Attention == model.DSA
+	if in.rules.v0 && s.Attention == model.DSA {
+		return nil, fmt.Errorf("%w: DeepSeek sparse attention (DSA) needs the V1 engine; use --vllm-version 0.11 or latest", ErrUnsupportedModel)
+	}
+	if !mla && (hkvTotal <= 0 || dk <= 0) {
+		return nil, fmt.Errorf("%w: model has no KV heads or head dim", ErrUnsupportedModel)
+	}
+
+	fullTok := in.cache.tokenBytes(kvHeadsPerRank(hkvTotal, in.tp), dk, dv)
+	var mlaTok, indexerTok int64
+	if mla {
+		if s.KVLoraRank <= 0 {
+			return nil, fmt.Errorf("%w: MLA model without kv_lora_rank", ErrUnsupportedModel)
+		}
+		if in.cache.DSMLA {
+			mlaTok = DSMLATokenBytes
+		} else {
+			// One latent row, never sharded across TP; no separate V.
+			mlaTok = int64(s.KVLoraRank+s.QKRopeHeadDim) * int64(in.cache.Format.ElementBits) / 8
+		}
+		if s.Attention == model.DSA {
+			d := s.IndexHeadDim
+			if d <= 0 {
+				d = 128
+			}
+			// fp8 keys plus one fp32 scale per 128 values, stored as uint8.
+			indexerTok = int64(d + d/128*4)
+		}
+	}
+	swaTok := fullTok
+	if s.SWANumKVHeads > 0 || s.SWAHeadDim > 0 || s.SWAVHeadDim > 0 {
+		h := hkvTotal
+		if s.SWANumKVHeads > 0 {
+			h = s.SWANumKVHeads
+		}
+		sk, sv := dk, dv
+		if s.SWAHeadDim > 0 {
+			sk = s.SWAHeadDim
+		}
+		if s.SWAVHeadDim > 0 {
+			sv = s.SWAVHeadDim
+		} else if s.SWAHeadDim > 0 {
+			sv = sk
+		}
+		swaTok = in.cache.tokenBytes(kvHeadsPerRank(h, in.tp), sk, sv)
+	}
+
+	var mambaBytes int64
+	var out []LayerSpec
+	for i, k := range kinds {
+		base := LayerSpec{Name: fmt.Sprintf("layers.%d.attn", i), Stage: stages[i], BlockSize: in.blockSize}
+		switch k {
+		case model.LinearAttention:
+			if in.rules.v0 {
+				return nil, fmt.Errorf("%w: %s has Mamba / linear-attention layers, which the 0.6 (V0) profile does not size; use --vllm-version 0.11 or latest", ErrUnsupportedModel, s.Name)
+			}
+			if mambaBytes == 0 {
+				b, err := mambaStateBytes(s, in)
+				if err != nil {
+					return nil, err
+				}
+				mambaBytes = b
+			}
+			base.Name = fmt.Sprintf("layers.%d.mixer", i)
+			base.Kind = Mamba
+			base.StateBytes = mambaBytes
+			// Mamba's "block" is the whole sequence; the page does not depend on it.
+			base.BlockSize = in.blockSize
+			out = append(out, base)
+			continue
+		case model.SlidingAttention:
+			if s.SlidingWindow <= 0 {
+				return nil, fmt.Errorf("%w: sliding layer %d without a window", ErrUnsupportedModel, i)
+			}
+			base.TokenBytes = swaTok
+			switch {
+			case in.rules.v0:
+				// V0 sizes every layer for the full context.
+				base.Kind = FullAttention
+				base.Window = s.SlidingWindow
+			case isChunkedLocal(s):
+				base.Kind = ChunkedLocalAttention
+				base.ChunkSize = s.SlidingWindow
+			default:
+				base.Kind = SlidingWindow
+				base.Window = s.SlidingWindow
+			}
+			if mla {
+				base.TokenBytes = mlaTok
+			}
+		default:
+			if mla {
+				base.Kind = MLAAttention
+				base.TokenBytes = mlaTok
+			} else {
+				base.Kind = FullAttention
+				base.TokenBytes = fullTok
+			}
+		}
+		out = append(out, base)
+		if indexerTok > 0 {
+			idx := base
+			idx.Name = fmt.Sprintf("layers.%d.indexer", i)
+			idx.Kind = MLAAttention
+			idx.TokenBytes = indexerTok
+			idx.Variant = "indexer"
+			idx.Window, idx.ChunkSize = 0, 0
+			out = append(out, idx)
+		}
+	}
+	return out, nil
+}
+
+// mambaStateBytes is one Mamba / linear-attention layer's state for one
+// request on one rank: the conv state (conv_dim/tp × (kernel−1)) in the model
+// dtype plus the SSM state (heads/tp × head_dim × state) in the SSM dtype.
+// n_groups is raised to tp when it does not divide (replicated groups).
+func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
+	l := s.Linear
+	if l == nil {
+		return 0, fmt.Errorf("%w: linear-attention layers without a state description", ErrUnsupportedModel)
+	}
+	tp := int64(max(in.tp, 1))
+	ng := int64(l.NGroups)
+	if ng%tp != 0 {
+		ng = tp // extra_groups_for_head_shards: replicate up to tp groups
+	}
+	convDim := int64(l.IntermediateSize) + 2*ng*int64(l.StateSize)
+	kernel := int64(l.ConvKernel) - 1
+	if kernel < 0 {
+		kernel = 0
+	}
+	conv := convDim / tp * kernel
+	ssm := int64(l.NumHeads) / tp * int64(l.HeadDim) * int64(l.StateSize)
+	if conv == 0 && ssm == 0 {
+		return 0, fmt.Errorf("%w: empty linear-attention state", ErrUnsupportedModel)
+	}
+	convBytes := int64(2)
+	if s.ModelDType.Size() == 4 {
+		convBytes = 4
+	}
+	ssmBytes := convBytes
+	switch strings.ToLower(l.ConfigSSMDType) {
+	case "float32", "fp32":
+		ssmBytes = 4
+	case "bfloat16", "float16", "bf16", "fp16":
+		ssmBytes = 2
+	default:
+		if strings.HasPrefix(strings.ToLower(s.ModelType), "nemotron_h") {
+			ssmBytes = 2
+			if in.rules.nemotronSSMFP32 {
+				ssmBytes = 4
+			}
+		}
+	}
+	if l.Kind == "kda" && in.notes != nil {
+		*in.notes = append(*in.notes, "Kimi-Linear KDA state sized with the Mamba2 shape formula (approximation)")
+	}
+	return conv*convBytes + ssm*ssmBytes, nil
+}

@@ -1,0 +1,508 @@
+package vllm_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/vllm"
+)
+
+const (
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+// The bytes per token of every layer on one rank: peers.md appendix numbers
+// and vLLM's page formulas.
+func TestBytesPerToken(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  *model.Spec
+		cfg   vllm.Config
+		want  int64
+		dtype string
+	}{
+		{"llama-3.1-8b bf16", llama31_8B(), vllm.Config{}, 131072, "bfloat16"},
+		{"llama-3.1-8b fp8", llama31_8B(), vllm.Config{KVCacheDType: "fp8"}, 65536, "fp8_e4m3"},
+		{"llama-3.1-8b fp8_e5m2", llama31_8B(), vllm.Config{KVCacheDType: "fp8_e5m2"}, 65536, "fp8_e5m2"},
+		{"llama-3.1-8b nvfp4: 9/32 of bf16", llama31_8B(), vllm.Config{KVCacheDType: "nvfp4"}, 36864, "nvfp4"},
+		{"llama-3.1-8b fp8 per token head: +8 B per head", llama31_8B(), vllm.Config{KVCacheDType: "fp8_per_token_head"}, 32 * 8 * (256 + 8), "fp8_per_token_head"},
+		{"llama-3.1-8b int8 per token head", llama31_8B(), vllm.Config{KVCacheDType: "int8_per_token_head"}, 32 * 8 * (256 + 8), "int8_per_token_head"},
+		{"llama-3.1-8b v0 auto", llama31_8B(), vllm.Config{Version: "0.6"}, 131072, "bfloat16"},
+		{"llama-3.1-8b tp2 halves heads", llama31_8B(), vllm.Config{TensorParallelSize: 2}, 65536, "bfloat16"},
+		{"llama-3.1-8b tp16 replicates the last head", llama31_8B(), vllm.Config{TensorParallelSize: 16}, 16384, "bfloat16"},
+		{"deepseek-v3 bf16 latent", deepseekV3(), vllm.Config{}, 70272, "bfloat16"},
+		{"deepseek-v3 latent replicated over tp8", deepseekV3(), vllm.Config{TensorParallelSize: 8}, 70272, "bfloat16"},
+		{"deepseek-v3 fp8 latent", deepseekV3(), vllm.Config{Version: "0.11", KVCacheDType: "fp8"}, 61 * 576, "fp8_e4m3"},
+		{"deepseek-v3.2 auto is fp8_ds_mla plus indexer", deepseekV32(), vllm.Config{}, 48068, "fp8_ds_mla"},
+		{"deepseek-v3.2 0.11 fp8 becomes fp8_ds_mla", deepseekV32(), vllm.Config{Version: "0.11", KVCacheDType: "fp8"}, 48068, "fp8_ds_mla"},
+		{"deepseek-v3.2 bf16 latent plus indexer", deepseekV32(), vllm.Config{Version: "0.11", KVCacheDType: "bfloat16"}, 61 * (1152 + 132), "bfloat16"},
+		{"gpt-oss-120b", gptOSS(36), vllm.Config{}, 73728, "bfloat16"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Memory.AvailableKVBytes = 40 * gib
+			tt.cfg.MaxModelLen = 4096
+			res, err := vllm.Plan(tt.spec, tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := struct {
+				B  int64
+				DT string
+			}{res.BytesPerToken, res.KVCacheDType.Name}
+			want := struct {
+				B  int64
+				DT string
+			}{tt.want, tt.dtype}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("bytes per token (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// llamaRunKV is a Llama-3.1-8B run with 2.89 GiB of KV cache: 1478.5 V0
+// cache blocks of 16 tokens × 32 layers × 4 KiB (peers.md §1.6).
+const llamaRunKV = 1478*2*mib + mib
+
+type runSummary struct {
+	Blocks      int64
+	Tokens      int64
+	Concurrency string
+	MaxModelLen int
+	EstMaxLen   int
+	Lines       []string
+	Error       string
+}
+
+func summarize(r *vllm.Result) runSummary {
+	return runSummary{Blocks: r.NumGPUBlocks, Tokens: r.KVCacheSizeTokens, Concurrency: fmtX(r.MaxConcurrency),
+		MaxModelLen: r.MaxModelLen, EstMaxLen: r.EstimatedMaxModelLen, Lines: r.LogLines, Error: r.Error}
+}
+
+func fmtX(f float64) string { return strings.TrimRight(strings.TrimRight(ftoa(f), "0"), ".") }
+
+func ftoa(f float64) string { return strconvFormat(f) }
+
+func TestLlamaProfiles(t *testing.T) {
+	refusal := "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+	docs := " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+	tests := []struct {
+		name    string
+		version string
+		L       int
+		want    runSummary
+		refused bool
+	}{
+		{
+			name: "0.6 prints the blocks, then refuses", version: "0.6", L: 29000, refused: true,
+			want: runSummary{Blocks: 1478, Tokens: 23648, Concurrency: "0.8154482758620689", MaxModelLen: 29000,
+				Lines: []string{"# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 29000 tokens per request: 0.82x"},
+				Error: "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). " + refusal},
+		},
+		{
+			name: "0.11 refuses at admission with 3.54 GiB needed", version: "0.11", L: 29000, refused: true,
+			want: runSummary{MaxModelLen: 29000, EstMaxLen: 23648,
+				Lines: []string{"Available KV cache memory: 2.89 GiB"},
+				Error: "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23648. " + refusal + docs},
+		},
+		{
+			name: "latest keeps a null block before admission", version: "latest", L: 29000, refused: true,
+			want: runSummary{MaxModelLen: 29000, EstMaxLen: 23632,
+				Lines: []string{"Available KV cache memory: 2.89 GiB"},
+				Error: "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23632. " + refusal + docs},
+		},
+		{
+			name: "0.6 at 8192", version: "0.6.3.post1", L: 8192,
+			want: runSummary{Blocks: 1478, Tokens: 23648, Concurrency: "2.88671875", MaxModelLen: 8192,
+				Lines: []string{"# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 8192 tokens per request: 2.89x"}},
+		},
+		{
+			name: "0.11 at 8192", version: "0.11.0", L: 8192,
+			want: runSummary{Blocks: 1478, Tokens: 23648, Concurrency: "2.88671875", MaxModelLen: 8192,
+				Lines: []string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens", "Maximum concurrency for 8,192 tokens per request: 2.89x"}},
+		},
+		{
+			name: "latest at 8192", version: "", L: 8192,
+			want: runSummary{Blocks: 1478, Tokens: 23648, Concurrency: "2.88671875", MaxModelLen: 8192,
+				Lines: []string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens, Maximum concurrency for 8,192 tokens per request: 2.89x"}},
+		},
+		{
+			name: "latest auto-fits max_model_len", version: "latest", L: -1,
+			want: runSummary{Blocks: 1478, Tokens: int64(float64(1478) / float64(1477) * 23632), Concurrency: fmtX(float64(1478) / float64(1477)), MaxModelLen: 23632,
+				Lines: []string{"Available KV cache memory: 2.89 GiB",
+					"Auto-fit max_model_len: reduced from 131072 to 23632 to fit in available GPU memory (2.89 GiB available for KV cache)",
+					"GPU KV cache size: 23,648 tokens, Maximum concurrency for 23,632 tokens per request: 1.00x"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: tt.version, MaxModelLen: tt.L,
+				Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
+			if tt.refused != errors.Is(err, vllm.ErrRefused) {
+				t.Fatalf("err = %v, want refused %v", err, tt.refused)
+			}
+			if res == nil {
+				t.Fatal("no result")
+			}
+			if diff := cmp.Diff(tt.want, summarize(res)); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+			if tt.refused && err.Error() != "vllm: "+tt.want.Error {
+				t.Errorf("error %q does not carry vLLM's message", err)
+			}
+		})
+	}
+}
+
+// gpt-oss-120b: 5.38 GiB of KV logged as 78,384 tokens by 0.11 (hf-mem#60),
+// two groups of 18 layers.
+func TestGPTOSSGrouping(t *testing.T) {
+	avail := int64(9798) * 18 * 32768
+	base := vllm.Config{MaxNumBatchedTokens: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}}
+
+	c := base
+	c.Version = "0.11"
+	res, err := vllm.Plan(gptOSS(36), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// full: 131072/16 = 8192 pages; SWA: ceil((127+8192)/16)+1 = 521 pages.
+	want := runSummary{Blocks: 9798, Tokens: 78384, Concurrency: fmtX(9798.0 / (8192 + 521)), MaxModelLen: 131072,
+		Lines: []string{"Available KV cache memory: 5.38 GiB", "GPU KV cache size: 78,384 tokens",
+			"Maximum concurrency for 131,072 tokens per request: 1.12x"}}
+	if diff := cmp.Diff(want, summarize(res)); diff != "" {
+		t.Errorf("0.11 mismatch (-want +got):\n%s", diff)
+	}
+	type grp struct {
+		Kind   vllm.SpecKind
+		N      int
+		Page   int64
+		Blocks int64
+	}
+	var got []grp
+	for _, g := range res.Groups {
+		got = append(got, grp{g.Kind, len(g.Layers), g.PageBytes, g.BlocksPerRequest})
+	}
+	wantG := []grp{{vllm.SlidingWindow, 18, 32768, 521}, {vllm.FullAttention, 18, 32768, 8192}}
+	if diff := cmp.Diff(wantG, got); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if res.GroupSize != 18 {
+		t.Errorf("group size %d, want 18", res.GroupSize)
+	}
+	wantCap := int64(9798) * 131072 / (8192 + 521)
+	if res.TokenCapacity != wantCap {
+		t.Errorf("token capacity %d, want %d", res.TokenCapacity, wantCap)
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, "\n"), "vllm#40691") {
+		t.Errorf("no note about the misleading 0.11 figure: %q", res.Notes)
+	}
+
+	// latest: two batches in flight for the window: ceil((127+16384)/16)+1 = 1033.
+	c = base
+	res, err = vllm.Plan(gptOSS(36), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conc := 9798.0 / (8192 + 1033)
+	tokens := int64(conc * 131072)
+	if res.KVCacheSizeTokens != tokens || res.BlocksPerRequest != 8192+1033 {
+		t.Errorf("latest tokens %d blocks/request %d, want %d and %d", res.KVCacheSizeTokens, res.BlocksPerRequest, tokens, 8192+1033)
+	}
+	if ratio := float64(res.KVCacheSizeTokens) / 78384; ratio < 1.7 || ratio > 2.0 {
+		t.Errorf("latest/0.11 token ratio %.2f, peers.md says about 1.9", ratio)
+	}
+}
+
+func TestPaddingLayers(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       *model.Spec
+		wantLog    string
+		groupSize  int
+		wantGroups int
+	}{
+		{
+			// gpt-oss-20b + EAGLE: 12 SWA + 13 full → 13 + 13, max < 1.5·min.
+			name: "gpt-oss-20b with an eagle layer",
+			spec: func() *model.Spec {
+				s := gptOSS(25)
+				s.LayerKinds[24] = model.FullAttention
+				return s
+			}(),
+			wantLog: "Add 1 padding layers, may waste at most 8.33% KV cache memory", groupSize: 13, wantGroups: 2,
+		},
+		{
+			// Gemma-3-27B: 52 SWA + 10 full → group size 10, 6 SWA groups with 8 padding layers.
+			name: "gemma-3-27b 5:1", spec: gemma3_27B(),
+			wantLog: "Add 8 padding layers, may waste at most 15.38% KV cache memory", groupSize: 10, wantGroups: 7,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := vllm.Plan(tt.spec, vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !contains(res.LogLines, tt.wantLog) {
+				t.Errorf("log lines %q lack %q", res.LogLines, tt.wantLog)
+			}
+			if res.GroupSize != tt.groupSize || len(res.Groups) != tt.wantGroups {
+				t.Errorf("group size %d, %d groups; want %d, %d", res.GroupSize, len(res.Groups), tt.groupSize, tt.wantGroups)
+			}
+			page := res.Groups[0].PageBytes
+			want := 20 * gib / page / int64(tt.groupSize)
+			if res.NumGPUBlocks != want {
+				t.Errorf("num blocks %d, want avail // page // group_size = %d", res.NumGPUBlocks, want)
+			}
+		})
+	}
+}
+
+// Qwen3-Next: a GDN state of 3·8192·2 + 32·128·128·2 = 1,097,728 B against
+// 2,048 B per attention token: 16·ceil(1097728/32768) = 544-token blocks.
+func TestMambaHybrid(t *testing.T) {
+	avail := 10 * gib
+	page := int64(544 * 2048)
+	nb := avail / page / 12
+	tests := []struct {
+		version   string
+		perReq    int64
+		tokens    int64
+		linesTail []string
+	}{
+		{"0.11", 482 + 3, nb / 4 * 544, []string{"GPU KV cache size: " + commasI(nb/4*544) + " tokens"}},
+		{"latest", 482 + 3*2, int64(float64(nb) / float64(482+6) * 262144), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			res, err := vllm.Plan(qwen3Next(), vllm.Config{Version: tt.version, Memory: vllm.Memory{AvailableKVBytes: avail}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHead := []string{
+				"Setting attention block size to 544 tokens to ensure that attention page size is >= mamba page size.",
+				"Padding mamba page size by 1.49% to ensure that mamba page size and attention page size are exactly equal.",
+			}
+			if diff := cmp.Diff(wantHead, res.LogLines[:2]); diff != "" {
+				t.Errorf("log head (-want +got):\n%s", diff)
+			}
+			for _, l := range tt.linesTail {
+				if !contains(res.LogLines, l) {
+					t.Errorf("log lines %q lack %q", res.LogLines, l)
+				}
+			}
+			got := []int64{res.NumGPUBlocks, res.BlocksPerRequest, res.KVCacheSizeTokens, int64(res.BlockSize), int64(len(res.Groups)), res.PageBytes}
+			want := []int64{nb, tt.perReq, tt.tokens, 544, 4, page}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("blocks, per request, tokens, block, groups, page (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChunkedLocalAttention(t *testing.T) {
+	// 0.11 turns the hybrid manager off for chunked local attention: one group
+	// paying the full context.
+	res, err := vllm.Plan(llama4Scout(), vllm.Config{Version: "0.11", MaxModelLen: 65536, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Groups) != 1 || res.Groups[0].Kind != vllm.FullAttention || !strings.HasPrefix(res.LogLines[1], "Hybrid KV cache manager is disabled") {
+		t.Errorf("0.11 groups %d (%v), lines %q", len(res.Groups), res.Groups[0].Kind, res.LogLines)
+	}
+	if want := int64(65536 / 16); res.BlocksPerRequest != want {
+		t.Errorf("0.11 blocks per request %d, want %d", res.BlocksPerRequest, want)
+	}
+	// latest keeps it hybrid: 12 full + 36 chunked = 4 groups of 12; the
+	// chunked groups hold ceil((8192 + 2·2048)/16) blocks.
+	res, err = vllm.Plan(llama4Scout(), vllm.Config{MaxModelLen: 65536, MaxNumBatchedTokens: 2048, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Groups) != 4 {
+		t.Fatalf("latest %d groups, want 4", len(res.Groups))
+	}
+	if want := int64(4096 + 3*768); res.BlocksPerRequest != want {
+		t.Errorf("latest blocks per request %d, want %d", res.BlocksPerRequest, want)
+	}
+}
+
+func TestDeepSeekV32UniformType(t *testing.T) {
+	avail := 10 * gib
+	res, err := vllm.Plan(deepseekV32(), vllm.Config{Memory: vllm.Memory{AvailableKVBytes: avail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := int64(61 * 16 * (656 + 132))
+	nb := avail / page
+	if len(res.Groups) != 1 || !res.Groups[0].UniformType || res.Groups[0].PageBytes != page {
+		t.Fatalf("groups %+v", res.Groups)
+	}
+	if res.NumGPUBlocks != nb || res.TokenCapacity != nb*16 {
+		t.Errorf("blocks %d capacity %d, want %d and %d", res.NumGPUBlocks, res.TokenCapacity, nb, nb*16)
+	}
+}
+
+func TestPipelineParallelMinimum(t *testing.T) {
+	// 32 layers over 3 stages: 11, 11, 10; the 11-layer stages bound the pool.
+	avail := 4 * gib
+	res, err := vllm.Plan(llama31_8B(), vllm.Config{PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := avail / 65536 / 11; res.NumGPUBlocks != want {
+		t.Errorf("blocks %d, want %d", res.NumGPUBlocks, want)
+	}
+	res, err = vllm.Plan(llama31_8B(), vllm.Config{Version: "0.6", PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := avail / (16 * 4096 * 11); res.NumGPUBlocks != want {
+		t.Errorf("v0 blocks %d, want %d", res.NumGPUBlocks, want)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	total := 80 * gib
+	mem := vllm.Memory{TotalBytes: total, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib}
+	nonKV := 15*gib + gib + 512*mib
+	tests := []struct {
+		name string
+		cfg  vllm.Config
+		want vllm.MemoryReport
+	}{
+		{"latest: ceil(total × 0.92)", vllm.Config{Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+			RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
+			AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV, Source: "profile"}},
+		{"latest subtracts the cudagraph estimate", vllm.Config{Memory: func() vllm.Memory { m := mem; m.CUDAGraphBytes = gib; return m }()},
+			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
+				NonTorchBytes: 512 * mib, CUDAGraphBytes: gib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - gib, Source: "profile"}},
+		{"0.11: total × 0.9", vllm.Config{Version: "0.11", Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+			RequestedBytes: 72 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
+			AvailableKVBytes: 72*gib - nonKV, Source: "profile"}},
+		{"0.6 with util 0.5", vllm.Config{Version: "0.6", GPUMemoryUtilization: 0.5, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+			RequestedBytes: 40 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
+			AvailableKVBytes: 40*gib - nonKV, Source: "profile"}},
+		{"kv_cache_memory_bytes ignores utilization", vllm.Config{KVCacheMemoryBytes: 7 * gib, Memory: mem},
+			vllm.MemoryReport{TotalBytes: total, AvailableKVBytes: 7 * gib, Source: "kv_cache_memory_bytes"}},
+		{"measured available memory", vllm.Config{Memory: vllm.Memory{TotalBytes: total, AvailableKVBytes: 9 * gib}},
+			vllm.MemoryReport{TotalBytes: total, AvailableKVBytes: 9 * gib, Source: "measured"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.MaxModelLen = 8192
+			res, err := vllm.Plan(llama31_8B(), tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res.Memory); diff != "" {
+				t.Errorf("memory (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Estimated figures are flagged.
+	res, err := vllm.Plan(llama31_8B(), vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: total}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"weights", "activation", "non_torch"}, res.Memory.Estimated); diff != "" {
+		t.Errorf("estimated (-want +got):\n%s", diff)
+	}
+	if w := res.Memory.WeightsBytes; w != 8_030_261_248*2 {
+		t.Errorf("estimated weights %d, want 2 bytes per parameter", w)
+	}
+}
+
+func TestNoMemory(t *testing.T) {
+	res, err := vllm.Plan(llama31_8B(), vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
+	if !errors.Is(err, vllm.ErrRefused) || !strings.HasPrefix(res.Error, "No available memory for the cache blocks.") {
+		t.Errorf("err %v, result error %q", err, res.Error)
+	}
+}
+
+func TestDTypeErrors(t *testing.T) {
+	tests := []struct {
+		name, version, dtype string
+		spec                 *model.Spec
+		want                 string
+	}{
+		{"sglang-only name", "latest", "mxfp8", llama31_8B(), `"mxfp8" is not supported by vLLM; accepted: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4, int8_per_token_head, fp8_per_token_head`},
+		{"int8_g64", "latest", "int8_g64", llama31_8B(), "is not supported by vLLM; accepted:"},
+		{"nvfp4 before its time", "0.11", "nvfp4", llama31_8B(), `"nvfp4" is not accepted by vLLM 0.11 (accepted: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla)`},
+		{"bfloat16 on V0", "0.6", "bfloat16", llama31_8B(), "not accepted by vLLM 0.6"},
+		{"known but unmodelled", "latest", "turboquant_k8v4", llama31_8B(), "does not model"},
+		{"fp8_ds_mla needs DSA", "latest", "fp8_ds_mla", llama31_8B(), "DeepSeek-V3.2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
+			if !errors.Is(err, vllm.ErrUnsupportedDType) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrUnsupportedDType containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveProfile(t *testing.T) {
+	tests := []struct {
+		in   string
+		want vllm.Profile
+		note bool
+		err  bool
+	}{
+		{"", vllm.Latest, false, false},
+		{"latest", vllm.Latest, false, false},
+		{"0.6", vllm.V06, false, false},
+		{"0.11", vllm.V011, false, false},
+		{"0.6.3.post1", vllm.V06, true, false},
+		{"v0.10.1", vllm.V06, true, false},
+		{"0.11.0rc2", vllm.V011, true, false},
+		{"0.12.0", vllm.V011, true, false},
+		{"0.19.1", vllm.Latest, true, false},
+		{"1.0", vllm.Latest, true, false},
+		{"banana", "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			p, note, err := vllm.ResolveProfile(tt.in)
+			if (err != nil) != tt.err || p != tt.want || (note != "") != tt.note {
+				t.Errorf("ResolveProfile(%q) = %q, %q, %v", tt.in, p, note, err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEverything(t *testing.T) {
+	err := vllm.Config{Version: "x", BlockSize: -1, GPUMemoryUtilization: 2, MambaCacheMode: "sometimes"}.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"unknown version", "block_size", "gpu_memory_utilization", "mamba_cache_mode", "total_bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+func TestV0RefusesMamba(t *testing.T) {
+	_, err := vllm.Plan(qwen3Next(), vllm.Config{Version: "0.6", Memory: vllm.Memory{AvailableKVBytes: gib}})
+	if !errors.Is(err, vllm.ErrUnsupportedModel) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func contains(lines []string, s string) bool {
+	for _, l := range lines {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
