@@ -1,6 +1,11 @@
 package vllm_test
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kvcfg/kvcfg/vllm"
+)
 
 func strconvFormat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
@@ -14,4 +19,8 @@ func commasI(n int64) string {
 		out += string(c)
 	}
 	return out
+}
+
+func isExpected(err error) bool {
+	return errors.Is(err, vllm.ErrRefused) || errors.Is(err, vllm.ErrUnsupportedModel) || errors.Is(err, vllm.ErrUnsupportedDType)
 }

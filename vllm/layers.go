@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
@@ -82,7 +83,10 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 	if in.rules.v0 && s.Attention == model.DSA {
 		return nil, fmt.Errorf("%w: DeepSeek sparse attention (DSA) needs the V1 engine; use --vllm-version 0.11 or latest", ErrUnsupportedModel)
 	}
-	if !mla && (hkvTotal <= 0 || dk <= 0) {
+	hasAttention := slices.ContainsFunc(kinds, func(k model.LayerKind) bool {
+		return k == model.FullAttention || k == model.SlidingAttention
+	})
+	if hasAttention && !mla && (hkvTotal <= 0 || dk <= 0) {
 		return nil, fmt.Errorf("%w: model has no KV heads or head dim", ErrUnsupportedModel)
 	}
 
@@ -130,6 +134,9 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 	for i, k := range kinds {
 		base := LayerSpec{Name: fmt.Sprintf("layers.%d.attn", i), Stage: stages[i], BlockSize: in.blockSize}
 		switch k {
+		case model.NoCache:
+			// An MLP-only block: no KV cache, no state.
+			continue
 		case model.LinearAttention:
 			if in.rules.v0 {
 				return nil, fmt.Errorf("%w: %s has Mamba / linear-attention layers, which the 0.6 (V0) profile does not size; use --vllm-version 0.11 or latest", ErrUnsupportedModel, s.Name)

@@ -150,6 +150,9 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	res.MaxNumBatchedTokens = c.MaxNumBatchedTokens
 	if res.MaxNumBatchedTokens == 0 {
 		switch {
+		case r.v0 && L > 32768:
+			// V0 turns chunked prefill on for long contexts, with 512-token chunks.
+			res.MaxNumBatchedTokens = 512
 		case r.v0:
 			res.MaxNumBatchedTokens = max(L, 2048)
 		case bigGPU:
@@ -339,6 +342,18 @@ func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64) erro
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
 func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
+	mode := c.MambaCacheMode
+	if mode == "" {
+		mode = r.mambaMode
+	}
+	if mode == "none" {
+		// Without prefix caching a Mamba "block" is the whole sequence.
+		for i := range layers {
+			if layers[i].Kind == Mamba {
+				layers[i].BlockSize = res.MaxModelLen
+			}
+		}
+	}
 	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
 	if err != nil {
 		var re *RefusalError
@@ -346,10 +361,6 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			res.Error = re.Message
 		}
 		return res, err
-	}
-	mode := c.MambaCacheMode
-	if mode == "" {
-		mode = r.mambaMode
 	}
 	batches := 1
 	if r.asyncBatches {
