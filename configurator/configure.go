@@ -39,13 +39,13 @@ type Result struct {
 	MaxRunningRequests    int   `json:"max_running_requests"`
 
 	// Mamba state (mambaish models).
-	MaxMambaCacheSize  int64 `json:"max_mamba_cache_size,omitempty"`
-	MambaSlotRatio     int   `json:"mamba_slot_ratio,omitempty"`
-	MambaPerRequest    int64 `json:"mamba_state_bytes_per_request,omitempty"`
-	MambaStateBytes    int64 `json:"mamba_state_bytes,omitempty"`
-	MambaSpecBytes     int64 `json:"mamba_spec_bytes,omitempty"`
-	MambaConvBytes     int64 `json:"mamba_conv_bytes,omitempty"`
-	MambaSSMBytes      int64 `json:"mamba_ssm_bytes,omitempty"`
+	MaxMambaCacheSize  int64  `json:"max_mamba_cache_size,omitempty"`
+	MambaSlotRatio     int    `json:"mamba_slot_ratio,omitempty"`
+	MambaPerRequest    int64  `json:"mamba_state_bytes_per_request,omitempty"`
+	MambaStateBytes    int64  `json:"mamba_state_bytes,omitempty"`
+	MambaSpecBytes     int64  `json:"mamba_spec_bytes,omitempty"`
+	MambaConvBytes     int64  `json:"mamba_conv_bytes,omitempty"`
+	MambaSSMBytes      int64  `json:"mamba_ssm_bytes,omitempty"`
 	MambaCacheSizeFrom string `json:"mamba_cache_size_source,omitempty"`
 
 	// KSizeBytes and VSizeBytes are the K and V buffers as the engine's
