@@ -526,3 +526,50 @@ func ExampleForKV() {
 	// scale 0x7f payload 21436577a9cbedff
 	// [0.5 1 1.5 2 3 4 6 6 -0.5 -1 -1.5 -2 -3 -4 -6 -6]
 }
+
+// TestParallel: Parallel gives byte-identical results to the plain codec.
+func TestParallel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	n := 3*ChunkElements + 64*5
+	bf := kvData(rng, n)
+	for _, name := range []string{"fp4_mx_block16", "mxfp8", "nvfp4", "int4_g32", "fp8_e4m3", "bf16"} {
+		c, err := ForKV(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := Parallel(c, 3)
+		f := c.Format()
+		p1, s1 := make([]byte, f.DataBytes(int64(n))), make([]byte, f.ScaleBytesFor(int64(n)))
+		p2, s2 := make([]byte, len(p1)), make([]byte, len(s1))
+		if err := c.EncodeBF16(p1, s1, bf); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.EncodeBF16(p2, s2, bf); err != nil {
+			t.Fatal(err)
+		}
+		compareBytes(t, name+" payload", p1, p2)
+		compareBytes(t, name+" scales", s1, s2)
+		d1, d2 := make([]uint16, n), make([]uint16, n)
+		_ = c.DecodeBF16(d1, p1, s1)
+		if err := pc.DecodeBF16(d2, p1, s1); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(d1, d2); diff != "" {
+			t.Fatalf("%s DecodeBF16 differs", name)
+		}
+		if err := pc.EncodeBF16(p2[1:], s2, bf); !errors.Is(err, ErrLength) {
+			t.Errorf("%s: short payload error = %v", name, err)
+		}
+	}
+}
+
+func TestShape(t *testing.T) {
+	f, _ := dtype.LookupFormat("fp4_mx_block16")
+	p, s, err := Shape(f, 4, 8, 128)
+	if err != nil || p != 512 || s != 64 {
+		t.Errorf("Shape = %d, %d, %v; want 512, 64", p, s, err)
+	}
+	if _, _, err := Shape(f, 4, 1, 24); !errors.Is(err, ErrLength) {
+		t.Errorf("Shape(head_dim 24) error = %v", err)
+	}
+}
