@@ -117,8 +117,15 @@ func syntaxDetail(orig, clean []byte, quoted []int64, err error) string {
 	if off < 0 {
 		return err.Error()
 	}
+	// The decoder's offset is just past the offending byte; point at it.
+	if off > 0 {
+		off--
+	}
 	// Each quoted token added two bytes before the error offset.
 	n := sort.Search(len(quoted), func(i int) bool { return quoted[i] >= off })
+	if n > 0 && off < quoted[n-1]+2 {
+		n-- // inside the quote we added
+	}
 	off -= int64(2 * n)
 	if off > int64(len(orig)) {
 		off = int64(len(orig))

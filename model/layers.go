@@ -95,6 +95,9 @@ func (p *parser) layerTypes(kinds []LayerKind) {
 	if !ok {
 		return
 	}
+	if len(types) > len(kinds) && p.fam == famStep3p5 {
+		types = types[:len(kinds)] // Step3p5 lists its MTP layers too
+	}
 	if len(types) != len(kinds) {
 		p.r.fail(t.field("layer_types"), fmt.Errorf("%w: %d entries for %d layers", ErrRange, len(types), len(kinds)))
 		return

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -154,6 +155,7 @@ func (p *parser) read() {
 		}
 		break
 	}
+	applyDefaults(p.text.m)
 	p.topModelType, _ = p.root.str("model_type")
 	s.ModelType = p.topModelType
 	if mt, ok := p.text.str("model_type"); ok && p.text.prefix != "" {
@@ -194,6 +196,30 @@ func (p *parser) read() {
 	}
 	if len(p.r.errs) == 0 {
 		p.estimateParams()
+	}
+}
+
+// classDefaults are transformers config-class defaults that SGLang sees for
+// keys a config.json omits (only the ones that change KV sizing). Keys set
+// to null in the config stay null.
+var classDefaults = map[string]map[string]any{
+	// Gemma3TextConfig: Gemma-3-27B's text_config omits the length, so the
+	// linear x8 rope gives 131072*8 = 1,048,576 (spec §k.8).
+	"gemma3_text": {"max_position_embeddings": json.Number("131072"), "sliding_window": json.Number("4096"), "sliding_window_pattern": json.Number("6"), "head_dim": json.Number("256")},
+	"gemma2":      {"max_position_embeddings": json.Number("8192"), "sliding_window": json.Number("4096"), "head_dim": json.Number("256")},
+	"llama4_text": {"max_position_embeddings": json.Number("131072"), "attention_chunk_size": json.Number("8192"), "head_dim": json.Number("128")},
+}
+
+// applyDefaults fills omitted keys of a text config from its class defaults.
+func applyDefaults(m map[string]any) {
+	if m == nil {
+		return
+	}
+	mt, _ := m["model_type"].(string)
+	for k, v := range classDefaults[mt] {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
 	}
 }
 
