@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/sizing"
 )
 
 // layerInputs are the settings BuildLayers needs.
@@ -201,27 +202,30 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 // mambaStateBytes is one Mamba / linear-attention layer's state for one
 // request on one rank: the conv state (conv_dim/tp × (kernel−1)) in the model
 // dtype plus the SSM state (heads/tp × head_dim × state) in the SSM dtype.
-// n_groups is raised to tp when it does not divide (replicated groups).
+// The shapes are the ones SGLang and vLLM share (sizing.MambaShapes); the
+// dtypes follow vLLM (mamba_ssm_cache_dtype auto = the model dtype, the
+// config's mamba_ssm_dtype when set, NemotronH fp16 in 0.11 and fp32 since).
 func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
-	l := s.Linear
-	if l == nil {
+	if s.Linear == nil {
 		return 0, fmt.Errorf("%w: linear-attention layers without a state description", ErrUnsupportedModel)
 	}
-	tp := int64(max(in.tp, 1))
-	ng := int64(l.NGroups)
-	if ng%tp != 0 {
-		ng = tp // extra_groups_for_head_shards: replicate up to tp groups
+	l := s.Linear
+	convShapes, temporal, err := sizing.MambaShapes(l, max(in.tp, 1))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnsupportedModel, err)
 	}
-	convDim := int64(l.IntermediateSize) + 2*ng*int64(l.StateSize)
-	kernel := int64(l.ConvKernel) - 1
-	if kernel < 0 {
-		kernel = 0
+	prod := func(sh []int) int64 {
+		p := int64(1)
+		for _, v := range sh {
+			p *= int64(v)
+		}
+		return p
 	}
-	conv := convDim / tp * kernel
-	ssm := int64(l.NumHeads) / tp * int64(l.HeadDim) * int64(l.StateSize)
-	if conv == 0 && ssm == 0 {
-		return 0, fmt.Errorf("%w: empty linear-attention state", ErrUnsupportedModel)
+	var conv int64
+	for _, c := range convShapes {
+		conv += prod(c)
 	}
+	ssm := prod(temporal)
 	convBytes := int64(2)
 	if s.ModelDType.Size() == 4 {
 		convBytes = 4
@@ -239,9 +243,6 @@ func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
 				ssmBytes = 4
 			}
 		}
-	}
-	if l.Kind == "kda" && in.notes != nil {
-		*in.notes = append(*in.notes, "Kimi-Linear KDA state sized with the Mamba2 shape formula (approximation)")
 	}
 	return conv*convBytes + ssm*ssmBytes, nil
 }

@@ -289,7 +289,7 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 		}
 	}
 	if !r.v0 {
-		res.LogLines = append(res.LogLines, fmt.Sprintf("Available KV cache memory: %s GiB", gib(m.AvailableKVBytes)))
+		res.LogLines = append(res.LogLines, fmt.Sprintf("Available KV cache memory: %s GiB", gibFor(r, m.AvailableKVBytes)))
 	}
 	return nil
 }
@@ -429,10 +429,14 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: full model context length %d fits in available GPU memory", orig))
 		} else {
 			res.MaxModelLen = fit
-			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)", orig, fit, gib(avail)))
+			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)", orig, fit, gibFor(r, avail)))
 		}
 	}
 	L := res.MaxModelLen
+	seeDocs := ""
+	if r.ceilRequested {
+		seeDocs = " See " + conservingMemoryURL + " for more details."
+	}
 
 	// Admission, per worker.
 	for st := range pp {
@@ -442,7 +446,7 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 		need := needed(st, L)
 		res.NeededBytes = max(res.NeededBytes, need)
 		if avail <= 0 {
-			return res, refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. See "+conservingMemoryURL+" for more details.")
+			return res, refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."+seeDocs)
 		}
 		ca := checkAvail(st)
 		if need > ca {
@@ -452,8 +456,8 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			if est > 0 {
 				estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
 			}
-			return res, refuse(res, fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. See %s for more details.",
-				L, gib(need), gib(ca), estMsg, conservingMemoryURL))
+			return res, refuse(res, fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.%s",
+				L, gibFor(r, need), gibFor(r, ca), estMsg, seeDocs))
 		}
 	}
 
@@ -542,8 +546,27 @@ func asRefusal(err error, target **RefusalError) bool {
 	return ok
 }
 
-// gib formats bytes as vLLM's GiB figures: value / 2^30 with two decimals.
+// gib formats bytes as vLLM 0.11 prints GiB: value / 2^30 with two decimals.
 func gib(b int64) string { return strconv.FormatFloat(float64(b)/float64(GiB), 'f', 2, 64) }
+
+// formatGiB is vLLM's newer format_gib: str(round(b / 2^30, 2)), so 4 GiB
+// prints as "4.0" and 2.8877 GiB as "2.89".
+func formatGiB(b int64) string {
+	v := math.Round(float64(b)/float64(GiB)*100) / 100
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
+// gibFor formats bytes the way the profile's messages do.
+func gibFor(r rules, b int64) string {
+	if r.ceilRequested {
+		return formatGiB(b)
+	}
+	return gib(b)
+}
 
 // commas formats n with thousands separators, as Python's f"{n:,}".
 func commas(n int64) string {

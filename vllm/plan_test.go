@@ -109,7 +109,7 @@ func TestLlamaProfiles(t *testing.T) {
 			name: "0.11 refuses at admission with 3.54 GiB needed", version: "0.11", L: 29000, refused: true,
 			want: runSummary{MaxModelLen: 29000, EstMaxLen: 23648,
 				Lines: []string{"Available KV cache memory: 2.89 GiB"},
-				Error: "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23648. " + refusal + docs},
+				Error: "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23648. " + refusal},
 		},
 		{
 			name: "latest keeps a null block before admission", version: "latest", L: 29000, refused: true,
@@ -505,4 +505,16 @@ func contains(lines []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestNoMemoryMessages(t *testing.T) {
+	for _, tt := range []struct{ version, want string }{
+		{"0.11", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."},
+		{"latest", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."},
+	} {
+		res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: tt.version, MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
+		if !errors.Is(err, vllm.ErrRefused) || res.Error != tt.want {
+			t.Errorf("%s: err %v, message %q", tt.version, err, res.Error)
+		}
+	}
 }

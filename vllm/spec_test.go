@@ -84,3 +84,31 @@ func mustFormat(name string) dtype.Format {
 	}
 	return f
 }
+
+func TestGiBFormats(t *testing.T) {
+	tests := []struct {
+		b          int64
+		v011, late string
+	}{
+		{4 * GiB, "4.00", "4.0"},
+		{1478*2<<20 + 1<<20, "2.89", "2.89"},
+		{GiB / 10, "0.10", "0.1"},
+		{-GiB / 2, "-0.50", "-0.5"},
+	}
+	for _, tt := range tests {
+		if got := gibFor(V011.rules(), tt.b); got != tt.v011 {
+			t.Errorf("0.11 %d: %q, want %q", tt.b, got, tt.v011)
+		}
+		if got := gibFor(Latest.rules(), tt.b); got != tt.late {
+			t.Errorf("latest %d: %q, want %q", tt.b, got, tt.late)
+		}
+	}
+}
+
+func TestCommas(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 78384: "78,384", 1234567: "1,234,567", -1000: "-1,000"} {
+		if got := commas(in); got != want {
+			t.Errorf("commas(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
