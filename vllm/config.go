@@ -48,6 +48,9 @@ type Config struct {
 	// MaxNumEncoderInputTokens sizes cross-attention layers (defaults to
 	// max_num_batched_tokens).
 	MaxNumEncoderInputTokens int `json:"max_num_encoder_input_tokens,omitempty"`
+	// GPUSM is the device's compute capability as 90, 100, 120 (0 when
+	// unknown); it only adds notes (NVFP4 KV needs an SM100 backend).
+	GPUSM int `json:"gpu_sm,omitempty"`
 	// SwapSpaceBytes is the V0 CPU swap space per GPU (4 GiB when 0).
 	SwapSpaceBytes int64 `json:"swap_space_bytes,omitempty"`
 
@@ -72,6 +75,9 @@ type Memory struct {
 	// CUDAGraphBytes is the CUDA graph estimate the latest profile subtracts
 	// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS); 0 subtracts nothing.
 	CUDAGraphBytes int64 `json:"cudagraph_bytes,omitempty"`
+	// FreeBytes is the free device memory at startup; when set, vLLM's
+	// startup check (free ≥ total × utilization) is applied.
+	FreeBytes int64 `json:"free_bytes,omitempty"`
 	// AvailableKVBytes is a measured "Available KV cache memory" (or the V0
 	// equivalent); it replaces the whole budget computation.
 	AvailableKVBytes int64 `json:"available_kv_bytes,omitempty"`
@@ -111,7 +117,7 @@ func (c Config) Validate() error {
 		bad("mamba_cache_mode %q (accepted: none, align, all)", c.MambaCacheMode)
 	}
 	m := c.Memory
-	if m.TotalBytes < 0 || m.WeightsBytes < 0 || m.ActivationBytes < 0 || m.NonTorchBytes < 0 || m.CUDAGraphBytes < 0 || m.AvailableKVBytes < 0 {
+	if m.TotalBytes < 0 || m.WeightsBytes < 0 || m.ActivationBytes < 0 || m.NonTorchBytes < 0 || m.CUDAGraphBytes < 0 || m.AvailableKVBytes < 0 || m.FreeBytes < 0 {
 		bad("memory figures must not be negative")
 	}
 	if m.TotalBytes == 0 && m.AvailableKVBytes == 0 && c.KVCacheMemoryBytes == 0 {

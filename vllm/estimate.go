@@ -1,8 +1,8 @@
 package vllm
 
 import (
-	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/weights"
 )
 
 // GiB is 2^30 bytes, the unit of vLLM's memory log lines.
@@ -11,9 +11,8 @@ const GiB = int64(1) << 30
 // Estimate returns the figures vLLM's profile run would measure on one rank
 // for model s, as kvcfg estimates them without a GPU:
 //
-//   - weights: the config-derived parameter count at the checkpoint's bits
-//     (quantized linear layers at WeightBits, the rest in the model dtype),
-//     divided over tp × pp ranks;
+//   - weights: the weights package's per-rank estimate from the config's
+//     parameter counts (quantization aware; 0 when the config has none);
 //   - activation peak of the profile run at max_num_batched_tokens:
 //     tokens × hidden × (8 + 28/tp) bytes (about 1.1 GiB for an 8B model at
 //     8192 tokens on one GPU);
@@ -28,16 +27,9 @@ func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
 	if s == nil {
 		return m
 	}
-	elem := int64(s.ModelDType.Size())
-	if elem == 0 || s.ModelDType == dtype.Float32 {
-		elem = 2
+	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
+		m.WeightsBytes = w
 	}
-	p := s.Params
-	w := p.Total * elem
-	if s.Quant != nil && s.Quant.WeightBits > 0 && p.Quantizable > 0 {
-		w = p.Quantizable*int64(s.Quant.WeightBits)/8 + (p.Total-p.Quantizable)*elem
-	}
-	m.WeightsBytes = (w + int64(tp*pp) - 1) / int64(tp*pp)
 	m.ActivationBytes = int64(maxNumBatchedTokens) * int64(s.HiddenSize) * (8 + int64(28/tp))
 	m.NonTorchBytes = 256 << 20
 	if tp*pp > 1 {

@@ -167,6 +167,9 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 		return nil, err
 	}
 	res.KVCacheDType = cache
+	if cache.Name == "nvfp4" && c.GPUSM > 0 && c.GPUSM/10 != 10 {
+		res.Notes = append(res.Notes, fmt.Sprintf("vLLM's NVFP4 KV cache needs an SM100 backend (FlashInfer / trtllm-gen); SM%d support is still open work (vllm#46963, #49011)", c.GPUSM))
+	}
 
 	var notes []string
 	layers, err := buildLayers(s, layerInputs{rules: r, cache: cache, blockSize: block, tp: tp, pp: pp, notes: &notes})
@@ -275,6 +278,10 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 			m.CUDAGraphBytes = c.Memory.CUDAGraphBytes
 		}
 		reqF := float64(m.TotalBytes) * util
+		if free := c.Memory.FreeBytes; free > 0 && float64(free) < math.Ceil(reqF) {
+			return refuse(res, fmt.Sprintf("Free memory on device (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+				gibFor(r, free), gibFor(r, m.TotalBytes), strconv.FormatFloat(util, 'f', -1, 64), gibFor(r, int64(math.Ceil(reqF)))))
+		}
 		nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 		if r.ceilRequested {
 			m.RequestedBytes = int64(math.Ceil(reqF))

@@ -518,3 +518,17 @@ func TestNoMemoryMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestFreeMemoryStartupCheck(t *testing.T) {
+	res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", MaxModelLen: 8192,
+		Memory: vllm.Memory{TotalBytes: 80 * gib, FreeBytes: 40 * gib, WeightsBytes: 15 * gib}})
+	want := "Free memory on device (40.00/80.00 GiB) on startup is less than desired GPU memory utilization (0.9, 72.00 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+	if !errors.Is(err, vllm.ErrRefused) || res.Error != want {
+		t.Errorf("err %v, message %q", err, res.Error)
+	}
+	// Two instances at 0.45 each fit.
+	if _, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", MaxModelLen: 8192, GPUMemoryUtilization: 0.45,
+		Memory: vllm.Memory{TotalBytes: 80 * gib, FreeBytes: 40 * gib, WeightsBytes: 15 * gib}}); err != nil {
+		t.Errorf("0.45 of 80 GiB with 40 GiB free: %v", err)
+	}
+}
