@@ -109,9 +109,11 @@ func Load(name string) (*model.Spec, error) {
 }
 
 // Resolve reads a model reference: an existing config.json or model
-// directory (model.Load), else a catalog name. A reference that looks like
-// a path (starts with "/", "./", "../" or "~", or ends in ".json") is only
-// read as a path. Unknown names get an error listing close catalog names.
+// directory (model.Load), else a catalog name, else an HF id
+// ("org/name[@revision]") found in the local HuggingFace hub cache
+// (CachedSnapshot; never the network). A reference that looks like a path
+// (starts with "/", "./", "../" or "~", or ends in ".json") is only read as
+// a path. Unknown names get an error listing close catalog names.
 func Resolve(ref string) (*model.Spec, error) {
 	if strings.TrimSpace(ref) == "" {
 		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
@@ -122,7 +124,13 @@ func Resolve(ref string) (*model.Spec, error) {
 	if looksLikePath(ref) {
 		return model.Load(ref) // reports the stat error
 	}
-	return Load(ref)
+	if _, ok := lookup(ref); ok {
+		return Load(ref)
+	}
+	if snap, err := CachedSnapshot(ref); err == nil {
+		return model.Load(snap)
+	}
+	return nil, unknownRef(ref)
 }
 
 func looksLikePath(ref string) bool {
@@ -136,12 +144,21 @@ func looksLikePath(ref string) bool {
 
 // unknown builds the error for a name not in the catalog.
 func unknown(name string) error {
-	close := Suggest(name, 3)
-	hint := "run `kvcfg models` for the list"
-	if len(close) > 0 {
-		hint = "did you mean " + strings.Join(close, ", ") + "? (" + hint + ")"
+	return fmt.Errorf("%w %q: not in the catalog; %s", ErrUnknownModel, name, hint(name))
+}
+
+// unknownRef builds Resolve's error for a reference found nowhere.
+func unknownRef(ref string) error {
+	return fmt.Errorf("%w %q: not an existing file or directory, not in the catalog, not in the HuggingFace cache (%s); %s",
+		ErrUnknownModel, ref, HFCacheDir(), hint(ref))
+}
+
+func hint(name string) string {
+	h := "run `kvcfg models` for the list"
+	if close := Suggest(name, 3); len(close) > 0 {
+		h = "did you mean " + strings.Join(close, ", ") + "? (" + h + ")"
 	}
-	return fmt.Errorf("%w %q: not an existing file or directory and not in the catalog; %s", ErrUnknownModel, name, hint)
+	return h
 }
 
 // Suggest returns up to n catalog names close to name: names containing it

@@ -57,12 +57,21 @@ func (l *LinearSpec) SlotBytes(tp, convElem, ssmElem int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var per int64
+	var approx float64
 	for _, c := range conv {
-		per += prod(c) * int64(convElem)
+		approx += float64(prod(c)) * float64(convElem)
 	}
-	per += prod(temporal) * int64(ssmElem)
-	return per * int64(len(l.LayerIDs)), nil
+	approx += float64(prod(temporal)) * float64(ssmElem)
+	approx *= float64(len(l.LayerIDs))
+	if approx > 1<<62 || convElem < 0 || ssmElem < 0 {
+		return 0, fmt.Errorf("%w: state of %g bytes per slot", ErrRange, approx)
+	}
+	var total int64
+	for _, c := range conv {
+		total += prod(c) * int64(convElem)
+	}
+	total += prod(temporal) * int64(ssmElem)
+	return total * int64(len(l.LayerIDs)), nil
 }
 
 func prod(shape []int) int64 {

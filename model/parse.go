@@ -135,7 +135,6 @@ type parser struct {
 
 	topModelType string
 	window       int // configured window (tokens), 0 if none
-	hasAttention bool
 	missing      []string
 }
 
@@ -247,7 +246,6 @@ func (p *parser) readShape() {
 		// Pure state-space model: no attention layers, no KV heads.
 		return
 	}
-	p.hasAttention = true
 	heads, _, ok := t.firstInt("num_attention_heads", "n_head", "n_heads")
 	if ok {
 		s.NumAttentionHeads = heads

@@ -26,7 +26,11 @@ type LayerKind string
 
 // The layer kinds.
 const (
-	FullAttention    LayerKind = "full_attention"
+	// FullAttention keeps K and V (or the MLA latent) for every token.
+	FullAttention LayerKind = "full_attention"
+	// SlidingAttention keeps KV for the last SlidingWindow tokens only
+	// (sliding window or Llama-4 chunked attention); whether the engine's
+	// pool benefits depends on HybridSWAPool.
 	SlidingAttention LayerKind = "sliding_attention"
 	// LinearAttention is a Mamba2 / gated-delta-net / KDA layer: fixed-size
 	// state per request, no per-token KV.
@@ -46,16 +50,24 @@ type Spec struct {
 	// ModelType is the config's model_type (of the text config when nested).
 	ModelType string `json:"model_type"`
 
-	NumLayers         int `json:"num_layers"`
-	HiddenSize        int `json:"hidden_size"`
+	// NumLayers is num_hidden_layers (MTP/NextN layers not included).
+	NumLayers int `json:"num_layers"`
+	// HiddenSize is the model width (hidden_size).
+	HiddenSize int `json:"hidden_size"`
+	// NumAttentionHeads is the query head count of full attention.
 	NumAttentionHeads int `json:"num_attention_heads"`
-	// NumKVHeads is the total number of KV heads (before TP sharding).
+	// NumKVHeads is the total number of KV heads (before TP sharding), as
+	// SGLang's total_num_kv_heads reads it (for MLA the config's value; the
+	// latent cache ignores it). 0 for a model without attention layers.
 	NumKVHeads int `json:"num_kv_heads"`
-	// HeadDim and VHeadDim are the K and V head dims of full attention.
+	// HeadDim and VHeadDim are the K and V head dims of full attention. For
+	// MLA, HeadDim is qk_nope_head_dim + qk_rope_head_dim (not used by KV
+	// sizing).
 	HeadDim  int `json:"head_dim"`
 	VHeadDim int `json:"v_head_dim"`
 
-	// Attention is mha, mla or dsa.
+	// Attention is mha, mla or dsa (mha for a model without attention
+	// layers, such as a pure Mamba2).
 	Attention AttentionKind `json:"attention_kind"`
 	// MLA latent dims (Attention == MLA or DSA).
 	KVLoraRank    int `json:"kv_lora_rank"`

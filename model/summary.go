@@ -3,6 +3,10 @@ package model
 // Summary is the flat, display-oriented view of a Spec that `kvcfg inspect`
 // and the HTTP API print. Fields that do not apply to the model are null in
 // JSON (nil pointers), unlike Spec, whose zero values mean "not applicable".
+//
+// The fields mirror Spec's (same JSON keys where both have one); the counts
+// num_full_attention_layers, num_swa_layers, num_linear_attention_layers and
+// num_no_cache_layers sum to num_layers.
 type Summary struct {
 	Name         string `json:"name"`
 	Architecture string `json:"architecture"`

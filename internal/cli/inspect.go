@@ -24,9 +24,11 @@ func newInspectCmd() *cobra.Command {
 sliding-window, linear/Mamba), KV heads, head dims, MLA/DSA dims, context
 length and dtype.
 
---model accepts a config.json path, a model directory holding one, or the
+--model accepts a config.json path, a model directory holding one, the
 HuggingFace id of a model in the built-in catalog (case-insensitive; see
-` + "`kvcfg models`" + `).`,
+` + "`kvcfg models`" + `), or an HF id ("org/name[@revision]") present in the
+local HuggingFace cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub;
+never the network).`,
 		Example: `  kvcfg inspect --model meta-llama/Llama-3.1-8B-Instruct
   kvcfg inspect --model ./my-model/config.json -o json`,
 		Args: cobra.MaximumNArgs(1),
