@@ -2,6 +2,11 @@
 // well-known models, embedded in the binary so that `--model NAME` works
 // offline. Names are HuggingFace ids ("meta-llama/Llama-3.1-8B-Instruct"),
 // matched case-insensitively.
+//
+// To add a model, copy its published config.json (unchanged) to
+// configs/<org>__<name>.json; the file name is the HF id with "/" written
+// as "__". TestFamilies in package model requires a shape test for every
+// catalog entry.
 package catalog
 
 import (

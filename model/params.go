@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // counts is a parameter tally kept in float64 (exact below 2^53, and free of
 // overflow for absurd configs).
@@ -41,7 +44,7 @@ type moeShape struct {
 func (p *parser) estimateParams() {
 	s, t := p.s, p.text
 	h := float64(s.HiddenSize)
-	vocabI, _, _ := t.firstInt("vocab_size", "padded_vocab_size")
+	vocabI := p.size(t, "vocab_size", "padded_vocab_size")
 	vocab := float64(vocabI)
 
 	tied, ok := t.bool("tie_word_embeddings")
@@ -60,7 +63,8 @@ func (p *parser) estimateParams() {
 	if nonGatedMLP[s.ModelType] || nonGatedMLP[p.topModelType] {
 		mul = 2
 	}
-	interI, _, hasInter := t.firstInt("intermediate_size", "ffn_hidden_size", "n_inner")
+	interI := p.size(t, "intermediate_size", "ffn_hidden_size", "n_inner")
+	hasInter := t.has("intermediate_size") || t.has("ffn_hidden_size") || t.has("n_inner")
 	inter := float64(interI)
 	if !hasInter && (p.fam == famFalcon || s.ModelType == "falcon") {
 		inter = 4 * h
@@ -139,16 +143,25 @@ func round(f float64) int64 {
 	return int64(math.Round(f))
 }
 
+// size reads the first present key of keys as a non-negative size (0 when
+// absent), reporting a negative value.
+func (p *parser) size(o object, keys ...string) int {
+	v, key, ok := o.firstInt(keys...)
+	if ok && v < 0 {
+		p.r.fail(o.field(key), fmt.Errorf("%w: %d (must not be negative)", ErrRange, v))
+		return 0
+	}
+	return v
+}
+
 // moe reads the expert layout; experts == 0 for dense models.
 func (p *parser) moe(inter float64) moeShape {
 	t := p.text
 	m := moeShape{denseInter: inter, freq: 1, sparseStep: 1, interleaveStep: 1}
-	e, _, _ := t.firstInt("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
-	m.experts = float64(e)
-	k, _, _ := t.firstInt("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk")
-	m.topK = float64(k)
-	if ei, ok := t.int("moe_intermediate_size"); ok {
-		m.expertInter = float64(ei)
+	m.experts = float64(p.size(t, "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"))
+	m.topK = float64(p.size(t, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"))
+	if t.has("moe_intermediate_size") {
+		m.expertInter = float64(p.size(t, "moe_intermediate_size"))
 	} else {
 		m.expertInter = inter
 	}
@@ -161,11 +174,11 @@ func (p *parser) moe(inter float64) moeShape {
 			m.interleaveStep = st
 		}
 	}
-	if n, _, ok := t.firstInt("n_shared_experts", "num_shared_experts"); ok {
-		m.sharedInter = float64(n) * m.expertInter
+	if t.has("n_shared_experts") || t.has("num_shared_experts") {
+		m.sharedInter = float64(p.size(t, "n_shared_experts", "num_shared_experts")) * m.expertInter
 	}
-	if si, _, ok := t.firstInt("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size"); ok {
-		m.sharedInter = float64(si)
+	if t.has("shared_expert_intermediate_size") || t.has("moe_shared_expert_intermediate_size") || t.has("shared_intermediate_size") {
+		m.sharedInter = float64(p.size(t, "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size"))
 	}
 	m.firstDense, _ = t.int("first_k_dense_replace")
 	if v, ok := t.get("moe_layer_freq"); ok {

@@ -101,6 +101,10 @@ func (s *Spec) Validate() error {
 		bad("model_dtype", ErrMissing, "no resolved model dtype")
 	}
 	inRange("num_nextn_predict_layers", s.NumNextNPredictLayers, 0, maxLayers)
+	p := s.Params
+	if p.Total < 0 || p.Embedding < 0 || p.Active < 0 || p.Quantizable < 0 || p.MTP < 0 {
+		bad("params", ErrRange, "negative parameter count %+v (a negative vocab, intermediate or expert size)", p)
+	}
 	if s.Quant != nil {
 		inRange("quantization.weight_bits", s.Quant.WeightBits, 0, 32)
 	}
