@@ -142,6 +142,7 @@ type Derived struct {
 	DisableRadixCache   bool    `json:"disable_radix_cache"`
 	OverlapSchedule     bool    `json:"overlap_schedule"`
 	MambaSlotRatio      int     `json:"mamba_slot_ratio,omitempty"`
+	SWAWindow           int     `json:"swa_window,omitempty"`
 	SpeculativeAlgo     string  `json:"speculative_algorithm,omitempty"`
 	DraftLayers         int     `json:"draft_layers,omitempty"`
 	DraftTokens         int     `json:"draft_tokens,omitempty"`
@@ -228,6 +229,9 @@ func New(in Input) (*Configurator, error) {
 	if d.HybridSWA && gptOSS && blackwell {
 		d.HybridSWA = false
 		c.notes = append(c.notes, "GPT-OSS on Blackwell uses the trtllm_mha backend, which disables the hybrid SWA pool (full-size pool)")
+	}
+	if d.HybridSWA {
+		d.SWAWindow = c.window()
 	}
 	d.SWAFullTokensRatio = a.SWAFullTokensRatio
 	if d.SWAFullTokensRatio == 0 {

@@ -2,15 +2,270 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// TODO(owner of this command): placeholder until the command lands.
+// bindPlanFlags registers every planning flag on fs, writing into req. The
+// names are SGLang's (and vLLM's for the vLLM-only knobs); aliases write to
+// the same field. `plan`, `compare` and `fit` share it.
+func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
+	fs.StringVar(&req.Model, "model", "", "model: catalog name (kvcfg models), config.json path or model directory (default "+defaultModelName+")")
+	fs.StringVar(&req.Model, "model-path", "", "alias of --model (SGLang's name)")
+	fs.StringVar(&req.Engine, "engine", "", "inference engine: sglang (default) or vllm")
+
+	fs.StringVar(&req.GPU, "gpu", "", "GPU name (kvcfg gpus; default "+plan.DefaultGPU+")")
+	fs.Var(&req.GPUMemory, "gpu-memory", "total GPU memory, overriding the GPU's (80GiB, 80GB, 81559MiB or bytes)")
+	fs.StringVar(&req.Platform, "platform", "", "platform: cuda or hip (default: the GPU's)")
+
+	fs.IntVar(&req.TPSize, "tp-size", 0, "tensor parallel size (default 1)")
+	fs.IntVar(&req.TPSize, "tp", 0, "alias of --tp-size")
+	fs.IntVar(&req.TPSize, "tensor-parallel-size", 0, "alias of --tp-size (vLLM's name)")
+	fs.IntVar(&req.PPSize, "pp-size", 0, "pipeline parallel size (default 1)")
+	fs.IntVar(&req.PPSize, "pipeline-parallel-size", 0, "alias of --pp-size (vLLM's name)")
+	fs.IntVar(&req.DPSize, "dp-size", 0, "data parallel size (default 1)")
+	fs.BoolVar(&req.EnableDPAttention, "enable-dp-attention", false, "data-parallel attention (attention TP = tp / dp)")
+
+	fs.StringVar(&req.KVCacheDType, "kv-cache-dtype", "", "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...")
+	fs.Float64Var(&req.MemFractionStatic, "mem-fraction-static", 0, "fraction of GPU memory for weights and KV cache (default: SGLang's heuristic)")
+	fs.IntVar(&req.PageSize, "page-size", 0, "tokens per KV page (default 1, or what the attention backend forces)")
+	fs.IntVar(&req.ContextLength, "context-length", 0, "context length (default: the model's)")
+	fs.Int64Var(&req.MaxTotalTokens, "max-total-tokens", 0, "upper bound on the KV pool's tokens")
+	fs.IntVar(&req.MaxRunningRequests, "max-running-requests", 0, "maximum running requests")
+	fs.Float64Var(&req.SWAFullTokensRatio, "swa-full-tokens-ratio", 0, "SWA pool tokens / full pool tokens for hybrid sliding-window models (default 0.8)")
+	fs.BoolVar(&req.DisableHybridSWAMemory, "disable-hybrid-swa-memory", false, "use one full-size pool for sliding-window models")
+	fs.IntVar(&req.ChunkedPrefillSize, "chunked-prefill-size", 0, "chunked prefill size (default by GPU memory; -1 disables)")
+	fs.IntVar(&req.CudaGraphMaxBS, "cuda-graph-max-bs", 0, "largest CUDA-graph batch size (default by GPU memory)")
+	fs.BoolVar(&req.DisableRadixCache, "disable-radix-cache", false, "disable the radix (prefix) cache")
+	fs.StringVar(&req.SpeculativeAlgorithm, "speculative-algorithm", "", "speculative decoding: EAGLE, EAGLE3, STANDALONE, DFLASH or NGRAM")
+	fs.IntVar(&req.SpeculativeNumDraftTokens, "speculative-num-draft-tokens", 0, "draft tokens per step (default 4)")
+	fs.IntVar(&req.SpeculativeDraftNumLayers, "speculative-draft-num-layers", 0, "layers of the draft model (default: the checkpoint's MTP layers, else 1)")
+	fs.Float64Var(&req.MambaFullMemoryRatio, "mamba-full-memory-ratio", 0, "mamba state memory / KV memory for hybrid linear-attention models (default 0.9)")
+	fs.IntVar(&req.MaxMambaCacheSize, "max-mamba-cache-size", 0, "number of mamba state slots")
+	fs.StringVar(&req.MambaSSMDType, "mamba-ssm-dtype", "", "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)")
+
+	fs.Var(&req.PreLoadFreeMemory, "pre-load-free-memory", "free memory before weight load as the engine logged it (e.g. 78.81GiB)")
+	fs.Var(&req.PostLoadFreeMemory, "post-load-free-memory", "free memory after weight load as the engine logged it (e.g. 63.72GiB)")
+	fs.Var(&req.WeightsMemory, "weights-memory", "weight memory per GPU, replacing the estimate")
+
+	fs.Float64Var(&req.GPUMemoryUtilization, "gpu-memory-utilization", 0, "vLLM: fraction of GPU memory vLLM may use (default 0.9)")
+	fs.IntVar(&req.BlockSize, "block-size", 0, "vLLM: tokens per KV block (default 16)")
+	fs.IntVar(&req.MaxModelLen, "max-model-len", 0, "vLLM: context length (default: the model's)")
+	fs.IntVar(&req.MaxNumSeqs, "max-num-seqs", 0, "vLLM: maximum running sequences")
+	fs.IntVar(&req.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "vLLM: tokens per scheduler step")
+	fs.Var(&req.KVCacheMemoryBytes, "kv-cache-memory-bytes", "vLLM: KV cache size, bypassing profiling")
+	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: version whose sizing rules to follow")
+}
+
+const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
+
 func newPlanCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "plan",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("plan: not built yet") },
+	var req plan.Request
+	var format string
+	cmd := &cobra.Command{
+		Use:   "plan [MODEL]",
+		Short: "Compute the KV cache an engine would build for a model, GPU and flags",
+		Long: `plan computes exactly the KV pool SGLang (or vLLM) would build: pool sizes,
+max running requests, per-GPU memory budget and the lines the engine logs.
+
+With no flags it plans ` + defaultModelName + ` on one H100 80GB.
+Reproduce a real run exactly by passing the free memory the engine logged
+before and after loading weights:
+
+  kvcfg plan --pre-load-free-memory 78.81GiB --post-load-free-memory 63.72GiB
+
+Exit status: 0 on success, 1 when the engine could not start with these
+settings (the error names the flag to change), 2 for invalid input.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if len(args) == 1 {
+				if req.Model != "" {
+					return &exitError{code: 2, err: errors.New("give the model either as an argument or with --model, not both")}
+				}
+				req.Model = args[0]
+			}
+			rep, err := plan.Run(cmd.Context(), req)
+			return writePlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), format, rep, err)
+		},
+	}
+	bindPlanFlags(cmd.Flags(), &req)
+	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown")
+	return cmd
+}
+
+// writePlan prints a plan result and maps its error to an exit status.
+func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) error {
+	if rep != nil {
+		if ok, werr := writeStructured(out, format, rep); ok {
+			if werr != nil {
+				return werr
+			}
+		} else if strings.EqualFold(format, outMarkdown) {
+			writePlanMarkdown(out, rep)
+		} else {
+			writePlanTable(out, rep)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, plan.ErrInfeasible) {
+		msg := err.Error()
+		if rep != nil && rep.FixFlag != "" {
+			fix := rep.FixHint
+			if fix == "" {
+				fix = "change " + rep.FixFlag
+			}
+			msg += "\nfix: " + fix
+		}
+		return &exitError{code: 1, err: errors.New(msg)}
+	}
+	if errors.Is(err, plan.ErrInvalid) {
+		return &exitError{code: 2, err: err}
+	}
+	return &exitError{code: 1, err: err}
+}
+
+func gibs(n int64) string { return units.FormatBytes(n) }
+
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// planRows returns the summary rows shared by the table and markdown views.
+func planRows(r *plan.Report) [][2]string {
+	rows := [][2]string{
+		{"engine", r.Engine},
+		{"model", fmt.Sprintf("%s (%s, %s attention)", r.Model, r.Architecture, r.AttentionKind)},
+		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, gibs(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
+		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
+		{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
+		{"page_size", fmt.Sprint(r.PageSize)},
+		{"context_length", group(int64(r.ContextLength))},
+		{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+		{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))},
+		{"max_total_num_tokens", group(r.MaxTotalNumTokens)},
+	}
+	if r.FullMaxTotalNumTokens > 0 || r.SWAMaxTotalNumTokens > 0 {
+		rows = append(rows, [2]string{"full / swa tokens", group(r.FullMaxTotalNumTokens) + " / " + group(r.SWAMaxTotalNumTokens)})
+	}
+	rows = append(rows, [2]string{"max_running_requests", group(int64(r.MaxRunningRequests))})
+	if r.MaxMambaCacheSize > 0 {
+		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", group(r.MaxMambaCacheSize), gibs(r.MambaStateBytesPerRequest))})
+	}
+	rows = append(rows,
+		[2]string{"max concurrency at context length", group(r.MaxConcurrencyAtContextLength)},
+		[2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)},
+	)
+	return rows
+}
+
+func memoryRows(r *plan.Report) [][2]string {
+	b := r.Breakdown
+	w := gibs(b.WeightsBytes) + " (" + r.WeightsSource + ")"
+	rows := [][2]string{
+		{"total", gibs(b.TotalBytes)},
+		{"runtime overhead", gibs(b.RuntimeOverheadBytes)},
+		{"free before weights", gibs(b.PreLoadFreeBytes)},
+		{"weights", w},
+		{"free after weights", gibs(b.PostLoadFreeBytes)},
+		{"reserved (activations, CUDA graphs)", gibs(b.ReservedBytes)},
+	}
+	if b.MultimodalCacheBytes > 0 {
+		rows = append(rows, [2]string{"multimodal cache", gibs(b.MultimodalCacheBytes)})
+	}
+	if b.StateBytes > 0 {
+		rows = append(rows, [2]string{"mamba state", gibs(b.StateBytes)})
+	}
+	rows = append(rows,
+		[2]string{"KV budget", gibs(b.KVBudgetBytes)},
+		[2]string{"KV pool", gibs(b.KVPoolBytes)},
+		[2]string{"unused", gibs(b.UnusedBytes)},
+	)
+	return rows
+}
+
+func writePlanTable(w io.Writer, r *plan.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range planRows(r) {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	fmt.Fprintln(tw, "\nMEMORY PER GPU\t")
+	for _, row := range memoryRows(r) {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	if len(r.LogLines) > 0 {
+		fmt.Fprintln(w, "\nENGINE LOG")
+		for _, l := range r.LogLines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWARNINGS")
+		for _, l := range r.Warnings {
+			fmt.Fprintln(w, "  - "+l)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintln(w, "\nERROR\n  "+r.Error)
+		if r.FixHint != "" {
+			fmt.Fprintln(w, "  fix: "+r.FixHint)
+		}
 	}
 }
+
+func writePlanMarkdown(w io.Writer, r *plan.Report) {
+	fmt.Fprintf(w, "## KV cache plan: %s on %s\n\n| | |\n|---|---|\n", r.Model, r.GPU)
+	for _, row := range planRows(r) {
+		fmt.Fprintf(w, "| %s | %s |\n", row[0], mdEscape(row[1]))
+	}
+	fmt.Fprint(w, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
+	for _, row := range memoryRows(r) {
+		fmt.Fprintf(w, "| %s | %s |\n", row[0], mdEscape(row[1]))
+	}
+	if len(r.LogLines) > 0 {
+		fmt.Fprint(w, "\n### Engine log\n\n```\n")
+		for _, l := range r.LogLines {
+			fmt.Fprintln(w, l)
+		}
+		fmt.Fprintln(w, "```")
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprint(w, "\n### Warnings\n\n")
+		for _, l := range r.Warnings {
+			fmt.Fprintln(w, "- "+mdEscape(l))
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "\n### Error\n\n%s\n", mdEscape(r.Error))
+		if r.FixHint != "" {
+			fmt.Fprintf(w, "\n**Fix:** %s\n", mdEscape(r.FixHint))
+		}
+	}
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,0 +1,350 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/configurator"
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/sizing"
+	"github.com/kvcfg/kvcfg/weights"
+)
+
+// Run plans the KV cache for req. Input problems are *FieldError values
+// (errors.Is(err, ErrInvalid)); a plan the engine could not start with
+// returns the partial Report and an error wrapping ErrInfeasible and the
+// engine-equivalent error (a *configurator.FixError naming the flag to
+// change when one does).
+func Run(ctx context.Context, req Request) (*Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	req = req.Normalized()
+	if req.Engine == EngineVLLM {
+		return runVLLM(ctx, req)
+	}
+	return runSGLang(ctx, req, true)
+}
+
+// ResolveModel returns the model spec a request names: the inline config,
+// else the catalog entry or config path in Model (default: catalog.Default).
+func ResolveModel(req Request) (*model.Spec, error) {
+	if len(req.Config) > 0 {
+		name := req.Model
+		if name == "" {
+			name = "inline-config"
+		}
+		s, err := model.Parse(req.Config, name)
+		if err != nil {
+			return nil, &FieldError{Field: "config", Err: err}
+		}
+		return s, nil
+	}
+	ref := req.Model
+	if ref == "" {
+		ref = catalog.Default
+	}
+	s, err := catalog.Resolve(ref)
+	if err != nil {
+		return nil, &FieldError{Field: "model", Err: err}
+	}
+	return s, nil
+}
+
+// ResolveGPU returns the GPU a request names (default H100-80GB), with
+// gpu_memory and platform overrides applied.
+func ResolveGPU(req Request) (gpu.GPU, error) {
+	var g gpu.GPU
+	switch {
+	case req.GPU != "":
+		var err error
+		g, err = gpu.Lookup(req.GPU)
+		if err != nil {
+			return g, &FieldError{Field: "gpu", Err: err}
+		}
+	case req.GPUMemory > 0:
+		g = gpu.GPU{Name: "custom", Vendor: "nvidia", Platform: "cuda", Description: "custom GPU"}
+	default:
+		g, _ = gpu.Lookup(DefaultGPU)
+	}
+	if req.GPUMemory > 0 {
+		g.MemoryMiB = int64(req.GPUMemory) >> 20
+		if g.MemoryMiB == 0 {
+			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
+		}
+	}
+	if req.Platform != "" && req.Platform != g.Platform {
+		g.Platform = req.Platform
+		if g.Platform != "hip" {
+			g.FNUZ = false
+		}
+	}
+	return g, nil
+}
+
+func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) {
+	spec, err := ResolveModel(req)
+	if err != nil {
+		return nil, err
+	}
+	g, err := ResolveGPU(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
+	par := configurator.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
+	numGPUs := tp * pp * dp
+	if par.EnableDPAttention {
+		numGPUs = tp * pp
+	}
+	rep := &Report{
+		Engine: EngineSGLang, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: numGPUs,
+		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
+	}
+	if rep.KVCacheDType == "" {
+		rep.KVCacheDType = dtype.Auto
+	}
+	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+
+	// Memory readings (bytes).
+	mem, err := memoryReadings(req, spec, g, tp, pp)
+	if err != nil {
+		return nil, err
+	}
+	rep.WeightsBytes, rep.WeightsEstimated, rep.WeightsSource = mem.weights, mem.source == weights.Estimated, string(mem.source)
+	rep.PreLoadFreeBytes, rep.PostLoadFreeBytes, rep.Measured = mem.pre, mem.post, mem.source == weights.Measured
+	rep.Warnings = append(rep.Warnings, mem.notes...)
+	b := &rep.Breakdown
+	b.TotalBytes = g.MemoryBytes()
+	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
+	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
+
+	cfgr, err := configurator.New(configurator.Input{
+		Spec: spec, Parallel: par,
+		Args: configurator.ServerArgs{
+			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
+			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
+			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
+			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS, DisableRadixCache: req.DisableRadixCache,
+			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
+			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
+			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
+		},
+		Hardware:          configurator.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
+		PostLoadFreeBytes: mem.post,
+	})
+	if err != nil {
+		return nil, inputError(err)
+	}
+	d := cfgr.Derived()
+	kv := cfgr.KV()
+	rep.ResolvedKVCacheDType = kv.Format.Name
+	rep.KVCacheTorchDType = kv.DType.Torch()
+	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
+	rep.ChunkedPrefillSize, rep.CudaGraphMaxBS = d.ChunkedPrefillSize, d.CudaGraphMaxBS
+	rep.Warnings = append(rep.Warnings, kv.Warnings...)
+
+	res, cerr := cfgr.Configure(mem.pre)
+	if res != nil {
+		fillResult(rep, res, cfgr)
+	}
+	if cerr != nil {
+		err := infeasible(rep, cerr)
+		if suggest && rep.FixFlag == "--tp-size" && rep.FixValue == "" && !rep.Measured {
+			if tp := smallestFittingTP(ctx, req, tp); tp > 0 {
+				rep.FixValue = fmt.Sprint(tp)
+				rep.FixHint = fmt.Sprintf("the weights do not fit on this GPU: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp)
+			}
+		}
+		return rep, err
+	}
+	return rep, nil
+}
+
+// smallestFittingTP returns the smallest power-of-two TP size above tp
+// (up to 64) with which the plan succeeds, or 0.
+func smallestFittingTP(ctx context.Context, req Request, tp int) int {
+	for t := tp * 2; t <= 64; t *= 2 {
+		r := req
+		r.TPSize, r.TensorParallelSize = t, 0
+		if r.EnableDPAttention && r.DPSize > 1 && t%r.DPSize != 0 {
+			continue
+		}
+		if rep, err := runSGLang(ctx, r, false); err == nil && rep.MaxTotalNumTokens > 0 {
+			return t
+		}
+	}
+	return 0
+}
+
+// inputError maps a configurator construction error to a FieldError.
+func inputError(err error) error {
+	var fe *configurator.FixError
+	if errors.As(err, &fe) {
+		field := strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		return &FieldError{Field: field, Err: err}
+	}
+	return &FieldError{Err: err}
+}
+
+func infeasible(rep *Report, err error) error {
+	var fe *configurator.FixError
+	if errors.As(err, &fe) {
+		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
+	}
+	if errors.Is(err, configurator.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
+		fe := &FieldError{Err: err}
+		rep.Error = fe.Error()
+		return fe
+	}
+	out := fmt.Errorf("%w: %w", ErrInfeasible, err)
+	rep.Error = err.Error()
+	return out
+}
+
+func fillResult(rep *Report, res *configurator.Result, c *configurator.Configurator) {
+	d := c.Derived()
+	rep.Configurator = string(res.Configurator)
+	rep.CellSizeBytes = res.CellSize
+	rep.KVLayers = res.KVLayers
+	rep.AvailableKVBytes = res.AvailableBytes
+	rep.MaxTotalNumTokens = res.MaxTotalNumTokens
+	rep.FullMaxTotalNumTokens = res.FullMaxTotalNumTokens
+	rep.SWAMaxTotalNumTokens = res.SWAMaxTotalNumTokens
+	rep.MaxRunningRequests = res.MaxRunningRequests
+	rep.MaxMambaCacheSize = res.MaxMambaCacheSize
+	rep.MambaStateBytesPerRequest = res.MambaPerRequest
+	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
+	rep.LogLines = append(rep.LogLines, res.Logs...)
+	rep.Warnings = append(rep.Warnings, res.Warnings...)
+	rep.MaxConcurrencyAtContextLength = concurrency(res, d)
+
+	b := &rep.Breakdown
+	b.ReservedBytes = int64(res.SlackGiB * (1 << 30))
+	b.MultimodalCacheBytes = int64(res.MultimodalGiB * (1 << 30))
+	b.StateBytes = res.MambaStateBytes + res.MambaSpecBytes
+	b.KVBudgetBytes = res.AvailableBytes
+	b.KVPoolBytes = min(res.KVPoolBytes, max(res.AvailableBytes, 0))
+	if res.MaxTotalNumTokens > 0 {
+		b.UnusedBytes = max(res.AvailableBytes-b.KVPoolBytes, 0)
+	}
+}
+
+// concurrency is max_concurrency_at_context_length: how many requests of
+// the full context length fit at once on one rank (per DP worker):
+//
+//   - the full pool bounds it: ⌊tokens / ctx⌋ with ctx rounded up to a page;
+//   - a hybrid SWA pool keeps only window + page tokens of a request, so it
+//     adds ⌊swa / (window + page)⌋ (rounded to pages) as a second bound, and
+//     an all-SWA pool is bounded by that alone;
+//   - a mamba hybrid needs state slots: ⌊max_mamba_cache_size / ratio⌋;
+//   - and never more than max_running_requests.
+func concurrency(res *configurator.Result, d configurator.Derived) int64 {
+	if res.MaxTotalNumTokens <= 0 || res.MaxRunningRequests <= 0 {
+		return 0
+	}
+	page := d.PageSize
+	perReq := sizing.CeilPage(int64(d.ContextLength), page)
+	n := int64(res.MaxRunningRequests)
+	if res.Hybrid {
+		if res.FullMaxTotalNumTokens > 0 {
+			n = min(n, res.FullMaxTotalNumTokens/perReq)
+		}
+		if d.SWAWindow > 0 {
+			w := int64(d.SWAWindow + d.PageSize)
+			n = min(n, res.SWAMaxTotalNumTokens/sizing.CeilPage(min(w, int64(d.ContextLength)), page))
+		}
+	} else {
+		n = min(n, res.MaxTotalNumTokens/perReq)
+	}
+	if d.Mambaish && res.MambaSlotRatio > 0 {
+		n = min(n, res.MaxMambaCacheSize/int64(res.MambaSlotRatio))
+	}
+	return max(n, 0)
+}
+
+// memory is the resolved memory readings of one rank.
+type memory struct {
+	pre, post, weights int64
+	source             weights.Source
+	notes              []string
+}
+
+func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int) (memory, error) {
+	var m memory
+	world := tp * pp
+	m.pre = int64(req.PreLoadFreeMemory)
+	if m.pre == 0 {
+		m.pre = gpu.PreLoadFreeBytes(g.MemoryMiB, world)
+		if req.PostLoadFreeMemory == 0 {
+			m.notes = append(m.notes, fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", gpu.RuntimeOverheadMiB(world)))
+		}
+	}
+	if m.pre <= 0 {
+		return m, fieldErr("gpu_memory", "the GPU has no memory left after the runtime overhead")
+	}
+	if int64(req.PreLoadFreeMemory) > g.MemoryBytes() && g.MemoryBytes() > 0 {
+		return m, fieldErr("pre_load_free_memory", "%s exceeds the GPU's total memory %s", req.PreLoadFreeMemory, units.Size(g.MemoryBytes()))
+	}
+	switch {
+	case req.PostLoadFreeMemory > 0:
+		m.post = int64(req.PostLoadFreeMemory)
+		if m.post > m.pre {
+			return m, fieldErr("post_load_free_memory", "%s exceeds the free memory before weight load %s", req.PostLoadFreeMemory, units.Size(m.pre))
+		}
+		m.weights, m.source = m.pre-m.post, weights.Measured
+		if req.WeightsMemory > 0 {
+			m.notes = append(m.notes, "weights_memory ignored: the measured free-memory readings already include the weights")
+		}
+		return m, nil
+	case req.WeightsMemory > 0:
+		m.weights, m.source = int64(req.WeightsMemory), weights.Given
+	default:
+		w, src, err := weightsPerRank(req, spec, tp, pp)
+		if err != nil {
+			return m, err
+		}
+		m.weights, m.source = w, src
+		if src == weights.Estimated {
+			m.notes = append(m.notes, fmt.Sprintf("weights estimated from the config: %s per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers", units.Size(w)))
+		}
+	}
+	m.post = m.pre - m.weights
+	if m.post < 0 {
+		m.post = 0
+	}
+	return m, nil
+}
+
+// weightsPerRank reads safetensors headers when Model is a directory with a
+// checkpoint, else estimates from the config.
+func weightsPerRank(req Request, spec *model.Spec, tp, pp int) (int64, weights.Source, error) {
+	if req.Model != "" && len(req.Config) == 0 {
+		if st, err := os.Stat(req.Model); err == nil && st.IsDir() {
+			if w, ok, err := weights.FromDir(req.Model, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
+				return 0, "", &FieldError{Field: "model", Err: err}
+			} else if ok {
+				return w, weights.Safetensors, nil
+			}
+		}
+	}
+	w, err := weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	if err != nil {
+		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
+	}
+	return w, weights.Estimated, nil
+}

@@ -1,0 +1,195 @@
+package plan_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/configurator"
+	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/sizing"
+)
+
+func gib(v string) units.Size {
+	s, err := units.ParseSize(v)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+type golden struct {
+	MFS               float64
+	Cell              float64
+	Tokens, Full, SWA int64
+	Running           int
+	Mamba             int64
+	Logs              []string
+}
+
+func summary(r *plan.Report) golden {
+	return golden{r.MemFractionStatic, r.CellSizeBytes, r.MaxTotalNumTokens, r.FullMaxTotalNumTokens, r.SWAMaxTotalNumTokens, r.MaxRunningRequests, r.MaxMambaCacheSize, r.LogLines}
+}
+
+// The spec's worked examples (§c.11) run through the public entry point in
+// measured mode over the embedded catalog configs.
+func TestWorkedExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		req  plan.Request
+		want golden
+	}{
+		{"Ex.1", plan.Request{PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("63.54GiB")},
+			golden{0.835, 131072, 414412, 0, 0, 2048, 0, []string{"KV Cache is allocated. #tokens: 414412, K size: 25.29 GB, V size: 25.29 GB"}}},
+		{"Ex.2", plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", TPSize: 4, KVCacheDType: "fp8_e4m3", PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("45.65GiB")},
+			golden{0.824, 40960, 834509, 0, 0, 3259, 0, []string{"KV Cache is allocated. #tokens: 834509, K size: 15.92 GB, V size: 15.92 GB"}}},
+		{"Ex.3", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "H200", PreLoadFreeMemory: gib("139.50GiB"), PostLoadFreeMemory: gib("59.50GiB")},
+			golden{0.897, 70272, 689600, 0, 0, 2155, 0, []string{"KV Cache is allocated. #tokens: 689600, KV size: 45.13 GB"}}},
+		{"Ex.4", plan.Request{Model: "google/gemma-2-9b-it", PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("61.29GiB")},
+			golden{0.835, 344064, 150849, 0, 0, 4096, 0, []string{"KV Cache is allocated. #tokens: 150849, K size: 24.17 GB, V size: 24.17 GB"}}},
+		{"Ex.4b", plan.Request{Model: "openai/gpt-oss-120b", PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("17.70GiB")},
+			golden{0.835, 66355.2, 76822, 76822, 61457, 2048, 0, []string{
+				"Use sliding window memory pool. full_layer_tokens=76822, swa_layer_tokens=61457",
+				"KV Cache is allocated. #tokens: 61457, K size: 1.05 GB, V size: 1.05 GB",
+				"KV Cache is allocated. #tokens: 76822, K size: 1.32 GB, V size: 1.32 GB",
+				"SWAKVPool mem usage: 4.75 GB, swa size: 61457, full size: 76822",
+			}}},
+		{"Ex.5", plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4, PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("41.25GiB")},
+			golden{0.824, 12288, 1262235, 0, 0, 240, 721, []string{
+				"Mamba Cache is allocated. max_mamba_cache_size: 721, conv_state size: 0.30GB, ssm_state size: 12.69GB ",
+				"KV Cache is allocated. #tokens: 1262235, K size: 7.22 GB, V size: 7.22 GB",
+			}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := plan.Run(context.Background(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summary(r)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if !r.Measured || r.WeightsEstimated || r.WeightsSource != "measured" {
+				t.Errorf("measured mode not reported: %+v", r)
+			}
+		})
+	}
+}
+
+func TestDefaultPlan(t *testing.T) {
+	r, err := plan.Run(context.Background(), plan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Model != "meta-llama/Llama-3.1-8B-Instruct" || r.GPU != "H100-80GB" || r.Engine != "sglang" || r.KVCacheDType != "auto" || r.ResolvedKVCacheDType != "bf16" {
+		t.Errorf("inputs: %+v", r)
+	}
+	// Modelled: pre = 81559 − 1175 MiB = 78.50 GiB; weights ≈ 14.96 GiB.
+	if !r.WeightsEstimated || r.Measured || r.PreLoadFreeBytes != 785<<30/10 {
+		t.Errorf("memory model: %+v", r.Breakdown)
+	}
+	if r.MaxTotalNumTokens < 414000 || r.MaxTotalNumTokens > 415000 || r.MaxRunningRequests != 2048 || r.MaxConcurrencyAtContextLength != 3 {
+		t.Errorf("tokens %d running %d conc %d", r.MaxTotalNumTokens, r.MaxRunningRequests, r.MaxConcurrencyAtContextLength)
+	}
+	b := r.Breakdown
+	if b.TotalBytes != b.RuntimeOverheadBytes+b.PreLoadFreeBytes || b.PreLoadFreeBytes != b.WeightsBytes+b.PostLoadFreeBytes {
+		t.Errorf("breakdown does not add up: %+v", b)
+	}
+	if got := b.ReservedBytes + b.MultimodalCacheBytes + b.StateBytes + b.KVBudgetBytes; got > b.PostLoadFreeBytes || b.PostLoadFreeBytes-got > 2 {
+		t.Errorf("post-load split %d vs %d", got, b.PostLoadFreeBytes)
+	}
+}
+
+func TestRequestJSON(t *testing.T) {
+	var req plan.Request
+	in := `{"model":"Qwen/Qwen3-8B","gpu":"h100","gpu_memory":"80GiB","tp_size":2,"kv_cache_dtype":"fp8_e4m3","pre_load_free_memory":84000000000,"tensor_parallel_size":2}`
+	if err := json.Unmarshal([]byte(in), &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.GPUMemory != 80<<30 || req.PreLoadFreeMemory != 84_000_000_000 || req.TPSize != 2 {
+		t.Errorf("%+v", req)
+	}
+	if err := req.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	tests := []struct {
+		req   plan.Request
+		field string
+	}{
+		{plan.Request{Engine: "trt"}, "engine"},
+		{plan.Request{TPSize: -1}, "tp_size"},
+		{plan.Request{MemFractionStatic: 1.2}, "mem_fraction_static"},
+		{plan.Request{GPU: "TPU"}, "gpu"},
+		{plan.Request{Model: "no/such-model"}, "model"},
+		{plan.Request{Config: json.RawMessage(`{"num_hidden_layers": 0}`)}, "config"},
+		{plan.Request{KVCacheDType: "fp4_e2m1"}, "kv_cache_dtype"},
+		{plan.Request{KVCacheDType: "int3"}, "kv_cache_dtype"},
+		{plan.Request{ContextLength: 1 << 30}, "context_length"},
+		{plan.Request{Platform: "tpu"}, "platform"},
+		{plan.Request{PreLoadFreeMemory: gib("10GiB"), PostLoadFreeMemory: gib("20GiB")}, "post_load_free_memory"},
+		{plan.Request{SpeculativeAlgorithm: "MEDUSA"}, "speculative_algorithm"},
+		{plan.Request{TPSize: 2, TensorParallelSize: 4}, "tensor_parallel_size"},
+		{plan.Request{MambaSSMDType: "int8"}, "mamba_ssm_dtype"},
+		{plan.Request{ChunkedPrefillSize: -5}, "chunked_prefill_size"},
+	}
+	for _, tt := range tests {
+		r, err := plan.Run(context.Background(), tt.req)
+		var fe *plan.FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, plan.ErrInvalid) {
+			t.Errorf("%+v: err = %v, want FieldError", tt.req, err)
+			continue
+		}
+		if fe.Field != tt.field {
+			t.Errorf("%+v: field %q, want %q (%v)", tt.req, fe.Field, tt.field, err)
+		}
+		if r != nil {
+			t.Errorf("%+v: report on input error", tt.req)
+		}
+	}
+}
+
+func TestInfeasible(t *testing.T) {
+	// 70B bf16 on one H100: the weights do not fit.
+	r, err := plan.Run(context.Background(), plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"})
+	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, configurator.ErrNoKVMemory) {
+		t.Fatalf("err = %v", err)
+	}
+	if r == nil || r.Error == "" || r.FixFlag != "--tp-size" || r.FixValue != "4" {
+		t.Errorf("report %+v", r)
+	}
+	// SWA pool too small for one request.
+	r, err = plan.Run(context.Background(), plan.Request{Model: "openai/gpt-oss-120b", SWAFullTokensRatio: 0.0005})
+	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, sizing.ErrSWAFloor) {
+		t.Fatalf("err = %v", err)
+	}
+	if r.FixFlag != "--swa-full-tokens-ratio" || r.FixValue == "" || !strings.Contains(r.Error, "cannot hold even one request") {
+		t.Errorf("report %+v", r)
+	}
+	// Measured readings that leave nothing.
+	_, err = plan.Run(context.Background(), plan.Request{PreLoadFreeMemory: gib("78.5GiB"), PostLoadFreeMemory: gib("10GiB")})
+	var fe *configurator.FixError
+	if !errors.As(err, &fe) || fe.Flag != "--mem-fraction-static" || fe.Value == "" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestVLLMDispatch(t *testing.T) {
+	if _, err := plan.Run(context.Background(), plan.Request{Engine: "VLLM"}); err == nil {
+		t.Skip("vllm planner present")
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := plan.Run(ctx, plan.Request{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+}

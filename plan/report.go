@@ -1,0 +1,107 @@
+package plan
+
+// Report is the outcome of a plan. Byte counts and token counts are per
+// rank (and, with DP attention, per DP worker), as the engine logs them.
+type Report struct {
+	// Inputs as resolved.
+	Engine       string `json:"engine"`
+	Model        string `json:"model"`
+	Architecture string `json:"architecture,omitempty"`
+	GPU          string `json:"gpu"`
+	GPUMemory    int64  `json:"gpu_memory_bytes"`
+	Platform     string `json:"platform,omitempty"`
+	TPSize       int    `json:"tp_size"`
+	PPSize       int    `json:"pp_size"`
+	DPSize       int    `json:"dp_size"`
+	NumGPUs      int    `json:"num_gpus"`
+	// KVCacheDType is the --kv-cache-dtype as given ("auto" when empty).
+	KVCacheDType string `json:"kv_cache_dtype"`
+
+	// ResolvedKVCacheDType is the canonical storage format the pool uses
+	// ("bf16", "fp8_e4m3", "nvfp4", ...); KVCacheTorchDType its torch dtype.
+	ResolvedKVCacheDType string `json:"resolved_kv_cache_dtype"`
+	KVCacheTorchDType    string `json:"kv_cache_torch_dtype,omitempty"`
+	// Configurator names SGLang's pool configurator.
+	Configurator       string  `json:"configurator,omitempty"`
+	AttentionKind      string  `json:"attention_kind,omitempty"`
+	MemFractionStatic  float64 `json:"mem_fraction_static"`
+	PageSize           int     `json:"page_size"`
+	ContextLength      int     `json:"context_length"`
+	ChunkedPrefillSize int     `json:"chunked_prefill_size,omitempty"`
+	CudaGraphMaxBS     int     `json:"cuda_graph_max_bs,omitempty"`
+	// CellSizeBytes is the bytes one token of max_total_num_tokens costs on
+	// one rank (fractional for hybrid SWA pools).
+	CellSizeBytes float64 `json:"cell_size_bytes"`
+	// KVLayers is the number of KV layers of the bounding rank.
+	KVLayers int `json:"kv_layers,omitempty"`
+
+	AvailableKVBytes      int64 `json:"available_kv_bytes"`
+	MaxTotalNumTokens     int64 `json:"max_total_num_tokens"`
+	FullMaxTotalNumTokens int64 `json:"full_max_total_num_tokens,omitempty"`
+	SWAMaxTotalNumTokens  int64 `json:"swa_max_total_num_tokens,omitempty"`
+	MaxRunningRequests    int   `json:"max_running_requests"`
+	MaxMambaCacheSize     int64 `json:"max_mamba_cache_size,omitempty"`
+	// MambaStateBytesPerRequest is one state slot (all mamba layers, one rank).
+	MambaStateBytesPerRequest int64 `json:"mamba_state_bytes_per_request,omitempty"`
+	KSizeBytes                int64 `json:"k_size_bytes"`
+	VSizeBytes                int64 `json:"v_size_bytes"`
+	// MaxConcurrencyAtContextLength is how many requests of the full
+	// context length can be resident at once (see Run).
+	MaxConcurrencyAtContextLength int64 `json:"max_concurrency_at_context_length"`
+
+	// WeightsBytes is the weight memory per rank; WeightsEstimated is true
+	// when it was estimated from the config rather than measured, given or
+	// read from safetensors headers (WeightsSource says which).
+	WeightsBytes     int64  `json:"weights_bytes"`
+	WeightsEstimated bool   `json:"weights_estimated"`
+	WeightsSource    string `json:"weights_source,omitempty"`
+	// PreLoadFreeBytes and PostLoadFreeBytes are the free-memory readings
+	// used (measured or modelled); Measured says which.
+	PreLoadFreeBytes  int64 `json:"pre_load_free_bytes"`
+	PostLoadFreeBytes int64 `json:"post_load_free_bytes"`
+	Measured          bool  `json:"measured"`
+
+	// LogLines are the lines SGLang would print while building the pools.
+	LogLines []string `json:"log_lines"`
+	// Warnings say what the engine warns about and what to change.
+	Warnings []string `json:"warnings,omitempty"`
+	// Breakdown is the per-rank memory budget.
+	Breakdown Breakdown `json:"breakdown"`
+
+	// vLLM results (empty for sglang).
+	VLLMVersion       string  `json:"vllm_version,omitempty"`
+	NumGPUBlocks      int64   `json:"num_gpu_blocks,omitempty"`
+	BlockSize         int     `json:"block_size,omitempty"`
+	KVCacheSizeTokens int64   `json:"kv_cache_size_tokens,omitempty"`
+	MaxConcurrency    float64 `json:"max_concurrency,omitempty"`
+	MaxModelLen       int     `json:"max_model_len,omitempty"`
+
+	// Error is the engine-equivalent error of an infeasible plan, with the
+	// flag and value that fix it when one does.
+	Error    string `json:"error,omitempty"`
+	FixFlag  string `json:"fix_flag,omitempty"`
+	FixValue string `json:"fix_value,omitempty"`
+	FixHint  string `json:"fix_hint,omitempty"`
+}
+
+// Breakdown is one rank's memory budget, in bytes:
+//
+//	total = runtime_overhead + pre_load_free
+//	pre_load_free = weights + post_load_free
+//	post_load_free = reserved + multimodal_cache + state + kv_budget
+//	kv_budget = kv_pool + unused
+//
+// reserved is the activation / CUDA-graph slack pre·(1 − mem_fraction_static).
+type Breakdown struct {
+	TotalBytes           int64 `json:"total_bytes"`
+	RuntimeOverheadBytes int64 `json:"runtime_overhead_bytes"`
+	PreLoadFreeBytes     int64 `json:"pre_load_free_bytes"`
+	WeightsBytes         int64 `json:"weights_bytes"`
+	PostLoadFreeBytes    int64 `json:"post_load_free_bytes"`
+	ReservedBytes        int64 `json:"reserved_bytes"`
+	MultimodalCacheBytes int64 `json:"multimodal_cache_bytes,omitempty"`
+	StateBytes           int64 `json:"state_bytes"`
+	KVBudgetBytes        int64 `json:"kv_budget_bytes"`
+	KVPoolBytes          int64 `json:"kv_pool_bytes"`
+	UnusedBytes          int64 `json:"unused_bytes"`
+}

@@ -1,0 +1,229 @@
+// Package plan is kvcfg's one entry point for planning a KV cache: the CLI
+// (`kvcfg plan`, `compare`, `fit`) and the HTTP API both fill a Request and
+// call Run, which resolves the model, the GPU and the memory readings and
+// hands them to the engine's configurator.
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/internal/units"
+)
+
+// Engines.
+const (
+	EngineSGLang = "sglang"
+	EngineVLLM   = "vllm"
+)
+
+// DefaultGPU is the GPU planned for when the request names none.
+const DefaultGPU = "H100-80GB"
+
+// ErrInfeasible reports a plan the engine could not start with (the model
+// does not fit, the SWA pool cannot hold a request, ...). Run returns it
+// wrapped together with the engine-equivalent error, and the partial Report.
+var ErrInfeasible = errors.New("plan: infeasible")
+
+// ErrInvalid is wrapped by every FieldError.
+var ErrInvalid = errors.New("plan: invalid request")
+
+// FieldError is a problem with one Request field.
+type FieldError struct {
+	// Field is the snake_case request key ("tp_size", "gpu").
+	Field string
+	// Err describes the problem.
+	Err error
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return "plan: " + strings.TrimPrefix(e.Err.Error(), "plan: ")
+	}
+	return "plan: " + e.Field + ": " + strings.TrimPrefix(e.Err.Error(), "plan: ")
+}
+
+// Unwrap returns the wrapped error.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Is makes every FieldError match ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+func fieldErr(field string, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Request is one planning request. Each field is one CLI flag; JSON keys
+// are the flag names in snake_case. Zero values mean "not given" (the
+// engine default applies).
+type Request struct {
+	// Model is a catalog name, a config.json path or a model directory;
+	// empty means the catalog default (Llama-3.1-8B-Instruct).
+	Model string `json:"model,omitempty"`
+	// Config is an inline config.json (HTTP API); it wins over Model's
+	// config, and Model then only names it.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Engine is "sglang" (default) or "vllm".
+	Engine string `json:"engine,omitempty"`
+
+	// GPU is a catalog GPU name (`kvcfg gpus`); default H100-80GB.
+	GPU string `json:"gpu,omitempty"`
+	// GPUMemory overrides the GPU's total memory.
+	GPUMemory units.Size `json:"gpu_memory,omitempty"`
+	// Platform is "cuda" or "hip" (default: the GPU's).
+	Platform string `json:"platform,omitempty"`
+
+	TPSize            int  `json:"tp_size,omitempty"`
+	PPSize            int  `json:"pp_size,omitempty"`
+	DPSize            int  `json:"dp_size,omitempty"`
+	EnableDPAttention bool `json:"enable_dp_attention,omitempty"`
+
+	KVCacheDType              string  `json:"kv_cache_dtype,omitempty"`
+	MemFractionStatic         float64 `json:"mem_fraction_static,omitempty"`
+	PageSize                  int     `json:"page_size,omitempty"`
+	ContextLength             int     `json:"context_length,omitempty"`
+	MaxTotalTokens            int64   `json:"max_total_tokens,omitempty"`
+	MaxRunningRequests        int     `json:"max_running_requests,omitempty"`
+	SWAFullTokensRatio        float64 `json:"swa_full_tokens_ratio,omitempty"`
+	DisableHybridSWAMemory    bool    `json:"disable_hybrid_swa_memory,omitempty"`
+	ChunkedPrefillSize        int     `json:"chunked_prefill_size,omitempty"`
+	CudaGraphMaxBS            int     `json:"cuda_graph_max_bs,omitempty"`
+	DisableRadixCache         bool    `json:"disable_radix_cache,omitempty"`
+	SpeculativeAlgorithm      string  `json:"speculative_algorithm,omitempty"`
+	SpeculativeNumDraftTokens int     `json:"speculative_num_draft_tokens,omitempty"`
+	SpeculativeDraftNumLayers int     `json:"speculative_draft_num_layers,omitempty"`
+	MambaFullMemoryRatio      float64 `json:"mamba_full_memory_ratio,omitempty"`
+	MaxMambaCacheSize         int     `json:"max_mamba_cache_size,omitempty"`
+	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
+
+	// PreLoadFreeMemory and PostLoadFreeMemory are what the engine logged
+	// as free memory before and after loading weights (measured mode).
+	PreLoadFreeMemory  units.Size `json:"pre_load_free_memory,omitempty"`
+	PostLoadFreeMemory units.Size `json:"post_load_free_memory,omitempty"`
+	// WeightsMemory replaces the weight estimate (bytes per rank).
+	WeightsMemory units.Size `json:"weights_memory,omitempty"`
+
+	// vLLM names. TensorParallelSize and PipelineParallelSize are aliases
+	// of TPSize and PPSize.
+	TensorParallelSize   int        `json:"tensor_parallel_size,omitempty"`
+	PipelineParallelSize int        `json:"pipeline_parallel_size,omitempty"`
+	GPUMemoryUtilization float64    `json:"gpu_memory_utilization,omitempty"`
+	BlockSize            int        `json:"block_size,omitempty"`
+	MaxModelLen          int        `json:"max_model_len,omitempty"`
+	MaxNumSeqs           int        `json:"max_num_seqs,omitempty"`
+	MaxNumBatchedTokens  int        `json:"max_num_batched_tokens,omitempty"`
+	KVCacheMemoryBytes   units.Size `json:"kv_cache_memory_bytes,omitempty"`
+	VLLMVersion          string     `json:"vllm_version,omitempty"`
+}
+
+// Normalized returns a copy with aliases merged and the engine lowered;
+// defaults are not filled in.
+func (r Request) Normalized() Request {
+	r.Engine = strings.ToLower(strings.TrimSpace(r.Engine))
+	if r.Engine == "" {
+		r.Engine = EngineSGLang
+	}
+	if r.TPSize == 0 {
+		r.TPSize = r.TensorParallelSize
+	}
+	if r.PPSize == 0 {
+		r.PPSize = r.PipelineParallelSize
+	}
+	r.Platform = strings.ToLower(strings.TrimSpace(r.Platform))
+	return r
+}
+
+// Validate reports every problem with the request's own values at once
+// (model, GPU and dtype names are checked by Run).
+func (r Request) Validate() error {
+	r = r.Normalized()
+	var errs []error
+	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
+	switch r.Engine {
+	case EngineSGLang, EngineVLLM:
+	default:
+		add("engine", "unknown engine %q (accepted: sglang, vllm)", r.Engine)
+	}
+	if r.TensorParallelSize != 0 && r.TPSize != r.TensorParallelSize {
+		add("tensor_parallel_size", "%d conflicts with tp_size %d", r.TensorParallelSize, r.TPSize)
+	}
+	if r.PipelineParallelSize != 0 && r.PPSize != r.PipelineParallelSize {
+		add("pipeline_parallel_size", "%d conflicts with pp_size %d", r.PipelineParallelSize, r.PPSize)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		max  int
+	}{{"tp_size", r.TPSize, 1024}, {"pp_size", r.PPSize, 1024}, {"dp_size", r.DPSize, 1024}} {
+		if f.v < 0 || f.v > f.max {
+			add(f.name, "%d must be between 1 and %d", f.v, f.max)
+		}
+	}
+	if r.EnableDPAttention && r.DPSize > 1 && r.TPSize > 0 && r.TPSize%r.DPSize != 0 {
+		add("dp_size", "with --enable-dp-attention, tp_size %d must be a multiple of dp_size %d", r.TPSize, r.DPSize)
+	}
+	if r.EnableDPAttention && r.DPSize > 1 && max(r.TPSize, 1) < r.DPSize {
+		add("dp_size", "with --enable-dp-attention, dp_size %d must not exceed tp_size %d", r.DPSize, max(r.TPSize, 1))
+	}
+	frac := func(name string, v float64, allowOne bool) {
+		if math.IsNaN(v) || v < 0 || v > 1 || (v == 1 && !allowOne) {
+			add(name, "%v must be between 0 and 1", v)
+		}
+	}
+	frac("mem_fraction_static", r.MemFractionStatic, false)
+	frac("swa_full_tokens_ratio", r.SWAFullTokensRatio, true)
+	frac("gpu_memory_utilization", r.GPUMemoryUtilization, true)
+	if math.IsNaN(r.MambaFullMemoryRatio) || r.MambaFullMemoryRatio < 0 || r.MambaFullMemoryRatio > 1000 {
+		add("mamba_full_memory_ratio", "%v must be positive", r.MambaFullMemoryRatio)
+	}
+	nonNeg := []struct {
+		name string
+		v    int64
+	}{
+		{"page_size", int64(r.PageSize)}, {"context_length", int64(r.ContextLength)}, {"max_total_tokens", r.MaxTotalTokens},
+		{"max_running_requests", int64(r.MaxRunningRequests)}, {"cuda_graph_max_bs", int64(r.CudaGraphMaxBS)},
+		{"speculative_num_draft_tokens", int64(r.SpeculativeNumDraftTokens)}, {"speculative_draft_num_layers", int64(r.SpeculativeDraftNumLayers)},
+		{"max_mamba_cache_size", int64(r.MaxMambaCacheSize)}, {"block_size", int64(r.BlockSize)}, {"max_model_len", int64(r.MaxModelLen)},
+		{"max_num_seqs", int64(r.MaxNumSeqs)}, {"max_num_batched_tokens", int64(r.MaxNumBatchedTokens)},
+		{"gpu_memory", int64(r.GPUMemory)}, {"pre_load_free_memory", int64(r.PreLoadFreeMemory)},
+		{"post_load_free_memory", int64(r.PostLoadFreeMemory)}, {"weights_memory", int64(r.WeightsMemory)},
+		{"kv_cache_memory_bytes", int64(r.KVCacheMemoryBytes)},
+	}
+	for _, f := range nonNeg {
+		if f.v < 0 {
+			add(f.name, "%d must not be negative", f.v)
+		}
+	}
+	if r.PageSize > 1<<20 {
+		add("page_size", "%d is too large", r.PageSize)
+	}
+	if r.ChunkedPrefillSize < -1 {
+		add("chunked_prefill_size", "%d (use -1 to disable chunked prefill)", r.ChunkedPrefillSize)
+	}
+	switch r.Platform {
+	case "", "cuda", "hip":
+	default:
+		add("platform", "unknown platform %q (accepted: cuda, hip)", r.Platform)
+	}
+	switch strings.ToLower(r.MambaSSMDType) {
+	case "", "float32", "bfloat16":
+	default:
+		add("mamba_ssm_dtype", "%q (accepted: float32, bfloat16)", r.MambaSSMDType)
+	}
+	switch strings.ToUpper(strings.TrimSpace(r.SpeculativeAlgorithm)) {
+	case "", "NONE", "EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "NGRAM":
+	default:
+		add("speculative_algorithm", "%q (accepted: EAGLE, EAGLE3, STANDALONE, DFLASH, NGRAM)", r.SpeculativeAlgorithm)
+	}
+	if r.PreLoadFreeMemory > 0 && r.PostLoadFreeMemory > 0 && r.PostLoadFreeMemory > r.PreLoadFreeMemory {
+		add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)
+	}
+	if len(r.Config) > 0 && !json.Valid(r.Config) {
+		add("config", "not valid JSON")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,169 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/vllm"
+	"github.com/kvcfg/kvcfg/weights"
+)
+
+// runVLLM plans for vLLM: it maps the request's vLLM flags onto
+// vllm.Config, runs vllm.Plan and reports what that vLLM generation logs.
+// SGLang's --context-length stands in for --max-model-len when only it is
+// given, so one request can be compared across engines.
+func runVLLM(ctx context.Context, req Request) (*Report, error) {
+	spec, err := ResolveModel(req)
+	if err != nil {
+		return nil, err
+	}
+	g, err := ResolveGPU(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
+	rep := &Report{
+		Engine: EngineVLLM, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp,
+		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
+	}
+	if rep.KVCacheDType == "" {
+		rep.KVCacheDType = "auto"
+	}
+	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+	if req.EnableDPAttention {
+		rep.Warnings = append(rep.Warnings, "enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
+	}
+
+	cfg := vllm.Config{
+		Version:              req.VLLMVersion,
+		KVCacheDType:         req.KVCacheDType,
+		BlockSize:            req.BlockSize,
+		MaxModelLen:          req.MaxModelLen,
+		MaxNumSeqs:           req.MaxNumSeqs,
+		MaxNumBatchedTokens:  req.MaxNumBatchedTokens,
+		TensorParallelSize:   tp,
+		PipelineParallelSize: pp,
+		GPUMemoryUtilization: req.GPUMemoryUtilization,
+		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
+		GPUSM:                g.SM,
+		Memory:               vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory)},
+	}
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = req.ContextLength
+	}
+	// Weights: given, measured (free before − after loading), or estimated.
+	switch {
+	case req.WeightsMemory > 0:
+		cfg.Memory.WeightsBytes = int64(req.WeightsMemory)
+		rep.WeightsSource = string(weights.Given)
+	case req.PreLoadFreeMemory > 0 && req.PostLoadFreeMemory > 0:
+		cfg.Memory.WeightsBytes = int64(req.PreLoadFreeMemory - req.PostLoadFreeMemory)
+		rep.WeightsSource = string(weights.Measured)
+		rep.Measured = true
+	case req.KVCacheMemoryBytes == 0:
+		w, src, err := weightsPerRank(req, spec, tp, pp)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Memory.WeightsBytes = w
+		rep.WeightsSource = string(src)
+		rep.WeightsEstimated = src == weights.Estimated
+	}
+
+	res, perr := vllm.Plan(spec, cfg)
+	if res == nil {
+		return nil, vllmInputError(perr)
+	}
+	fillVLLM(rep, res, spec)
+	if perr != nil {
+		var re *vllm.RefusalError
+		if errors.As(perr, &re) {
+			rep.Error = re.Message
+			fixVLLM(rep, res)
+			return rep, fmt.Errorf("%w: %w", ErrInfeasible, perr)
+		}
+		return nil, vllmInputError(perr)
+	}
+	return rep, nil
+}
+
+// vllmInputError maps the vllm package's input errors to FieldErrors.
+func vllmInputError(err error) error {
+	switch {
+	case errors.Is(err, vllm.ErrUnsupportedDType):
+		return &FieldError{Field: "kv_cache_dtype", Err: err}
+	case errors.Is(err, vllm.ErrUnknownVersion):
+		return &FieldError{Field: "vllm_version", Err: err}
+	case errors.Is(err, vllm.ErrUnsupportedModel):
+		return &FieldError{Field: "model", Err: err}
+	default:
+		return &FieldError{Err: err}
+	}
+}
+
+// fillVLLM copies a vllm.Result into the report.
+func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
+	rep.VLLMVersion = string(res.Profile)
+	rep.ResolvedKVCacheDType = res.KVCacheDType.Format.Name
+	rep.KVCacheTorchDType = res.KVCacheDType.Format.Element.Torch()
+	if res.KVCacheDType.DSMLA {
+		rep.ResolvedKVCacheDType, rep.KVCacheTorchDType = "fp8_ds_mla", "torch.uint8"
+	}
+	rep.PageSize, rep.BlockSize = res.BlockSize, res.BlockSize
+	rep.ContextLength, rep.MaxModelLen = res.MaxModelLen, res.MaxModelLen
+	rep.CellSizeBytes = float64(res.BytesPerToken)
+	rep.KVLayers = spec.CountLayers(model.FullAttention) + spec.CountLayers(model.SlidingAttention)
+	rep.AvailableKVBytes = res.Memory.AvailableKVBytes
+	rep.NumGPUBlocks = res.NumGPUBlocks
+	rep.KVCacheSizeTokens = res.KVCacheSizeTokens
+	rep.MaxConcurrency = res.MaxConcurrency
+	rep.MaxTotalNumTokens = res.TokenCapacity
+	rep.MaxRunningRequests = res.MaxNumSeqs
+	rep.ChunkedPrefillSize = res.MaxNumBatchedTokens
+	if res.BlocksPerRequest > 0 && res.Error == "" {
+		rep.MaxConcurrencyAtContextLength = min(res.NumGPUBlocks/res.BlocksPerRequest, int64(res.MaxNumSeqs))
+	}
+	rep.LogLines = append(rep.LogLines, res.LogLines...)
+	rep.Warnings = append(rep.Warnings, res.Notes...)
+
+	m := res.Memory
+	rep.WeightsBytes = m.WeightsBytes
+	b := &rep.Breakdown
+	b.TotalBytes = rep.GPUMemory
+	b.WeightsBytes = m.WeightsBytes
+	if m.RequestedBytes > 0 {
+		b.RuntimeOverheadBytes = max(m.TotalBytes-m.RequestedBytes, 0)
+	}
+	b.ReservedBytes = m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
+	b.KVBudgetBytes = m.AvailableKVBytes
+	pool := res.NumGPUBlocks * res.PageBytes * int64(max(res.GroupSize, 1))
+	if len(res.Groups) == 1 && res.Groups[0].UniformType {
+		pool = res.NumGPUBlocks * res.PageBytes
+	}
+	if res.Error == "" {
+		b.KVPoolBytes = min(pool, max(m.AvailableKVBytes, 0))
+		b.UnusedBytes = max(m.AvailableKVBytes-b.KVPoolBytes, 0)
+	}
+}
+
+// fixVLLM names the flag that gets a refused vLLM launch started.
+func fixVLLM(rep *Report, res *vllm.Result) {
+	switch {
+	case res.EstimatedMaxModelLen > 0:
+		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
+		rep.FixHint = "or raise --gpu-memory-utilization / --kv-cache-memory-bytes"
+	case res.Profile == vllm.V06 && res.KVCacheSizeTokens > 0 && res.KVCacheSizeTokens < int64(res.MaxModelLen):
+		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.FormatInt(res.KVCacheSizeTokens, 10)
+		rep.FixHint = "or raise --gpu-memory-utilization"
+	default:
+		rep.FixFlag = "--gpu-memory-utilization"
+		rep.FixHint = "raise it, or use more GPUs (--tensor-parallel-size)"
+	}
+}
