@@ -11,15 +11,6 @@
   const state = { sweep: [], charts: {}, report: null, sweepResults: [], generation: 0 };
   window.kvcfg = state;
 
-  // Colors of the memory budget segments, by category.
-  const palette = {
-    weights: "#4e79a7",
-    reserved: "#bab0ac",
-    kv: "#59a14f",
-    state: "#f28e2b",
-    other: "#76b7b2",
-  };
-
   function setState(s) { document.body.dataset.state = s; }
 
   async function getJSON(url) {
@@ -53,20 +44,23 @@
   }
 
   function fmtBytes(n) {
-    const gib = n / 2 ** 30;
-    if (Math.abs(gib) >= 1) return `${gib.toFixed(2)} GiB`;
-    const mib = n / 2 ** 20;
-    if (Math.abs(mib) >= 1) return `${mib.toFixed(2)} MiB`;
+    const units = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
+    for (const [u, m] of units) {
+      if (Math.abs(n) >= m) return `${(n / m).toFixed(2)} ${u}`;
+    }
     return `${fmtInt(n)} B`;
   }
 
   // fmt renders one report value for humans. Integers get separators;
   // *_bytes values also show a binary unit.
-  function fmt(key, v) {
+  function fmt(key, v, compact) {
     if (v === null || v === undefined || v === "") return "-";
     if (typeof v === "number") {
       if (Number.isInteger(v)) {
-        if (/_bytes$/.test(key) && Math.abs(v) >= 1024) return `${fmtInt(v)} (${fmtBytes(v)})`;
+        if (/_bytes$/.test(key)) {
+          if (compact) return Math.abs(v) >= 2 ** 30 ? fmtBytes(v) : `${fmtInt(v)} B`;
+          if (Math.abs(v) >= 1024) return `${fmtInt(v)} (${fmtBytes(v)})`;
+        }
         return fmtInt(v);
       }
       return String(Math.round(v * 1000) / 1000);
@@ -78,7 +72,7 @@
 
   function showError(msg, field) {
     const box = $("error");
-    box.textContent = field ? `${field}: ${msg}` : msg;
+    box.textContent = msg;
     box.hidden = false;
     for (const el of form.elements) el.removeAttribute("aria-invalid");
     if (field && form.elements[field]) form.elements[field].setAttribute("aria-invalid", "true");
@@ -112,49 +106,35 @@
     return req;
   }
 
-  // category maps a breakdown key to a budget segment color.
-  function category(key) {
-    const k = key.toLowerCase();
-    if (k.includes("weight")) return "weights";
-    if (k.includes("kv") || k.includes("token")) return "kv";
-    if (k.includes("state") || k.includes("mamba")) return "state";
-    if (k.includes("reserv") || k.includes("slack") || k.includes("overhead") || k.includes("activation") || k.includes("graph")) return "reserved";
-    return "other";
-  }
-
-  function label(key) {
-    return key.replace(/_bytes$/, "").replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
-  }
-
-  // budgetSegments picks the byte counts of report.breakdown that add up to
-  // the per-GPU budget: every numeric field except totals.
-  function budgetSegments(bd) {
-    const segs = [];
-    if (!bd || typeof bd !== "object") return segs;
-    for (const [k, v] of Object.entries(bd)) {
-      if (typeof v !== "number" || /total|capacity|budget|fraction|ratio|count|tokens$/i.test(k)) continue;
-      if (v <= 0) continue;
-      segs.push({ key: k, bytes: v });
-    }
-    const order = ["weights", "reserved", "kv", "state", "other"];
-    segs.sort((a, b) => order.indexOf(category(a.key)) - order.indexOf(category(b.key)));
-    return segs;
-  }
+  // budgetSegments are the parts of report.breakdown that add up to the
+  // per-GPU total, in stacking order (see plan.Breakdown):
+  // total = runtime overhead + weights + reserved + multimodal cache +
+  // state + KV pool + unused.
+  const budgetSegments = [
+    ["runtime_overhead_bytes", "Runtime overhead", "#9c755f"],
+    ["weights_bytes", "Weights", "#4e79a7"],
+    ["reserved_bytes", "Reserved (activations, graphs)", "#bab0ac"],
+    ["multimodal_cache_bytes", "Multimodal cache", "#b07aa1"],
+    ["state_bytes", "State (Mamba)", "#f28e2b"],
+    ["kv_pool_bytes", "KV cache", "#59a14f"],
+    ["unused_bytes", "Unused", "#c7e3c0"],
+  ];
 
   function drawBudget(rep) {
-    const segs = budgetSegments(rep.breakdown);
-    const shades = {};
-    const datasets = segs.map((s) => {
-      const c = category(s.key);
-      shades[c] = (shades[c] || 0) + 1;
-      return {
-        label: `${label(s.key)} (${fmtBytes(s.bytes)})`,
-        data: [s.bytes / 2 ** 30],
-        backgroundColor: palette[c],
+    const bd = rep.breakdown || {};
+    const datasets = [];
+    for (const [key, name, color] of budgetSegments) {
+      const v = bd[key];
+      if (typeof v !== "number" || v <= 0) continue;
+      datasets.push({
+        label: `${name} ${fmtBytes(v)}`,
+        data: [v / 2 ** 30],
+        backgroundColor: color,
         borderColor: "#ffffff",
         borderWidth: 1,
-      };
-    });
+      });
+    }
+    $("budget-total").textContent = bd.total_bytes ? `(total ${fmtBytes(bd.total_bytes)} per GPU)` : "";
     replaceChart("budget", $("budget-chart"), {
       type: "bar",
       data: { labels: ["per GPU"], datasets },
@@ -164,7 +144,8 @@
         responsive: true,
         maintainAspectRatio: false,
         scales: {
-          x: { stacked: true, title: { display: true, text: "GiB" }, beginAtZero: true },
+          x: { stacked: true, title: { display: true, text: "GiB" }, beginAtZero: true,
+            max: bd.total_bytes ? bd.total_bytes / 2 ** 30 : undefined },
           y: { stacked: true },
         },
         plugins: { legend: { position: "bottom" } },
@@ -176,8 +157,7 @@
     const ok = results.filter((r) => r.ok);
     const failed = results.filter((r) => !r.ok);
     const current = rep.resolved_kv_cache_dtype;
-    const labels = ok.map((r) => r.dtype);
-    const highlight = (r, base, hi) => (r.data.resolved_kv_cache_dtype === current ? hi : base);
+    const labels = ok.map((r) => (r.data.resolved_kv_cache_dtype === current ? `${r.dtype} (this plan)` : r.dtype));
     replaceChart("dtype", $("dtype-chart"), {
       type: "bar",
       data: {
@@ -186,13 +166,13 @@
           {
             label: "Max total tokens",
             data: ok.map((r) => r.data.max_total_num_tokens || 0),
-            backgroundColor: ok.map((r) => highlight(r, "#59a14f", "#2f6b28")),
+            backgroundColor: "#59a14f",
             yAxisID: "y",
           },
           {
             label: "Concurrency at context length",
             data: ok.map((r) => r.data.max_concurrency_at_context_length || 0),
-            backgroundColor: ok.map((r) => highlight(r, "#edc948", "#b8971c")),
+            backgroundColor: "#edc948",
             yAxisID: "y1",
           },
         ],
@@ -251,7 +231,8 @@
     $("title").textContent = parts.join(" · ") + (rep.tp_size ? ` · TP ${rep.tp_size}` : "");
     for (const el of document.querySelectorAll("#cards .v")) {
       const key = el.id.slice(2);
-      el.textContent = fmt(key, rep[key]);
+      el.textContent = fmt(key, rep[key], true);
+      el.parentElement.hidden = rep[key] === undefined;
     }
     const warn = $("warnings");
     warn.replaceChildren();
@@ -280,7 +261,11 @@
     const res = await postJSON("api/v1/plan", req);
     if (gen !== state.generation) return;
     if (!res.ok) {
-      showError(res.data.error || `HTTP ${res.status}`, res.data.field);
+      const rep = res.data.report;
+      if (rep) render(req, rep); // an infeasible plan: show why
+      let msg = res.data.error || `HTTP ${res.status}`;
+      if (rep && rep.fix_hint) msg += `\n\nFix: ${rep.fix_hint}`;
+      showError(msg, res.data.field);
       setState("error");
       return;
     }
@@ -331,9 +316,10 @@
       ]);
       const msel = $("f-model");
       for (const m of models.models || []) {
-        const bits = [m.architecture, m.num_layers ? `${m.num_layers} layers` : ""].filter(Boolean);
-        msel.append(option(m.name, bits.length ? `${m.name} (${bits.join(", ")})` : m.name));
+        if (m.error) continue;
+        msel.append(option(m.name));
       }
+      if (models.default) msel.value = models.default;
       const gsel = $("f-gpu");
       for (const g of gpus.gpus || []) {
         gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));
