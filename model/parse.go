@@ -155,6 +155,11 @@ func (p *parser) read() {
 		break
 	}
 	applyDefaults(p.text.m)
+	if p.text.prefix != "" {
+		if filled := applyNestedDefaults(p.text.m); len(filled) > 0 {
+			p.s.Warnings = append(p.s.Warnings, fmt.Sprintf("%s omits %s: transformers defaults used", strings.TrimSuffix(p.text.prefix, "."), strings.Join(filled, ", ")))
+		}
+	}
 	p.topModelType, _ = p.root.str("model_type")
 	s.ModelType = p.topModelType
 	if mt, ok := p.text.str("model_type"); ok && p.text.prefix != "" {
@@ -207,6 +212,35 @@ var classDefaults = map[string]map[string]any{
 	"gemma3_text": {"max_position_embeddings": json.Number("131072"), "sliding_window": json.Number("4096"), "sliding_window_pattern": json.Number("6"), "head_dim": json.Number("256")},
 	"gemma2":      {"max_position_embeddings": json.Number("8192"), "sliding_window": json.Number("4096"), "head_dim": json.Number("256")},
 	"llama4_text": {"max_position_embeddings": json.Number("131072"), "attention_chunk_size": json.Number("8192"), "head_dim": json.Number("128")},
+}
+
+// nestedDefaults are LlamaConfig defaults, applied only to a nested
+// text_config (LLaVA-style wrappers write just the keys that differ).
+var nestedDefaults = map[string][]struct {
+	key string
+	val json.Number
+}{
+	"llama": {
+		{"hidden_size", "4096"}, {"intermediate_size", "11008"}, {"num_hidden_layers", "32"},
+		{"num_attention_heads", "32"}, {"max_position_embeddings", "2048"}, {"vocab_size", "32000"},
+	},
+}
+
+// applyNestedDefaults fills omitted keys of a nested text config and
+// returns the keys it filled.
+func applyNestedDefaults(m map[string]any) []string {
+	if m == nil {
+		return nil
+	}
+	mt, _ := m["model_type"].(string)
+	var filled []string
+	for _, d := range nestedDefaults[mt] {
+		if _, ok := m[d.key]; !ok {
+			m[d.key] = d.val
+			filled = append(filled, d.key)
+		}
+	}
+	return filled
 }
 
 // applyDefaults fills omitted keys of a text config from its class defaults.

@@ -100,3 +100,25 @@ func TestLayerTypesFamilies(t *testing.T) {
 		t.Errorf("Gemma4: hybrid %v, full %v", s.HybridSWAPool, s.LayerIDs(model.FullAttention))
 	}
 }
+
+// TestLlavaNestedDefaults: LLaVA-1.5's text_config lists only what differs
+// from LlamaConfig; the rest (32 layers, 32 heads, 4096 wide) are defaults.
+func TestLlavaNestedDefaults(t *testing.T) {
+	cfg := `{
+	  "architectures": ["LlavaForConditionalGeneration"],
+	  "model_type": "llava",
+	  "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "architectures": ["LlamaForCausalLM"],
+	    "max_position_embeddings": 4096, "model_type": "llama", "rms_norm_eps": 1e-05, "torch_dtype": "float16", "vocab_size": 32064},
+	  "torch_dtype": "float16",
+	  "vision_config": {"hidden_size": 1024, "model_type": "clip_vision_model", "num_hidden_layers": 24}
+	}`
+	s, err := model.Parse([]byte(cfg), "llava-hf/llava-1.5-7b-hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{s.NumLayers, s.NumAttentionHeads, s.NumKVHeads, s.HeadDim, s.ContextLength, s.ModelDType.String(), s.Multimodal, len(s.Warnings)}
+	want := []any{32, 32, 32, 128, 4096, "float16", true, 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("llava (-want +got):\n%s\nwarnings: %q", diff, s.Warnings)
+	}
+}
