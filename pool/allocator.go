@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -152,6 +153,7 @@ const (
 type PagedAllocator struct {
 	name     string
 	p        int
+	shift    int // log2(p) when p is a power of two, else -1
 	capPages int // pages the allocator was built with
 	numPages int // current usable pages (<= capPages)
 	needSort bool
@@ -196,6 +198,10 @@ func NewAllocator(cfg AllocatorConfig) (*PagedAllocator, error) {
 	}
 	if a.name == "" {
 		a.name = "token allocator"
+	}
+	a.shift = -1
+	if p&(p-1) == 0 {
+		a.shift = bits.TrailingZeros(uint(p))
 	}
 	a.numPages = a.capPages
 	a.ring = make([]int32, a.capPages)
@@ -321,13 +327,16 @@ func (a *PagedAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 	if k > a.n {
 		return dst, a.fail(n)
 	}
-	dst = slices.Grow(dst, n)
-	for range k {
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	for i := range k {
 		pg := a.popFront()
 		a.state[pg] = pageUsed
 		base := pg * int32(a.p)
-		for j := range int32(a.p) {
-			dst = append(dst, base+j)
+		o := out[i*a.p : (i+1)*a.p]
+		for j := range o {
+			o[j] = base + int32(j)
 		}
 	}
 	a.took()
@@ -336,12 +345,20 @@ func (a *PagedAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 
 func ceilDiv(x, p int) int { return (x + p - 1) / p }
 
+// pageOf returns the page of a non-negative slot.
+func (a *PagedAllocator) pageOf(loc int32) int {
+	if a.shift >= 0 {
+		return int(loc) >> a.shift
+	}
+	return int(loc) / a.p
+}
+
 // usedLoc reports whether loc is an allocated slot.
 func (a *PagedAllocator) usedLoc(loc int32) bool {
 	if loc < 0 {
 		return false
 	}
-	pg := int(loc) / a.p
+	pg := a.pageOf(loc)
 	return pg >= 1 && pg <= a.capPages && a.state[pg] == pageUsed
 }
 
@@ -384,23 +401,28 @@ func (a *PagedAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error
 	if pages > a.n {
 		return dst, a.fail(pages * a.p)
 	}
-	dst = slices.Grow(dst, tokens)
-	p := a.p
+	start := len(dst)
+	dst = slices.Grow(dst, tokens)[:start+tokens]
+	out := dst[start:]
+	p, o := a.p, 0
 	for _, r := range reqs {
 		first := ceilDiv(r.PrefixLen, p) * p // first position on a new page
 		pos := r.PrefixLen
 		for ; pos < r.SeqLen && pos < first; pos++ {
-			dst = append(dst, r.LastLoc+1+int32(pos-r.PrefixLen))
+			out[o] = r.LastLoc + 1 + int32(pos-r.PrefixLen)
+			o++
 		}
 		for pos < r.SeqLen {
 			pg := a.popFront()
 			a.state[pg] = pageUsed
 			base := pg * int32(p)
-			end := min(r.SeqLen-pos, p)
-			for j := range end {
-				dst = append(dst, base+int32(j))
+			n := min(r.SeqLen-pos, p)
+			page := out[o : o+n]
+			for j := range page {
+				page[j] = base + int32(j)
 			}
-			pos += end
+			o += n
+			pos += n
 		}
 	}
 	a.took()
@@ -466,12 +488,17 @@ func (a *PagedAllocator) Free(locs []int32) error {
 
 func (a *PagedAllocator) free(locs []int32) error {
 	pages := a.scratch[:0]
+	last := -1
 	for _, l := range locs {
 		if l < 0 {
 			a.unmark(pages)
 			return fmt.Errorf("%w: free of negative slot %d", ErrBadLocation, l)
 		}
-		pg := int(l) / a.p
+		pg := a.pageOf(l)
+		if pg == last && a.p > 1 {
+			continue // another slot of the page just marked
+		}
+		last = pg
 		if pg < 1 || pg > a.capPages {
 			a.unmark(pages)
 			return fmt.Errorf("%w: free of slot %d outside the pool (slots %d..%d)", ErrBadLocation, l, a.p, a.Rows()-1)
@@ -505,7 +532,9 @@ func (a *PagedAllocator) free(locs []int32) error {
 	case a.p == 1:
 		a.release = append(a.release, pages...)
 	default:
-		slices.Sort(pages) // torch.unique returns sorted pages
+		if !slices.IsSorted(pages) {
+			slices.Sort(pages) // torch.unique returns sorted pages
+		}
 		if a.needSort {
 			a.release = append(a.release, pages...)
 		} else {
