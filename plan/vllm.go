@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/vllm"
@@ -141,6 +143,12 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	if m.RequestedBytes > 0 {
 		b.RuntimeOverheadBytes = max(m.TotalBytes-m.RequestedBytes, 0)
 	}
+	if m.RequestedBytes > 0 {
+		// vLLM's budget is total × utilization; lay it out as the SGLang
+		// breakdown does: requested = weights + (reserved + KV budget).
+		b.PreLoadFreeBytes = m.RequestedBytes
+		b.PostLoadFreeBytes = m.RequestedBytes - m.WeightsBytes
+	}
 	b.ReservedBytes = m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 	b.KVBudgetBytes = m.AvailableKVBytes
 	pool := res.NumGPUBlocks * res.PageBytes * int64(max(res.GroupSize, 1))
@@ -150,6 +158,25 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	if res.Error == "" {
 		b.KVPoolBytes = min(pool, max(m.AvailableKVBytes, 0))
 		b.UnusedBytes = max(m.AvailableKVBytes-b.KVPoolBytes, 0)
+		if spec.Attention == model.MHA {
+			rep.KSizeBytes, rep.VSizeBytes = b.KVPoolBytes/2, b.KVPoolBytes/2
+		} else {
+			rep.KSizeBytes = b.KVPoolBytes // one latent row, no separate V
+		}
+	}
+	kinds := make([]string, 0, len(res.Groups))
+	for _, g := range res.Groups {
+		k := string(g.Kind)
+		if g.Variant != "" {
+			k += "/" + g.Variant
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	rep.Configurator = fmt.Sprintf("vllm %s", res.Profile)
+	if len(res.Groups) > 0 {
+		rep.Configurator += fmt.Sprintf(": %d KV cache group(s) [%s], %d tensor(s)", len(res.Groups), strings.Join(kinds, ", "), max(res.GroupSize, 1))
 	}
 }
 
@@ -158,12 +185,12 @@ func fixVLLM(rep *Report, res *vllm.Result) {
 	switch {
 	case res.EstimatedMaxModelLen > 0:
 		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
-		rep.FixHint = "or raise --gpu-memory-utilization / --kv-cache-memory-bytes"
+		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
 	case res.Profile == vllm.V06 && res.KVCacheSizeTokens > 0 && res.KVCacheSizeTokens < int64(res.MaxModelLen):
 		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.FormatInt(res.KVCacheSizeTokens, 10)
-		rep.FixHint = "or raise --gpu-memory-utilization"
+		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
 	default:
 		rep.FixFlag = "--gpu-memory-utilization"
-		rep.FixHint = "raise it, or use more GPUs (--tensor-parallel-size)"
+		rep.FixHint = "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)"
 	}
 }

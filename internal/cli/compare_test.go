@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func runCompareCLI(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestCompareJSON(t *testing.T) {
+	out, errOut, code := runCompareCLI("compare", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB",
+		"--kv-cache-dtype", "auto,fp8_e4m3", "--context-length", "8192", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Columns []struct {
+			Engine        string  `json:"engine"`
+			KVCacheDType  string  `json:"kv_cache_dtype"`
+			BytesPerToken float64 `json:"bytes_per_token"`
+			Tokens        int64   `json:"tokens"`
+		} `json:"columns"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	var summary []string
+	for _, c := range got.Columns {
+		summary = append(summary, c.Engine+"/"+c.KVCacheDType+"/"+strconv.FormatFloat(c.BytesPerToken, 'f', -1, 64))
+		if c.Tokens <= 0 {
+			t.Errorf("%s %s: no tokens", c.Engine, c.KVCacheDType)
+		}
+	}
+	want := "sglang/auto/131072 vllm/auto/131072 sglang/fp8_e4m3/65536 vllm/fp8_e4m3/65536"
+	if s := strings.Join(summary, " "); s != want {
+		t.Errorf("columns %s, want %s", s, want)
+	}
+}
+
+func TestCompareTable(t *testing.T) {
+	out, errOut, code := runCompareCLI("compare", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "1,2", "--context-length", "8192")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"sglang", "vllm", "bytes/token per GPU", "max concurrency", "--tensor-parallel-size 2", "--tp-size 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCompareBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"compare", "--engine", "trtllm"},
+		{"compare", "--tp", "two"},
+		{"compare", "-o", "xml"},
+	} {
+		if _, _, code := runCompareCLI(args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// vLLM's refusal: non-zero exit with vLLM's message, and the JSON with an
+// error key and the numbers computed before the refusal.
+func TestPlanVLLMRefusalJSON(t *testing.T) {
+	out, errOut, code := runCompareCLI("plan", "--engine", "vllm", "--vllm-version", "0.11", "--max-model-len", "29000",
+		"--kv-cache-memory-bytes", strconv.FormatInt(1478*2<<20+1<<20, 10), "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	var rep struct {
+		Error          string  `json:"error"`
+		VLLMVersion    string  `json:"vllm_version"`
+		AvailableKV    int64   `json:"available_kv_bytes"`
+		CellSize       float64 `json:"cell_size_bytes"`
+		MaxModelLen    int     `json:"max_model_len"`
+		LogLines       []string
+		FixValue       string `json:"fix_value"`
+		BlockSize      int    `json:"block_size"`
+		MaxConcurrency float64
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.HasPrefix(rep.Error, "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed") ||
+		rep.VLLMVersion != "0.11" || rep.AvailableKV != 1478*2<<20+1<<20 || rep.CellSize != 131072 || rep.MaxModelLen != 29000 ||
+		rep.FixValue != "23648" || rep.BlockSize != 16 {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(errOut, "estimated maximum model length is 23648") {
+		t.Errorf("stderr %q lacks vLLM's message", errOut)
+	}
+}
