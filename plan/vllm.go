@@ -60,6 +60,13 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = req.ContextLength
 	}
+	if p, _, err := vllm.ResolveProfile(req.VLLMVersion); err == nil && p == vllm.V06 && cfg.KVCacheMemoryBytes > 0 {
+		// V0 has no --kv-cache-memory-bytes: take it as the KV budget the
+		// run had (total × util − profiled peak), which reproduces its
+		// "# GPU blocks".
+		cfg.Memory.AvailableKVBytes, cfg.KVCacheMemoryBytes = cfg.KVCacheMemoryBytes, 0
+		rep.Warnings = append(rep.Warnings, "vLLM 0.6 has no --kv-cache-memory-bytes; the value is used as the measured KV budget of the run")
+	}
 	// Weights: given, measured (free before − after loading), or estimated.
 	switch {
 	case req.WeightsMemory > 0:

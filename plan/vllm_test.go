@@ -57,6 +57,15 @@ func TestRunVLLM(t *testing.T) {
 			wantErr: plan.ErrInfeasible,
 		},
 		{
+			name: "0.6 takes kv_cache_memory_bytes as the measured budget, prints the blocks, then refuses",
+			req:  plan.Request{Engine: "vllm", VLLMVersion: "0.6.4", MaxModelLen: 29000, KVCacheMemoryBytes: llamaKV},
+			want: got{Version: "0.6", Blocks: 1478, Tokens: 23648, Capacity: 23648, Concurrency: 23648.0 / 29000, BlockSize: 16, Cell: 131072, MaxLen: 29000,
+				Lines:    []string{"# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 29000 tokens per request: 0.82x"},
+				Error:    "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+				FixValue: "23648"},
+			wantErr: plan.ErrInfeasible,
+		},
+		{
 			name: "gpt-oss-120b logs 78,384 tokens on 0.11",
 			req: plan.Request{Engine: "vllm", Model: "openai/gpt-oss-120b", VLLMVersion: "0.11.1", MaxNumBatchedTokens: 8192,
 				KVCacheMemoryBytes: units.Size(9798 * 18 * 32768)},

@@ -38,6 +38,9 @@ type Config struct {
 	KVCacheMemoryBytes int64 `json:"kv_cache_memory_bytes,omitempty"`
 	// NumGPUBlocksOverride is --num-gpu-blocks-override.
 	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
+	// EnforceEager is --enforce-eager: no CUDA graphs, nothing subtracted
+	// for them.
+	EnforceEager bool `json:"enforce_eager,omitempty"`
 	// DisableHybridKVCacheManager is --disable-hybrid-kv-cache-manager.
 	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
 	// MambaCacheMode is --mamba-cache-mode (none, align, all); empty takes
@@ -73,7 +76,8 @@ type Memory struct {
 	// NonTorchBytes is non-torch memory (NCCL, cuBLAS workspaces, ...).
 	NonTorchBytes int64 `json:"non_torch_bytes,omitempty"`
 	// CUDAGraphBytes is the CUDA graph estimate the latest profile subtracts
-	// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS); 0 subtracts nothing.
+	// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default); 0 takes
+	// kvcfg's estimate unless Config.EnforceEager is set.
 	CUDAGraphBytes int64 `json:"cudagraph_bytes,omitempty"`
 	// FreeBytes is the free device memory at startup; when set, vLLM's
 	// startup check (free ≥ total × utilization) is applied.

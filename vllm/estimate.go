@@ -17,7 +17,10 @@ const GiB = int64(1) << 30
 //     tokens × hidden × (8 + 28/tp) bytes (about 1.1 GiB for an 8B model at
 //     8192 tokens on one GPU);
 //   - non-torch memory: 256 MiB, plus 512 MiB of NCCL buffers with more than
-//     one rank.
+//     one rank;
+//   - CUDA graphs (subtracted by the latest profile, where
+//     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on by default): 16 MiB per
+//     decoder layer on the rank.
 //
 // They are estimates; a real run's "Memory profiling" log figures, given in
 // Memory, reproduce it exactly.
@@ -35,5 +38,6 @@ func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
 	if tp*pp > 1 {
 		m.NonTorchBytes += 512 << 20
 	}
+	m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 16 << 20
 	return m
 }

@@ -274,8 +274,8 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 		m.WeightsBytes = pick(c.Memory.WeightsBytes, est.WeightsBytes, "weights")
 		m.ActivationBytes = pick(c.Memory.ActivationBytes, est.ActivationBytes, "activation")
 		m.NonTorchBytes = pick(c.Memory.NonTorchBytes, est.NonTorchBytes, "non_torch")
-		if r.ceilRequested {
-			m.CUDAGraphBytes = c.Memory.CUDAGraphBytes
+		if r.ceilRequested && !c.EnforceEager {
+			m.CUDAGraphBytes = pick(c.Memory.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")
 		}
 		reqF := float64(m.TotalBytes) * util
 		if free := c.Memory.FreeBytes; free > 0 && float64(free) < math.Ceil(reqF) {

@@ -378,12 +378,16 @@ func TestBudget(t *testing.T) {
 		cfg  vllm.Config
 		want vllm.MemoryReport
 	}{
-		{"latest: ceil(total × 0.92)", vllm.Config{Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+		{"latest: ceil(total × 0.92), enforce eager", vllm.Config{EnforceEager: true, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
 			AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV, Source: "profile"}},
 		{"latest subtracts the cudagraph estimate", vllm.Config{Memory: func() vllm.Memory { m := mem; m.CUDAGraphBytes = gib; return m }()},
 			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
 				NonTorchBytes: 512 * mib, CUDAGraphBytes: gib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - gib, Source: "profile"}},
+		{"latest estimates CUDA graphs at 16 MiB per layer", vllm.Config{Memory: mem},
+			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
+				NonTorchBytes: 512 * mib, CUDAGraphBytes: 32 * 16 * mib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - 512*mib,
+				Source: "profile", Estimated: []string{"cudagraph"}}},
 		{"0.11: total × 0.9", vllm.Config{Version: "0.11", Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: 72 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
 			AvailableKVBytes: 72*gib - nonKV, Source: "profile"}},
@@ -412,7 +416,7 @@ func TestBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"weights", "activation", "non_torch"}, res.Memory.Estimated); diff != "" {
+	if diff := cmp.Diff([]string{"weights", "activation", "non_torch", "cudagraph"}, res.Memory.Estimated); diff != "" {
 		t.Errorf("estimated (-want +got):\n%s", diff)
 	}
 	if w := res.Memory.WeightsBytes; w != 8_030_261_248*2 {
