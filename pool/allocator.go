@@ -248,6 +248,7 @@ func (a *PagedAllocator) Clear() {
 	if a.ev != nil {
 		a.ev.clear()
 	}
+	a.verify()
 }
 
 func (a *PagedAllocator) popFront() int32 {
@@ -340,6 +341,7 @@ func (a *PagedAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 		}
 	}
 	a.took()
+	a.verify()
 	return dst, nil
 }
 
@@ -426,6 +428,7 @@ func (a *PagedAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error
 		}
 	}
 	a.took()
+	a.verify()
 	return dst, nil
 }
 
@@ -463,6 +466,7 @@ func (a *PagedAllocator) AllocDecode(dst []int32, reqs []Decode) ([]int32, error
 		}
 	}
 	a.took()
+	a.verify()
 	return dst, nil
 }
 
@@ -544,6 +548,7 @@ func (a *PagedAllocator) free(locs []int32) error {
 		}
 	}
 	a.stats.Frees++
+	a.verify()
 	return nil
 }
 
@@ -623,6 +628,7 @@ func (a *PagedAllocator) resize(size int) {
 	}
 	a.numPages = np
 	a.scratch = keep[:0]
+	a.verify()
 }
 
 // Stats implements Allocator.

@@ -143,6 +143,7 @@ func (s *SWAAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 	dst, _ = s.full.Alloc(dst, n)
 	s.swaLocs, _ = s.swa.Alloc(s.swaLocs[:0], n)
 	s.setMapping(dst[start:], s.swaLocs)
+	s.verify()
 	return dst, nil
 }
 
@@ -172,6 +173,7 @@ func (s *SWAAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error) 
 	dst, _ = s.full.AllocExtend(dst, reqs)
 	s.swaLocs, _ = s.swa.AllocExtend(s.swaLocs[:0], s.swaExt)
 	s.setMapping(dst[start:], s.swaLocs)
+	s.verify()
 	return dst, nil
 }
 
@@ -200,6 +202,7 @@ func (s *SWAAllocator) AllocDecode(dst []int32, reqs []Decode) ([]int32, error) 
 	dst, _ = s.full.AllocDecode(dst, reqs)
 	s.swaLocs, _ = s.swa.AllocDecode(s.swaLocs[:0], s.swaDec)
 	s.setMapping(dst[start:], s.swaLocs)
+	s.verify()
 	return dst, nil
 }
 
@@ -266,7 +269,9 @@ func (s *SWAAllocator) freeSWA(locs []int32) error {
 	if len(out) == 0 {
 		return nil
 	}
-	return s.swa.free(out)
+	err := s.swa.free(out)
+	s.verify()
+	return err
 }
 
 // FreeGroupBegin implements Allocator.
