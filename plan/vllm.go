@@ -54,6 +54,7 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 		PipelineParallelSize: pp,
 		GPUMemoryUtilization: req.GPUMemoryUtilization,
 		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
+		GPUName:              g.Name,
 		GPUSM:                g.SM,
 		Memory:               vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory)},
 	}

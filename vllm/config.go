@@ -20,10 +20,12 @@ type Config struct {
 	// MaxModelLen is --max-model-len: 0 takes the model's context length,
 	// -1 auto-fits it to memory (latest profile).
 	MaxModelLen int `json:"max_model_len,omitempty"`
-	// MaxNumSeqs is --max-num-seqs (0: vLLM's default for the GPU).
+	// MaxNumSeqs is --max-num-seqs (0: vLLM's default for the GPU: 1024 on
+	// ≥ 70 GiB devices other than A100, else 256).
 	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
 	// MaxNumBatchedTokens is --max-num-batched-tokens (0: vLLM's default
-	// for the GPU: 8192 on ≥ 70 GiB devices, else 2048, for `vllm serve`).
+	// for the GPU: 8192 on ≥ 70 GiB devices other than A100, else 2048, for
+	// `vllm serve`).
 	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
 	// TensorParallelSize and PipelineParallelSize are --tensor-parallel-size
 	// and --pipeline-parallel-size (1 when 0).
@@ -51,6 +53,9 @@ type Config struct {
 	// MaxNumEncoderInputTokens sizes cross-attention layers (defaults to
 	// max_num_batched_tokens).
 	MaxNumEncoderInputTokens int `json:"max_num_encoder_input_tokens,omitempty"`
+	// GPUName is the device's name; vLLM's scheduler defaults treat A100s
+	// as small GPUs whatever their memory.
+	GPUName string `json:"gpu_name,omitempty"`
 	// GPUSM is the device's compute capability as 90, 100, 120 (0 when
 	// unknown); it only adds notes (NVFP4 KV needs an SM100 backend).
 	GPUSM int `json:"gpu_sm,omitempty"`

@@ -116,7 +116,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	if block == 0 {
 		block = 16
 	}
-	bigGPU := c.Memory.TotalBytes >= 70*GiB
+	bigGPU := c.Memory.TotalBytes >= 70*GiB && !strings.Contains(strings.ToLower(c.GPUName), "a100")
 	res.MaxNumSeqs = c.MaxNumSeqs
 	if res.MaxNumSeqs == 0 {
 		res.MaxNumSeqs = 256

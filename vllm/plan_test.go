@@ -536,3 +536,29 @@ func TestFreeMemoryStartupCheck(t *testing.T) {
 		t.Errorf("0.45 of 80 GiB with 40 GiB free: %v", err)
 	}
 }
+
+// vLLM's scheduler defaults: 8192 batched tokens and 1024 sequences on
+// ≥ 70 GiB GPUs except A100s, else 2048 and 256.
+func TestSchedulerDefaults(t *testing.T) {
+	tests := []struct {
+		name      string
+		gpu       string
+		total     int64
+		mbt, seqs int
+	}{
+		{"h100", "H100-80GB", 80 * gib, 8192, 1024},
+		{"a100 80GB stays small", "A100-80GB", 80 * gib, 2048, 256},
+		{"l40s", "L40S", 48 * gib, 2048, 256},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := vllm.Plan(llama31_8B(), vllm.Config{GPUName: tt.gpu, MaxModelLen: 4096, Memory: vllm.Memory{TotalBytes: tt.total, WeightsBytes: 16 * gib}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.MaxNumBatchedTokens != tt.mbt || res.MaxNumSeqs != tt.seqs {
+				t.Errorf("max_num_batched_tokens %d, max_num_seqs %d; want %d, %d", res.MaxNumBatchedTokens, res.MaxNumSeqs, tt.mbt, tt.seqs)
+			}
+		})
+	}
+}
