@@ -102,8 +102,8 @@ func TestReuseOrder(t *testing.T) {
 		}
 	})
 	t.Run("paged LIFO", func(t *testing.T) {
-		a := mustPaged(t, 12, 2) // pages 1..6
-		l, _ := a.Alloc(nil, 8)  // pages 1..4
+		a := mustPaged(t, 12, 2)                                        // pages 1..6
+		l, _ := a.Alloc(nil, 8)                                         // pages 1..4
 		if err := a.Free([]int32{l[7], l[6], l[1], l[2]}); err != nil { // pages 4, 1, 2
 			t.Fatal(err)
 		}
@@ -195,9 +195,9 @@ func TestSWAAllocator(t *testing.T) {
 }
 
 func TestResizeKeepsLive(t *testing.T) {
-	a := mustPaged(t, 40, 4) // pages 1..10
-	l, _ := a.Alloc(nil, 12) // pages 1..3
-	_ = a.Free(l[4:8])       // page 2 free again
+	a := mustPaged(t, 40, 4)  // pages 1..10
+	l, _ := a.Alloc(nil, 12)  // pages 1..3
+	_ = a.Free(l[4:8])        // page 2 free again
 	hi, _ := a.Alloc(nil, 32) // pages 2,4..10
 	if err := a.Resize(16); !errors.Is(err, pool.ErrLiveOutside) {
 		t.Fatalf("resize below live pages: err = %v, want ErrLiveOutside", err)
