@@ -265,6 +265,12 @@ func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// Until the pools are sized, describe the most loaded stage.
+	for i, p := range plans {
+		if i == 0 || p.layers >= res.KVLayers {
+			res.Configurator, res.CellSize, res.KVLayers, res.Stage = p.cfgr.Kind(), p.cfgr.CellSize(), p.layers, i
+		}
+	}
 	if c.state != nil {
 		if err := c.handleMamba(res, plans, &rest); err != nil {
 			return res, err

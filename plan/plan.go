@@ -163,14 +163,14 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 		fillResult(rep, res, cfgr)
 	}
 	if cerr != nil {
-		err := infeasible(rep, cerr)
-		if suggest && rep.FixFlag == "--tp-size" && rep.FixValue == "" && !rep.Measured {
-			if tp := smallestFittingTP(ctx, req, tp); tp > 0 {
-				rep.FixValue = fmt.Sprint(tp)
-				rep.FixHint = fmt.Sprintf("the weights do not fit on this GPU: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp)
+		var fe *configurator.FixError
+		if suggest && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
+			if t := smallestFittingTP(ctx, req, tp); t > 0 {
+				fe.Value = fmt.Sprint(t)
+				fe.Hint = fmt.Sprintf("the weights do not fit with tp %d: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp, t)
 			}
 		}
-		return rep, err
+		return rep, infeasible(rep, cerr)
 	}
 	return rep, nil
 }

@@ -121,7 +121,7 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 	}
 	if errors.Is(err, plan.ErrInfeasible) {
 		msg := err.Error()
-		if rep != nil && rep.FixFlag != "" {
+		if rep != nil && rep.FixFlag != "" && (rep.FixHint == "" || !strings.Contains(msg, rep.FixHint)) {
 			fix := rep.FixHint
 			if fix == "" {
 				fix = "change " + rep.FixFlag
@@ -213,7 +213,9 @@ func writePlanTable(w io.Writer, r *plan.Report) {
 	for _, row := range planRows(r) {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 	}
-	fmt.Fprintln(tw, "\nMEMORY PER GPU\t")
+	tw.Flush()
+	fmt.Fprintln(w, "\nMEMORY PER GPU")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range memoryRows(r) {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

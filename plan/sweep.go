@@ -1,0 +1,306 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/internal/units"
+)
+
+// MaxSweepCombinations bounds the number of plans one Sweep runs.
+const MaxSweepCombinations = 1 << 20
+
+// Axis is one list-valued request field of a sweep: the field's JSON key
+// ("tp_size", "kv_cache_dtype", "gpu", "model") and the values to try, as
+// the command line spells them ("2", "fp8_e4m3", "80GiB").
+type Axis struct {
+	Field  string   `json:"field"`
+	Values []string `json:"values"`
+}
+
+// SweepRow is the outcome of one combination of a sweep.
+type SweepRow struct {
+	// Values maps each axis field to the value of this combination.
+	Values map[string]string `json:"values"`
+	// Request is the request that was planned (the base with the axis
+	// values set).
+	Request Request `json:"-"`
+	// Report is the plan; for an infeasible plan it is the partial report
+	// and Error says why. Nil when the request itself was invalid.
+	Report *Report `json:"report,omitempty"`
+	// Error is the plan's error, "" when the plan is feasible.
+	Error string `json:"error,omitempty"`
+	// Infeasible is true when Error is an engine-equivalent refusal
+	// (ErrInfeasible) rather than an invalid combination.
+	Infeasible bool `json:"infeasible,omitempty"`
+}
+
+// SweepSize returns the number of combinations of axes (the product of
+// their value counts), or an error when it exceeds MaxSweepCombinations.
+func SweepSize(axes []Axis) (int, error) {
+	n := 1
+	for _, a := range axes {
+		if len(a.Values) == 0 {
+			return 0, fieldErr(a.Field, "a sweep axis needs at least one value")
+		}
+		if n > MaxSweepCombinations/len(a.Values) {
+			return 0, fieldErr("", "the sweep has more than %d combinations", MaxSweepCombinations)
+		}
+		n *= len(a.Values)
+	}
+	return n, nil
+}
+
+// Sweep plans every combination of the axes' values on top of base and
+// returns one row per combination, the first axis varying slowest. Each
+// row is exactly plan.Run of its request; a combination that cannot be
+// planned gets its error in the row, not in Sweep's error. Sweep's error
+// reports invalid axes (unknown fields, values that do not parse, too many
+// combinations; every problem at once) or a cancelled context.
+//
+// Catalog models are read once before the loop and passed to Run as inline
+// configs, so the loop does no I/O; plans run on GOMAXPROCS goroutines.
+func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
+	if err := validateAxes(axes); err != nil {
+		return nil, err
+	}
+	n, err := SweepSize(axes)
+	if err != nil {
+		return nil, err
+	}
+	models := inlineModels(base, axes)
+	rows := make([]SweepRow, n)
+	// Build every request first (cheap, deterministic), then plan them.
+	idx := make([]int, len(axes))
+	for i := range rows {
+		req := base
+		vals := make(map[string]string, len(axes))
+		for j, a := range axes {
+			v := a.Values[idx[j]]
+			vals[a.Field] = v
+			_ = req.SetField(a.Field, v) // validated above
+		}
+		if len(base.Config) == 0 {
+			if m, ok := models[req.Model]; ok {
+				req.Model, req.Config = m.name, m.config
+			}
+		}
+		rows[i] = SweepRow{Values: vals, Request: req}
+		for j := len(axes) - 1; j >= 0; j-- {
+			idx[j]++
+			if idx[j] < len(axes[j].Values) {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				r := &rows[i]
+				rep, err := Run(ctx, r.Request)
+				r.Report = rep
+				if err != nil {
+					r.Error = err.Error()
+					r.Infeasible = errors.Is(err, ErrInfeasible)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// inlineModel is a catalog model read once for a sweep.
+type inlineModel struct {
+	name   string
+	config []byte
+}
+
+// inlineModels reads the catalog configs of every model the sweep names
+// (the base model and a "model" axis), keyed by the name as given. Names
+// that are paths, or that exist on disk, are left to Run.
+func inlineModels(base Request, axes []Axis) map[string]inlineModel {
+	if len(base.Config) > 0 {
+		return nil
+	}
+	names := []string{base.Model}
+	for _, a := range axes {
+		if a.Field == "model" {
+			names = append(names, a.Values...)
+		}
+	}
+	out := make(map[string]inlineModel, len(names))
+	for _, name := range names {
+		ref := name
+		if ref == "" {
+			ref = catalog.Default
+		}
+		if _, ok := out[name]; ok {
+			continue
+		}
+		if _, err := os.Stat(ref); err == nil {
+			continue
+		}
+		cfg, err := catalog.Config(ref)
+		if err != nil {
+			continue
+		}
+		s, err := catalog.Load(ref)
+		if err != nil {
+			continue
+		}
+		out[name] = inlineModel{name: s.Name, config: cfg}
+	}
+	return out
+}
+
+func validateAxes(axes []Axis) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, a := range axes {
+		if seen[a.Field] {
+			errs = append(errs, fieldErr(a.Field, "given twice as a sweep axis"))
+			continue
+		}
+		seen[a.Field] = true
+		if _, ok := requestFields()[a.Field]; !ok {
+			errs = append(errs, fieldErr(a.Field, "not a request field that takes a list (accepted: %s)", strings.Join(SweepFields(), ", ")))
+			continue
+		}
+		if len(a.Values) == 0 {
+			errs = append(errs, fieldErr(a.Field, "a sweep axis needs at least one value"))
+		}
+		var r Request
+		for _, v := range a.Values {
+			if err := r.SetField(a.Field, v); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		if _, err := SweepSize(axes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// requestFields maps the JSON key of every settable Request field to its
+// field index (the inline config is not settable from a string).
+var requestFields = sync.OnceValue(func() map[string]int {
+	t := reflect.TypeFor[Request]()
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" || key == "-" || key == "config" {
+			continue
+		}
+		m[key] = i
+	}
+	return m
+})
+
+// SweepFields lists the request keys SetField (and so a sweep axis) accepts,
+// in Request order.
+func SweepFields() []string {
+	t := reflect.TypeFor[Request]()
+	var out []string
+	for i := range t.NumField() {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if _, ok := requestFields()[key]; ok {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+var sizeType = reflect.TypeFor[units.Size]()
+
+// SetField sets the request field whose JSON key is key ("tp_size") from
+// its command-line spelling ("2"): integers, decimals, booleans, sizes
+// ("80GiB") and strings. Errors are *FieldError values.
+func (r *Request) SetField(key, value string) error {
+	i, ok := requestFields()[key]
+	if !ok {
+		return fieldErr(key, "unknown request field")
+	}
+	f := reflect.ValueOf(r).Elem().Field(i)
+	v := strings.TrimSpace(value)
+	switch {
+	case f.Type() == sizeType:
+		s, err := units.ParseSize(v)
+		if err != nil {
+			return &FieldError{Field: key, Err: err}
+		}
+		f.SetInt(int64(s))
+	case f.Kind() == reflect.String:
+		f.SetString(v)
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fieldErr(key, "%q is not true or false", value)
+		}
+		f.SetBool(b)
+	case f.CanInt():
+		n, err := strconv.ParseInt(v, 10, f.Type().Bits())
+		if err != nil {
+			return fieldErr(key, "%q is not an integer", value)
+		}
+		f.SetInt(n)
+	case f.CanFloat():
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fieldErr(key, "%q is not a number", value)
+		}
+		f.SetFloat(x)
+	default:
+		return fieldErr(key, "cannot be set from text")
+	}
+	return nil
+}
+
+// FieldString returns the command-line spelling of the request field whose
+// JSON key is key ("" for a zero value), the inverse of SetField.
+func (r Request) FieldString(key string) (string, error) {
+	i, ok := requestFields()[key]
+	if !ok {
+		return "", fieldErr(key, "unknown request field")
+	}
+	f := reflect.ValueOf(r).Field(i)
+	if f.IsZero() {
+		return "", nil
+	}
+	switch {
+	case f.Kind() == reflect.String:
+		return f.String(), nil
+	case f.Kind() == reflect.Bool:
+		return strconv.FormatBool(f.Bool()), nil
+	case f.CanInt():
+		return strconv.FormatInt(f.Int(), 10), nil
+	case f.CanFloat():
+		return strconv.FormatFloat(f.Float(), 'g', -1, 64), nil
+	}
+	return fmt.Sprint(f.Interface()), nil
+}
