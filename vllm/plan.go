@@ -171,6 +171,17 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("vLLM's NVFP4 KV cache needs an SM100 backend (FlashInfer / trtllm-gen); SM%d support is still open work (vllm#46963, #49011)", c.GPUSM))
 	}
 
+	if !r.v0 && c.BlockSize == 0 && (s.Attention == model.MLA || s.Attention == model.DSA) {
+		// MLA backends force their page: FlashMLA (and FlashMLA sparse for
+		// DSA) 64 tokens, CUTLASS MLA on SM100 128.
+		block = 64
+		backend := "FlashMLA"
+		if s.Attention == model.MLA && c.GPUSM/10 == 10 {
+			block, backend = 128, "CUTLASS MLA"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("the %s attention backend uses %d-token KV blocks", backend, block))
+	}
+
 	var notes []string
 	layers, err := buildLayers(s, layerInputs{rules: r, cache: cache, blockSize: block, tp: tp, pp: pp, notes: &notes})
 	if err != nil {

@@ -340,13 +340,35 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := int64(61 * 16 * (656 + 132))
+	// FlashMLA sparse pages are 64 tokens.
+	page := int64(61 * 64 * (656 + 132))
 	nb := avail / page
 	if len(res.Groups) != 1 || !res.Groups[0].UniformType || res.Groups[0].PageBytes != page {
 		t.Fatalf("groups %+v", res.Groups)
 	}
-	if res.NumGPUBlocks != nb || res.TokenCapacity != nb*16 {
-		t.Errorf("blocks %d capacity %d, want %d and %d", res.NumGPUBlocks, res.TokenCapacity, nb, nb*16)
+	if res.NumGPUBlocks != nb || res.TokenCapacity != nb*64 || res.BlockSize != 64 {
+		t.Errorf("blocks %d capacity %d block %d, want %d, %d and 64", res.NumGPUBlocks, res.TokenCapacity, res.BlockSize, nb, nb*64)
+	}
+	// An explicit --block-size wins; CUTLASS MLA on SM100 uses 128.
+	for _, tt := range []struct {
+		spec      *model.Spec
+		cfg       vllm.Config
+		wantBlock int
+	}{
+		{deepseekV32(), vllm.Config{BlockSize: 16}, 16},
+		{deepseekV3(), vllm.Config{GPUSM: 100}, 128},
+		{deepseekV3(), vllm.Config{GPUSM: 90}, 64},
+		{deepseekV3(), vllm.Config{Version: "0.6"}, 16},
+	} {
+		tt.cfg.MaxModelLen = 4096
+		tt.cfg.Memory.AvailableKVBytes = avail
+		res, err := vllm.Plan(tt.spec, tt.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BlockSize != tt.wantBlock {
+			t.Errorf("%s %+v: block %d, want %d", tt.spec.Name, tt.cfg, res.BlockSize, tt.wantBlock)
+		}
 	}
 }
 
