@@ -298,10 +298,21 @@ func (a *PagedAllocator) mergeAndSort() {
 	a.scratch = all[:0]
 }
 
-func (a *PagedAllocator) ensure(pages, extra int) {
-	if a.needSort && pages+extra > a.n {
+// ensure merges the release list into the free list when need_sort is on
+// and demand exceeds the free list, with SGLang's triggers: alloc and
+// alloc_decode compare pages (decode: the batch size), alloc_extend compares
+// extend_tokens/P + batch + 1 (page size 1: the token count).
+func (a *PagedAllocator) ensure(demand int) {
+	if a.needSort && demand > a.n {
 		a.mergeAndSort()
 	}
+}
+
+func (a *PagedAllocator) extendDemand(tokens, bs int) int {
+	if a.p == 1 {
+		return tokens
+	}
+	return tokens/a.p + bs + 1
 }
 
 func (a *PagedAllocator) fail(needTokens int) error {
@@ -324,7 +335,7 @@ func (a *PagedAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 		return dst, fmt.Errorf("%w: alloc of %d tokens is not a whole number of %d-token pages", ErrInvalid, n, a.p)
 	}
 	k := n / a.p
-	a.ensure(k, 0)
+	a.ensure(k)
 	if k > a.n {
 		return dst, a.fail(n)
 	}
@@ -399,7 +410,7 @@ func (a *PagedAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error
 		a.stats.FailedAllocs++
 		return dst, err
 	}
-	a.ensure(pages, len(reqs)+1)
+	a.ensure(a.extendDemand(tokens, len(reqs)))
 	if pages > a.n {
 		return dst, a.fail(pages * a.p)
 	}
@@ -451,7 +462,7 @@ func (a *PagedAllocator) AllocDecode(dst []int32, reqs []Decode) ([]int32, error
 			return dst, fmt.Errorf("%w: request %d: last loc %d does not end token %d of an allocated page", ErrBadLocation, i, r.LastLoc, r.SeqLen-2)
 		}
 	}
-	a.ensure(pages, len(reqs))
+	a.ensure(len(reqs))
 	if pages > a.n {
 		return dst, a.fail(pages * a.p)
 	}

@@ -12,20 +12,52 @@ import (
 // 0), FIFO for page size 1 and sorted-prepend for larger pages, and the
 // per-token layout rule of alloc_extend written out directly.
 type refAlloc struct {
-	p    int
-	free []int32
-	used map[int32]bool
+	p        int
+	pages    int
+	needSort bool
+	free     []int32
+	rel      []int32 // need_sort release list
+	used     map[int32]bool
 }
 
-func newRef(pages, p int) *refAlloc {
-	r := &refAlloc{p: p, used: map[int32]bool{}}
+func newRef(pages, p int, needSort bool) *refAlloc {
+	r := &refAlloc{p: p, pages: pages, needSort: needSort, used: map[int32]bool{}}
 	for pg := 1; pg <= pages; pg++ {
 		r.free = append(r.free, int32(pg))
 	}
 	return r
 }
 
-func (r *refAlloc) available() int { return len(r.free) * r.p }
+func (r *refAlloc) available() int { return (len(r.free) + len(r.rel)) * r.p }
+
+// merge is merge_and_sort_free, run when need_sort is on and demand > free.
+func (r *refAlloc) merge(demand int) {
+	if r.needSort && demand > len(r.free) {
+		r.free = append(r.free, r.rel...)
+		slices.Sort(r.free)
+		r.rel = nil
+	}
+}
+
+// resize keeps live pages: it refuses when one lies beyond the new size.
+func (r *refAlloc) resize(np int) bool {
+	for pg := range r.used {
+		if int(pg) > np {
+			return false
+		}
+	}
+	keep := func(s []int32) []int32 {
+		return slices.DeleteFunc(s, func(pg int32) bool { return int(pg) > np })
+	}
+	r.free, r.rel = keep(r.free), keep(r.rel)
+	for pg := r.pages + 1; pg <= np; pg++ {
+		r.free = append(r.free, int32(pg))
+	}
+	r.pages = np
+	return true
+}
+
+func (r *refAlloc) all() []int32 { return append(append([]int32{}, r.free...), r.rel...) }
 
 func (r *refAlloc) take() int32 {
 	pg := r.free[0]
@@ -36,9 +68,15 @@ func (r *refAlloc) take() int32 {
 
 // extend returns the slots, or ok=false when the pages do not suffice.
 func (r *refAlloc) extend(reqs []pool.Extend) ([]int32, bool) {
-	need := 0
+	need, tokens := 0, 0
 	for _, q := range reqs {
 		need += (q.SeqLen+r.p-1)/r.p - (q.PrefixLen+r.p-1)/r.p
+		tokens += q.SeqLen - q.PrefixLen
+	}
+	if r.p == 1 {
+		r.merge(tokens)
+	} else {
+		r.merge(tokens/r.p + len(reqs) + 1)
 	}
 	if need > len(r.free) {
 		return nil, false
@@ -70,12 +108,17 @@ func (r *refAlloc) release(locs []int32) {
 			pages = append(pages, pg)
 		}
 	}
-	if r.p == 1 {
-		r.free = append(r.free, pages...)
-		return
+	if r.p > 1 {
+		slices.Sort(pages)
 	}
-	slices.Sort(pages)
-	r.free = append(pages, r.free...)
+	switch {
+	case r.needSort:
+		r.rel = append(r.rel, pages...)
+	case r.p == 1:
+		r.free = append(r.free, pages...)
+	default:
+		r.free = append(pages, r.free...)
+	}
 }
 
 // FuzzAllocator decodes bytes into operation sequences and checks the paged
@@ -86,6 +129,8 @@ func FuzzAllocator(f *testing.F) {
 	f.Add([]byte{1, 40, 0, 5, 0, 9, 1, 0, 2, 1, 3, 0, 4, 7})
 	f.Add([]byte{2, 0, 200, 1, 0, 2, 0, 3, 1, 5, 2, 6})
 	f.Add([]byte{5, 7, 60, 0, 70, 2, 1, 6, 0, 3, 0})
+	f.Add([]byte{9, 3, 0, 30, 0, 41, 2, 0, 3, 3, 5, 1, 0, 9, 3, 0, 1, 5})  // need_sort, group free, resize
+	f.Add([]byte{8, 12, 0, 2, 0, 3, 3, 1, 0, 4, 2, 0, 5, 17, 0, 3, 2, 1}) // need_sort tokens
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
 			return
@@ -94,6 +139,7 @@ func FuzzAllocator(f *testing.F) {
 		mode := int(data[0])
 		p := pageSizes[mode%len(pageSizes)]
 		swaMode := mode/len(pageSizes)%2 == 1
+		needSort := mode/(2*len(pageSizes))%2 == 1
 		pages := 8 + int(data[1])%32
 		data = data[2:]
 		var a pool.Allocator
@@ -102,9 +148,9 @@ func FuzzAllocator(f *testing.F) {
 		if swaMode {
 			a = mustSWA(t, pages*p, p)
 		} else {
-			pa = mustPaged(t, pages*p, p)
+			pa, _ = pool.NewAllocator(pool.AllocatorConfig{Size: pages * p, PageSize: p, NeedSort: needSort})
 			a = pa
-			ref = newRef(pages, p)
+			ref = newRef(pages, p, needSort)
 		}
 		c := newChecker(t, a)
 		reqs := map[int]*seq{}
@@ -164,6 +210,7 @@ func FuzzAllocator(f *testing.F) {
 							need++
 						}
 					}
+					ref.merge(len(ds))
 					ok := need <= len(ref.free)
 					if ok {
 						for _, d := range ds {
@@ -199,13 +246,39 @@ func FuzzAllocator(f *testing.F) {
 					}
 					break
 				}
-				if err := a.Free(r.locs); err != nil {
+				// Odd args free this request and the next live one as a group
+				// (one release of the concatenation).
+				var other *seq
+				oid := -1
+				if arg%2 == 1 {
+					for j := 1; j < 8; j++ {
+						if s := reqs[(id+j)%8]; s != nil {
+							other, oid = s, (id+j)%8
+							break
+						}
+					}
+				}
+				locs := r.locs
+				if other != nil {
+					a.FreeGroupBegin()
+					if err := errors.Join(a.Free(r.locs), a.Free(other.locs)); err != nil {
+						t.Fatalf("group free: %v", err)
+					}
+					if a.Available() != c.a.Size()-len(c.pages)*p && !swaMode {
+						t.Fatalf("group free released pages before FreeGroupEnd")
+					}
+					if err := a.FreeGroupEnd(); err != nil {
+						t.Fatalf("free group end: %v", err)
+					}
+					locs = append(append([]int32{}, r.locs...), other.locs...)
+					delete(reqs, oid)
+				} else if err := a.Free(r.locs); err != nil {
 					t.Fatalf("free: %v", err)
 				}
 				if ref != nil {
-					ref.release(r.locs)
+					ref.release(locs)
 				}
-				c.freed(r.locs)
+				c.freed(locs)
 				delete(reqs, id)
 			case 4: // double free must fail and change nothing
 				if r == nil || len(r.locs) == 0 {
@@ -233,12 +306,22 @@ func FuzzAllocator(f *testing.F) {
 					}
 					break
 				}
-				if arg%4 == 0 {
+				switch arg % 4 {
+				case 0:
 					a.Clear()
 					clear(reqs)
 					c = newChecker(t, a)
 					if ref != nil {
-						ref = newRef(pages, p)
+						ref = newRef(ref.pages, p, needSort)
+					}
+				case 1:
+					if ref == nil {
+						break
+					}
+					np := 1 + arg%pages
+					err := pa.Resize(np * p)
+					if ok := ref.resize(np); ok != (err == nil) || (!ok && !errors.Is(err, pool.ErrLiveOutside)) {
+						t.Fatalf("resize to %d pages: err = %v, reference ok = %v", np, err, ok)
 					}
 				}
 			}
@@ -251,8 +334,8 @@ func FuzzAllocator(f *testing.F) {
 				}
 			} else {
 				c.check()
-				if ref != nil && (pa.Available() != ref.available() || !slices.Equal(pa.FreePages(), ref.free)) {
-					t.Fatalf("free list %v, reference %v", pa.FreePages(), ref.free)
+				if ref != nil && (pa.Available() != ref.available() || !slices.Equal(pa.FreePages(), ref.all())) {
+					t.Fatalf("free list %v, reference %v", pa.FreePages(), ref.all())
 				}
 			}
 		}

@@ -134,8 +134,8 @@ func (s *SWAAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 		return dst, fmt.Errorf("%w: alloc of %d tokens is not a whole number of %d-token pages", ErrInvalid, n, s.p)
 	}
 	k := n / s.p
-	s.full.ensure(k, 0)
-	s.swa.ensure(k, 0)
+	s.full.ensure(k)
+	s.swa.ensure(k)
 	if k > s.full.n || k > s.swa.n {
 		return dst, s.oom(k)
 	}
@@ -150,7 +150,7 @@ func (s *SWAAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 // AllocExtend implements Allocator. The requests' LastLoc are full-pool
 // slots; the SWA pool continues from their translation.
 func (s *SWAAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error) {
-	pages, _, err := s.full.checkExtend(reqs)
+	pages, tokens, err := s.full.checkExtend(reqs)
 	if err != nil {
 		s.full.stats.FailedAllocs++
 		return dst, err
@@ -164,8 +164,8 @@ func (s *SWAAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error) 
 		s.full.stats.FailedAllocs++
 		return dst, fmt.Errorf("swa pool: %w", err)
 	}
-	s.full.ensure(pages, len(reqs)+1)
-	s.swa.ensure(pages, len(reqs)+1)
+	s.full.ensure(s.full.extendDemand(tokens, len(reqs)))
+	s.swa.ensure(s.swa.extendDemand(tokens, len(reqs)))
 	if pages > s.full.n || pages > s.swa.n {
 		return dst, s.oom(pages)
 	}
@@ -193,8 +193,8 @@ func (s *SWAAllocator) AllocDecode(dst []int32, reqs []Decode) ([]int32, error) 
 		r.LastLoc = s.translate(r.LastLoc)
 		s.swaDec = append(s.swaDec, r)
 	}
-	s.full.ensure(pages, len(reqs))
-	s.swa.ensure(pages, len(reqs))
+	s.full.ensure(len(reqs))
+	s.swa.ensure(len(reqs))
 	if pages > s.full.n || pages > s.swa.n {
 		return dst, s.oom(pages)
 	}
