@@ -129,7 +129,7 @@ func FuzzAllocator(f *testing.F) {
 	f.Add([]byte{1, 40, 0, 5, 0, 9, 1, 0, 2, 1, 3, 0, 4, 7})
 	f.Add([]byte{2, 0, 200, 1, 0, 2, 0, 3, 1, 5, 2, 6})
 	f.Add([]byte{5, 7, 60, 0, 70, 2, 1, 6, 0, 3, 0})
-	f.Add([]byte{9, 3, 0, 30, 0, 41, 2, 0, 3, 3, 5, 1, 0, 9, 3, 0, 1, 5})  // need_sort, group free, resize
+	f.Add([]byte{9, 3, 0, 30, 0, 41, 2, 0, 3, 3, 5, 1, 0, 9, 3, 0, 1, 5}) // need_sort, group free, resize
 	f.Add([]byte{8, 12, 0, 2, 0, 3, 3, 1, 0, 4, 2, 0, 5, 17, 0, 3, 2, 1}) // need_sort tokens
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
