@@ -3,6 +3,7 @@ package vllm
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -517,7 +518,7 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 		// Every group holds every token: blocks per group × block size.
 		res.TokenCapacity = nb / int64(len(groups)) * int64(minBlock)
 	case perReq > 0:
-		res.TokenCapacity = nb * int64(L) / perReq
+		res.TokenCapacity = mulDiv(nb, int64(L), perReq)
 	}
 	if r.combinedLine {
 		if perReq > 0 {
@@ -554,6 +555,23 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 		}
 	}
 	return res, nil
+}
+
+// mulDiv is a·b/c without overflow (saturating at MaxInt64), for
+// non-negative a, b and positive c.
+func mulDiv(a, b, c int64) int64 {
+	if a <= 0 || b <= 0 || c <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
 }
 
 func asRefusal(err error, target **RefusalError) bool {

@@ -112,3 +112,17 @@ func TestCommas(t *testing.T) {
 		}
 	}
 }
+
+func TestMulDiv(t *testing.T) {
+	tests := []struct{ a, b, c, want int64 }{
+		{9798, 131072, 8713, 9798 * 131072 / 8713},
+		{1 << 62, 1 << 20, 1 << 30, 1 << 52},
+		{1 << 62, 1 << 62, 3, 1<<63 - 1},
+		{5, 0, 3, 0},
+	}
+	for _, tt := range tests {
+		if got := mulDiv(tt.a, tt.b, tt.c); got != tt.want {
+			t.Errorf("mulDiv(%d, %d, %d) = %d, want %d", tt.a, tt.b, tt.c, got, tt.want)
+		}
+	}
+}
