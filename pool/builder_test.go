@@ -316,3 +316,78 @@ func TestConfigValidate(t *testing.T) {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
+
+// TestPostCaptureResize shrinks built pools with the configurator's
+// post-capture result: refused while a live page lies beyond the new size,
+// applied once it is freed.
+func TestPostCaptureResize(t *testing.T) {
+	const gib = 1 << 30
+	for _, tt := range []struct {
+		name string
+		spec *model.Spec
+		args configurator.ServerArgs
+	}{
+		{"paged", tinySpec(layerKinds(4, func(int) model.LayerKind { return model.FullAttention })), configurator.ServerArgs{PageSize: 16}},
+		{"hybrid swa", func() *model.Spec {
+			s := tinySpec(layerKinds(4, func(i int) model.LayerKind {
+				if i%2 == 0 {
+					return model.SlidingAttention
+				}
+				return model.FullAttention
+			}))
+			s.Architecture, s.SlidingWindow, s.EngineSlidingWindow, s.HybridSWAPool = "GptOssForCausalLM", 128, 127, true
+			return s
+		}(), configurator.ServerArgs{PageSize: 16, SWAFullTokensRatio: 0.5}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			args.MemFractionStatic, args.MaxRunningRequests = 0.9, 4
+			in := configurator.Input{Spec: tt.spec, Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1, DCP: 1}, Args: args,
+				Hardware: configurator.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"}, PostLoadFreeBytes: gib + 16<<20}
+			c, err := configurator.New(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Configure(10 * gib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := pool.NewFromConfigurator(in, c, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := p.Allocator.Size()
+			// Fill the pool so its last pages are live.
+			live, err := p.Allocator.Alloc(nil, size/16*16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// After capture only 4 MiB more are free than the headroom.
+			shrunk, err := c.PostCaptureResize(res, gib+4<<20, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shrunk.MaxTotalNumTokens >= res.MaxTotalNumTokens {
+				t.Fatalf("post-capture result did not shrink: %d -> %d", res.MaxTotalNumTokens, shrunk.MaxTotalNumTokens)
+			}
+			before := p.Bytes()
+			if err := p.ResizeTo(shrunk); !errors.Is(err, pool.ErrLiveOutside) {
+				t.Fatalf("resize with live pages beyond: err = %v, want ErrLiveOutside", err)
+			}
+			if diff := cmp.Diff(before, p.Bytes()); diff != "" {
+				t.Fatalf("refused resize changed the pools (-before +after):\n%s", diff)
+			}
+			if err := p.Allocator.Free(live); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.ResizeTo(shrunk); err != nil {
+				t.Fatal(err)
+			}
+			page := int64(c.Derived().PageSize)
+			if got := p.Bytes().KV(); got > shrunk.KVPoolBytes+page*(before.KV()/int64(p.KV.Rows()))*2 || got >= before.KV() {
+				t.Errorf("kv bytes after resize %d (before %d, configured %d)", got, before.KV(), shrunk.KVPoolBytes)
+			}
+			exercise(t, p)
+		})
+	}
+}

@@ -109,3 +109,20 @@ func elemDType(size int) dtype.DType {
 		return dtype.BFloat16
 	}
 }
+
+// ResizeTo applies a post-capture result (configurator.PostCaptureResize,
+// §d.8) to the pools: the allocator and KV buffers shrink to its token
+// counts, keeping live allocations (ErrLiveOutside otherwise, with nothing
+// changed). Pass p.Bytes().KV() as PostCaptureResize's backedBytes.
+func (p *Pools) ResizeTo(res *configurator.Result) error {
+	if res == nil {
+		return fmt.Errorf("%w: no result", ErrConfig)
+	}
+	if _, ok := p.Allocator.(*SWAAllocator); ok {
+		return p.Resize(int(res.FullMaxTotalNumTokens), int(res.SWAMaxTotalNumTokens))
+	}
+	if res.Hybrid { // all-SWA: the one pool holds the SWA layers
+		return p.Resize(int(res.SWAMaxTotalNumTokens), 0)
+	}
+	return p.Resize(int(res.MaxTotalNumTokens), 0)
+}
