@@ -1,0 +1,222 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/plan"
+)
+
+// Known answers from the SGLang spec §c.11 Ex.1 (Llama-3.1-8B, H100, TP1,
+// pre 78.50 GiB, weights 14.96 GiB, mem_fraction_static 0.835):
+// rest = 63.54 − 78.50·0.165 = 50.5875 GiB = 54,317,914,521 B.
+//
+//	bf16: cell 8·256·32·2 = 131,072 B → ⌊54,317,914,521 / 131,072⌋ = 414,412
+//	fp8:  cell 65,536 B               → ⌊54,317,914,521 / 65,536⌋  = 828,825
+//
+// With mem_fraction_static 0.9 the slack is 78.5·0.1 = 7.85 GiB, rest
+// 55.69 GiB = 59,796,682,178 B → bf16 456,212 tokens, fp8 912,424.
+// (63.54 GiB is 68,225,555,496.96 B, given rounded to 68,225,555,497.)
+func TestSweepKnownAnswers(t *testing.T) {
+	base := plan.Request{
+		Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-80GB",
+		PreLoadFreeMemory:  units.Size(84_288_733_184), // 78.50 GiB
+		PostLoadFreeMemory: units.Size(68_225_555_497), // 63.54 GiB
+	}
+	axes := []plan.Axis{
+		{Field: "mem_fraction_static", Values: []string{"0.835", "0.9"}},
+		{Field: "kv_cache_dtype", Values: []string{"bf16", "fp8_e4m3"}},
+	}
+	rows, err := plan.Sweep(context.Background(), base, axes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		MFS, DType string
+		Tokens     int64
+		Err        string
+	}
+	var out []got
+	for _, r := range rows {
+		g := got{MFS: r.Values["mem_fraction_static"], DType: r.Values["kv_cache_dtype"], Err: r.Error}
+		if r.Report != nil {
+			g.Tokens = r.Report.MaxTotalNumTokens
+		}
+		out = append(out, g)
+	}
+	want := []got{
+		{"0.835", "bf16", 414412, ""},
+		{"0.835", "fp8_e4m3", 828825, ""},
+		{"0.9", "bf16", 456212, ""},
+		{"0.9", "fp8_e4m3", 912424, ""},
+	}
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("sweep rows (-want +got):\n%s", d)
+	}
+	// Every row is exactly plan.Run of its request.
+	for _, r := range rows {
+		rep, err := plan.Run(context.Background(), r.Request)
+		if err != nil {
+			t.Fatalf("%v: %v", r.Values, err)
+		}
+		if d := cmp.Diff(rep, r.Report); d != "" {
+			t.Errorf("%v: sweep row differs from plan.Run (-run +sweep):\n%s", r.Values, d)
+		}
+	}
+}
+
+func TestSweepRowErrors(t *testing.T) {
+	base := plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "L4"}
+	rows, err := plan.Sweep(context.Background(), base, []plan.Axis{
+		{Field: "tp_size", Values: []string{"1", "8"}},
+		{Field: "kv_cache_dtype", Values: []string{"auto", "fp4_e2m1"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("got %d rows, want 4", len(rows))
+	}
+	// 70B bf16 weights (~141 GB) do not fit one 24 GB L4: infeasible.
+	if !rows[0].Infeasible || rows[0].Error == "" {
+		t.Errorf("TP1 on one L4: want an infeasible row, got %+v", rows[0].Error)
+	}
+	// fp4_e2m1 is a deprecated dtype: an invalid (not infeasible) row.
+	for _, i := range []int{1, 3} {
+		if rows[i].Error == "" || rows[i].Infeasible {
+			t.Errorf("row %d (%v): want an invalid-dtype error, got %q infeasible=%v", i, rows[i].Values, rows[i].Error, rows[i].Infeasible)
+		}
+	}
+}
+
+func TestSweepInvalidAxes(t *testing.T) {
+	tests := []struct {
+		name string
+		axes []plan.Axis
+		want []string // fields reported
+	}{
+		{"unknown field", []plan.Axis{{Field: "tp", Values: []string{"1"}}}, []string{"tp"}},
+		{"bad int and bad float", []plan.Axis{
+			{Field: "tp_size", Values: []string{"1", "two"}},
+			{Field: "mem_fraction_static", Values: []string{"x"}},
+		}, []string{"tp_size", "mem_fraction_static"}},
+		{"duplicate", []plan.Axis{{Field: "gpu", Values: []string{"H100"}}, {Field: "gpu", Values: []string{"H200"}}}, []string{"gpu"}},
+		{"empty", []plan.Axis{{Field: "gpu"}}, []string{"gpu"}},
+		{"config is not sweepable", []plan.Axis{{Field: "config", Values: []string{"{}"}}}, []string{"config"}},
+		{"bad size", []plan.Axis{{Field: "gpu_memory", Values: []string{"80 parsecs"}}}, []string{"gpu_memory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := plan.Sweep(context.Background(), plan.Request{}, tt.axes)
+			if !errors.Is(err, plan.ErrInvalid) {
+				t.Fatalf("want ErrInvalid, got %v", err)
+			}
+			var got []string
+			for _, e := range unjoin(err) {
+				var fe *plan.FieldError
+				if errors.As(e, &fe) {
+					got = append(got, fe.Field)
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("fields (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestSweepTooLarge(t *testing.T) {
+	vals := make([]string, 1024)
+	for i := range vals {
+		vals[i] = strconv.Itoa(i + 1)
+	}
+	axes := []plan.Axis{{Field: "tp_size", Values: vals}, {Field: "pp_size", Values: vals}, {Field: "dp_size", Values: vals}}
+	if _, err := plan.SweepSize(axes); err == nil {
+		t.Fatal("want an error for 2^30 combinations")
+	}
+	if _, err := plan.Sweep(context.Background(), plan.Request{}, axes); !errors.Is(err, plan.ErrInvalid) {
+		t.Fatalf("want ErrInvalid, got %v", err)
+	}
+}
+
+func TestSweepCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := plan.Sweep(ctx, plan.Request{}, []plan.Axis{{Field: "tp_size", Values: []string{"1", "2"}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+}
+
+func TestSetFieldRoundTrip(t *testing.T) {
+	tests := []struct{ key, in, out string }{
+		{"tp_size", "4", "4"},
+		{"max_total_tokens", "123456", "123456"},
+		{"mem_fraction_static", "0.875", "0.875"},
+		{"disable_radix_cache", "true", "true"},
+		{"kv_cache_dtype", "fp8_e4m3", "fp8_e4m3"},
+		{"gpu_memory", "80GiB", "85899345920"},
+		{"weights_memory", "1024", "1024"},
+		{"engine", " vllm ", "vllm"},
+	}
+	for _, tt := range tests {
+		var r plan.Request
+		if err := r.SetField(tt.key, tt.in); err != nil {
+			t.Errorf("SetField(%s, %q): %v", tt.key, tt.in, err)
+			continue
+		}
+		got, err := r.FieldString(tt.key)
+		if err != nil || got != tt.out {
+			t.Errorf("FieldString(%s) = %q, %v; want %q", tt.key, got, err, tt.out)
+		}
+	}
+	// Every sweepable field reads back as "" when zero and round-trips.
+	for _, k := range plan.SweepFields() {
+		var r plan.Request
+		if s, err := r.FieldString(k); err != nil || s != "" {
+			t.Errorf("zero %s = %q, %v", k, s, err)
+		}
+	}
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// BenchmarkSweepCatalog plans every catalog model on every catalog GPU at
+// TP 1..8 with every accepted KV cache dtype: one op is the whole sweep.
+func BenchmarkSweepCatalog(b *testing.B) {
+	tps := []string{"1", "2", "3", "4", "5", "6", "7", "8"}
+	axes := []plan.Axis{
+		{Field: "model", Values: catalog.Names()},
+		{Field: "gpu", Values: gpu.Names()},
+		{Field: "tp_size", Values: tps},
+		{Field: "kv_cache_dtype", Values: dtype.Accepted()},
+	}
+	n, err := plan.SweepSize(axes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := plan.Sweep(ctx, plan.Request{}, axes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "plans/op")
+}
