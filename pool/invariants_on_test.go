@@ -1,0 +1,5 @@
+//go:build kvcfg_invariants
+
+package pool_test
+
+const invariantsOn = true
