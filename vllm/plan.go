@@ -475,8 +475,14 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			if est > 0 {
 				estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
 			}
-			return res, refuse(res, fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.%s",
-				L, gibFor(r, need), gibFor(r, ca), estMsg, seeDocs))
+			// 0.11 prints "models's"; newer versions fixed the typo and
+			// added the CPU-backend remark and the docs link.
+			model, knob := "models's", "`gpu_memory_utilization`"
+			if r.ceilRequested {
+				model, knob = "model's", "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend)"
+			}
+			return res, refuse(res, fmt.Sprintf("To serve at least one request with the %s max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing %s or decreasing `max_model_len` when initializing the engine.%s",
+				model, L, gibFor(r, need), gibFor(r, ca), estMsg, knob, seeDocs))
 		}
 	}
 
@@ -588,7 +594,8 @@ func gib(b int64) string { return strconv.FormatFloat(float64(b)/float64(GiB), '
 // formatGiB is vLLM's newer format_gib: str(round(b / 2^30, 2)), so 4 GiB
 // prints as "4.0" and 2.8877 GiB as "2.89".
 func formatGiB(b int64) string {
-	v := math.Round(float64(b)/float64(GiB)*100) / 100
+	// Python's round() rounds exact ties to even.
+	v := math.RoundToEven(float64(b)/float64(GiB)*100) / 100
 	s := strconv.FormatFloat(v, 'f', -1, 64)
 	if !strings.ContainsAny(s, ".eE") {
 		s += ".0"

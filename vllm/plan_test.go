@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/vllm"
 )
@@ -115,7 +116,7 @@ func TestLlamaProfiles(t *testing.T) {
 			name: "latest keeps a null block before admission", version: "latest", L: 29000, refused: true,
 			want: runSummary{MaxModelLen: 29000, EstMaxLen: 23632,
 				Lines: []string{"Available KV cache memory: 2.89 GiB"},
-				Error: "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23632. " + refusal + docs},
+				Error: "To serve at least one request with the model's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23632. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine." + docs},
 		},
 		{
 			name: "0.6 at 8192", version: "0.6.3.post1", L: 8192,
@@ -406,9 +407,9 @@ func TestBudget(t *testing.T) {
 		{"latest subtracts the cudagraph estimate", vllm.Config{Memory: func() vllm.Memory { m := mem; m.CUDAGraphBytes = gib; return m }()},
 			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
 				NonTorchBytes: 512 * mib, CUDAGraphBytes: gib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - gib, Source: "profile"}},
-		{"latest estimates CUDA graphs at 16 MiB per layer", vllm.Config{Memory: mem},
+		{"latest estimates CUDA graphs at 25 MiB per layer", vllm.Config{Memory: mem},
 			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
-				NonTorchBytes: 512 * mib, CUDAGraphBytes: 32 * 16 * mib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - 512*mib,
+				NonTorchBytes: 512 * mib, CUDAGraphBytes: 32 * 25 * mib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - 32*25*mib,
 				Source: "profile", Estimated: []string{"cudagraph"}}},
 		{"0.11: total × 0.9", vllm.Config{Version: "0.11", Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: 72 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
@@ -580,6 +581,46 @@ func TestSchedulerDefaults(t *testing.T) {
 			}
 			if res.MaxNumBatchedTokens != tt.mbt || res.MaxNumSeqs != tt.seqs {
 				t.Errorf("max_num_batched_tokens %d, max_num_seqs %d; want %d, %d", res.MaxNumBatchedTokens, res.MaxNumSeqs, tt.mbt, tt.seqs)
+			}
+		})
+	}
+}
+
+// Refusals pasted from real vLLM runs of the newest generation: the
+// figures in the messages (needed, available, estimated length) come from
+// those logs; the available bytes are chosen inside the logged rounding.
+func TestLatestRefusalsFromRealLogs(t *testing.T) {
+	tail := " Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+	full := func(name string, layers, ctx int) *model.Spec {
+		return &model.Spec{Name: name, NumLayers: layers, NumAttentionHeads: 40, NumKVHeads: 8, HeadDim: 128,
+			LayerKinds: kinds(layers, allFull), ContextLength: ctx, ModelDType: dtype.BFloat16}
+	}
+	tests := []struct {
+		name  string
+		spec  *model.Spec
+		L     int
+		avail int64
+		want  string
+	}{
+		{
+			// vllm serve Qwen/Qwen3-0.6B --gpu-memory-utilization 0.2 (28 layers × 8 × 128).
+			name: "qwen3-0.6b", spec: full("Qwen/Qwen3-0.6B", 28, 40960), L: 40960, avail: 769 * 16 * 114688,
+			want: "To serve at least one request with the model's max seq len (40960), (4.38 GiB KV cache is needed, which is larger than the available KV cache memory (1.31 GiB). Based on the available memory, the estimated maximum model length is 12288." + tail,
+		},
+		{
+			// Qwen2.5-32B-Instruct-AWQ at 4096 tokens (64 layers × 8 × 128).
+			name: "qwen2.5-32b-awq", spec: full("Qwen/Qwen2.5-32B-Instruct-AWQ", 64, 32768), L: 4096, avail: 597 * mib,
+			want: "To serve at least one request with the model's max seq len (4096), (1.0 GiB KV cache is needed, which is larger than the available KV cache memory (0.58 GiB). Based on the available memory, the estimated maximum model length is 2368." + tail,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := vllm.Plan(tt.spec, vllm.Config{MaxModelLen: tt.L, Memory: vllm.Memory{AvailableKVBytes: tt.avail}})
+			if !errors.Is(err, vllm.ErrRefused) {
+				t.Fatalf("err = %v", err)
+			}
+			if res.Error != tt.want {
+				t.Errorf("message\n got %q\nwant %q", res.Error, tt.want)
 			}
 		})
 	}

@@ -94,6 +94,8 @@ func TestGiBFormats(t *testing.T) {
 		{1478*2<<20 + 1<<20, "2.89", "2.89"},
 		{GiB / 10, "0.10", "0.1"},
 		{-GiB / 2, "-0.50", "-0.5"},
+		{GiB / 8, "0.12", "0.12"}, // 0.125: Python rounds the tie to even
+		{GiB * 35 / 8, "4.38", "4.38"},
 	}
 	for _, tt := range tests {
 		if got := gibFor(V011.rules(), tt.b); got != tt.v011 {
