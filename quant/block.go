@@ -1,8 +1,10 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kvcfg/kvcfg/dtype"
 )
@@ -117,10 +119,7 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
-		var amax uint32
-		for _, x := range blk {
-			amax = max(amax, math.Float32bits(x)&0x7FFFFFFF)
-		}
+		amax := maxMag32(blk)
 		if c.fp8 {
 			out := dst[b*bs : b*bs+bs]
 			if amax >= 0x7F800000 {
@@ -175,10 +174,7 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
-		var amax16 uint16
-		for _, x := range blk {
-			amax16 = max(amax16, x&0x7FFF)
-		}
+		amax16 := uint16(maxMag16(blk))
 		if c.fp8 {
 			out := dst[b*bs : b*bs+bs]
 			if amax16 >= 0x7F80 {
@@ -188,8 +184,20 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 			}
 			e := c.blockExp(uint32(amax16) << 16)
 			scales[b] = uint8(e + 127)
-			inv := pow2(-e)
 			enc := (*[1 << 16]uint8)(c.t.enc[:1<<16])
+			if e >= -100 {
+				// y = x·2^-e ≤ 512 in magnitude: its bf16 bits are
+				// a − e·128 when y is normal; smaller y encode to ±0, as
+				// any t ≤ 0x7F does.
+				e128 := int32(e << 7)
+				out = out[:len(blk)]
+				for i, x := range blk {
+					t := clampLow(int32(x&0x7FFF) - e128)
+					out[i] = enc[uint16(t)|x&0x8000]
+				}
+				continue
+			}
+			inv := pow2(-e)
 			for i, x := range blk {
 				// x·2^-e is a bf16 value unless it underflows, and then its
 				// top bits still encode to ±0.
@@ -205,6 +213,13 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 		}
 		e := c.blockExp(uint32(amax16) << 16)
 		scales[b] = uint8(e + 127)
+		if e >= -100 && e <= 16 {
+			// Fast path: y = x·2^-e is exact and nonzero for nonzero x, and
+			// its bf16 magnitude bits are a − e·128 whenever y ≥ 2^-126;
+			// smaller y (including every subnormal x) lands below 0.25.
+			c.encodeBlockFP4Fast(out, blk, e)
+			continue
+		}
 		inv := pow2(-e)
 		if c.halfUp {
 			for j := range out {
@@ -262,6 +277,7 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		return err
 	}
 	bs := c.bs
+	d64 := asU64(dst)
 	for b, s := range scales {
 		k := int(s) - 127
 		out := dst[b*bs : b*bs+bs]
@@ -285,6 +301,24 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		}
 		in := src[b*bs/2 : b*bs/2+bs/2]
 		// E2M1 magnitudes 0.5..6 span bf16 exponents 126..129.
+		if d64 != nil && k >= -125 && k <= 125 {
+			out64 := d64[b*bs/4 : b*bs/4+bs/4]
+			in = in[:2*len(out64)]
+			if k >= 0 {
+				d := uint32(k) << 7
+				for j := range out64 {
+					q0, q1 := in[2*j], in[2*j+1]
+					out64[j] = uint64(e2m1PairBF[q0]+e2m1PairNZ[q0]*d) | uint64(e2m1PairBF[q1]+e2m1PairNZ[q1]*d)<<32
+				}
+			} else {
+				d := uint32(-k) << 7
+				for j := range out64 {
+					q0, q1 := in[2*j], in[2*j+1]
+					out64[j] = uint64(e2m1PairBF[q0]-e2m1PairNZ[q0]*d) | uint64(e2m1PairBF[q1]-e2m1PairNZ[q1]*d)<<32
+				}
+			}
+			continue
+		}
 		switch {
 		case k >= 0 && k <= 125:
 			d := uint32(k) << 7
@@ -307,4 +341,54 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		}
 	}
 	return nil
+}
+
+// encodeBlockFP4Fast encodes one E2M1 block of bf16 values with scale 2^e,
+// -100 ≤ e ≤ 16, by integer exponent arithmetic and a small table: no
+// float math and no data-dependent branches.
+func (c *pow2Codec) encodeBlockFP4Fast(out []byte, blk []uint16, e int) {
+	off := int32(e<<7 + e2m1SmallBase)
+	blk = blk[:2*len(out)]
+	if c.halfUp {
+		tab := &e2m1SmallUp
+		for len(out) >= 4 {
+			o := (*[4]byte)(out)
+			x := (*[8]uint16)(blk)
+			for j := range 4 {
+				b0, b1 := x[2*j], x[2*j+1]
+				a0, a1 := int32(b0&0x7FFF), int32(b1&0x7FFF)
+				i0, i1 := clampLow(a0-off), clampLow(a1-off)
+				// SGLang tests y < 0: -0 gets no sign bit
+				s0 := uint8(b0>>15) & uint8((a0+0x7FFF)>>15)
+				s1 := uint8(b1>>15) & uint8((a1+0x7FFF)>>15)
+				o[j] = tab[i0&1023] | s0<<3 | (tab[i1&1023]|s1<<3)<<4
+			}
+			out, blk = out[4:], blk[8:]
+		}
+		return
+	}
+	tab := &e2m1SmallRNE
+	for len(out) >= 4 {
+		o := (*[4]byte)(out)
+		x := (*[8]uint16)(blk)
+		for j := range 4 {
+			b0, b1 := x[2*j], x[2*j+1]
+			i0 := clampLow(int32(b0&0x7FFF) - off)
+			i1 := clampLow(int32(b1&0x7FFF) - off)
+			o[j] = tab[i0&1023] | uint8(b0>>15)<<3 | (tab[i1&1023]|uint8(b1>>15)<<3)<<4
+		}
+		out, blk = out[4:], blk[8:]
+	}
+}
+// littleEndian is true on little-endian machines, where a uint64 store of
+// four bf16 lanes writes them in element order.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// asU64 views a bf16 slice as uint64 words of four elements, or returns nil
+// when it cannot (big-endian machine, misaligned or odd length).
+func asU64(d []uint16) []uint64 {
+	if !littleEndian || len(d) == 0 || len(d)%4 != 0 || uintptr(unsafe.Pointer(&d[0]))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&d[0])), len(d)/4)
 }

@@ -150,6 +150,14 @@ func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	src = src[:len(dst)]
 	if c.scale == 1 {
 		dec := &c.t.decBF
+		if d64 := asU64(dst); d64 != nil {
+			src = src[:4*len(d64)]
+			for j := range d64 {
+				s4 := src[4*j : 4*j+4]
+				d64[j] = uint64(dec[s4[0]]) | uint64(dec[s4[1]])<<16 | uint64(dec[s4[2]])<<32 | uint64(dec[s4[3]])<<48
+			}
+			return nil
+		}
 		for i, b := range src {
 			dst[i] = dec[b]
 		}

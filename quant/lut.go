@@ -113,3 +113,102 @@ func init() {
 		}
 	}
 }
+
+// Small E2M1 classification tables for bf16 inputs scaled by an exact power
+// of two: index = clamp(t − e2m1SmallBase, 0, e2m1SmallTop), t the bf16
+// magnitude bits of y = |x|·2^-e. Index 0 (y just below 0.25 or smaller) is
+// code 0; the top index (y above 5.0) is code 7.
+const (
+	e2m1SmallBase = 0x3E7F // bf16 bits just below 0.25
+	e2m1SmallTop  = 0x40A0 - e2m1SmallBase + 1
+)
+
+// Every index from e2m1SmallTop to 1023 holds 7, so callers need no upper
+// clamp when y < 16 (always true: |y| ≤ 8 for both scale rules).
+var e2m1SmallRNE, e2m1SmallUp [1024]uint8
+
+func init() {
+	for i := range 1024 {
+		if i >= e2m1SmallTop {
+			e2m1SmallRNE[i], e2m1SmallUp[i] = 7, 7
+			continue
+		}
+		k := keyMag(uint32(e2m1SmallBase+i) << 16)
+		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1RNE[k], e2m1HalfUp[k]
+	}
+}
+
+// clampLow returns max(t, 0) without a branch.
+func clampLow(t int32) int32 { return t &^ (t >> 31) }
+
+// maxMag16 returns the largest magnitude bits (sign cleared) of bf16
+// values, without data-dependent branches.
+func maxMag16(x []uint16) int32 {
+	if w := asU64Const(x); w != nil {
+		return maxMag16SWAR(w)
+	}
+	var m0, m1 int32
+	for len(x) >= 2 {
+		a0, a1 := int32(x[0]&0x7FFF), int32(x[1]&0x7FFF)
+		d0, d1 := a0-m0, a1-m1
+		m0 += d0 &^ (d0 >> 31)
+		m1 += d1 &^ (d1 >> 31)
+		x = x[2:]
+	}
+	if len(x) == 1 {
+		a := int32(x[0] & 0x7FFF)
+		d := a - m0
+		m0 += d &^ (d >> 31)
+	}
+	d := m1 - m0
+	return m0 + d&^(d>>31)
+}
+
+// maxMag32 returns the largest magnitude bits of float32 values (NaN
+// payloads compare above Inf), without data-dependent branches.
+func maxMag32(x []float32) uint32 {
+	var m0, m1 int64
+	for len(x) >= 2 {
+		a0, a1 := int64(math.Float32bits(x[0])&0x7FFFFFFF), int64(math.Float32bits(x[1])&0x7FFFFFFF)
+		d0, d1 := a0-m0, a1-m1
+		m0 += d0 &^ (d0 >> 63)
+		m1 += d1 &^ (d1 >> 63)
+		x = x[2:]
+	}
+	if len(x) == 1 {
+		a := int64(math.Float32bits(x[0]) & 0x7FFFFFFF)
+		d := a - m0
+		m0 += d &^ (d >> 63)
+	}
+	d := m1 - m0
+	return uint32(m0 + d&^(d>>63))
+}
+
+// maxMag16SWAR is maxMag16 on four bf16 lanes per uint64: with the sign bits
+// cleared, (a | 0x8000) − m has its lane's top bit set exactly when a ≥ m,
+// and no lane borrows from its neighbour.
+func maxMag16SWAR(w []uint64) int32 {
+	const lo15, hi = 0x7FFF7FFF7FFF7FFF, 0x8000800080008000
+	var m0, m1 uint64
+	for len(w) >= 2 {
+		a0, a1 := w[0]&lo15, w[1]&lo15
+		k0 := ((a0|hi)-m0)&hi>>15*0xFFFF
+		k1 := ((a1|hi)-m1)&hi>>15*0xFFFF
+		m0 = a0&k0 | m0&^k0
+		m1 = a1&k1 | m1&^k1
+		w = w[2:]
+	}
+	if len(w) == 1 {
+		a := w[0] & lo15
+		k := ((a|hi)-m0)&hi>>15*0xFFFF
+		m0 = a&k | m0&^k
+	}
+	k := ((m1|hi)-m0)&hi>>15*0xFFFF
+	m := m1&k | m0&^k
+	r := max(uint16(m), uint16(m>>16), uint16(m>>32), uint16(m>>48))
+	return int32(r)
+}
+
+// asU64Const views a bf16 slice as uint64 words of four elements for
+// reading, or returns nil (big-endian, misaligned, or not a multiple of 4).
+func asU64Const(d []uint16) []uint64 { return asU64(d) }
