@@ -380,6 +380,7 @@ func (c *pow2Codec) encodeBlockFP4Fast(out []byte, blk []uint16, e int) {
 		out, blk = out[4:], blk[8:]
 	}
 }
+
 // littleEndian is true on little-endian machines, where a uint64 store of
 // four bf16 lanes writes them in element order.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

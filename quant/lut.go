@@ -192,18 +192,18 @@ func maxMag16SWAR(w []uint64) int32 {
 	var m0, m1 uint64
 	for len(w) >= 2 {
 		a0, a1 := w[0]&lo15, w[1]&lo15
-		k0 := ((a0|hi)-m0)&hi>>15*0xFFFF
-		k1 := ((a1|hi)-m1)&hi>>15*0xFFFF
+		k0 := ((a0 | hi) - m0) & hi >> 15 * 0xFFFF
+		k1 := ((a1 | hi) - m1) & hi >> 15 * 0xFFFF
 		m0 = a0&k0 | m0&^k0
 		m1 = a1&k1 | m1&^k1
 		w = w[2:]
 	}
 	if len(w) == 1 {
 		a := w[0] & lo15
-		k := ((a|hi)-m0)&hi>>15*0xFFFF
+		k := ((a | hi) - m0) & hi >> 15 * 0xFFFF
 		m0 = a&k | m0&^k
 	}
-	k := ((m1|hi)-m0)&hi>>15*0xFFFF
+	k := ((m1 | hi) - m0) & hi >> 15 * 0xFFFF
 	m := m1&k | m0&^k
 	r := max(uint16(m), uint16(m>>16), uint16(m>>32), uint16(m>>48))
 	return int32(r)
