@@ -61,6 +61,18 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = req.ContextLength
 	}
+	switch strings.ToUpper(strings.TrimSpace(req.SpeculativeAlgorithm)) {
+	case "EAGLE", "EAGLE3":
+		// The drafter's attention layers join the KV cache: the checkpoint's
+		// MTP layers, else one EAGLE layer.
+		cfg.DraftLayers = req.SpeculativeDraftNumLayers
+		if cfg.DraftLayers == 0 {
+			cfg.DraftLayers = max(spec.NumNextNPredictLayers, 1)
+		}
+	case "", "NONE", "NGRAM":
+	default:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for vLLM", req.SpeculativeAlgorithm))
+	}
 	if p, _, err := vllm.ResolveProfile(req.VLLMVersion); err == nil && p == vllm.V06 && cfg.KVCacheMemoryBytes > 0 {
 		// V0 has no --kv-cache-memory-bytes: take it as the KV budget the
 		// run had (total × util − profiled peak), which reproduces its

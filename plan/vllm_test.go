@@ -66,6 +66,13 @@ func TestRunVLLM(t *testing.T) {
 			wantErr: plan.ErrInfeasible,
 		},
 		{
+			name: "EAGLE adds the drafter's layer (H100 log: 51.63 GiB, 410,128 tokens, 3.13x)",
+			req: plan.Request{Engine: "vllm", VLLMVersion: "0.11", SpeculativeAlgorithm: "EAGLE",
+				KVCacheMemoryBytes: units.Size(25633 * 16 * 33 * 4096)},
+			want: got{Version: "0.11", Blocks: 25633, Tokens: 410128, Capacity: 410128, Concurrency: 25633.0 / 8192, BlockSize: 16, Cell: 33 * 4096, MaxLen: 131072,
+				Lines: []string{"Available KV cache memory: 51.63 GiB", "GPU KV cache size: 410,128 tokens", "Maximum concurrency for 131,072 tokens per request: 3.13x"}},
+		},
+		{
 			name: "gpt-oss-120b logs 78,384 tokens on 0.11",
 			req: plan.Request{Engine: "vllm", Model: "openai/gpt-oss-120b", VLLMVersion: "0.11.1", MaxNumBatchedTokens: 8192,
 				KVCacheMemoryBytes: units.Size(9798 * 18 * 32768)},

@@ -48,6 +48,11 @@ type Config struct {
 	// MambaCacheMode is --mamba-cache-mode (none, align, all); empty takes
 	// the profile's default.
 	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
+	// DraftLayers is the number of attention layers a speculative drafter
+	// adds to the KV cache (EAGLE / EAGLE3: 1 on most models; MTP: the
+	// checkpoint's num_nextn_predict_layers). They copy the target's full
+	// attention layer and sit on the last pipeline stage.
+	DraftLayers int `json:"draft_layers,omitempty"`
 	// NumSpeculativeTokens adds speculative state blocks for Mamba layers.
 	NumSpeculativeTokens int `json:"num_speculative_tokens,omitempty"`
 	// MaxNumEncoderInputTokens sizes cross-attention layers (defaults to
@@ -119,8 +124,8 @@ func (c Config) Validate() error {
 	if c.GPUMemoryUtilization < 0 || c.GPUMemoryUtilization > 1 {
 		bad("gpu_memory_utilization %g must be in (0, 1]", c.GPUMemoryUtilization)
 	}
-	if c.KVCacheMemoryBytes < 0 || c.NumGPUBlocksOverride < 0 || c.SwapSpaceBytes < 0 || c.NumSpeculativeTokens < 0 || c.MaxNumEncoderInputTokens < 0 {
-		bad("byte and count settings must not be negative")
+	if c.KVCacheMemoryBytes < 0 || c.NumGPUBlocksOverride < 0 || c.SwapSpaceBytes < 0 || c.NumSpeculativeTokens < 0 || c.MaxNumEncoderInputTokens < 0 || c.DraftLayers < 0 || c.DraftLayers > 64 {
+		bad("byte and count settings must not be negative (draft_layers at most 64)")
 	}
 	if c.MambaCacheMode != "" && !slices.Contains([]string{"none", "align", "all"}, c.MambaCacheMode) {
 		bad("mamba_cache_mode %q (accepted: none, align, all)", c.MambaCacheMode)

@@ -11,11 +11,12 @@ import (
 
 // layerInputs are the settings BuildLayers needs.
 type layerInputs struct {
-	rules     rules
-	cache     CacheDType
-	blockSize int
-	tp, pp    int
-	notes     *[]string
+	rules       rules
+	draftLayers int
+	cache       CacheDType
+	blockSize   int
+	tp, pp      int
+	notes       *[]string
 }
 
 // stageOf splits n layers over pp stages as vLLM's get_pp_indices does:
@@ -194,6 +195,27 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 			idx.Variant = "indexer"
 			idx.Window, idx.ChunkSize = 0, 0
 			out = append(out, idx)
+		}
+	}
+	// Speculative drafter layers: copies of the target's full-attention
+	// layer (with its indexer), on the last stage.
+	var proto []LayerSpec
+	for i := len(out) - 1; i >= 0 && len(proto) == 0; i-- {
+		if out[i].Kind == FullAttention || (out[i].Kind == MLAAttention && out[i].Variant == "") {
+			proto = append(proto, out[i])
+			if i+1 < len(out) && out[i+1].Variant == "indexer" {
+				proto = append(proto, out[i+1])
+			}
+		}
+	}
+	if in.draftLayers > 0 && len(proto) == 0 {
+		return nil, fmt.Errorf("%w: a speculative drafter needs a full-attention layer to copy", ErrUnsupportedModel)
+	}
+	for d := range in.draftLayers {
+		for _, p := range proto {
+			p.Name = fmt.Sprintf("drafter.%d.%s", d, strings.TrimPrefix(p.Name[strings.LastIndex(p.Name, "."):], "."))
+			p.Stage = max(in.pp-1, 0)
+			out = append(out, p)
 		}
 	}
 	return out, nil

@@ -184,7 +184,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	}
 
 	var notes []string
-	layers, err := buildLayers(s, layerInputs{rules: r, cache: cache, blockSize: block, tp: tp, pp: pp, notes: &notes})
+	layers, err := buildLayers(s, layerInputs{rules: r, cache: cache, blockSize: block, tp: tp, pp: pp, notes: &notes, draftLayers: c.DraftLayers})
 	if err != nil {
 		return nil, err
 	}

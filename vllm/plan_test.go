@@ -625,3 +625,38 @@ func TestLatestRefusalsFromRealLogs(t *testing.T) {
 		})
 	}
 }
+
+// Llama-3.1-8B with one EAGLE layer on an H100 (vLLM issue log, V1 with
+// two-line reporting): "Available KV cache memory: 51.63 GiB", "GPU KV cache
+// size: 410,128 tokens", "Maximum concurrency for 131,072 tokens per
+// request: 3.13x" — 33 layers of 4 KiB per token.
+func TestEAGLEDraftLayer(t *testing.T) {
+	avail := int64(25633) * 16 * 33 * 4096
+	res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", DraftLayers: 1, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Available KV cache memory: 51.63 GiB", "GPU KV cache size: 410,128 tokens", "Maximum concurrency for 131,072 tokens per request: 3.13x"}
+	if diff := cmp.Diff(want, res.LogLines); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	if res.BytesPerToken != 33*4096 {
+		t.Errorf("bytes per token %d", res.BytesPerToken)
+	}
+	// gpt-oss-20b + EAGLE3: 12 SWA + 13 full layers → 13 + 13 with one padding layer.
+	res, err = vllm.Plan(gptOSS(24), vllm.Config{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(res.LogLines, "Add 1 padding layers, may waste at most 8.33% KV cache memory") || res.GroupSize != 13 {
+		t.Errorf("lines %q, group size %d", res.LogLines, res.GroupSize)
+	}
+	// DeepSeek-V3.2 MTP: one more MLA layer with its indexer.
+	res, err = vllm.Plan(deepseekV32(), vllm.Config{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BytesPerToken != 62*(656+132) {
+		t.Errorf("dsv3.2 + MTP bytes per token %d, want %d", res.BytesPerToken, 62*(656+132))
+	}
+}
