@@ -1,0 +1,340 @@
+package fit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcfg/kvcfg/fit"
+	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/plan"
+)
+
+const gib = int64(1) << 30
+
+// row is the part of a Configuration the known-answer tests pin.
+type row struct {
+	GPU                    string
+	Count, TP, PP          int
+	DType                  string
+	Tokens, Conc, Capacity int64
+	Flags                  []string
+}
+
+func rows(cs []fit.Configuration) []row {
+	var out []row
+	for _, c := range cs {
+		out = append(out, row{c.GPU, c.GPUCount, c.TPSize, c.PPSize, c.KVCacheDType, c.MaxTotalNumTokens,
+			c.MaxConcurrencyAtContextLength, c.CapacityAtContextLength, c.Flags})
+	}
+	return out
+}
+
+// llamaBase is Llama-3.1-8B on H100s with 16 GiB of weights per rank and
+// mem_fraction_static 0.835. The modelled free memory before weight load
+// is 81559 − 1175 = 80384 MiB = 78.5 GiB on one GPU and 81559 − 1687 =
+// 79872 MiB = 78.0 GiB per rank with two or more (gpu.RuntimeOverheadMiB).
+//
+//	1 GPU:  rest = 78.5 − 16 − 78.5·0.165 = 49.5475 GiB = 53,201,223,024 B
+//	        bf16 cell 8·256·32·2 = 131,072 → 405,893 tokens → 49 × 8192
+//	        fp8  cell 65,536              → 811,786 tokens → 99 × 8192
+//	2 GPUs: rest = 78.0 − 16 − 78.0·0.165 = 49.13 GiB = 52,752,935,813 B
+//	        TP2: 4 KV heads/rank, PP2: 16 layers/stage: both 65,536 B/token
+//	        → 804,945 tokens → 98 × 8192
+func llamaBase() plan.Request {
+	return plan.Request{
+		Model: "meta-llama/Llama-3.1-8B-Instruct", MemFractionStatic: 0.835,
+		WeightsMemory: units.Size(16 * gib),
+	}
+}
+
+func TestFitKnownAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		opts fit.Options
+		want []row
+	}{
+		{
+			name: "60 × 8k bf16 needs two H100s, TP2 over PP2",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}},
+			want: []row{{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
+				[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}}},
+		},
+		{
+			name: "fp8 fits one GPU and ranks first",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
+			want: []row{
+				{"H100-80GB", 1, 1, 1, "fp8_e4m3", 811786, 60, 99,
+					[]string{"--tp-size", "1", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+				{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
+					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+			},
+		},
+		{
+			name: "49 requests fit one GPU exactly",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 49, ContextLength: 8192, GPUs: []string{"H100"}},
+			want: []row{{"H100-80GB", 1, 1, 1, "auto", 405893, 49, 49,
+				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "49"}}},
+		},
+		{
+			// gpt-oss-120b (spec Ex.4b): F = S = 18 layers, 2048 B/token/layer
+			// in each pool, engine window 127 ⇒ a request keeps 127 + 1 = 128
+			// SWA tokens. Ratio 128/8192 = 0.015625 → 0.016: cell = 2048·18 +
+			// 0.016·2048·18 = 37,453.824. Weights 60 GiB: rest = 78.5 − 60 −
+			// 12.9525 = 5.5475 GiB = 5,956,582,768 B → T = 159,038 full
+			// tokens (19 × 8192), swa = ⌊159,038·0.016⌋ = 2,544 (19 × 128).
+			// SGLang's default ratio 0.8 would give 89,768 tokens: 10 requests.
+			name: "hybrid SWA ratio solved for the target",
+			opts: fit.Options{Base: plan.Request{Model: "openai/gpt-oss-120b", MemFractionStatic: 0.835, WeightsMemory: units.Size(60 * gib)},
+				Concurrency: 19, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 1},
+			want: []row{{"H100-80GB", 1, 1, 1, "auto", 159038, 19, 19,
+				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "19", "--swa-full-tokens-ratio", "0.016"}}},
+		},
+		{
+			// Qwen3-Next-80B (spec Ex.5) at TP1: mamba state 77,266,944 B per
+			// slot, KV 2 heads · 512 · 12 layers · 2 = 24,576 B/token. Eight
+			// requests with the radix cache need 8 · 3 = 24 slots; weights
+			// 40 GiB: rest = 78.5 − 40 − 12.9525 = 25.5475 GiB =
+			// 27,431,419,248 B, minus 25 slots (24 + padding) = 25,499,745,648 B
+			// → 1,037,587 tokens = 31 × 32768.
+			name: "mamba state sized to the target",
+			opts: fit.Options{Base: plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", MemFractionStatic: 0.835, WeightsMemory: units.Size(40 * gib)},
+				Concurrency: 8, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 1},
+			want: []row{{"H100-80GB", 1, 1, 1, "auto", 1037587, 8, 31,
+				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.835", "--max-running-requests", "8", "--max-mamba-cache-size", "24"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := fit.Run(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, rows(res.Configurations)); d != "" {
+				t.Errorf("configurations (-want +got):\n%s", d)
+			}
+			if res.ClosestMiss != nil {
+				t.Errorf("unexpected closest miss %+v", res.ClosestMiss)
+			}
+		})
+	}
+}
+
+// The headroom of the two-GPU Llama setup: 60 of 98 requests used, so
+// 38/98 of the 52,752,935,813-byte KV budget is spare: 20,455,220,009 B.
+func TestFitHeadroom(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 1 {
+		t.Fatalf("got %d configurations", len(res.Configurations))
+	}
+	if got := res.Configurations[0].HeadroomBytes; got != 20_455_220_009 {
+		t.Errorf("headroom = %d, want 20,455,220,009", got)
+	}
+}
+
+// 200 requests of 8k do not fit two H100s: the best two-GPU layout holds
+// 98 of them (804,945 tokens), or 200 requests of ⌊804,945/200⌋ = 4,024
+// tokens.
+func TestFitClosestMiss(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 200, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 0 {
+		t.Fatalf("want no configuration, got %v", rows(res.Configurations))
+	}
+	m := res.ClosestMiss
+	if m == nil {
+		t.Fatal("want a closest miss")
+	}
+	type miss struct {
+		GPU          string
+		Count, TP    int
+		Conc, Ctx    int
+		CapacityAtL  int64
+		FlagsRunning string
+	}
+	got := miss{m.GPU, m.GPUCount, m.TPSize, m.MaxConcurrency, m.MaxContextLength, m.CapacityAtContextLength, flagValue(m.Flags, "--max-running-requests")}
+	want := miss{"H100-80GB", 2, 2, 98, 4024, 98, "98"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("closest miss (-want +got):\n%s", d)
+	}
+	if m.Error == "" || m.Hint == "" {
+		t.Errorf("miss without error or hint: %+v", m)
+	}
+}
+
+// A model that fits nowhere: 70B bf16 weights on one 24 GB L4.
+func TestFitNothingRuns(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"},
+		Concurrency: 1, ContextLength: 4096, GPUs: []string{"L4"}, MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.ClosestMiss
+	if m == nil || m.MaxConcurrency != 0 || m.MaxContextLength != 0 || m.Error == "" {
+		t.Fatalf("want a miss that runs nothing, got %+v", m)
+	}
+}
+
+func TestFitSkipsUnusableTP(t *testing.T) {
+	// Llama-3.1-8B has 32 query and 8 KV heads: TP 3, 5, 6 and 7 are out.
+	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 1000, ContextLength: 8192, GPUs: []string{"H100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[int]bool{}
+	for _, s := range res.Skipped {
+		bad[s.TPSize] = true
+		if s.Reason == "" {
+			t.Errorf("skip without reason: %+v", s)
+		}
+	}
+	for _, tp := range []int{3, 5, 6, 7} {
+		if !bad[tp] {
+			t.Errorf("tp %d not skipped", tp)
+		}
+	}
+	for _, tp := range []int{1, 2, 4, 8} {
+		if bad[tp] {
+			t.Errorf("tp %d skipped", tp)
+		}
+	}
+}
+
+func TestFitInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		opts fit.Options
+	}{
+		{"no concurrency", fit.Options{ContextLength: 10}},
+		{"no context", fit.Options{Concurrency: 1}},
+		{"unknown gpu", fit.Options{Concurrency: 1, ContextLength: 10, GPUs: []string{"H999"}}},
+		{"too many gpus", fit.Options{Concurrency: 1, ContextLength: 10, MaxGPUs: 1000}},
+		{"bad base", fit.Options{Concurrency: 1, ContextLength: 10, Base: plan.Request{MemFractionStatic: 2}}},
+		{"context above the model's", fit.Options{Concurrency: 1, ContextLength: 1 << 30, Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := fit.Run(context.Background(), tt.opts); !errors.Is(err, fit.ErrInvalid) {
+				t.Errorf("want ErrInvalid, got %v", err)
+			}
+		})
+	}
+	if _, err := fit.Run(context.Background(), fit.Options{Concurrency: 1, ContextLength: 10, Base: plan.Request{Model: "no/such-model"}}); !errors.Is(err, plan.ErrInvalid) {
+		t.Errorf("unknown model: want plan.ErrInvalid, got %v", err)
+	}
+}
+
+// TestFitPropertyFeasible: every configuration fit lists plans, from its
+// printed flags alone (plus model, GPU, engine and kvcfg's memory inputs),
+// to at least the target concurrency at the target context, with a
+// request cap of at least the target; and `kvcfg plan` with PlanArgs
+// reproduces the listed plan.
+func TestFitPropertyFeasible(t *testing.T) {
+	models := []string{
+		"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b",
+		"Qwen/Qwen3-Next-80B-A3B-Instruct", "google/gemma-2-9b-it", "mistralai/Mistral-7B-Instruct-v0.3",
+	}
+	gpus := [][]string{{"H100"}, {"H200", "L40S"}, {"B200"}, {"A100-80GB", "RTX-4090"}}
+	dtypes := [][]string{{"auto"}, {"auto", "fp8_e4m3"}, {"fp8_e4m3"}}
+	rng := rand.New(rand.NewPCG(7, 11))
+	cases := 16
+	if testing.Short() {
+		cases = 4
+	}
+	for i := range cases {
+		engine := plan.EngineSGLang
+		if i%4 == 3 {
+			engine = plan.EngineVLLM
+		}
+		o := fit.Options{
+			Base:          plan.Request{Model: models[rng.IntN(len(models))], Engine: engine},
+			Concurrency:   1 + rng.IntN(256),
+			ContextLength: 512 * (1 + rng.IntN(64)),
+			GPUs:          gpus[rng.IntN(len(gpus))],
+			KVCacheDTypes: dtypes[rng.IntN(len(dtypes))],
+			All:           i%2 == 0,
+		}
+		spec, err := plan.ResolveModel(o.Base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ContextLength = min(o.ContextLength, spec.ContextLength)
+		t.Run(fmt.Sprintf("%s/%s/%dx%d", engine, o.Base.Model, o.Concurrency, o.ContextLength), func(t *testing.T) {
+			res, err := fit.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d configurations, %d plans, miss %v", len(res.Configurations), res.Plans, res.ClosestMiss != nil)
+			for _, c := range res.Configurations {
+				checkConfiguration(t, o, c)
+			}
+			if len(res.Configurations) == 0 && res.ClosestMiss == nil {
+				t.Errorf("neither a configuration nor a closest miss")
+			}
+		})
+	}
+}
+
+func checkConfiguration(t *testing.T, o fit.Options, c fit.Configuration) {
+	t.Helper()
+	// From the engine flags.
+	base := plan.Request{Model: o.Base.Model, GPU: c.GPU, Engine: c.Engine}
+	req, err := fit.ParseFlags(base, c.Flags)
+	if err != nil {
+		t.Fatalf("%v: %v", c.Flags, err)
+	}
+	rep, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s %v: plan fails: %v", c.GPU, c.Flags, err)
+	}
+	if rep.MaxConcurrencyAtContextLength < int64(o.Concurrency) {
+		t.Errorf("%s %v: concurrency %d < target %d", c.GPU, c.Flags, rep.MaxConcurrencyAtContextLength, o.Concurrency)
+	}
+	if rep.MaxRunningRequests < o.Concurrency {
+		t.Errorf("%s %v: max running requests %d < target %d", c.GPU, c.Flags, rep.MaxRunningRequests, o.Concurrency)
+	}
+	ctxLen := rep.ContextLength
+	if c.Engine == plan.EngineVLLM {
+		ctxLen = rep.MaxModelLen
+	}
+	if ctxLen != o.ContextLength {
+		t.Errorf("%s %v: planned context %d, target %d", c.GPU, c.Flags, ctxLen, o.ContextLength)
+	}
+	if rep.NumGPUs != c.GPUCount || c.GPUCount != c.TPSize*c.PPSize*c.DPSize {
+		t.Errorf("%s %v: %d GPUs planned, %d listed (tp %d pp %d dp %d)", c.GPU, c.Flags, rep.NumGPUs, c.GPUCount, c.TPSize, c.PPSize, c.DPSize)
+	}
+	if rep.MaxTotalNumTokens != c.MaxTotalNumTokens {
+		t.Errorf("%s %v: %d tokens planned, %d listed", c.GPU, c.Flags, rep.MaxTotalNumTokens, c.MaxTotalNumTokens)
+	}
+	// From the kvcfg plan arguments.
+	preq, err := fit.ParseFlags(plan.Request{}, c.PlanArgs)
+	if err != nil {
+		t.Fatalf("%v: %v", c.PlanArgs, err)
+	}
+	prep, err := plan.Run(context.Background(), preq)
+	if err != nil {
+		t.Fatalf("%v: %v", c.PlanArgs, err)
+	}
+	if prep.MaxConcurrencyAtContextLength != c.MaxConcurrencyAtContextLength || prep.MaxTotalNumTokens != c.MaxTotalNumTokens {
+		t.Errorf("kvcfg plan %v: %d tokens / %d requests, listed %d / %d", c.PlanArgs, prep.MaxTotalNumTokens,
+			prep.MaxConcurrencyAtContextLength, c.MaxTotalNumTokens, c.MaxConcurrencyAtContextLength)
+	}
+}
+
+func flagValue(flags []string, name string) string {
+	for i := 0; i+1 < len(flags); i++ {
+		if flags[i] == name {
+			return flags[i+1]
+		}
+	}
+	return ""
+}
