@@ -13,8 +13,8 @@ import (
 // asymmetric-head SWA and a Mamba (GDN) hybrid, and checks the KV pools against the
 // configured budget within one page per pool and the state pool exactly.
 func TestCatalogModelsReadyPools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates a few hundred MiB")
+	if testing.Short() || raceOn {
+		t.Skip("allocates a few hundred MiB; no concurrency to check under -race")
 	}
 	const gib = 1 << 30
 	tests := []struct {
