@@ -61,6 +61,11 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = req.ContextLength
 	}
+	if req.DisableRadixCache {
+		// SGLang's prefix-cache switch; vLLM's --no-enable-prefix-caching
+		// keeps one Mamba state per request.
+		cfg.MambaCacheMode = "none"
+	}
 	switch strings.ToUpper(strings.TrimSpace(req.SpeculativeAlgorithm)) {
 	case "EAGLE", "EAGLE3":
 		// The drafter's attention layers join the KV cache: the checkpoint's

@@ -128,6 +128,9 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 		} else if s.SWAHeadDim > 0 {
 			sv = sk
 		}
+		if !in.rules.swaHeadSizeV {
+			sv = sk // SlidingWindowSpec had no head_size_v yet
+		}
 		swaTok = in.cache.tokenBytes(kvHeadsPerRank(h, in.tp), sk, sv)
 	}
 

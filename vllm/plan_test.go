@@ -660,3 +660,29 @@ func TestEAGLEDraftLayer(t *testing.T) {
 		t.Errorf("dsv3.2 + MTP bytes per token %d, want %d", res.BytesPerToken, 62*(656+132))
 	}
 }
+
+// MiMo-V2-Flash-like asymmetric sliding layers (8 KV heads, K 192, V 128)
+// next to full layers (4 KV heads): latest sizes V with its own head size,
+// 0.11 sized V like K.
+func TestAsymmetricSlidingHeads(t *testing.T) {
+	s := gptOSS(8)
+	s.NumKVHeads, s.HeadDim, s.VHeadDim = 4, 192, 128
+	s.SWANumKVHeads, s.SWAHeadDim, s.SWAVHeadDim = 8, 192, 128
+	for _, tt := range []struct {
+		version string
+		want    int64
+		refused bool
+	}{
+		{"latest", 4*4*(192+128)*2 + 4*8*(192+128)*2, false},
+		// 0.11: pages of 40,960 and 98,304 bytes do not divide: vLLM raises.
+		{"0.11", 4*4*(192+128)*2 + 4*8*(192+192)*2, true},
+	} {
+		res, err := vllm.Plan(s, vllm.Config{Version: tt.version, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
+		if errors.Is(err, vllm.ErrRefused) != tt.refused || (err != nil && !tt.refused) {
+			t.Fatalf("%s: err = %v", tt.version, err)
+		}
+		if res.BytesPerToken != tt.want {
+			t.Errorf("%s: bytes per token %d, want %d", tt.version, res.BytesPerToken, tt.want)
+		}
+	}
+}

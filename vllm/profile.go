@@ -115,6 +115,9 @@ type rules struct {
 	// padPages pads pages that do not divide the largest page instead of
 	// refusing to start.
 	padPages bool
+	// swaHeadSizeV gives sliding-window specs their own V head size (0.11
+	// sizes V like K).
+	swaHeadSizeV bool
 	// nemotronSSMFP32 keeps NemotronH's SSM state in fp32 (fp16 in 0.11).
 	nemotronSSMFP32 bool
 	// kvCacheMemoryBytes accepts the kv_cache_memory_bytes override.
@@ -151,6 +154,7 @@ func (p Profile) rules() rules {
 			hybridWithChunked:  true,
 			padPages:           true,
 			nemotronSSMFP32:    true,
+			swaHeadSizeV:       true,
 			kvCacheMemoryBytes: true,
 			dtypes: []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla", "nvfp4",
 				"int8_per_token_head", "fp8_per_token_head"},
