@@ -157,6 +157,21 @@ func TestStatePool(t *testing.T) {
 	if got, want := sp2.Bytes().SpecState, int64(2*4*(2048*3*2+8*128*128*4)); got != want {
 		t.Errorf("spec state bytes %d, want %d", got, want)
 	}
+	a, err1 := sp2.SpecSSM(0, 1, 3)
+	c, err2 := sp2.SpecConv(0, 0, 1, 3)
+	if err := errors.Join(err1, err2); err != nil || len(a) != 8*128*128*4 || len(c) != 2048*3*2 {
+		t.Fatalf("spec views %d/%d bytes, %v", len(a), len(c), err)
+	}
+	a[0] = 9
+	if b, _ := sp2.SpecSSM(0, 1, 2); b[0] == 9 {
+		t.Errorf("draft tokens share a view")
+	}
+	if _, err := sp2.SpecSSM(0, 2, 0); !errors.Is(err, pool.ErrInvalid) {
+		t.Errorf("spec slot out of range: err = %v", err)
+	}
+	if _, err := sp.SpecSSM(0, 0, 0); !errors.Is(err, pool.ErrInvalid) {
+		t.Errorf("no spec state: err = %v", err)
+	}
 	if err := (pool.StateConfig{Size: 1, Layers: 1, Temporal: []int{0}}).Validate(); !errors.Is(err, pool.ErrConfig) {
 		t.Errorf("bad temporal shape: err = %v", err)
 	}

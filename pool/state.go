@@ -203,3 +203,40 @@ func (s *StatePool) SSM(layer int, slot int32) ([]byte, error) {
 
 // Bytes reports the state tensors' memory by purpose.
 func (s *StatePool) Bytes() Bytes { return s.cfg.bytes() }
+
+// SpecSSM returns the speculative intermediate SSM state of a layer, spec
+// slot (0..SpecStateSize, 0 is padding) and draft token (a view); an
+// ErrInvalid when the pool has no speculative state.
+func (s *StatePool) SpecSSM(layer int, slot int32, draft int) ([]byte, error) {
+	j, err := s.specIndex(layer, slot, draft)
+	if err != nil {
+		return nil, err
+	}
+	b := s.cfg.ssmSlotBytes()
+	return s.specSSM[j*b : (j+1)*b : (j+1)*b], nil
+}
+
+// SpecConv returns the speculative intermediate state of conv tensor i for
+// a layer, spec slot and draft token (a view).
+func (s *StatePool) SpecConv(i, layer int, slot int32, draft int) ([]byte, error) {
+	if i < 0 || i >= len(s.specConv) {
+		return nil, fmt.Errorf("%w: speculative conv tensor %d of %d", ErrInvalid, i, len(s.specConv))
+	}
+	j, err := s.specIndex(layer, slot, draft)
+	if err != nil {
+		return nil, err
+	}
+	b := s.convBytes[i]
+	return s.specConv[i][j*b : (j+1)*b : (j+1)*b], nil
+}
+
+func (s *StatePool) specIndex(layer int, slot int32, draft int) (int64, error) {
+	c := s.cfg
+	if c.SpecStateSize == 0 {
+		return 0, fmt.Errorf("%w: the state pool has no speculative state", ErrInvalid)
+	}
+	if layer < 0 || layer >= c.Layers || slot < 0 || int(slot) > c.SpecStateSize || draft < 0 || draft >= c.DraftTokens {
+		return 0, fmt.Errorf("%w: speculative state layer %d, slot %d, draft %d (of %d, %d, %d)", ErrInvalid, layer, slot, draft, c.Layers, c.SpecStateSize, c.DraftTokens)
+	}
+	return (int64(layer)*int64(c.SpecStateSize+1)+int64(slot))*int64(c.DraftTokens) + int64(draft), nil
+}
