@@ -77,9 +77,13 @@ type Result struct {
 
 // MemoryReport is the budget of one GPU.
 type MemoryReport struct {
+	// TotalBytes is the device's memory.
 	TotalBytes int64 `json:"total_bytes,omitempty"`
-	// RequestedBytes is total × gpu_memory_utilization.
-	RequestedBytes  int64 `json:"requested_bytes,omitempty"`
+	// RequestedBytes is total × gpu_memory_utilization (rounded up by the
+	// latest profile).
+	RequestedBytes int64 `json:"requested_bytes,omitempty"`
+	// WeightsBytes, ActivationBytes, NonTorchBytes and CUDAGraphBytes are
+	// the non-KV figures subtracted from RequestedBytes.
 	WeightsBytes    int64 `json:"weights_bytes,omitempty"`
 	ActivationBytes int64 `json:"activation_bytes,omitempty"`
 	NonTorchBytes   int64 `json:"non_torch_bytes,omitempty"`
