@@ -18,10 +18,11 @@ const MaxCompareColumns = 32
 // TPSize are replaced by the lists.
 type CompareRequest struct {
 	Request
-	// Engines lists the engines (default: sglang, vllm).
+	// Engines lists the engines (default: the request's engine field, which
+	// may be a comma-separated list, else sglang and vllm).
 	Engines []string `json:"engines,omitempty"`
 	// KVCacheDTypes lists --kv-cache-dtype values (default: the request's
-	// kv_cache_dtype, else auto).
+	// kv_cache_dtype, which may be a comma-separated list, else auto).
 	KVCacheDTypes []string `json:"kv_cache_dtypes,omitempty"`
 	// TPSizes lists tensor-parallel sizes (default: the request's tp_size).
 	TPSizes []int `json:"tp_sizes,omitempty"`
@@ -78,7 +79,11 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 		return nil, err
 	}
 	engines := slices.Clone(req.Engines)
-	if len(engines) == 0 {
+	switch {
+	case len(engines) > 0:
+	case strings.TrimSpace(req.Engine) != "":
+		engines = strings.Split(req.Engine, ",")
+	default:
 		engines = []string{EngineSGLang, EngineVLLM}
 	}
 	var errs []error
@@ -91,7 +96,7 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	}
 	dtypes := slices.Clone(req.KVCacheDTypes)
 	if len(dtypes) == 0 {
-		dtypes = []string{req.KVCacheDType}
+		dtypes = strings.Split(req.KVCacheDType, ",")
 	}
 	for i, d := range dtypes {
 		dtypes[i] = strings.TrimSpace(d)

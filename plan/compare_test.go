@@ -115,3 +115,22 @@ func TestCompareAllRefuse(t *testing.T) {
 		t.Errorf("canceled: err = %v", err)
 	}
 }
+
+// The HTTP form: engine and kv_cache_dtype as comma-separated strings.
+func TestCompareCommaFields(t *testing.T) {
+	var req plan.CompareRequest
+	if err := json.Unmarshal([]byte(`{"model":"meta-llama/Llama-3.1-8B-Instruct","engine":"vllm","kv_cache_dtype":"auto, fp8","context_length":4096}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	res, err := plan.Compare(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Columns {
+		got = append(got, c.Engine+"/"+c.KVCacheDType+"/"+c.ResolvedKVCacheDType)
+	}
+	if diff := cmp.Diff([]string{"vllm/auto/bf16", "vllm/fp8/fp8_e4m3"}, got); diff != "" {
+		t.Errorf("columns (-want +got):\n%s", diff)
+	}
+}
