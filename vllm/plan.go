@@ -213,7 +213,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	avail := res.Memory.AvailableKVBytes
 
 	if r.v0 {
-		return res, planV0(res, layers, c, pp, avail)
+		return res, planV0(res, layers, c, pp, avail, v0BlocksLabel(c.Version))
 	}
 	return planV1(res, layers, c, r, pp, avail, autoFit)
 }
@@ -319,7 +319,23 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 
 // planV0 is the V0 engine: one cache block of all attention layers of a
 // stage, the minimum over stages, the max-seq-len check after sizing.
-func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64) error {
+// v0BlocksLabel is the device word of V0's "# GPU blocks" line: "GPU" up
+// to 0.6, the platform's dispatch key "CUDA" in 0.7, its device type "cuda"
+// from 0.8.
+func v0BlocksLabel(version string) string {
+	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(version)), "v")
+	major, minor, ok := parseVersion(v)
+	switch {
+	case !ok || major != 0 || minor <= 6:
+		return "GPU"
+	case minor == 7:
+		return "CUDA"
+	default:
+		return "cuda"
+	}
+}
+
+func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, label string) error {
 	B := int64(res.BlockSize)
 	var worst int64
 	for st := range pp {
@@ -351,7 +367,7 @@ func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64) erro
 	res.MaxConcurrency = float64(res.NumGPUBlocks*B) / float64(L)
 	res.NeededBytes = res.BlocksPerRequest * worst
 	res.LogLines = append(res.LogLines,
-		fmt.Sprintf("# GPU blocks: %d, # CPU blocks: %d", res.NumGPUBlocks, res.NumCPUBlocks),
+		fmt.Sprintf("# %s blocks: %d, # CPU blocks: %d", label, res.NumGPUBlocks, res.NumCPUBlocks),
 		fmt.Sprintf("Maximum concurrency for %d tokens per request: %.2fx", L, res.MaxConcurrency))
 	if res.NumGPUBlocks <= 0 {
 		return refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")

@@ -686,3 +686,44 @@ func TestAsymmetricSlidingHeads(t *testing.T) {
 		}
 	}
 }
+
+// V0 logs from real runs (Qwen2.5-0.5B / -1.5B shapes, 4 GiB swap): the
+// block and concurrency lines and the device word of each generation.
+func TestV0RealLogs(t *testing.T) {
+	qwen := func(layers, headDim, ctx int) *model.Spec {
+		return &model.Spec{Name: "qwen2.5", NumLayers: layers, NumAttentionHeads: 14, NumKVHeads: 2, HeadDim: headDim,
+			LayerKinds: kinds(layers, allFull), ContextLength: ctx, ModelDType: dtype.BFloat16}
+	}
+	tests := []struct {
+		name, version string
+		spec          *model.Spec
+		kv            int64 // "the rest of the memory reserved for KV Cache is X GiB"
+		want          []string
+	}{
+		{
+			// 28 layers × 2 KV heads × 128: 458,752 B per block; 2.36 GiB.
+			name: "0.7 prints CUDA", version: "0.7.3", spec: qwen(28, 128, 32768), kv: 5519*458752 + 1000,
+			want: []string{"# CUDA blocks: 5519, # CPU blocks: 9362", "Maximum concurrency for 32768 tokens per request: 2.69x"},
+		},
+		{
+			// 24 layers × 2 KV heads × 64: 196,608 B per block; 7.57 GiB.
+			name: "0.9 prints cuda", version: "0.9.2", spec: qwen(24, 64, 32768), kv: 41345*196608 + 5000,
+			want: []string{"# cuda blocks: 41345, # CPU blocks: 21845", "Maximum concurrency for 32768 tokens per request: 20.19x"},
+		},
+		{
+			name: "0.6 prints GPU", version: "0.6", spec: qwen(24, 64, 32768), kv: 15712 * 196608,
+			want: []string{"# GPU blocks: 15712, # CPU blocks: 21845", "Maximum concurrency for 32768 tokens per request: 7.67x"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, Memory: vllm.Memory{AvailableKVBytes: tt.kv}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res.LogLines); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -13,8 +13,10 @@ type Profile string
 // The version profiles.
 const (
 	// V06 is the V0 engine (vLLM 0.6 up to 0.10): one cache-block size for all
-	// layers, "# GPU blocks: N, # CPU blocks: M", the max-seq-len check after
-	// sizing, sliding-window layers sized as full attention, no Mamba.
+	// layers, "# GPU blocks: N, # CPU blocks: M" ("# CUDA blocks" in 0.7,
+	// "# cuda blocks" from 0.8, following the version given), the
+	// max-seq-len check after sizing, sliding-window layers sized as full
+	// attention, no Mamba.
 	V06 Profile = "0.6"
 	// V011 is the V1 engine with 0.11.x reporting: KV cache groups,
 	// "GPU KV cache size" = num_blocks // groups × block_size, admission
