@@ -1,0 +1,175 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kvcfg/kvcfg/plan"
+)
+
+// Advice is what planning the launch says about an explained message.
+type Advice struct {
+	// Reproduced is true when the plan of the given flags fails the way the
+	// message says (or, for a warning, is feasible).
+	Reproduced bool `json:"reproduced"`
+	// PlanError is the plan's error with the given flags, "" when feasible.
+	PlanError string `json:"plan_error,omitempty"`
+	// Flag and Value are the change that makes the launch plan, "" when no
+	// value of the knob does.
+	Flag  string `json:"flag,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Note says what the planned change gives (tokens, requests) or why no
+	// value works.
+	Note string `json:"note"`
+	// Report is the plan with the change applied (or with the given flags
+	// when no change works).
+	Report *plan.Report `json:"report,omitempty"`
+}
+
+// Advise plans req (the launch the message came from) and searches the
+// value of the explanation's knob that makes it start and hold at least
+// one request of its context length: the smallest memory fraction or
+// utilization, the largest context length or request cap, the smallest
+// SWA ratio. req.Engine is set from the message when empty.
+func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, error) {
+	if e == nil {
+		return nil, errors.New("explain: nil explanation")
+	}
+	if req.Engine == "" {
+		req.Engine = e.Engine
+	}
+	rep, err := plan.Run(ctx, req)
+	if err != nil && !errors.Is(err, plan.ErrInfeasible) {
+		return nil, err
+	}
+	a := &Advice{Report: rep}
+	if err != nil {
+		a.PlanError = err.Error()
+	}
+	a.Reproduced = (err != nil) == isError(e.Kind)
+	good := func(r plan.Request) (*plan.Report, bool) {
+		rp, err := plan.Run(ctx, r)
+		return rp, err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= 1
+	}
+	req = req.Normalized()
+	var s *step
+	switch e.Knob {
+	case "--mem-fraction-static":
+		s = &step{flag: "--mem-fraction-static", lo: 300, hi: 990, min: true, scale: 1000,
+			set: func(r *plan.Request, v int) { r.MemFractionStatic = float64(v) / 1000 }}
+	case "--gpu-memory-utilization":
+		s = &step{flag: "--gpu-memory-utilization", lo: 300, hi: 990, min: true, scale: 1000,
+			set: func(r *plan.Request, v int) { r.GPUMemoryUtilization = float64(v) / 1000 }}
+		if e.Kind == "free_memory_below_utilization" {
+			s = nil // bounded by free memory, not by the plan: the message's value stands
+		}
+	case "--swa-full-tokens-ratio":
+		s = &step{flag: "--swa-full-tokens-ratio", lo: 1, hi: 1000, min: true, scale: 1000,
+			set: func(r *plan.Request, v int) { r.SWAFullTokensRatio = float64(v) / 1000 }}
+	case "--max-model-len", "--context-length":
+		cur := max(req.MaxModelLen, req.ContextLength, rep.ContextLength)
+		if cur > 0 {
+			s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) {
+				if r.Engine == plan.EngineVLLM {
+					r.MaxModelLen = v
+				} else {
+					r.ContextLength = v
+				}
+			}}
+		}
+	case "--max-running-requests":
+		cur := max(req.MaxRunningRequests, 1)
+		s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) { r.MaxRunningRequests = v }}
+	case "--tp-size":
+		for t := max(req.TPSize, 1) * 2; t <= 64; t *= 2 {
+			r := req
+			r.TPSize, r.TensorParallelSize = t, 0
+			if rp, ok := good(r); ok {
+				a.Flag, a.Value, a.Report = "--tp-size", strconv.Itoa(t), rp
+				a.Note = note(rp)
+				return a, nil
+			}
+		}
+	}
+	if err == nil && isError(e.Kind) {
+		a.Note = "kvcfg plans this launch as feasible: its memory model differs from the machine (pass the engine's measured free memory, --pre-load-free-memory and --post-load-free-memory, or --weights-memory, for exact numbers)"
+		return a, nil
+	}
+	if s == nil {
+		a.Note = "no plan-based value for " + e.Knob + "; " + e.Advice
+		return a, nil
+	}
+	v, rp, ok := s.search(req, good)
+	if !ok {
+		a.Note = fmt.Sprintf("no value of %s makes this launch plan; %s", s.flag, e.Advice)
+		return a, nil
+	}
+	a.Flag, a.Report = s.flag, rp
+	if s.scale == 1000 {
+		a.Value = strconv.FormatFloat(float64(v)/1000, 'f', 3, 64)
+	} else {
+		a.Value = strconv.Itoa(v)
+	}
+	a.Note = note(rp)
+	return a, nil
+}
+
+func note(r *plan.Report) string {
+	return fmt.Sprintf("plans to %d tokens per GPU, %d requests of %d tokens at once", r.MaxTotalNumTokens, r.MaxConcurrencyAtContextLength, r.ContextLength)
+}
+
+// isError reports whether the kind is an engine error (as opposed to a
+// warning the engine starts with).
+func isError(kind string) bool {
+	switch kind {
+	case "mamba_capped", "max_running_reduced", "max_total_tokens_too_large", "memory_unbalanced":
+		return false
+	}
+	return true
+}
+
+// step is a bisection over one integer-coded knob.
+type step struct {
+	flag   string
+	lo, hi int
+	// min searches the smallest working value (memory shares); otherwise
+	// the largest (lengths, request caps).
+	min bool
+	// scale 1000 codes thousandths (printed with three decimals).
+	scale int
+	set   func(*plan.Request, int)
+}
+
+func (s *step) search(req plan.Request, good func(plan.Request) (*plan.Report, bool)) (int, *plan.Report, bool) {
+	try := func(v int) (*plan.Report, bool) {
+		r := req
+		s.set(&r, v)
+		return good(r)
+	}
+	end := s.hi
+	if !s.min {
+		end = s.lo
+	}
+	rp, ok := try(end)
+	if !ok {
+		return 0, nil, false
+	}
+	lo, hi, best, bestRep := s.lo, s.hi, end, rp
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		r, ok := try(mid)
+		switch {
+		case ok && s.min:
+			best, bestRep, hi = mid, r, mid-1
+		case ok:
+			best, bestRep, lo = mid, r, mid+1
+		case s.min:
+			lo = mid + 1
+		default:
+			hi = mid - 1
+		}
+	}
+	return best, bestRep, true
+}
