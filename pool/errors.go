@@ -53,3 +53,7 @@ func (e *OutOfMemoryError) Unwrap() error { return ErrOutOfMemory }
 func oom(what, unit string, need, have int) error {
 	return &OutOfMemoryError{What: what, Unit: unit, Need: need, Have: have}
 }
+
+// maxHostBytes bounds any one pool's host allocation (1 TiB): configs that
+// ask for more are refused by Validate instead of failing in make.
+const maxHostBytes = 1 << 40

@@ -95,8 +95,9 @@ func (c KVConfig) Validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if b := c.bytes(f, c.Size); b.KV() > 1<<40 {
-		errs = append(errs, fmt.Errorf("%w: kv buffer of %d bytes is too large for host memory", ErrConfig, b.KV()))
+	ke, ve := c.rowElems()
+	if est := float64(c.Size+c.page()) * float64(c.Layers) * float64(ke+ve) * float64(f.ElementBits+16) / 8; est > maxHostBytes || c.Size > maxRows-c.page() {
+		errs = append(errs, fmt.Errorf("%w: kv buffer of about %.0f bytes is too large for host memory", ErrConfig, est))
 	}
 	for _, cd := range []quant.Codec{c.KCodec, c.VCodec} {
 		if cd != nil && !sameGeometry(cd.Format(), f) {

@@ -18,7 +18,7 @@ type ReqToTokenPool struct {
 // NewReqToTokenPool returns a table of size request slots of width tokens
 // (context length plus the extra of §e.3).
 func NewReqToTokenPool(size, width int) (*ReqToTokenPool, error) {
-	if size < 0 || width <= 0 || int64(size+1)*int64(width) > 1<<40 {
+	if size < 0 || width <= 0 || size >= maxRows || (float64(size)+1)*float64(width)*4 > maxHostBytes {
 		return nil, fmt.Errorf("%w: request table %d slots x %d tokens", ErrConfig, size, width)
 	}
 	slots, err := NewAllocator(AllocatorConfig{Size: size, PageSize: 1, Name: "request slots"})

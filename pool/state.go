@@ -55,19 +55,23 @@ func (c StateConfig) Validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if c.bytes().Total() > 1<<40 {
-		return fmt.Errorf("%w: state pool of %d bytes is too large for host memory", ErrConfig, c.bytes().Total())
+	per := float64(c.convSlotBytes() + c.ssmSlotBytes())
+	est := float64(c.Layers) * per * (float64(c.Size) + 1 + (float64(c.SpecStateSize)+1)*float64(c.DraftTokens))
+	if est > maxHostBytes || c.Size >= maxRows {
+		return fmt.Errorf("%w: state pool of about %.0f bytes is too large for host memory", ErrConfig, est)
 	}
 	return nil
 }
 
+// shapeElems is the element count of a shape, 0 for an empty shape, a
+// non-positive dimension or a count beyond 2^40.
 func shapeElems(s []int) int64 {
 	if len(s) == 0 {
 		return 0
 	}
 	n := int64(1)
 	for _, d := range s {
-		if d <= 0 || n > 1<<40 {
+		if d <= 0 || d > 1<<40 || n > (1<<40)/int64(d) {
 			return 0
 		}
 		n *= int64(d)
