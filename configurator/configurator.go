@@ -329,6 +329,12 @@ func New(in Input) (*Configurator, error) {
 			c.notes = append(c.notes, "multimodal model: mem_fraction_static scaled by 0.95 for the vision tower (SGLang adjust_mem_fraction_for_vlm with default ViT size)")
 		}
 	}
+	if platform == "hip" && d.ContextLength > 8192 {
+		// The aiter attention backend (ROCm default) scales the fraction,
+		// a user-supplied one included (§d.1, §g.12).
+		d.MemFractionStatic *= 0.85
+		c.notes = append(c.notes, fmt.Sprintf("ROCm aiter attention with context length %d above 8192: mem_fraction_static scaled by 0.85 to %.4f", d.ContextLength, d.MemFractionStatic))
+	}
 	if p.EnableDPAttention && p.DP > 1 && d.ChunkedPrefillSize > 0 {
 		d.ChunkedPrefillSize /= p.DP
 	}

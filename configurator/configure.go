@@ -366,7 +366,11 @@ func (c *Configurator) fill(res *Result, p stagePlan, idx int, cfg sizing.PoolCo
 func (c *Configurator) poolCharge(p stagePlan, cfg sizing.PoolConfig) int64 {
 	if p.hybrid != nil {
 		h := p.hybrid
-		return cfg.FullMaxTotalNumTokens*h.FullCell() + cfg.SWAMaxTotalNumTokens*h.SWAPerToken*int64(h.SWALayers) + cfg.FullMaxTotalNumTokens*h.DraftCell
+		b := cfg.FullMaxTotalNumTokens*h.FullCell() + cfg.SWAMaxTotalNumTokens*h.SWAPerToken*int64(h.SWALayers)
+		if p.cfgr.Kind() == sizing.KindHybridSWA {
+			b += cfg.FullMaxTotalNumTokens * h.DraftCell // SWAChunkCap does not budget the DFLASH term
+		}
+		return b
 	}
 	cell := int64(p.cfgr.CellSize())
 	if cfg.MaxTotalNumTokens > 0 && cell > math.MaxInt64/cfg.MaxTotalNumTokens {

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kvcfg/kvcfg/plan"
+)
+
+func planJSON(t *testing.T, args ...string) (*plan.Report, string, int) {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"plan", "-o", "json"}, args...)...)
+	var r plan.Report
+	if out != "" {
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	return &r, errOut, code
+}
+
+// Spec §c.11 Ex.1 through the command line, in measured mode.
+func TestPlanMeasuredEx1(t *testing.T) {
+	r, errOut, code := planJSON(t, "--pre-load-free-memory", "78.50GiB", "--post-load-free-memory", "63.54GiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if r.MaxTotalNumTokens != 414412 || r.MaxRunningRequests != 2048 || r.MemFractionStatic != 0.835 || r.WeightsEstimated {
+		t.Errorf("report %+v", r)
+	}
+	if len(r.LogLines) != 1 || r.LogLines[0] != "KV Cache is allocated. #tokens: 414412, K size: 25.29 GB, V size: 25.29 GB" {
+		t.Errorf("logs %q", r.LogLines)
+	}
+}
+
+func TestPlanDefaultsAndAliases(t *testing.T) {
+	r, _, code := planJSON(t)
+	if code != 0 || r.Model != "meta-llama/Llama-3.1-8B-Instruct" || r.GPU != "H100-80GB" || !r.WeightsEstimated {
+		t.Fatalf("default plan: exit %d %+v", code, r)
+	}
+	var raw map[string]any
+	out, _, _ := run(t, "plan", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"engine", "model", "gpu", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "resolved_kv_cache_dtype",
+		"mem_fraction_static", "page_size", "context_length", "cell_size_bytes", "available_kv_bytes", "max_total_num_tokens",
+		"max_running_requests", "k_size_bytes", "v_size_bytes", "max_concurrency_at_context_length", "weights_bytes",
+		"weights_estimated", "log_lines", "warnings", "breakdown"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	want, _, _ := planJSON(t, "--model", "meta-llama/Llama-3.1-70B-Instruct", "--tp-size", "4")
+	for _, alias := range [][]string{{"--tp", "4"}, {"--tensor-parallel-size", "4"}} {
+		got, _, code := planJSON(t, append([]string{"meta-llama/Llama-3.1-70B-Instruct"}, alias...)...)
+		if code != 0 || got.TPSize != 4 || got.MaxTotalNumTokens != want.MaxTotalNumTokens {
+			t.Errorf("%v: exit %d tp %d tokens %d, want %d", alias, code, got.TPSize, got.MaxTotalNumTokens, want.MaxTotalNumTokens)
+		}
+	}
+	r, _, _ = planJSON(t, "--gpu-memory", "81559MiB", "--kv-cache-dtype", "fp8_e4m3", "--page-size", "16", "--context-length", "8192")
+	if r.GPUMemory != 81559<<20 || r.ResolvedKVCacheDType != "fp8_e4m3" || r.PageSize != 16 || r.ContextLength != 8192 || r.MaxTotalNumTokens%16 != 0 {
+		t.Errorf("flags not applied: %+v", r)
+	}
+}
+
+func TestPlanTableAndMarkdown(t *testing.T) {
+	out, _, code := run(t, "plan", "--model", "openai/gpt-oss-120b")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"max_total_num_tokens", "full / swa tokens", "MEMORY PER GPU", "ENGINE LOG", "Use sliding window memory pool.", "WARNINGS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = run(t, "plan", "-o", "markdown")
+	if code != 0 || !strings.HasPrefix(out, "## KV cache plan: meta-llama/Llama-3.1-8B-Instruct on H100-80GB") || !strings.Contains(out, "| max_running_requests | 2,048 |") {
+		t.Errorf("markdown exit %d:\n%s", code, out)
+	}
+	out, _, code = run(t, "plan", "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "max_total_num_tokens:") {
+		t.Errorf("yaml exit %d:\n%s", code, out)
+	}
+}
+
+func TestPlanInfeasible(t *testing.T) {
+	r, errOut, code := planJSON(t, "--model", "meta-llama/Llama-3.1-70B-Instruct")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if r.Error == "" || r.FixFlag != "--tp-size" || r.FixValue != "4" {
+		t.Errorf("report %+v", r)
+	}
+	if !strings.Contains(errOut, "Loaded weights leave no GPU memory for the KV cache") || !strings.Contains(errOut, "--tp-size 4") {
+		t.Errorf("stderr %q", errOut)
+	}
+	_, errOut, code = run(t, "plan", "--model", "openai/gpt-oss-120b", "--swa-full-tokens-ratio", "0.0005")
+	if code != 1 || !strings.Contains(errOut, "cannot hold even one request") || !strings.Contains(errOut, "--swa-full-tokens-ratio 0.001") {
+		t.Errorf("swa floor: exit %d %q", code, errOut)
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", "--gpu", "TPU-v5"},
+		{"plan", "--gpu-memory", "80XB"},
+		{"plan", "--kv-cache-dtype", "int3"},
+		{"plan", "--model", "no/such-model"},
+		{"plan", "-o", "csv"},
+		{"plan", "x", "--model", "y"},
+		{"plan", "--mem-fraction-static", "1.5"},
+	} {
+		_, errOut, code := run(t, args...)
+		if code == 0 || (code != 2 && !strings.Contains(errOut, "invalid argument")) {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+}
+
+func TestGPUs(t *testing.T) {
+	out, _, code := run(t, "gpus")
+	if code != 0 || !strings.Contains(out, "H100-80GB") || !strings.Contains(out, "81559 MiB") {
+		t.Errorf("table exit %d:\n%s", code, out)
+	}
+	out, _, code = run(t, "gpus", "-o", "json")
+	var list []struct {
+		Name      string `json:"name"`
+		MemoryMiB int64  `json:"memory_mib"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 || len(list) < 20 {
+		t.Errorf("json: %v exit %d n %d", err, code, len(list))
+	}
+	out, _, code = run(t, "gpus", "-o", "markdown")
+	if code != 0 || !strings.Contains(out, "| H200 | 143771 |") {
+		t.Errorf("markdown:\n%s", out)
+	}
+	if _, _, code := run(t, "gpus", "-o", "csv"); code != 2 {
+		t.Errorf("bad format exit %d", code)
+	}
+}
