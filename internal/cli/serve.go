@@ -1,16 +1,82 @@
 package cli
 
 import (
-	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kvcfg/kvcfg/server"
 )
 
-// TODO(owner of this command): placeholder until the command lands.
+// serveOptions are the flags of `kvcfg serve`.
+type serveOptions struct {
+	addr            string
+	maxBodyBytes    int64
+	shutdownTimeout time.Duration
+	logFormat       string
+	verbose         bool
+}
+
 func newServeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "serve",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("serve: not built yet") },
+	o := serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the planning HTTP API, the web page with charts, and Prometheus metrics",
+		Long: `Serve the planner over HTTP until SIGINT or SIGTERM, then shut down gracefully.
+
+  POST /api/v1/plan      body: the plan flags as JSON, snake_case ({"model": "llama-3.1-8b", "gpu": "H100", "tp_size": 2})
+                         answer: the same JSON as 'kvcfg plan -o json'
+  GET  /api/v1/models    catalog models     GET /api/v1/gpus    GPUs     GET /api/v1/dtypes   KV cache dtypes
+  GET  /healthz          liveness           GET /metrics        Prometheus text format
+  GET  /                 the web page (embedded, works offline)
+
+Invalid input answers 400 with {"error": "...", "field": "..."}; bodies over --max-body-bytes answer 413.`,
+		Example: `  kvcfg serve
+  kvcfg serve --addr 0.0.0.0:8080
+  curl -s localhost:8080/api/v1/plan -d '{"model": "llama-3.1-8b", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, o)
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", server.DefaultAddr, "listen address (host:port)")
+	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest accepted request body in bytes")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long in-flight requests may run after SIGINT/SIGTERM")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log every request, not only failures")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, o serveOptions) error {
+	if err := checkFormat(o.logFormat, "text", "json"); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--log-format: %w", err)}
+	}
+	if o.maxBodyBytes <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--max-body-bytes must be positive, got %d", o.maxBodyBytes)}
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(cmd.ErrOrStderr(), hopts)
+	if o.logFormat == "json" {
+		h = slog.NewJSONHandler(cmd.ErrOrStderr(), hopts)
+	}
+	logger := slog.New(h)
+	srv, err := server.New(server.Config{
+		MaxBodyBytes:    o.maxBodyBytes,
+		ShutdownTimeout: o.shutdownTimeout,
+		Logger:          logger,
+	})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	return srv.ListenAndServe(cmd.Context(), o.addr, func(a net.Addr) {
+		logger.Info("kvcfg serving", "url", "http://"+a.String()+"/")
+	})
 }

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// readBody reads the whole request body, at most max bytes (larger bodies
+// fail with *http.MaxBytesError, which classify maps to 413).
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+}
+
+// decodeStrict decodes body, which must hold exactly one JSON object, into
+// v (a pointer to a struct). Unknown keys are rejected, and every failure is
+// an *apiError naming the field at fault when there is one.
+func decodeStrict(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return badRequest(kindMalformedBody, "", "empty request body: send a JSON object such as {\"model\": \"llama-3.1-8b\"}")
+	}
+	if trimmed[0] != '{' {
+		return badRequest(kindMalformedBody, "", "request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, trimmed, v)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest(kindMalformedBody, "", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// jsonError turns an encoding/json error into an *apiError.
+func jsonError(err error, body []byte, v any) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return badRequest(kindMalformedBody, "", "invalid JSON at byte %d: %v", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return badRequest(kindMalformedBody, "", "invalid JSON: unexpected end of input")
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = culprit(body, v)
+		}
+		return badRequest(kindInvalidInput, field, "%s: expected %s, got JSON %s", orBody(field), te.Type, te.Value)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return badRequest(kindInvalidInput, name, "unknown field %q (accepted: %s)", name, strings.Join(jsonKeys(reflect.TypeOf(v)), ", "))
+	}
+	// An error from a field's own UnmarshalJSON (a bad size string, say)
+	// carries no field name: find the key that fails on its own.
+	field := culprit(body, v)
+	return badRequest(kindInvalidInput, field, "%s: %v", orBody(field), err)
+}
+
+func orBody(field string) string {
+	if field == "" {
+		return "request body"
+	}
+	return field
+}
+
+// culprit returns the first top-level key of body (in sorted order) whose
+// value alone fails to decode into a fresh value of v's type, or "".
+func culprit(body []byte, v any) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer {
+		return ""
+	}
+	for _, k := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{k: m[k]})
+		if err != nil {
+			continue
+		}
+		if json.Unmarshal(one, reflect.New(t.Elem()).Interface()) != nil {
+			return k
+		}
+	}
+	return ""
+}
+
+// jsonKeys lists the JSON keys of the struct type t (or pointer to it),
+// including those of embedded structs, sorted.
+func jsonKeys(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			keys = append(keys, jsonKeys(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		keys = append(keys, name)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,358 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/server"
+)
+
+// chromium returns the path of a Chromium binary: $KVCFG_CHROMIUM, else the
+// first of the usual names on PATH. Without one the browser test skips
+// loudly, except under CI=true, where .ci/run installs Debian's chromium and
+// a missing binary is a failure.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("KVCFG_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium binary on PATH (looked for chromium, chromium-browser, google-chrome, headless-shell; " +
+		"or set KVCFG_CHROMIUM): install Debian's package with `apt-get install -y chromium`"
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but %s", msg)
+	}
+	t.Skipf("\n\n*** SKIPPING THE REAL-BROWSER TEST OF THE WEB PAGE ***\n*** %s ***\n\n", msg)
+	return ""
+}
+
+// browser starts headless Chromium with the flags a closed network needs
+// and a fresh profile; it returns a chromedp context.
+func browser(t *testing.T, timeout time.Duration, listen func(ev any)) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1500),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf), chromedp.WithListener(listen))
+	t.Cleanup(bcancel)
+	return bctx
+}
+
+// fmtInt formats n as the page does: thousands separated by commas.
+func fmtInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// chartProbe is what the page reports about one drawn chart.
+type chartProbe struct {
+	Datasets int `json:"datasets"`
+	Labels   int `json:"labels"`
+	// Painted counts non-transparent canvas pixels.
+	Painted int `json:"painted"`
+	// BarsMatching counts bars whose center pixel has the dataset's color.
+	BarsMatching int       `json:"bars_matching"`
+	Bars         int       `json:"bars"`
+	FirstValues  []float64 `json:"first_values"`
+}
+
+// probeCharts runs in the page: it inspects both Chart.js charts and their
+// canvases (pixels, not just objects), so a chart that never drew fails.
+const probeCharts = `(() => {
+  const hex = (c) => { const m = /^#([0-9a-f]{6})$/i.exec(c || ""); return m ? [0, 2, 4].map((i) => parseInt(m[1].slice(i, i + 2), 16)) : null; };
+  const out = {};
+  for (const id of ["budget-chart", "dtype-chart"]) {
+    const canvas = document.getElementById(id);
+    const chart = Chart.getChart(canvas);
+    const ctx = canvas.getContext("2d");
+    const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    let painted = 0;
+    for (let i = 3; i < px.length; i += 4) if (px[i] > 0) painted++;
+    let bars = 0, matching = 0;
+    const ratio = canvas.width / canvas.clientWidth;
+    const firstValues = [];
+    if (chart) {
+      chart.data.datasets.forEach((ds, i) => {
+        firstValues.push(ds.data[0]);
+        const want = hex(Array.isArray(ds.backgroundColor) ? ds.backgroundColor[0] : ds.backgroundColor);
+        for (const el of chart.getDatasetMeta(i).data) {
+          bars++;
+          const horizontal = chart.options.indexAxis === "y";
+          const x = Math.round((horizontal ? (el.x + el.base) / 2 : el.x) * ratio);
+          const y = Math.round((horizontal ? el.y : (el.y + el.base) / 2) * ratio);
+          const p = ctx.getImageData(x, y, 1, 1).data;
+          if (want && Math.abs(p[0] - want[0]) < 8 && Math.abs(p[1] - want[1]) < 8 && Math.abs(p[2] - want[2]) < 8) matching++;
+        }
+      });
+    }
+    out[id] = { datasets: chart ? chart.data.datasets.length : 0, labels: chart ? chart.data.labels.length : 0,
+      painted, bars, bars_matching: matching, first_values: firstValues };
+  }
+  return out;
+})()`
+
+// TestBrowserEndToEnd drives the page in headless Chromium: it fills the
+// form, submits a plan, and checks the rendered numbers against the API and
+// that both charts drew (pixels of the bars' colors on the canvases).
+func TestBrowserEndToEnd(t *testing.T) {
+	// Collect console errors, uncaught exceptions and browser log errors
+	// (CSP violations, failed loads).
+	var mu sync.Mutex
+	var problems []string
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := d.Text
+			if d.Exception != nil {
+				desc += " " + d.Exception.Description
+			}
+			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, desc))
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value))
+				}
+				problems = append(problems, "console.error: "+strings.Join(parts, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				problems = append(problems, "log: "+ev.Entry.Text+" "+ev.Entry.URL)
+			}
+		}
+	}
+	ctx := browser(t, 120*time.Second, listen) // skips without Chromium
+	srv, err := server.New(server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+
+	const gpuName, kvDType = "H200", "fp8_e4m3"
+	// The body the form posts: every named field, blanks left out.
+	body := fmt.Sprintf(`{"model": %q, "gpu": %q, "engine": "sglang", "tp_size": 1, "pp_size": 1, "dp_size": 1, "kv_cache_dtype": %q}`,
+		catalog.Default, gpuName, kvDType)
+	want := apiPlan(t, ts, body)
+
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(css(`body[data-state="ready"]`)),
+		chromedp.SetValue(css(`#f-model`), catalog.Default),
+		chromedp.SetValue(css(`#f-gpu`), gpuName),
+		chromedp.SetValue(css(`#f-kv_cache_dtype`), kvDType),
+		chromedp.Click(css(`#submit`)),
+		chromedp.WaitVisible(css(`body[data-state="done"], body[data-state="error"]`)),
+	); err != nil {
+		t.Fatalf("driving the page: %v", err)
+	}
+	state, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`body`), "data-state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Value != "done" {
+		msg, _ := chromedp.Run(ctx, chromedp.TextContent(css(`#error`)))
+		t.Fatalf("page ended in state %q: %s", state.Value, msg)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.TextContent(css(sel)))
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		return s
+	}
+	cardKeys := []string{"max_total_num_tokens", "max_running_requests", "resolved_kv_cache_dtype", "cell_size_bytes"}
+	cards := map[string]string{}
+	for _, k := range cardKeys {
+		cards[k] = text("#c-" + k)
+	}
+	tableValue := text("#v-max_total_num_tokens")
+	logText := text("#log")
+	probes, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]chartProbe](probeCharts))
+	if err != nil {
+		t.Fatalf("probing the charts: %v", err)
+	}
+	if dir := os.Getenv("KVCFG_E2E_SCREENSHOT_DIR"); dir != "" {
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Errorf("screenshot: %v", err)
+		} else if err := os.WriteFile(filepath.Join(dir, "kvcfg-page.png"), shot, 0o644); err != nil {
+			t.Errorf("writing screenshot: %v", err)
+		}
+	}
+
+	// The numbers on the page are the API's numbers.
+	tokens := int64(want["max_total_num_tokens"].(float64))
+	wantCards := map[string]string{
+		"max_total_num_tokens":    fmtInt(tokens),
+		"max_running_requests":    fmtInt(int64(want["max_running_requests"].(float64))),
+		"resolved_kv_cache_dtype": fmt.Sprint(want["resolved_kv_cache_dtype"]),
+		"cell_size_bytes":         fmtInt(int64(want["cell_size_bytes"].(float64))) + " B",
+	}
+	for k, w := range wantCards {
+		if cards[k] != w {
+			t.Errorf("card %s shows %q, want %q", k, cards[k], w)
+		}
+	}
+	if tableValue != fmtInt(tokens) {
+		t.Errorf("numbers table max_total_num_tokens %q, want %q", tableValue, fmtInt(tokens))
+	}
+	var lines []string
+	for _, l := range want["log_lines"].([]any) {
+		lines = append(lines, l.(string))
+	}
+	if len(lines) == 0 {
+		t.Errorf("the plan has no log lines to show")
+	}
+	if logText != strings.Join(lines, "\n") {
+		t.Errorf("engine log shows\n%s\nwant\n%s", logText, strings.Join(lines, "\n"))
+	}
+
+	// Both charts drew: datasets exist, canvases are painted, and the
+	// bars' centers carry their dataset colors.
+	for _, id := range []string{"budget-chart", "dtype-chart"} {
+		p := probes[id]
+		t.Logf("%s: %+v", id, p)
+		if p.Datasets == 0 || p.Bars == 0 {
+			t.Errorf("%s has no bars: %+v", id, p)
+		}
+		if p.Painted < 2000 {
+			t.Errorf("%s canvas is nearly blank (%d painted pixels)", id, p.Painted)
+		}
+		if p.BarsMatching == 0 {
+			t.Errorf("%s: no bar center has its dataset's color (%+v)", id, p)
+		}
+	}
+	if p := probes["budget-chart"]; p.Datasets < 2 {
+		t.Errorf("budget chart has %d segments, want at least weights and KV", p.Datasets)
+	}
+	if p := probes["dtype-chart"]; p.Labels < 2 {
+		t.Errorf("dtype chart has %d dtypes, want several", p.Labels)
+	}
+
+	// An invalid plan shows the API's error message next to the form.
+	const badFraction = "1.5"
+	errBody := fmt.Sprintf(`{"model": %q, "gpu": %q, "engine": "sglang", "tp_size": 1, "pp_size": 1, "dp_size": 1, "kv_cache_dtype": %q, "mem_fraction_static": %s}`,
+		catalog.Default, gpuName, kvDType, badFraction)
+	wantErr := apiError(t, ts, errBody)
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(css(`#f-mem_fraction_static`), badFraction),
+		chromedp.Click(css(`#submit`)),
+		chromedp.WaitVisible(css(`body[data-state="error"]`)),
+	); err != nil {
+		t.Fatalf("submitting an invalid plan: %v", err)
+	}
+	if errText := text("#error"); errText != wantErr.Error {
+		t.Errorf("error box shows %q, want %q", errText, wantErr.Error)
+	}
+	if wantErr.Field != "" {
+		invalid, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`[name="`+wantErr.Field+`"]`), "aria-invalid"))
+		if err != nil {
+			t.Fatalf("reading aria-invalid: %v", err)
+		}
+		if invalid.Value != "true" {
+			t.Errorf("field %s not marked invalid", wantErr.Field)
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		// The invalid plan's 400 is logged by the browser as a failed
+		// resource load; everything else is a page bug.
+		if strings.Contains(p, "status of 400") {
+			continue
+		}
+		t.Errorf("browser reported: %s", p)
+	}
+}
+
+// apiPlan posts body to /api/v1/plan and returns the decoded report.
+func apiPlan(t *testing.T, ts *httptest.Server, body string) map[string]any {
+	t.Helper()
+	res, err := http.Post(ts.URL+"/api/v1/plan", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("POST /api/v1/plan %s: status %d: %s", body, res.StatusCode, buf.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// apiError posts body to /api/v1/plan, which must fail with 400.
+func apiError(t *testing.T, ts *httptest.Server, body string) server.ErrorBody {
+	t.Helper()
+	res, err := http.Post(ts.URL+"/api/v1/plan", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var eb server.ErrorBody
+	if err := json.NewDecoder(res.Body).Decode(&eb); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 400 {
+		t.Fatalf("POST /api/v1/plan %s: status %d, want 400 (%+v)", body, res.StatusCode, eb)
+	}
+	return eb
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/web"
+)
+
+// contentSecurityPolicy lets the page load only its own files: no inline
+// scripts, no CDN, no third-party connections.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// routes builds the mux and wraps it in the middleware.
+func (s *Server) routes() http.Handler {
+	// Browsers send Sec-Fetch-Site: the API refuses cross-origin POSTs so
+	// that no other site can drive it from a visitor's browser.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{status: http.StatusForbidden, kind: kindForbidden,
+			body: ErrorBody{Error: "cross-origin request refused"}})
+	}))
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/v1/plan", cop.Handler(jsonEndpoint(s, "plan", s.plan)))
+	mux.HandleFunc("GET /api/v1/models", s.handleModels)
+	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
+	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
+	mux.HandleFunc("GET /api/v1/dtypes", s.handleDTypes)
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.Handle("GET /", s.page(mux))
+	return s.observe(s.jsonNotFound(mux))
+}
+
+// jsonEndpoint decodes a JSON Req strictly, calls fn and writes its result
+// with the CLI's JSON encoding (two-space indent), or the classified error.
+// name is the endpoint label of kvcfg_plans_total.
+func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Context, Req) (Resp, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		var req Req
+		if err := decodeStrict(body, &req); err != nil {
+			s.cfg.Metrics.ObservePlan(name, kindInvalidInput)
+			s.writeError(w, r, err)
+			return
+		}
+		resp, err := fn(r.Context(), req)
+		if err != nil {
+			ae := classify(err)
+			outcome := ae.kind
+			if ae.status >= 500 {
+				outcome = "error"
+			}
+			if ae.kind == kindInfeasible && present(resp) {
+				withReport := *ae
+				withReport.body.Report = resp
+				ae = &withReport
+			}
+			s.cfg.Metrics.ObservePlan(name, outcome)
+			s.writeError(w, r, ae)
+			return
+		}
+		s.cfg.Metrics.ObservePlan(name, "ok")
+		s.writeJSON(w, http.StatusOK, resp)
+	})
+}
+
+// plan runs the configured planner on a request whose model, unless an
+// inline config comes with it, is a catalog entry: the CLI also reads
+// config.json paths, but a server must not read files from its own disk on
+// a client's behalf.
+func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
+	if req.Model != "" && len(req.Config) == 0 {
+		if _, err := catalog.Config(req.Model); err != nil {
+			return nil, &plan.FieldError{Field: "model", Err: err}
+		}
+	}
+	rep, err := s.cfg.Plan(ctx, req)
+	if err != nil && errors.Is(err, plan.ErrInfeasible) && rep != nil && rep.FixFlag != "" {
+		// Word it as `kvcfg plan` does (internal/cli writePlan): the
+		// engine's error, then the fix unless the error already says it.
+		// TestAPIMatchesCLI fails if the two drift apart.
+		if rep.FixHint == "" || !strings.Contains(err.Error(), rep.FixHint) {
+			fix := rep.FixHint
+			if fix == "" {
+				fix = "change " + rep.FixFlag
+			}
+			err = fmt.Errorf("%w\nfix: %s", err, fix)
+		}
+		err = &fieldHint{field: strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_"), err: err}
+	}
+	return rep, err
+}
+
+// present reports whether v holds a value: not nil, not a nil pointer.
+func present(v any) bool {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return false
+	}
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice:
+		return !rv.IsNil()
+	}
+	return true
+}
+
+// writeJSON writes v as the CLI's `-o json` does: two-space indent and a
+// final newline.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		s.writeError(w, nil, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError classifies err and writes its JSON body; the middleware reads
+// the kind back for the error metric and the log.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if r != nil {
+		if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+			info.kind = ae.kind
+			info.err = err
+		}
+	}
+	b, _ := json.Marshal(ae.body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(ae.status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ModelSummary is one entry of GET /api/v1/models.
+type ModelSummary struct {
+	// Name is the catalog name to send as "model".
+	Name string `json:"name"`
+	// Source is the model's own name (its HF id).
+	Source        string `json:"source,omitempty"`
+	Architecture  string `json:"architecture,omitempty"`
+	ModelType     string `json:"model_type,omitempty"`
+	NumLayers     int    `json:"num_layers,omitempty"`
+	NumKVHeads    int    `json:"num_kv_heads,omitempty"`
+	HeadDim       int    `json:"head_dim,omitempty"`
+	Attention     string `json:"attention_kind,omitempty"`
+	ContextLength int    `json:"context_length,omitempty"`
+	ParamsTotal   int64  `json:"params_total,omitempty"`
+	// Error is set when the catalog entry fails to load.
+	Error string `json:"error,omitempty"`
+}
+
+// ModelList is the body of GET /api/v1/models.
+type ModelList struct {
+	// Default is the model a plan uses when the request names none.
+	Default string `json:"default"`
+	// Models are the catalog entries, sorted by name.
+	Models []ModelSummary `json:"models"`
+}
+
+// modelList is built once: the catalog is embedded and never changes.
+var modelList = sync.OnceValue(func() []ModelSummary {
+	names := catalog.Names()
+	out := make([]ModelSummary, 0, len(names))
+	for _, n := range names {
+		m := ModelSummary{Name: n}
+		spec, err := catalog.Load(n)
+		if err != nil {
+			m.Error = err.Error()
+		} else if spec != nil {
+			if spec.Name != n {
+				m.Source = spec.Name
+			}
+			m.Architecture = spec.Architecture
+			m.ModelType = spec.ModelType
+			m.NumLayers = spec.NumLayers
+			m.NumKVHeads = spec.NumKVHeads
+			m.HeadDim = spec.HeadDim
+			m.Attention = string(spec.Attention)
+			m.ContextLength = spec.ContextLength
+			m.ParamsTotal = spec.Params.Total
+		}
+		out = append(out, m)
+	}
+	return out
+})
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList()})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	spec, err := catalog.Load(name)
+	if err != nil {
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound, body: ErrorBody{Error: err.Error(), Field: "model"}})
+		return
+	}
+	s.writeJSON(w, http.StatusOK, spec)
+}
+
+func (s *Server) handleGPUs(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, map[string]any{"gpus": gpu.All()})
+}
+
+// FormatInfo is a KV storage format as GET /api/v1/dtypes lists it.
+type FormatInfo struct {
+	dtype.Format
+	// BytesPerElement is the average storage per element, scales included.
+	BytesPerElement float64 `json:"bytes_per_element"`
+}
+
+// DTypes is the body of GET /api/v1/dtypes.
+type DTypes struct {
+	// KVCacheDTypes are the accepted kv_cache_dtype values, in the engine's order.
+	KVCacheDTypes []string `json:"kv_cache_dtypes"`
+	// Formats are the storage formats behind them, by canonical name.
+	Formats []FormatInfo `json:"formats"`
+}
+
+func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
+	out := DTypes{KVCacheDTypes: dtype.Accepted()}
+	for _, n := range dtype.FormatNames() {
+		f, err := dtype.LookupFormat(n)
+		if err != nil {
+			continue
+		}
+		out.Formats = append(out.Formats, FormatInfo{Format: f, BytesPerElement: f.BytesPerElement()})
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	if err := s.cfg.Metrics.WriteText(&buf); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", metricsContentType)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// page serves the embedded web page. GET and HEAD of /api/ paths land here
+// too ("GET /" matches every path): they get a JSON 405 when the path has a
+// route for another method, else a JSON 404.
+func (s *Server) page(mux *http.ServeMux) http.Handler {
+	files := http.FileServerFS(web.FS())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			var allow []string
+			for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+				probe := r.Clone(r.Context())
+				probe.Method = m
+				if _, p := mux.Handler(probe); p != "" && p != "GET /" {
+					allow = append(allow, m)
+				}
+			}
+			if len(allow) > 0 {
+				w.Header().Set("Allow", strings.Join(allow, ", "))
+				s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, kind: kindMethodNotAllowed,
+					body: ErrorBody{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))}})
+				return
+			}
+			s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound,
+				body: ErrorBody{Error: "no such endpoint: " + r.URL.Path}})
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// Ensure the planner matches what jsonEndpoint needs.
+var _ func(context.Context, plan.Request) (*plan.Report, error) = plan.Run
