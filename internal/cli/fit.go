@@ -2,15 +2,186 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/kvcfg/kvcfg/fit"
+	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 )
 
-// TODO(owner of this command): placeholder until the command lands.
 func newFitCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "fit",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("fit: not built yet") },
+	var (
+		base        plan.Request
+		concurrency int
+		gpus        []string
+		dtypes      []string
+		maxGPUs     int
+		all, debug  bool
+		format      string
+	)
+	cmd := &cobra.Command{
+		Use:   "fit [MODEL]",
+		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
+		Long: `fit works backwards from a target: "serve --concurrency N requests of
+--context-length L tokens of this model". It searches GPU type × GPU count
+(up to --max-gpus) × TP/PP layout × KV cache dtype and lists the setups that
+serve the target, fewest GPUs first and, for equal counts, the least spare
+KV memory first, each with the exact flags to pass the engine. Hybrid
+models get their pools solved for the target (--swa-full-tokens-ratio for
+sliding-window models, --max-mamba-cache-size for linear-attention ones).
+Every listed setup is what ` + "`kvcfg plan`" + ` computes with its flags.
+
+  kvcfg fit --model Qwen/Qwen3-8B --concurrency 64 --context-length 32768 \
+      --gpus H100,H200 --kv-cache-dtypes auto,fp8_e4m3
+
+By default one layout per GPU type and dtype is listed (at its smallest GPU
+count); --all lists every feasible layout. When nothing serves the target,
+fit prints the closest miss with the largest concurrency and context it
+does serve. Other plan flags (--mem-fraction-static, --weights-memory,
+--disable-radix-cache, ...) apply to every candidate.
+
+Exit status: 0 when a setup serves the target, 1 when none does, 2 for
+invalid input.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, outTable, outJSON, outYAML, outCSV); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if len(args) == 1 {
+				if base.Model != "" {
+					return &exitError{code: 2, err: errors.New("give the model either as an argument or with --model, not both")}
+				}
+				base.Model = args[0]
+			}
+			ctxLen := base.ContextLength
+			if ctxLen == 0 {
+				ctxLen = base.MaxModelLen
+			}
+			if ctxLen == 0 {
+				return &exitError{code: 2, err: errors.New("--context-length is required (the length of each request, prompt plus output)")}
+			}
+			if concurrency == 0 {
+				concurrency = max(base.MaxRunningRequests, base.MaxNumSeqs)
+			}
+			if concurrency == 0 {
+				return &exitError{code: 2, err: errors.New("--concurrency is required (requests resident at once)")}
+			}
+			opts := fit.Options{
+				Base: base, Concurrency: concurrency, ContextLength: ctxLen,
+				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
+			}
+			res, err := fit.Run(cmd.Context(), opts)
+			if err != nil {
+				if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
+					return &exitError{code: 2, err: err}
+				}
+				return err
+			}
+			if !debug {
+				res.Skipped = nil
+			}
+			if err := writeFit(cmd.OutOrStdout(), format, res, debug); err != nil {
+				return err
+			}
+			if len(res.Configurations) == 0 {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
 	}
+	fs := cmd.Flags()
+	bindPlanFlags(fs, &base)
+	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
+	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
+	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
+	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
+	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
+	fs.BoolVar(&debug, "debug", false, "also list the layouts left out and why (TP sizes the architecture cannot use, ...)")
+	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or csv")
+	return cmd
+}
+
+// writeFit prints a fit result.
+func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
+	if ok, err := writeStructured(w, format, res); ok {
+		return err
+	}
+	if strings.EqualFold(format, outCSV) {
+		return writeFitCSV(w, res)
+	}
+	t := res.Target
+	fmt.Fprintf(w, "Target: %d concurrent requests of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
+		t.Concurrency, group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	if len(res.Configurations) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "#\tGPU\tGPUS\tTP\tPP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS")
+		for i, c := range res.Configurations {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", i+1, c.GPU, c.GPUCount, c.TPSize, c.PPSize, dtypeLabel(c),
+				group(c.MaxTotalNumTokens), c.CapacityAtContextLength, gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold; the flags cap running requests at %d.\n", group(int64(t.ContextLength)), t.Concurrency)
+		fmt.Fprintf(w, "Check one with: kvcfg plan %s\n", strings.Join(res.Configurations[0].PlanArgs, " "))
+	} else {
+		fmt.Fprintln(w, "No setup serves the target.")
+	}
+	if m := res.ClosestMiss; m != nil {
+		fmt.Fprintf(w, "\nClosest miss: %d× %s, tp %d, pp %d, kv %s\n", m.GPUCount, m.GPU, m.TPSize, m.PPSize, m.KVCacheDType)
+		fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
+		fmt.Fprintf(w, "  serves:       %d requests of %s tokens, or %d requests of up to %s tokens\n",
+			m.MaxConcurrency, group(int64(t.ContextLength)), t.Concurrency, group(int64(m.MaxContextLength)))
+		if m.MaxConcurrency > 0 {
+			fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
+		}
+		fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
+	}
+	if debug && len(res.Skipped) > 0 {
+		fmt.Fprintln(w, "\nLEFT OUT")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, s := range res.Skipped {
+			fmt.Fprintf(tw, "  %s\ttp %d\tpp %d\t%s\t%s\n", s.GPU, s.TPSize, s.PPSize, s.KVCacheDType, oneLine(s.Reason))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if debug {
+		fmt.Fprintf(w, "\n%d plans run\n", res.Plans)
+	}
+	return nil
+}
+
+func dtypeLabel(c fit.Configuration) string {
+	if c.ResolvedKVCacheDType != "" && c.ResolvedKVCacheDType != c.KVCacheDType {
+		return c.KVCacheDType + " (" + c.ResolvedKVCacheDType + ")"
+	}
+	return c.KVCacheDType
+}
+
+func writeFitCSV(w io.Writer, res *fit.Result) error {
+	rows := [][]string{{"rank", "engine", "gpu", "gpu_count", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_total_num_tokens",
+		"max_concurrency_at_context_length", "capacity_at_context_length", "headroom_bytes", "flags"}}
+	for i, c := range res.Configurations {
+		rows = append(rows, []string{strconv.Itoa(i + 1), c.Engine, c.GPU, strconv.Itoa(c.GPUCount), strconv.Itoa(c.TPSize), strconv.Itoa(c.PPSize),
+			strconv.Itoa(c.DPSize), c.KVCacheDType, strconv.FormatInt(c.MaxTotalNumTokens, 10), strconv.FormatInt(c.MaxConcurrencyAtContextLength, 10),
+			strconv.FormatInt(c.CapacityAtContextLength, 10), strconv.FormatInt(c.HeadroomBytes, 10), strings.Join(c.Flags, " ")})
+	}
+	return writeCSVRows(w, rows)
+}
+
+// trimList trims the elements of a StringSlice flag and drops empty ones.
+func trimList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
