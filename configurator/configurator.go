@@ -345,6 +345,12 @@ func New(in Input) (*Configurator, error) {
 	// PP stages and mamba state (§c.7, §d.7).
 	c.stages = StageRanges(s.NumLayers, p.PP)
 	if d.Mambaish {
+		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
+			return nil, &FixError{
+				Err:  fmt.Errorf("%w: speculative decoding with a hybrid (mamba/linear-attention) model requires --max-running-requests (SGLang asserts it to size the speculative state scratch)", ErrInvalid),
+				Flag: "--max-running-requests", Hint: "set --max-running-requests, e.g. 64",
+			}
+		}
 		if err := c.initMamba(); err != nil {
 			return nil, err
 		}

@@ -433,3 +433,22 @@ func TestPostCaptureResizeShrinksOnly(t *testing.T) {
 		t.Errorf("log %q", small.Logs)
 	}
 }
+
+func TestSpeculativeMambaNeedsMaxRunning(t *testing.T) {
+	_, err := configurator.New(configurator.Input{Spec: qwen3Next(), Parallel: configurator.Parallel{TP: 4, PP: 1, DP: 1}, Hardware: h100,
+		Args: configurator.ServerArgs{SpeculativeAlgorithm: "EAGLE", SpeculativeNumDraftTokens: 4}})
+	fixFlag(t, err, configurator.ErrInvalid, "--max-running-requests")
+	c := newC(t, configurator.Input{Spec: qwen3Next(), Parallel: configurator.Parallel{TP: 4, PP: 1, DP: 1},
+		Args: configurator.ServerArgs{SpeculativeAlgorithm: "EAGLE", SpeculativeNumDraftTokens: 4, MaxRunningRequests: 64}, PostLoadFreeBytes: gibBytes(41.25)})
+	r, err := c.Configure(gibBytes(78.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spec scratch: p·(min(64, K/3)+1)·D is charged before the slots.
+	if r.MambaSpecBytes != 19316736*65*4 || r.MaxRunningRequests != 64 {
+		t.Errorf("spec bytes %d running %d", r.MambaSpecBytes, r.MaxRunningRequests)
+	}
+	if !strings.Contains(r.Logs[0], "intermediate_ssm_state_cache size: ") {
+		t.Errorf("log %q", r.Logs[0])
+	}
+}

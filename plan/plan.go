@@ -232,6 +232,9 @@ func fillResult(rep *Report, res *configurator.Result, c *configurator.Configura
 	rep.LogLines = append(rep.LogLines, res.Logs...)
 	rep.Warnings = append(rep.Warnings, res.Warnings...)
 	rep.MaxConcurrencyAtContextLength = concurrency(res, d)
+	if res.MaxRunningRequests > 0 {
+		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+4+d.DraftTokens) * 4
+	}
 
 	b := &rep.Breakdown
 	b.ReservedBytes = int64(res.SlackGiB * (1 << 30))
@@ -319,6 +322,9 @@ func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int) (memor
 			return m, err
 		}
 		m.weights, m.source = w, src
+		if src == weights.Estimated && spec.Multimodal {
+			m.notes = append(m.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
+		}
 		if src == weights.Estimated {
 			m.notes = append(m.notes, fmt.Sprintf("weights estimated from the config: %s per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers", units.Size(w)))
 		}

@@ -73,6 +73,9 @@ func TestWorkedExamples(t *testing.T) {
 			if diff := cmp.Diff(tt.want, summary(r)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			if tt.name == "Ex.1" && r.ReqToTokenBytes != 2049*131076*4 { // §c.11: ≈ 1.00 GiB out of the slack
+				t.Errorf("req_to_token %d", r.ReqToTokenBytes)
+			}
 			if !r.Measured || r.WeightsEstimated || r.WeightsSource != "measured" {
 				t.Errorf("measured mode not reported: %+v", r)
 			}

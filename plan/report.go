@@ -45,6 +45,10 @@ type Report struct {
 	MambaStateBytesPerRequest int64 `json:"mamba_state_bytes_per_request,omitempty"`
 	KSizeBytes                int64 `json:"k_size_bytes"`
 	VSizeBytes                int64 `json:"v_size_bytes"`
+	// ReqToTokenBytes is the request-to-token table SGLang allocates next
+	// to the pools: (max_running_requests+1) × (context_length + 4 + draft
+	// tokens) × 4 B. It is not budgeted; it comes out of the reserved slack.
+	ReqToTokenBytes int64 `json:"req_to_token_bytes,omitempty"`
 	// MaxConcurrencyAtContextLength is how many requests of the full
 	// context length can be resident at once (see Run).
 	MaxConcurrencyAtContextLength int64 `json:"max_concurrency_at_context_length"`
