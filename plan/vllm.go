@@ -113,7 +113,7 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 		var re *vllm.RefusalError
 		if errors.As(perr, &re) {
 			rep.Error = re.Message
-			fixVLLM(rep, res)
+			fixVLLM(rep, res, spec, int64(req.PreLoadFreeMemory))
 			return rep, fmt.Errorf("%w: %w", ErrInfeasible, perr)
 		}
 		return nil, vllmInputError(perr)
@@ -206,8 +206,17 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 }
 
 // fixVLLM names the flag that gets a refused vLLM launch started.
-func fixVLLM(rep *Report, res *vllm.Result) {
+func fixVLLM(rep *Report, res *vllm.Result, spec *model.Spec, free int64) {
 	switch {
+	case strings.HasPrefix(res.Error, "User-specified max_model_len"):
+		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(spec.ContextLength)
+		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower (the model's context length)"
+	case strings.HasPrefix(res.Error, "Free memory on device") && res.Memory.TotalBytes > 0:
+		u := float64(int64(float64(free)/float64(res.Memory.TotalBytes)*100)) / 100
+		rep.FixFlag, rep.FixValue = "--gpu-memory-utilization", strconv.FormatFloat(u, 'f', -1, 64)
+		rep.FixHint = "lower --gpu-memory-utilization to " + rep.FixValue + " or less, or free the GPU"
+	case strings.HasPrefix(res.Error, "The page size of the layer") || strings.HasPrefix(res.Error, "Hybrid KV cache manager"):
+		rep.FixHint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
 	case res.EstimatedMaxModelLen > 0:
 		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
 		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"

@@ -118,3 +118,26 @@ func TestRunVLLMInputErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestRunVLLMFixes(t *testing.T) {
+	tests := []struct {
+		name        string
+		req         plan.Request
+		flag, value string
+	}{
+		{"max_model_len above the model's", plan.Request{Engine: "vllm", MaxModelLen: 200000, KVCacheMemoryBytes: llamaKV}, "--max-model-len", "131072"},
+		{"busy GPU", plan.Request{Engine: "vllm", VLLMVersion: "0.11", GPU: "H100-80GB", MaxModelLen: 8192, PreLoadFreeMemory: units.Size(40 << 30)}, "--gpu-memory-utilization", "0.5"},
+		{"no KV memory left", plan.Request{Engine: "vllm", MaxModelLen: 8192, GPUMemoryUtilization: 0.1}, "--gpu-memory-utilization", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := plan.Run(context.Background(), tt.req)
+			if !errors.Is(err, plan.ErrInfeasible) {
+				t.Fatalf("err = %v", err)
+			}
+			if rep.FixFlag != tt.flag || rep.FixValue != tt.value || rep.Error == "" {
+				t.Errorf("fix %s %q, error %q", rep.FixFlag, rep.FixValue, rep.Error)
+			}
+		})
+	}
+}
