@@ -65,7 +65,7 @@ func TestFromDir(t *testing.T) {
 		allTP1  = 2*embed + 2*perLyr + norm
 		tp2     = (2*embed+2*(q+2*kv+o+down))/2 + 3*norm
 		tp4KVs  = (2*embed+2*(q+o+down))/4 + 2*(2*kv)/2 + 3*norm // 2 KV heads over TP 4: one head per rank
-		pp2Last = (perLyr + embed + norm)                       // layer 1 + lm_head + final norm
+		pp2Last = (perLyr + embed + norm)                        // layer 1 + lm_head + final norm
 	)
 	tests := []struct {
 		l    weights.Layout
