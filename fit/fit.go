@@ -143,6 +143,12 @@ type Miss struct {
 	// MaxContextLength is the largest context length at which it serves the
 	// target concurrency (0: none).
 	MaxContextLength int `json:"max_context_length"`
+	// GPUsNeeded is the smallest GPU count above the searched maximum (up
+	// to MaxGPUsLimit) at which the same GPU type and dtype serve the
+	// target, 0 when none does.
+	GPUsNeeded int `json:"gpus_needed,omitempty"`
+	// NeededLayout is that setup, when GPUsNeeded is set.
+	NeededLayout *Configuration `json:"needed_layout,omitempty"`
 	// Error is why it misses the target.
 	Error string `json:"error"`
 	// Hint says what would make the target fit.
@@ -656,6 +662,9 @@ func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGP
 	default:
 		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", out.capacity, L, n)
 	}
+	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {
+		return nil, err
+	}
 	var hints []string
 	if lo > 0 {
 		hints = append(hints, fmt.Sprintf("serve %d concurrent requests of %d tokens", lo, L))
@@ -663,10 +672,45 @@ func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGP
 	if clo > 0 {
 		hints = append(hints, fmt.Sprintf("serve %d concurrent requests of up to %d tokens", n, clo))
 	}
+	more := fmt.Sprintf("allow more GPUs (--max-gpus above %d)", maxGPUs)
+	if m.NeededLayout != nil {
+		more = fmt.Sprintf("allow %d GPUs (--max-gpus %d: %d× %s, tp %d, pp %d)", m.GPUsNeeded, m.GPUsNeeded, m.GPUsNeeded, c.gpu, m.NeededLayout.TPSize, m.NeededLayout.PPSize)
+	}
 	if len(hints) == 0 {
-		m.Hint = fmt.Sprintf("the model does not run on %d× %s: allow more GPUs (--max-gpus above %d), larger GPUs, a quantized KV cache (--kv-cache-dtypes fp8_e4m3) or a quantized checkpoint", c.count(), c.gpu, maxGPUs)
+		m.Hint = fmt.Sprintf("the model does not run on %d× %s: %s, larger GPUs, a quantized KV cache (--kv-cache-dtypes fp8_e4m3) or a quantized checkpoint", c.count(), c.gpu, more)
 	} else {
-		m.Hint = fmt.Sprintf("%d× %s can %s; for the full target allow more GPUs (--max-gpus above %d), larger GPUs or a quantized KV cache", c.count(), c.gpu, strings.Join(hints, " or "), maxGPUs)
+		m.Hint = fmt.Sprintf("%d× %s can %s; for the full target %s, larger GPUs or a quantized KV cache", c.count(), c.gpu, strings.Join(hints, " or "), more)
 	}
 	return m, nil
+}
+
+// beyond looks for the smallest GPU count above maxGPUs (up to
+// MaxGPUsLimit) at which the miss's GPU type and dtype serve the target.
+func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs int) error {
+	for count := maxGPUs + 1; count <= MaxGPUsLimit; count++ {
+		var found []Configuration
+		for _, tp := range divisors(count) {
+			cc := candidate{gpu: c.gpu, tp: tp, pp: count / tp, dtype: c.dtype}
+			if layoutReason(s.spec, s.base.Engine, cc.tp, cc.pp) != "" {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if out := s.solve(ctx, cc, n, L); out.ok {
+				found = append(found, s.configuration(cc, out, n))
+			}
+		}
+		if len(found) > 0 {
+			best := slices.MaxFunc(found, func(a, b Configuration) int {
+				if a.HeadroomBytes != b.HeadroomBytes {
+					return cmpInt64(a.HeadroomBytes, b.HeadroomBytes)
+				}
+				return b.PPSize - a.PPSize
+			})
+			m.GPUsNeeded, m.NeededLayout = count, &best
+			return nil
+		}
+	}
+	return nil
 }

@@ -169,6 +169,14 @@ func TestFitClosestMiss(t *testing.T) {
 	if m.Error == "" || m.Hint == "" {
 		t.Errorf("miss without error or hint: %+v", m)
 	}
+	// Beyond two GPUs: 3 (PP3, 11-layer stages: 45,056 B/token → 142
+	// requests) and 4 (TP4, TP2×PP2 or PP4: 32,768 B/token → 196) miss;
+	// 5 (PP5, 7-layer stages: 28,672 B/token → 1,839,876 tokens = 224
+	// requests) serves 200.
+	if m.GPUsNeeded != 5 || m.NeededLayout == nil || m.NeededLayout.TPSize != 1 || m.NeededLayout.PPSize != 5 ||
+		m.NeededLayout.MaxTotalNumTokens != 1839876 || m.NeededLayout.CapacityAtContextLength != 224 {
+		t.Errorf("gpus needed %d, layout %+v", m.GPUsNeeded, m.NeededLayout)
+	}
 }
 
 // A model that fits nowhere: 70B bf16 weights on one 24 GB L4.
