@@ -125,6 +125,12 @@ type Input struct {
 	// PostLoadFreeBytes is the free memory after weight load (the min over
 	// ranks), as get_available_gpu_memory reads it.
 	PostLoadFreeBytes int64
+	// VisionLayers and VisionHidden are vision_config.num_hidden_layers and
+	// hidden_size of a multimodal model (0 = absent: SGLang uses 24, 1024).
+	VisionLayers, VisionHidden int
+	// NoVisionConfig marks a multimodal model without a vision_config, for
+	// which SGLang leaves mem_fraction_static alone.
+	NoVisionConfig bool
 }
 
 // Derived are the server-args values after SGLang's defaults.
@@ -324,9 +330,10 @@ func New(in Input) (*Configurator, error) {
 			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
 			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: d.CudaGraphMaxBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
 		})
-		if s.Multimodal {
-			d.MemFractionStatic *= VLMMemFractionFactor(0, 0)
-			c.notes = append(c.notes, "multimodal model: mem_fraction_static scaled by 0.95 for the vision tower (SGLang adjust_mem_fraction_for_vlm with default ViT size)")
+		if s.Multimodal && !in.NoVisionConfig {
+			f := VLMMemFractionFactor(in.VisionLayers, in.VisionHidden)
+			d.MemFractionStatic *= f
+			c.notes = append(c.notes, fmt.Sprintf("multimodal model: mem_fraction_static scaled by %.4f for the vision tower (SGLang adjust_mem_fraction_for_vlm)", f))
 		}
 	}
 	if platform == "hip" && d.ContextLength > 8192 {

@@ -2,9 +2,11 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -133,6 +135,11 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
 	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
 
+	var vl, vh int
+	noVision := false
+	if spec.Multimodal {
+		vl, vh, noVision = visionDims(req)
+	}
 	cfgr, err := configurator.New(configurator.Input{
 		Spec: spec, Parallel: par,
 		Args: configurator.ServerArgs{
@@ -146,6 +153,9 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 		},
 		Hardware:          configurator.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
 		PostLoadFreeBytes: mem.post,
+		VisionLayers:      vl,
+		VisionHidden:      vh,
+		NoVisionConfig:    noVision,
 	})
 	if err != nil {
 		return nil, inputError(err)
@@ -353,4 +363,48 @@ func weightsPerRank(req Request, spec *model.Spec, tp, pp int) (int64, weights.S
 		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
 	return w, weights.Estimated, nil
+}
+
+// visionDims reads vision_config.num_hidden_layers and hidden_size from the
+// request's raw config (0 when absent), as SGLang's
+// adjust_mem_fraction_for_vlm does; none is true when the config has no
+// vision_config at all.
+func visionDims(req Request) (layers, hidden int, none bool) {
+	raw := []byte(req.Config)
+	if len(raw) == 0 {
+		ref := req.Model
+		if ref == "" {
+			ref = catalog.Default
+		}
+		if st, err := os.Stat(ref); err == nil {
+			p := ref
+			if st.IsDir() {
+				p = filepath.Join(ref, model.ConfigFile)
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Size() < 16<<20 {
+				raw, _ = os.ReadFile(p)
+			}
+		} else {
+			raw, _ = catalog.Config(ref)
+		}
+	}
+	var cfg struct {
+		Vision *struct {
+			Layers *float64 `json:"num_hidden_layers"`
+			Hidden *float64 `json:"hidden_size"`
+		} `json:"vision_config"`
+	}
+	if json.Unmarshal(raw, &cfg) != nil {
+		return 0, 0, false
+	}
+	if cfg.Vision == nil {
+		return 0, 0, true
+	}
+	if v := cfg.Vision.Layers; v != nil && *v > 0 && *v < 1e6 {
+		layers = int(*v)
+	}
+	if v := cfg.Vision.Hidden; v != nil && *v > 0 && *v < 1e7 {
+		hidden = int(*v)
+	}
+	return layers, hidden, false
 }

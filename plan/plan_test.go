@@ -196,3 +196,27 @@ func TestCanceled(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Spec §d.1 / k.6: a VLM's default mem_fraction_static is scaled for its
+// vision tower (vision_config.hidden_size 1280, num_hidden_layers absent →
+// 24) and 100 MB is reserved for the multimodal cache.
+func TestVLMInlineConfig(t *testing.T) {
+	cfg := `{"architectures":["Qwen2_5_VLForConditionalGeneration"],"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,
+"num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,"max_position_embeddings":128000,"torch_dtype":"bfloat16",
+"vocab_size":152064,"vision_config":{"depth":32,"hidden_size":1280}}`
+	r, err := plan.Run(context.Background(), plan.Request{Model: "my-vlm", Config: json.RawMessage(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := 24.0 * 1280 * 1280 / (24 * 1024 * 1024)
+	want := 0.835 * (0.95 * (1 - 0.1*(ratio-1))) // mfs *= 0.95 * f
+	if r.MemFractionStatic != want || r.Breakdown.MultimodalCacheBytes != 100<<20 || r.Model != "my-vlm" {
+		t.Errorf("mfs %v want %v, mm cache %d", r.MemFractionStatic, want, r.Breakdown.MultimodalCacheBytes)
+	}
+	// No vision_config: no scaling.
+	noVision := strings.Replace(cfg, `,"vision_config":{"depth":32,"hidden_size":1280}`, "", 1)
+	r, err = plan.Run(context.Background(), plan.Request{Config: json.RawMessage(noVision)})
+	if err != nil || r.MemFractionStatic != 0.835 {
+		t.Errorf("no vision config: mfs %v", r.MemFractionStatic)
+	}
+}
