@@ -102,6 +102,25 @@ func (c *pow2Codec) blockExp(amax uint32) int {
 	}
 }
 
+// blockExpBF16 is blockExp for a bf16 amax, without float division: for an
+// 8-bit significand 1.f·2^E, amax/6 is never within float32 rounding of a
+// power of two unless it is one (f = 0.5), so ceil(log2(fl(amax/6))) =
+// E − 2 + (f > 0.5); the 1e-10 clamp becomes max(·, −33). Checked against
+// blockExp for every bf16 magnitude (TestBlockExpBF16).
+func (c *pow2Codec) blockExpBF16(a uint16) int {
+	switch c.rule {
+	case ruleSGLangFP4:
+		e := int(a>>7) - 127 - 2
+		if a&0x7F > 64 {
+			e++
+		}
+		return max(e, -33)
+	case ruleFloor:
+		return max(int(a>>7)-127-c.emax, -127)
+	}
+	return c.blockExp(uint32(a) << 16)
+}
+
 // ceilLog2 returns ceil(log2(q)) exactly for a positive normal float32 q.
 func ceilLog2(q float32) int {
 	u := math.Float32bits(q)
@@ -171,6 +190,9 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeFP4BF16SIMD(dst, scales, src) {
+		return nil
+	}
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
@@ -182,7 +204,7 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 				clear(out)
 				continue
 			}
-			e := c.blockExp(uint32(amax16) << 16)
+			e := c.blockExpBF16(amax16)
 			scales[b] = uint8(e + 127)
 			enc := (*[1 << 16]uint8)(c.t.enc[:1<<16])
 			if e >= -100 {
@@ -211,7 +233,7 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 			clear(out)
 			continue
 		}
-		e := c.blockExp(uint32(amax16) << 16)
+		e := c.blockExpBF16(amax16)
 		scales[b] = uint8(e + 127)
 		if e >= -100 && e <= 16 {
 			// Fast path: y = x·2^-e is exact and nonzero for nonzero x, and
@@ -220,6 +242,15 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 			c.encodeBlockFP4Fast(out, blk, e)
 			continue
 		}
+		c.encodeBlockFP4Slow(out, blk, e)
+	}
+	return nil
+}
+
+// encodeBlockFP4Slow encodes one E2M1 block of bf16 values with scale 2^e
+// by float multiplication (any e).
+func (c *pow2Codec) encodeBlockFP4Slow(out []byte, blk []uint16, e int) {
+	{
 		inv := pow2(-e)
 		if c.halfUp {
 			for j := range out {
@@ -230,7 +261,7 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 				s1 := y1 >> 31 & ((a1 + 0x7FFFFFFF) >> 31)
 				out[j] = e2m1HalfUp[keyMag(a0)] | uint8(s0)<<3 | (e2m1HalfUp[keyMag(a1)]|uint8(s1)<<3)<<4
 			}
-			continue
+			return
 		}
 		for j := range out {
 			y0 := math.Float32bits(BF16ToF32(blk[2*j]) * inv)
@@ -238,7 +269,6 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
 		}
 	}
-	return nil
 }
 
 // scaleF32 returns the decode factor of a scale byte.

@@ -573,3 +573,16 @@ func TestShape(t *testing.T) {
 		t.Errorf("Shape(head_dim 24) error = %v", err)
 	}
 }
+
+// TestBlockExpBF16: the division-free bf16 scale exponent equals the
+// float32 formula for every bf16 magnitude, for every power-of-two codec.
+func TestBlockExpBF16(t *testing.T) {
+	for _, name := range []string{"fp4_mx_block16", "mxfp4", "mxfp4_ceil", "mxfp8", "mxfp8_ocp"} {
+		c := codecFor(t, name).(*pow2Codec)
+		for a := range uint16(0x7F80) {
+			if got, want := c.blockExpBF16(a), c.blockExp(uint32(a)<<16); got != want {
+				t.Fatalf("%s: blockExpBF16(%#04x) = %d, blockExp = %d", name, a, got, want)
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ type nvfp4Codec struct {
 	format dtype.Format
 	g      float32 // decode-direction global scale
 	invG   float32
+	t      *fp8Tables // E4M3 satfinite
 }
 
 const rcp6 = float32(1.0 / 6)
@@ -29,7 +30,7 @@ func (c *nvfp4Codec) Format() dtype.Format { return c.format }
 // block with largest magnitude vecMax (NaN elements ignored, as fmaxf does).
 func (c *nvfp4Codec) blockScale(vecMax float32) (uint8, float32) {
 	sf := c.invG * (vecMax * rcp6)
-	sf8 := uint8(E4M3FN.Encode(sf, SatFinite))
+	sf8 := c.t.enc[keyF32(math.Float32bits(sf))] // E4M3 RNE satfinite
 	if vecMax == 0 {
 		return sf8, 0
 	}
@@ -62,22 +63,44 @@ func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeBF16SIMD(dst, scales, src) {
+		return nil
+	}
+	c.encodeBlockBF16(dst, scales, src)
+	return nil
+}
+
+// encodeBlockBF16 encodes whole blocks of bf16 (scalar path).
+func (c *nvfp4Codec) encodeBlockBF16(dst, scales []byte, src []uint16) {
 	for b := range len(src) / 16 {
 		blk := src[b*16 : b*16+16]
-		var amax uint16
-		for _, x := range blk {
-			if a := x & 0x7FFF; a <= 0x7F80 {
-				amax = max(amax, a)
+		amax := uint16(maxMag16(blk))
+		nan := amax > 0x7F80
+		if nan { // NaN elements do not count (fmaxf)
+			amax = 0
+			for _, x := range blk {
+				if a := x & 0x7FFF; a <= 0x7F80 {
+					amax = max(amax, a)
+				}
 			}
 		}
 		sf8, os := c.blockScale(BF16ToF32(amax))
 		scales[b] = sf8
-		out := dst[b*8 : b*8+8]
+		out := (*[8]byte)(dst[b*8:])
+		x := (*[16]uint16)(blk)
+		if nan || os > math.MaxFloat32 {
+			for j := range out {
+				out[j] = nvCode(BF16ToF32(x[2*j])*os) | nvCode(BF16ToF32(x[2*j+1])*os)<<4
+			}
+			continue
+		}
+		// finite scale, no NaN: every y is a number
 		for j := range out {
-			out[j] = nvCode(BF16ToF32(blk[2*j])*os) | nvCode(BF16ToF32(blk[2*j+1])*os)<<4
+			y0 := math.Float32bits(BF16ToF32(x[2*j]) * os)
+			y1 := math.Float32bits(BF16ToF32(x[2*j+1]) * os)
+			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
 		}
 	}
-	return nil
 }
 
 // blockTable fills the 16 decoded values of a block scale:

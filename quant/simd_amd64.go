@@ -1,0 +1,171 @@
+//go:build goexperiment.simd && amd64
+
+package quant
+
+import (
+	"math"
+	"simd/archsimd"
+	"unsafe"
+)
+
+// With GOEXPERIMENT=simd on amd64 (AVX2), the E2M1 power-of-two block
+// encoders for bf16 input classify 16 elements per instruction: t = |x|
+// bits − e·128 compared with the seven threshold bit patterns (the scalar
+// path's table, unrolled into comparisons). The default build does not use
+// this file.
+
+var simdFP4 = archsimd.X86.AVX2()
+
+// thresholds of t for the seven E2M1 bounds: code = #{k : t > thr[k]}.
+var (
+	fp4ThrUp  [7]int16 // SGLang: |y| >= bound
+	fp4ThrRNE [7]int16 // RNE: > for 0.25, 1.25, 2.5, 5.0; >= for 0.75, 1.75, 3.5
+)
+
+func init() {
+	for k, b := range e2m1Bounds {
+		bits := int16(BF16FromF32(b))
+		fp4ThrUp[k] = bits - 1
+		if k%2 == 0 { // 0.25, 1.25, 2.5, 5.0: lower neighbour even, ties stay
+			fp4ThrRNE[k] = bits
+		} else {
+			fp4ThrRNE[k] = bits - 1
+		}
+	}
+}
+
+func hmax16(a archsimd.Int16x16) int16 {
+	m := a.GetLo().Max(a.GetHi())
+	m = m.Max(m.AsInt32x4().PermuteScalars(2, 3, 0, 1).AsInt16x8())
+	m = m.Max(m.AsInt32x4().PermuteScalars(1, 0, 3, 2).AsInt16x8())
+	m = m.Max(m.AsUint32x4().ShiftAllRight(16).AsInt16x8())
+	return m.GetElem(0)
+}
+
+// encodeFP4BF16SIMD encodes all blocks of an E2M1 pow2 codec from bf16.
+// It reports false when SIMD is unavailable.
+func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool {
+	if !simdFP4 || c.fp8 || (c.bs != 16 && c.bs != 32) {
+		return false
+	}
+	thr := &fp4ThrRNE
+	if c.halfUp {
+		thr = &fp4ThrUp
+	}
+	var T [7]archsimd.Int16x16
+	for k := range T {
+		T[k] = archsimd.BroadcastInt16x16(thr[k])
+	}
+	mask15 := archsimd.BroadcastInt16x16(0x7FFF)
+	zero := archsimd.BroadcastInt16x16(0)
+	eight := archsimd.BroadcastInt16x16(8)
+	bs := c.bs
+	var tmp [8]uint32
+	for b := range len(src) / bs {
+		blk := src[b*bs : b*bs+bs]
+		out := dst[b*bs/2 : b*bs/2+bs/2]
+		v0 := archsimd.LoadInt16x16((*[16]int16)(unsafe.Pointer(&blk[0])))
+		a0 := v0.And(mask15)
+		var v1, a1 archsimd.Int16x16
+		amaxV := a0
+		if bs == 32 {
+			v1 = archsimd.LoadInt16x16((*[16]int16)(unsafe.Pointer(&blk[16])))
+			a1 = v1.And(mask15)
+			amaxV = a0.Max(a1)
+		}
+		amax := uint16(hmax16(amaxV))
+		if amax >= 0x7F80 {
+			scales[b] = nonFiniteScale
+			clear(out)
+			continue
+		}
+		e := c.blockExpBF16(amax)
+		scales[b] = uint8(e + 127)
+		if e < -100 || e > 16 {
+			c.encodeBlockFP4Slow(out, blk, e)
+			continue
+		}
+		e128 := archsimd.BroadcastInt16x16(int16(e << 7))
+		for h := 0; h < bs/16; h++ {
+			v, a := v0, a0
+			if h == 1 {
+				v, a = v1, a1
+			}
+			t := a.Sub(e128)
+			cnt := zero
+			for k := range T {
+				cnt = cnt.Sub(t.Greater(T[k]).ToInt16x16())
+			}
+			sgn := v.Less(zero)
+			if c.halfUp {
+				sgn = sgn.And(a.Greater(zero))
+			}
+			code := cnt.Or(sgn.ToInt16x16().And(eight)).AsUint32x8()
+			code = code.Or(code.ShiftAllRight(12))
+			code.Store(&tmp)
+			o := (*[8]byte)(out[8*h:])
+			for j := range o {
+				o[j] = byte(tmp[j])
+			}
+		}
+	}
+	return true
+}
+
+// nvfp4 thresholds on |y|: RNE ties to the even neighbour, so > at 0.25,
+// 1.25, 2.5, 5.0 and >= at 0.75, 1.75, 3.5.
+func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
+	if !simdFP4 {
+		return false
+	}
+	var T [7]archsimd.Float32x8
+	for k, b := range e2m1Bounds {
+		T[k] = archsimd.BroadcastFloat32x8(b)
+	}
+	mask15 := archsimd.BroadcastInt16x16(0x7FFF)
+	absMask := archsimd.BroadcastUint32x8(0x7FFFFFFF)
+	zero := archsimd.BroadcastInt32x8(0)
+	var tmp [4]uint64
+	for b := range len(src) / 16 {
+		blk := src[b*16 : b*16+16]
+		out := dst[b*8 : b*8+8]
+		v := archsimd.LoadUint16x16((*[16]uint16)(blk))
+		amax := uint16(hmax16(v.AsInt16x16().And(mask15)))
+		if amax > 0x7F80 { // NaN in the block: scalar path
+			c.encodeBlockBF16(out, scales[b:b+1], blk)
+			continue
+		}
+		sf8, os := c.blockScale(BF16ToF32(amax))
+		scales[b] = sf8
+		if os > math.MaxFloat32 {
+			c.encodeBlockBF16(out, scales[b:b+1], blk)
+			continue
+		}
+		osv := archsimd.BroadcastFloat32x8(os)
+		for h := range 2 {
+			half := v.GetLo()
+			if h == 1 {
+				half = v.GetHi()
+			}
+			y := half.ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().Mul(osv)
+			yb := y.AsUint32x8()
+			ya := yb.And(absMask).AsFloat32x8()
+			cnt := zero
+			cnt = cnt.Sub(ya.Greater(T[0]).ToInt32x8())
+			cnt = cnt.Sub(ya.GreaterEqual(T[1]).ToInt32x8())
+			cnt = cnt.Sub(ya.Greater(T[2]).ToInt32x8())
+			cnt = cnt.Sub(ya.GreaterEqual(T[3]).ToInt32x8())
+			cnt = cnt.Sub(ya.Greater(T[4]).ToInt32x8())
+			cnt = cnt.Sub(ya.GreaterEqual(T[5]).ToInt32x8())
+			cnt = cnt.Sub(ya.Greater(T[6]).ToInt32x8())
+			code := cnt.AsUint32x8().Or(yb.ShiftAllRight(31).ShiftAllLeft(3)).AsUint64x4()
+			code = code.Or(code.ShiftAllRight(28))
+			code.Store(&tmp)
+			o := (*[4]byte)(out[4*h:])
+			for j := range o {
+				o[j] = byte(tmp[j])
+			}
+		}
+	}
+	return true
+}

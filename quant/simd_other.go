@@ -1,0 +1,11 @@
+//go:build !(goexperiment.simd && amd64)
+
+package quant
+
+// encodeFP4BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
+// default build has none.
+func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool { return false }
+
+// encodeBF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the default
+// build has none.
+func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool { return false }
