@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/kvcfg/kvcfg/dtype"
-	"github.com/kvcfg/kvcfg/sizing"
 )
 
 // gb formats bytes as SGLang's logs do: bytes / 2^30 with two decimals.
@@ -26,6 +25,14 @@ func (c *Configurator) mhaSizes(size int64, layers, heads, dk, dv int) (k, v int
 	k = c.storeBytes(rows*int64(heads)*int64(dk)) * int64(layers)
 	v = c.storeBytes(rows*int64(heads)*int64(dv)) * int64(layers)
 	return k, v
+}
+
+// swaSizes is mhaSizes for SWAKVPool's sub-pools, which use the plain MHA
+// class even for FP4 (one uint8 per element, §g.5).
+func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
+	rows := size + int64(c.d.PageSize)
+	el := int64(c.kv.Store.Size())
+	return rows * int64(heads) * int64(dk) * el * int64(layers), rows * int64(heads) * int64(dv) * el * int64(layers)
 }
 
 func kvLine(size, k, v int64) string {
@@ -68,8 +75,8 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 				sdv = a.VHeadDim
 			}
 		}
-		sk, sv := c.mhaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
-		fk, fv := c.mhaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
+		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
+		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
 		logs = append(logs, kvLine(res.SWAMaxTotalNumTokens, sk, sv), kvLine(res.FullMaxTotalNumTokens, fk, fv),
 			fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
 		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
@@ -137,5 +144,3 @@ func (c *Configurator) PostCaptureResize(cur *Result, freeBytes, backedBytes int
 	out.Logs = append(out.Logs, fmt.Sprintf("Post-capture KV sizing: max_total_num_tokens=%d, free memory=%.2f GB", out.MaxTotalNumTokens, free))
 	return &out, nil
 }
-
-var _ = sizing.KindDefault
