@@ -47,7 +47,10 @@ type Allocator interface {
 	Stats() Stats
 }
 
-// Extend is one request of an AllocExtend batch.
+// Extend is one request of an AllocExtend batch. The allocator checks that
+// LastLoc is an allocated slot aligned with PrefixLen, but it does not track
+// which request owns a page: requests in one batch must be distinct and
+// LastLoc must be the request's own last slot, as in the engine.
 type Extend struct {
 	// PrefixLen is the number of tokens the request already has slots for.
 	PrefixLen int `json:"prefix_len"`
@@ -675,4 +678,37 @@ func NumNewPages(reqs []Extend, pageSize int) int {
 		n += ceilDiv(r.SeqLen, p) - ceilDiv(r.PrefixLen, p)
 	}
 	return n
+}
+
+// Snapshot is a saved allocator state (SGLang's backup_state).
+type Snapshot struct {
+	free, release []int32
+	state         []uint8
+	numPages      int
+}
+
+// Backup saves the free lists and page states, for Restore; speculative
+// decoding uses it to roll back a tentative allocation.
+func (a *PagedAllocator) Backup() *Snapshot {
+	return &Snapshot{free: a.FreePages()[:a.n], release: slices.Clone(a.release), state: slices.Clone(a.state), numPages: a.numPages}
+}
+
+// Restore returns the allocator to a Backup of itself (restore_state):
+// slots allocated since are free again and slots freed since are allocated
+// again. Events already emitted are not undone. A snapshot of another
+// allocator (other page count) is an ErrInvalid.
+func (a *PagedAllocator) Restore(s *Snapshot) error {
+	if s == nil || len(s.state) != len(a.state) {
+		return fmt.Errorf("%w: snapshot of another allocator", ErrInvalid)
+	}
+	copy(a.state, s.state)
+	a.numPages = s.numPages
+	a.head, a.n = 0, 0
+	for _, pg := range s.free {
+		a.pushBack(pg)
+	}
+	a.release = append(a.release[:0], s.release...)
+	a.inGroup, a.group = false, a.group[:0]
+	a.verify()
+	return nil
 }

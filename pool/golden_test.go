@@ -225,3 +225,27 @@ func TestResizeKeepsLive(t *testing.T) {
 		t.Errorf("available after growing back = %d, want 32", a.Available())
 	}
 }
+
+func TestBackupRestore(t *testing.T) {
+	a := mustPaged(t, 64, 4)
+	keep, _ := a.Alloc(nil, 8)
+	snap := a.Backup()
+	before := a.FreePages()
+	tentative, _ := a.AllocExtend(nil, []pool.Extend{{SeqLen: 9, LastLoc: -1}})
+	_ = a.Free(keep)
+	if err := a.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, a.FreePages()); diff != "" {
+		t.Errorf("free list after restore (-want +got):\n%s", diff)
+	}
+	if err := a.Free(keep); err != nil {
+		t.Errorf("slots freed after the backup are live again: %v", err)
+	}
+	if err := a.Free(tentative[:1]); !errors.Is(err, pool.ErrBadLocation) {
+		t.Errorf("slots allocated after the backup are free again: err = %v", err)
+	}
+	if err := a.Restore(mustPaged(t, 8, 4).Backup()); !errors.Is(err, pool.ErrInvalid) {
+		t.Errorf("foreign snapshot: err = %v", err)
+	}
+}
