@@ -324,6 +324,16 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 			}
 			dec, nz := &c.t.decBF, &c.t.nzBF
 			d := uint16(int16(k) << 7)
+			if d64 != nil {
+				out64 := d64[b*bs/4 : b*bs/4+bs/4]
+				in = in[:4*len(out64)]
+				for j := range out64 {
+					q := (*[4]byte)(in[4*j:])
+					out64[j] = uint64(dec[q[0]]+d&nz[q[0]]) | uint64(dec[q[1]]+d&nz[q[1]])<<16 |
+						uint64(dec[q[2]]+d&nz[q[2]])<<32 | uint64(dec[q[3]]+d&nz[q[3]])<<48
+				}
+				continue
+			}
 			for i, q := range in {
 				out[i] = dec[q] + d&nz[q]
 			}

@@ -134,12 +134,22 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	}
 	g := c.g
 	var t [16]uint16
+	d64 := asU64(dst)
 	for b := range len(dst) / g {
 		s := fp16ToF32(get16(scales[2*b:]))
 		out := dst[b*g : b*g+g]
 		if c.four {
 			for i := range t {
 				t[i] = BF16FromF32(float32(i-8) * s)
+			}
+			if d64 != nil {
+				out64 := (*[8]uint64)(d64[b*8:])
+				in := (*[16]byte)(src[b*16:])
+				for j := range out64 {
+					q0, q1 := in[2*j], in[2*j+1]
+					out64[j] = uint64(t[q0&0xF]) | uint64(t[q0>>4])<<16 | uint64(t[q1&0xF])<<32 | uint64(t[q1>>4])<<48
+				}
+				continue
 			}
 			for j, q := range src[b*g/2 : b*g/2+g/2] {
 				out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]

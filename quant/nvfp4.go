@@ -133,10 +133,24 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	}
 	var t [16]float32
 	var tb [16]uint16
+	d64 := asU64(dst)
+	last := -1
 	for b, s := range scales {
-		c.blockTable(&t, s)
-		for i, v := range t {
-			tb[i] = BF16FromF32(v)
+		if int(s) != last { // neighbouring blocks often share a scale
+			c.blockTable(&t, s)
+			for i, v := range t {
+				tb[i] = BF16FromF32(v)
+			}
+			last = int(s)
+		}
+		if d64 != nil {
+			out64 := (*[4]uint64)(d64[b*4:])
+			in := (*[8]byte)(src[b*8:])
+			for j := range out64 {
+				q0, q1 := in[2*j], in[2*j+1]
+				out64[j] = uint64(tb[q0&0xF]) | uint64(tb[q0>>4])<<16 | uint64(tb[q1&0xF])<<32 | uint64(tb[q1>>4])<<48
+			}
+			continue
 		}
 		out := dst[b*16 : b*16+16]
 		for j, q := range src[b*8 : b*8+8] {
