@@ -2,6 +2,7 @@ package configurator_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -450,5 +451,66 @@ func TestSpeculativeMambaNeedsMaxRunning(t *testing.T) {
 	}
 	if !strings.Contains(r.Logs[0], "intermediate_ssm_state_cache size: ") {
 		t.Errorf("log %q", r.Logs[0])
+	}
+}
+
+// The suggested values of §e.4 errors really work.
+func TestSuggestedValuesWork(t *testing.T) {
+	// SWA chunk cap: the suggested --max-running-requests fits.
+	in := configurator.Input{Spec: gptOSS(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
+		Args: configurator.ServerArgs{MaxRunningRequests: 100000, DisableRadixCache: true}, PostLoadFreeBytes: gibBytes(78.5 - 60.8)}
+	c := newC(t, in)
+	_, err := c.Configure(gibBytes(78.5))
+	fe := fixFlag(t, err, sizing.ErrSWAChunkCap, "--max-running-requests")
+	if fe.Value == "" {
+		t.Fatalf("no value: %v", err)
+	}
+	var n int
+	if _, e := fmt.Sscan(fe.Value, &n); e != nil || n <= 0 || n >= 100000 {
+		t.Fatalf("value %q", fe.Value)
+	}
+	in.Args.MaxRunningRequests = n
+	if _, err := newC(t, in).Configure(gibBytes(78.5)); err != nil {
+		t.Errorf("suggested %d fails: %v", n, err)
+	}
+	in.Args.MaxRunningRequests = n + 1
+	if _, err := newC(t, in).Configure(gibBytes(78.5)); !errors.Is(err, sizing.ErrSWAChunkCap) {
+		t.Errorf("%d+1 still fits: %v", n, err)
+	}
+
+	// Mamba: a tiny --mamba-full-memory-ratio gets a working one.
+	in = configurator.Input{Spec: qwen3Next(), Parallel: configurator.Parallel{TP: 4, PP: 1, DP: 1}, Hardware: h100,
+		Args: configurator.ServerArgs{MambaFullMemoryRatio: 0.0001}, PostLoadFreeBytes: gibBytes(41.25)}
+	_, err = newC(t, in).Configure(gibBytes(78.5))
+	fe = fixFlag(t, err, sizing.ErrMamba, "--mamba-full-memory-ratio")
+	var r float64
+	if _, e := fmt.Sscan(fe.Value, &r); e != nil || r <= 0.0001 {
+		t.Fatalf("value %q", fe.Value)
+	}
+	in.Args.MambaFullMemoryRatio = r
+	if _, err := newC(t, in).Configure(gibBytes(78.5)); err != nil {
+		t.Errorf("suggested ratio %v fails: %v", r, err)
+	}
+
+	// Not enough memory: the suggested --mem-fraction-static works.
+	in = configurator.Input{Spec: llama8B(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
+		Args: configurator.ServerArgs{MemFractionStatic: 0.5}, PostLoadFreeBytes: gibBytes(39.25) + 1000}
+	_, err = newC(t, in).Configure(gibBytes(78.5))
+	fe = fixFlag(t, err, configurator.ErrNotEnoughMemory, "--mem-fraction-static")
+	if _, e := fmt.Sscan(fe.Value, &in.Args.MemFractionStatic); e != nil {
+		t.Fatal(e)
+	}
+	if _, err := newC(t, in).Configure(gibBytes(78.5)); err != nil {
+		t.Errorf("suggested mfs %v fails: %v", in.Args.MemFractionStatic, err)
+	}
+	// No KV memory: the suggested --mem-fraction-static works.
+	in = configurator.Input{Spec: llama8B(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: gibBytes(10)}
+	_, err = newC(t, in).Configure(gibBytes(78.5))
+	fe = fixFlag(t, err, configurator.ErrNoKVMemory, "--mem-fraction-static")
+	if _, e := fmt.Sscan(fe.Value, &in.Args.MemFractionStatic); e != nil {
+		t.Fatal(e)
+	}
+	if _, err := newC(t, in).Configure(gibBytes(78.5)); err != nil {
+		t.Errorf("suggested mfs %v fails: %v", in.Args.MemFractionStatic, err)
 	}
 }

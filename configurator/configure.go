@@ -226,7 +226,9 @@ func (c *Configurator) chunkCapApplies(h sizing.HybridSWA) bool {
 	return a.MaxRunningRequests > 0 && c.d.DisableRadixCache && c.d.ChunkedPrefillSize > 0 && c.window() > 0 && h.FullLayers > 0
 }
 
-func (c *Configurator) chunkCap() int64 {
+func (c *Configurator) chunkCap() int64 { return c.chunkCapFor(c.in.Args.MaxRunningRequests) }
+
+func (c *Configurator) chunkCapFor(maxRunning int) int64 {
 	ev := c.in.Args.SWAEvictionInterval
 	if ev == 0 {
 		ev = 128
@@ -239,7 +241,7 @@ func (c *Configurator) chunkCap() int64 {
 	}
 	return sizing.ChunkCap(sizing.ChunkCapInput{
 		SlidingWindow: c.window(), DraftTokens: draft, EvictionInterval: ev, PageSize: c.d.PageSize,
-		DecodeAlloc: decode, MaxRunningRequests: c.in.Args.MaxRunningRequests, AttnDPSize: c.in.Parallel.AttnDP(),
+		DecodeAlloc: decode, MaxRunningRequests: maxRunning, AttnDPSize: c.in.Parallel.AttnDP(),
 		ChunkedPrefillSize: c.d.ChunkedPrefillSize, OverlapSchedule: c.d.OverlapSchedule,
 	})
 }
@@ -295,7 +297,7 @@ func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := c.checkAdmission(res); err != nil {
+	if err := c.checkAdmission(res, plans[idx]); err != nil {
 		return res, err
 	}
 	res.Logs = append(res.Logs, c.poolLogs(res, plans[idx])...)
@@ -320,7 +322,7 @@ func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int
 	for i, p := range plans {
 		cfg, err := p.cfgr.FromBytes(budget, page)
 		if err != nil {
-			return cfg, i, c.poolError(err, p, cfg)
+			return cfg, i, c.poolError(err, p, cfg, budget)
 		}
 		cfgs[i] = cfg
 		if cfg.MaxTotalNumTokens <= t {
@@ -343,7 +345,7 @@ func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int
 		var err error
 		cfg, err = plans[idx].cfgr.FromMaxTokens(t, page)
 		if err != nil {
-			return cfg, idx, c.poolError(err, plans[idx], cfg)
+			return cfg, idx, c.poolError(err, plans[idx], cfg, budget)
 		}
 	}
 	return cfg, idx, nil
@@ -408,6 +410,12 @@ func (c *Configurator) handleMamba(res *Result, plans []stagePlan, rest *float64
 		if m.Source == "auto" {
 			fe.Flag = "--mamba-full-memory-ratio"
 			fe.Hint = "raise --mamba-full-memory-ratio or --mem-fraction-static, or use more GPUs (--tp-size)"
+			// K ≥ 1 needs budget = rest·r/(1+r) ≥ 2 slots; keep some room for KV.
+			if x := float64(2*(stagePer+1)) / gib / *rest; *rest > 0 && x < 0.5 {
+				r := math.Ceil(x/(1-x)*100) / 100
+				fe.Value = fmt.Sprintf("%.2f", r)
+				fe.Hint = fmt.Sprintf("set --mamba-full-memory-ratio %s or higher, raise --mem-fraction-static, or use more GPUs (--tp-size)", fe.Value)
+			}
 		}
 		return fe
 	}
@@ -446,7 +454,13 @@ func (c *Configurator) noKVMemoryError(pre, avail float64) error {
 func (c *Configurator) notEnoughMemoryError(p stagePlan, pre, avail float64, res *Result) error {
 	mfs := c.d.MemFractionStatic
 	msg := fmt.Errorf("%w: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=%v", ErrNotEnoughMemory, mfs)
-	need := p.cfgr.CellSize() * float64(c.d.PageSize) / gib
+	return c.mfsFix(msg, p, pre, avail, res, int64(c.d.PageSize))
+}
+
+// mfsFix suggests the mem_fraction_static that leaves room for tokens
+// tokens of p's pool, or more GPUs when no fraction below 0.99 does.
+func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *Result, tokens int64) error {
+	need := p.cfgr.CellSize() * float64(sizing.CeilPage(tokens, c.d.PageSize)) / gib
 	extra := res.MultimodalGiB + float64(res.MambaStateBytes+res.MambaSpecBytes)/gib
 	want := 1 - (avail-extra-need)/pre
 	fe := &FixError{Err: msg, Flag: "--mem-fraction-static"}
@@ -461,7 +475,7 @@ func (c *Configurator) notEnoughMemoryError(p stagePlan, pre, avail float64, res
 }
 
 // poolError attaches the fixing flag to a configurator error.
-func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig) error {
+func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, budget int64) error {
 	switch {
 	case errors.Is(err, sizing.ErrSWAFloor) && p.hybrid != nil:
 		fe := &FixError{Err: err, Flag: "--swa-full-tokens-ratio"}
@@ -474,18 +488,27 @@ func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig) 
 		}
 		return fe
 	case errors.Is(err, sizing.ErrSWAChunkCap):
-		return &FixError{Err: err, Flag: "--max-running-requests", Hint: "lower --max-running-requests or raise --mem-fraction-static"}
+		fe := &FixError{Err: err, Flag: "--max-running-requests", Hint: "lower --max-running-requests or raise --mem-fraction-static"}
+		if n := c.maxChunkCapRequests(p, budget); n > 0 {
+			fe.Value = fmt.Sprint(n)
+			fe.Hint = fmt.Sprintf("set --max-running-requests %d or fewer, or raise --mem-fraction-static", n)
+		}
+		return fe
 	}
 	return fmt.Errorf("configurator: %w", err)
 }
 
-func (c *Configurator) checkAdmission(res *Result) error {
+func (c *Configurator) checkAdmission(res *Result, p stagePlan) error {
 	maxReqLen := min(int64(c.d.ContextLength)-1, res.MaxTotalNumTokens-1)
 	if maxReqLen-5 <= 0 {
-		return &FixError{
-			Err:  fmt.Errorf("%w: Memory pool size is too small (max_req_len=%d, max_req_input_len=%d)", ErrPoolTooSmall, maxReqLen, maxReqLen-5),
-			Flag: "--mem-fraction-static", Hint: "give the KV cache more memory (--mem-fraction-static, more GPUs) or raise --max-total-tokens",
+		msg := fmt.Errorf("%w: Memory pool size is too small (max_req_len=%d, max_req_input_len=%d)", ErrPoolTooSmall, maxReqLen, maxReqLen-5)
+		if int64(c.d.ContextLength)-1-5 <= 0 {
+			return &FixError{Err: msg, Flag: "--context-length", Value: "8", Hint: "set --context-length 8 or more"}
 		}
+		if u := c.in.Args.MaxTotalTokens; u > 0 && u < 7 {
+			return &FixError{Err: msg, Flag: "--max-total-tokens", Value: fmt.Sprint(sizing.CeilPage(7, c.d.PageSize)), Hint: "raise --max-total-tokens"}
+		}
+		return c.mfsFix(msg, p, res.PreLoadGiB, res.AvailableGiB, res, 7)
 	}
 	return nil
 }
@@ -546,4 +569,24 @@ func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
 		}
 	}
 	return int(n), warns, nil
+}
+
+// maxChunkCapRequests is the largest --max-running-requests whose SWA chunk
+// cap leaves at least one page for the full pool, 0 if none.
+func (c *Configurator) maxChunkCapRequests(p stagePlan, budget int64) int {
+	cc, ok := p.cfgr.(sizing.SWAChunkCap)
+	if !ok {
+		return 0
+	}
+	lo, hi := 0, c.in.Args.MaxRunningRequests
+	for lo < hi { // largest n with a full pool
+		mid := (lo + hi + 1) / 2
+		cc.Cap = c.chunkCapFor(mid)
+		if _, err := cc.FromBytes(budget, c.d.PageSize); err == nil {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
