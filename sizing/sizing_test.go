@@ -342,3 +342,42 @@ func TestHandleMaxMambaCache(t *testing.T) {
 		t.Errorf("too small: %v", err)
 	}
 }
+
+// Spec §h.1: DSA (GLM-5-like: 78 layers, page 64) sizes for 32/64/96 GiB —
+// pool bytes within budget, tokens page aligned; 32 GiB ⇒ 343,040 tokens.
+func TestDSAPoolSizes(t *testing.T) {
+	a := sizing.Attention{MLA: true, DSA: true, Layers: 78, KVLoraRank: 512, QKRopeHeadDim: 64, IndexHeadDim: 128, ElementSize: 2}
+	cell, _ := a.Cell()
+	for _, g := range []int64{32, 64, 96} {
+		c, err := sizing.Default{Cell: cell}.FromBytes(g<<30, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxTotalNumTokens%64 != 0 || c.MaxTotalNumTokens*cell > g<<30 || (c.MaxTotalNumTokens+64)*cell <= g<<30 {
+			t.Errorf("%d GiB: %d tokens", g, c.MaxTotalNumTokens)
+		}
+		if g == 32 && c.MaxTotalNumTokens != 343040 {
+			t.Errorf("32 GiB: %d, want 343040", c.MaxTotalNumTokens)
+		}
+	}
+}
+
+// Spec §h.1: a hybrid constraint at half the profiled full pool uses about
+// half the memory.
+func TestHybridConstraintHalf(t *testing.T) {
+	h := hyb(16, 16, 0.5)
+	full, _ := h.FromBytes(10_000_000, 1)
+	half, _ := h.FromMaxTokens(full.FullMaxTotalNumTokens/2, 1)
+	mem := func(c sizing.PoolConfig) float64 {
+		return float64(c.FullMaxTotalNumTokens*h.FullCell() + c.SWAMaxTotalNumTokens*h.SWAPerToken*int64(h.SWALayers))
+	}
+	if r := mem(half) / mem(full); r < 0.49 || r > 0.51 {
+		t.Errorf("ratio %v", r)
+	}
+	if half.FullMaxTotalNumTokens != 203 || half.SWAMaxTotalNumTokens != 101 {
+		t.Errorf("half %+v", half)
+	}
+	if full.MaxTotalNumTokens*int64(h.CellSize()) > 10_000_000 {
+		t.Error("over budget")
+	}
+}
