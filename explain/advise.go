@@ -37,7 +37,7 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	if e == nil {
 		return nil, errors.New("explain: nil explanation")
 	}
-	if req.Engine == "" {
+	if req.Engine == "" && e.Engine != Any {
 		req.Engine = e.Engine
 	}
 	rep, err := plan.Run(ctx, req)

@@ -23,11 +23,13 @@ var ErrUnrecognized = errors.New("explain: unrecognized message")
 const (
 	SGLang = "sglang"
 	VLLM   = "vllm"
+	// Any marks a message both engines print.
+	Any = "any"
 )
 
 // Explanation is what an engine message means and what to change.
 type Explanation struct {
-	// Engine is "sglang" or "vllm".
+	// Engine is "sglang", "vllm" or "any" (a message both print).
 	Engine string `json:"engine"`
 	// Kind names the message ("no_kv_memory", "max_seq_len_too_long", ...).
 	Kind string `json:"kind"`
@@ -214,6 +216,16 @@ var rules = []rule{
 			e.Meaning = "One TP rank has less than 90% of another's free memory before weight load; SGLang sizes every rank by the minimum, so the whole KV pool shrinks to the fullest GPU."
 			e.Knob = "CUDA_VISIBLE_DEVICES"
 			e.Advice = "Find and stop the other processes on that GPU (nvidia-smi), or pick idle GPUs."
+		}},
+
+	// Both engines: an allocation beyond what the engine kept free.
+	{Any, "cuda_out_of_memory", regexp.MustCompile(`(?:CUDA|HIP) out of memory\. Tried to allocate ` + num + ` (GiB|MiB|KiB)`),
+		[]string{"tried", ""},
+		func(e *Explanation, n map[string]float64, s []string) {
+			e.Meaning = fmt.Sprintf("A %s %s allocation at run time (activations, CUDA graphs, sampling buffers) found no free memory: the engine's static pools (weights + KV cache) left too little outside them.", s[0], s[1])
+			e.Knob = "--mem-fraction-static"
+			e.Advice = "SGLang: lower --mem-fraction-static by 0.02-0.05 (the reserve outside the pools grows by that share of the free memory) or lower --chunked-prefill-size / --cuda-graph-max-bs. vLLM: lower --gpu-memory-utilization or --max-num-batched-tokens."
+			e.Alternatives = []string{"--gpu-memory-utilization (vLLM)", "--chunked-prefill-size", "--cuda-graph-max-bs", "--max-num-batched-tokens (vLLM)"}
 		}},
 
 	// vLLM (peers §1.2-1.3).

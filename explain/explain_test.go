@@ -142,6 +142,11 @@ func TestExplain(t *testing.T) {
 				map[string]float64{"free_gib": 61.05, "total_gib": 119.7, "gpu_memory_utilization": 0.52, "requested_gib": 62.24}},
 		},
 		{
+			"CUDA out of memory",
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is free.",
+			want{"any", "cuda_out_of_memory", "--mem-fraction-static", "", map[string]float64{"tried": 2}},
+		},
+		{
 			"vllm no cache blocks",
 			"ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
 			want{"vllm", "no_cache_blocks", "--gpu-memory-utilization", "", nil},
@@ -273,7 +278,7 @@ func TestKnown(t *testing.T) {
 		t.Errorf("only %d kinds", len(k))
 	}
 	for _, s := range k {
-		if !strings.HasPrefix(s, "sglang/") && !strings.HasPrefix(s, "vllm/") {
+		if !strings.HasPrefix(s, "sglang/") && !strings.HasPrefix(s, "vllm/") && !strings.HasPrefix(s, "any/") {
 			t.Errorf("kind %q", s)
 		}
 	}

@@ -221,3 +221,39 @@ func BenchmarkSweepCatalog(b *testing.B) {
 	b.ReportMetric(float64(n), "plans/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/plan")
 }
+
+// Rows come in nested-loop order, the first axis slowest, and each row's
+// request carries its values.
+func TestSweepOrder(t *testing.T) {
+	axes := []plan.Axis{
+		{Field: "gpu", Values: []string{"H100", "H200"}},
+		{Field: "tp_size", Values: []string{"1", "2", "4"}},
+		{Field: "kv_cache_dtype", Values: []string{"auto", "fp8_e4m3"}},
+	}
+	rows, err := plan.Sweep(context.Background(), plan.Request{Model: "Qwen/Qwen3-8B"}, axes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 12 {
+		t.Fatalf("%d rows, want 12", len(rows))
+	}
+	i := 0
+	for _, g := range axes[0].Values {
+		for _, tp := range axes[1].Values {
+			for _, d := range axes[2].Values {
+				r := rows[i]
+				want := map[string]string{"gpu": g, "tp_size": tp, "kv_cache_dtype": d}
+				if diff := cmp.Diff(want, r.Values); diff != "" {
+					t.Errorf("row %d values (-want +got):\n%s", i, diff)
+				}
+				if r.Request.GPU != g || strconv.Itoa(r.Request.TPSize) != tp || r.Request.KVCacheDType != d || r.Request.Model != "Qwen/Qwen3-8B" {
+					t.Errorf("row %d request %s tp %d %s %s", i, r.Request.GPU, r.Request.TPSize, r.Request.KVCacheDType, r.Request.Model)
+				}
+				if r.Report == nil || r.Report.TPSize != r.Request.TPSize {
+					t.Errorf("row %d report %+v", i, r.Report)
+				}
+				i++
+			}
+		}
+	}
+}
