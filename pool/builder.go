@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvcfg/kvcfg/prefix"
 	"github.com/kvcfg/kvcfg/quant"
 )
 
@@ -55,8 +56,13 @@ type Config struct {
 	State *StateConfig `json:"state,omitempty"`
 	// NeedSort is AllocatorConfig.NeedSort (PD disaggregation).
 	NeedSort bool `json:"need_sort,omitempty"`
-	// Events receives the allocator's KV events (full pool); nil for none.
-	Events EventSink `json:"-"`
+	// Events receives the allocator's KV events (the full pool's, with
+	// hybrid SWA); nil for none. SWAEvents receives the SWA pool's.
+	Events    EventSink `json:"-"`
+	SWAEvents EventSink `json:"-"`
+	// EventMeta sets the locality fields of the (full pool's) events; the
+	// zero value means full_attention (mla_attention for MLA) on GPU.
+	EventMeta EventMeta `json:"event_meta,omitzero"`
 	// KCodec and VCodec override the default codecs (see KVConfig).
 	KCodec quant.Codec `json:"-"`
 	VCodec quant.Codec `json:"-"`
@@ -156,11 +162,11 @@ func New(cfg Config) (*Pools, error) {
 	}
 	if cfg.SWATokens > 0 {
 		p.Allocator, err = NewSWAAllocator(SWAConfig{FullSize: cfg.MaxTotalTokens, SWASize: cfg.SWATokens, PageSize: cfg.PageSize,
-			NeedSort: cfg.NeedSort, FullEvents: cfg.Events, SlidingWindow: cfg.SlidingWindow})
+			NeedSort: cfg.NeedSort, FullEvents: cfg.Events, SWAEvents: cfg.SWAEvents, SlidingWindow: cfg.SlidingWindow})
 	} else {
-		meta := EventMeta{}
-		if cfg.Attention == MLA {
-			meta.SpecKind = "mla_attention"
+		meta := cfg.EventMeta
+		if meta.SpecKind == "" && cfg.Attention == MLA {
+			meta.SpecKind = prefix.MLAAttention
 		}
 		p.Allocator, err = NewAllocator(AllocatorConfig{Size: cfg.MaxTotalTokens, PageSize: cfg.PageSize, NeedSort: cfg.NeedSort, Events: cfg.Events, EventMeta: meta})
 	}

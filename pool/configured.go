@@ -6,6 +6,7 @@ import (
 	"github.com/kvcfg/kvcfg/configurator"
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/prefix"
 	"github.com/kvcfg/kvcfg/sizing"
 )
 
@@ -57,6 +58,7 @@ func ConfigFromConfigurator(in configurator.Input, c *configurator.Configurator,
 	}
 	switch {
 	case res.Hybrid && res.FullMaxTotalNumTokens == 0: // all-SWA: one pool
+		cfg.EventMeta = EventMeta{SpecKind: prefix.SlidingWindow, SlidingWindow: s.EngineSlidingWindow}
 		cfg.MaxTotalTokens = int(res.SWAMaxTotalNumTokens)
 		cfg.LayerIDs = sliding
 		cfg.Heads = sizing.KVHeadsPerRank(or(s.SWANumKVHeads, s.NumKVHeads), in.Parallel.AttnTP(), in.Parallel.DCP)

@@ -3,6 +3,8 @@ package pool
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvcfg/kvcfg/prefix"
 )
 
 // SWAConfig configures a SWAAllocator.
@@ -64,7 +66,7 @@ func NewSWAAllocator(cfg SWAConfig) (*SWAAllocator, error) {
 	}
 	fc := AllocatorConfig{Size: cfg.FullSize, PageSize: cfg.PageSize, NeedSort: cfg.NeedSort, Name: "full pool", Events: cfg.FullEvents}
 	sc := AllocatorConfig{Size: cfg.SWASize, PageSize: cfg.PageSize, NeedSort: cfg.NeedSort, Name: "swa pool", Events: cfg.SWAEvents,
-		EventMeta: EventMeta{GroupIdx: 1, SpecKind: "sliding_window", SlidingWindow: cfg.SlidingWindow}}
+		EventMeta: EventMeta{GroupIdx: 1, SpecKind: prefix.SlidingWindow, SlidingWindow: cfg.SlidingWindow}}
 	full, err := NewAllocator(fc)
 	if err != nil {
 		return nil, err
