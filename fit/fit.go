@@ -155,7 +155,9 @@ type Miss struct {
 	Hint string `json:"hint"`
 }
 
-// Skip is a combination left out of the search, with the reason.
+// Skip is a combination left out of the search, with the reason. TPSize
+// and PPSize are 0 when the KV dtype is ruled out on that GPU in every
+// layout.
 type Skip struct {
 	GPU          string `json:"gpu"`
 	TPSize       int    `json:"tp_size"`
@@ -261,6 +263,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var all []Configuration
 	for _, g := range names {
+	dtypeLoop:
 		for _, d := range dtypes {
 			found := false
 			for count := 1; count <= maxGPUs && !(found && !o.All); count++ {
@@ -276,6 +279,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					}
 					out := s.solve(ctx, c, o.Concurrency, o.ContextLength)
 					if errors.Is(out.err, plan.ErrInvalid) {
+						var fe *plan.FieldError
+						if errors.As(out.err, &fe) && fe.Field == "kv_cache_dtype" {
+							// The dtype does not run on this GPU in any layout.
+							res.Skipped = append(res.Skipped, Skip{GPU: g, KVCacheDType: d, Reason: out.err.Error()})
+							continue dtypeLoop
+						}
 						res.Skipped = append(res.Skipped, skip(c, out.err.Error()))
 						continue
 					}

@@ -145,7 +145,11 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintln(w, "\nLEFT OUT")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, s := range res.Skipped {
-			fmt.Fprintf(tw, "  %s\ttp %d\tpp %d\t%s\t%s\n", s.GPU, s.TPSize, s.PPSize, s.KVCacheDType, oneLine(s.Reason))
+			layout := fmt.Sprintf("tp %d\tpp %d", s.TPSize, s.PPSize)
+			if s.TPSize == 0 {
+				layout = "any tp\tany pp"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.GPU, layout, s.KVCacheDType, oneLine(s.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
