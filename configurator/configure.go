@@ -255,8 +255,8 @@ func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 	if preLoadFreeBytes <= 0 {
 		return res, fmt.Errorf("%w: free memory before weight load must be positive", ErrInvalid)
 	}
-	pre := float64(preLoadFreeBytes) / gib
-	avail := float64(c.in.PostLoadFreeBytes) / gib
+	pre := c.reading(preLoadFreeBytes)
+	avail := c.reading(c.in.PostLoadFreeBytes)
 	mfs := c.d.MemFractionStatic
 	res.PreLoadGiB, res.AvailableGiB = pre, avail
 	res.SlackGiB = float64(pre * float64(1-mfs))
@@ -589,4 +589,15 @@ func (c *Configurator) maxChunkCapRequests(p stagePlan, budget int64) int {
 		}
 	}
 	return lo
+}
+
+// reading converts a free-memory reading to GiB as get_available_gpu_memory
+// does: with more than one rank the byte count goes through a float32
+// all-reduce (MIN), which rounds it to float32 precision (§g.13).
+func (c *Configurator) reading(bytes int64) float64 {
+	b := float64(bytes)
+	if c.in.Parallel.TP*c.in.Parallel.PP*max(c.in.Parallel.DP, 1) > 1 {
+		b = float64(float32(b))
+	}
+	return b / gib
 }
