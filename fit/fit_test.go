@@ -346,3 +346,18 @@ func flagValue(flags []string, name string) string {
 	}
 	return ""
 }
+
+// BenchmarkFitAllGPUs fits Qwen3-8B (64 × 32k, auto and fp8 KV) over every
+// catalog GPU: one op is the whole search.
+func BenchmarkFitAllGPUs(b *testing.B) {
+	o := fit.Options{Base: plan.Request{Model: "Qwen/Qwen3-8B"}, Concurrency: 64, ContextLength: 32768, KVCacheDTypes: []string{"auto", "fp8_e4m3"}}
+	plans := 0
+	for b.Loop() {
+		res, err := fit.Run(context.Background(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plans = res.Plans
+	}
+	b.ReportMetric(float64(plans), "plans/op")
+}
