@@ -281,6 +281,19 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if p := probes["dtype-chart"]; p.Labels < 2 {
 		t.Errorf("dtype chart has %d dtypes, want several", p.Labels)
 	}
+	// The dtype chart's bar for this plan's dtype is this plan's capacity.
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+	  const c = Chart.getChart(document.getElementById("dtype-chart"));
+	  const out = {};
+	  c.data.labels.forEach((l, i) => { out[l] = c.data.datasets[0].data[i]; });
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatalf("reading the dtype chart: %v", err)
+	}
+	if got, ok := bars[kvDType+" (this plan)"]; !ok || int64(got) != tokens {
+		t.Errorf("dtype chart bar %q = %v (present %v), want %d; bars %v", kvDType+" (this plan)", got, ok, tokens, bars)
+	}
 
 	// An invalid plan shows the API's error message next to the form.
 	const badFraction = "1.5"

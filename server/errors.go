@@ -34,8 +34,9 @@ type ErrorBody struct {
 	// Field is the request field at fault (snake_case, as in the request),
 	// when one is.
 	Field string `json:"field,omitempty"`
-	// Report is the partial plan of an infeasible request (its budget
-	// shows why it does not fit, its fix_* fields what to change).
+	// Report is what the CLI prints on stdout next to the same error: the
+	// partial plan of an infeasible request (its budget shows why it does
+	// not fit, its fix_* fields what to change) or the failed comparison.
 	Report any `json:"report,omitempty"`
 }
 

@@ -27,19 +27,28 @@ var update = flag.Bool("update", false, "update golden files")
 var goldenCases = []struct {
 	name string
 	body string
+	cmd  string // "plan" (default) or "compare"
 }{
-	{"default", `{}`},
-	{"llama8b_h100_fp8", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}`},
-	{"llama70b_tp4_gpu_memory_string", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "A100-80GB", "tp_size": 4, "gpu_memory": "80GiB", "context_length": 32768}`},
-	{"llama8b_gpu_memory_bytes", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu_memory": 51539607552, "mem_fraction_static": 0.8}`},
-	{"deepseek_v3_mla_tp8", `{"model": "deepseek-ai/DeepSeek-V3", "gpu": "H200", "tp_size": 8}`},
-	{"gpt_oss_swa", `{"model": "openai/gpt-oss-120b", "gpu": "H100", "tp_size": 2}`},
-	{"qwen3_next_mamba", `{"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200", "tp_size": 2}`},
+	{"default", `{}`, ""},
+	{"llama8b_h100_fp8", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}`, ""},
+	{"llama70b_tp4_gpu_memory_string", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "A100-80GB", "tp_size": 4, "gpu_memory": "80GiB", "context_length": 32768}`, ""},
+	{"llama8b_gpu_memory_bytes", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu_memory": 51539607552, "mem_fraction_static": 0.8}`, ""},
+	{"deepseek_v3_mla_tp8", `{"model": "deepseek-ai/DeepSeek-V3", "gpu": "H200", "tp_size": 8}`, ""},
+	{"gpt_oss_swa", `{"model": "openai/gpt-oss-120b", "gpu": "H100", "tp_size": 2}`, ""},
+	{"qwen3_next_mamba", `{"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200", "tp_size": 2}`, ""},
 	// Errors: an impossible plan (CLI exit 1) and invalid input (exit 2).
-	{"infeasible_70b_on_l4", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "L4"}`},
-	{"invalid_mem_fraction", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "mem_fraction_static": 1.5}`},
-	{"invalid_context_length", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "context_length": 10000000}`},
+	{"infeasible_70b_on_l4", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "L4"}`, ""},
+	{"invalid_mem_fraction", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "mem_fraction_static": 1.5}`, ""},
+	{"invalid_context_length", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "context_length": 10000000}`, ""},
+	// POST /api/v1/compare against `kvcfg compare -o json`.
+	{"compare_engines", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100"}`, "compare"},
+	{"compare_dtypes_tp", `{"model": "Qwen/Qwen3-8B", "gpu": "L40S", "engines": ["sglang"], "kv_cache_dtypes": ["auto", "fp8_e4m3", "nvfp4"], "tp_sizes": [1, 2]}`, "compare"},
+	{"compare_all_refused", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "T4"}`, "compare"},
+	{"compare_bad_engine", `{"engines": ["sglang", "tgi"]}`, "compare"},
 }
+
+// listFlags maps the list keys of a compare body to their CLI flags.
+var listFlags = map[string]string{"engines": "--engine", "kv_cache_dtypes": "--kv-cache-dtype", "tp_sizes": "--tp"}
 
 // flagsFor turns an API body into `kvcfg plan` flags.
 func flagsFor(t *testing.T, body string) []string {
@@ -58,7 +67,16 @@ func flagsFor(t *testing.T, body string) []string {
 	var args []string
 	for _, k := range keys {
 		name := "--" + strings.ReplaceAll(k, "_", "-")
+		if f, ok := listFlags[k]; ok {
+			name = f
+		}
 		switch v := m[k].(type) {
+		case []any:
+			var items []string
+			for _, it := range v {
+				items = append(items, fmt.Sprint(it))
+			}
+			args = append(args, name, strings.Join(items, ","))
 		case string:
 			args = append(args, name, v)
 		case json.Number:
@@ -79,9 +97,13 @@ func TestAPIMatchesCLI(t *testing.T) {
 	ts := newTestServer(t, server.Config{})
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			api := do(t, ts, "POST", "/api/v1/plan", tc.body)
+			cmd := tc.cmd
+			if cmd == "" {
+				cmd = "plan"
+			}
+			api := do(t, ts, "POST", "/api/v1/"+cmd, tc.body)
 
-			args := append([]string{"plan", "-o", "json"}, flagsFor(t, tc.body)...)
+			args := append([]string{cmd, "-o", "json"}, flagsFor(t, tc.body)...)
 			var stdout, stderr bytes.Buffer
 			code := cli.Main(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/vllm"
 	"github.com/kvcfg/kvcfg/web"
 )
 
@@ -35,6 +36,7 @@ func (s *Server) routes() http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/plan", cop.Handler(jsonEndpoint(s, "plan", s.plan)))
+	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
@@ -68,7 +70,7 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			if ae.status >= 500 {
 				outcome = "error"
 			}
-			if ae.kind == kindInfeasible && present(resp) {
+			if ae.status == http.StatusBadRequest && present(resp) {
 				withReport := *ae
 				withReport.body.Report = resp
 				ae = &withReport
@@ -82,15 +84,31 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 	})
 }
 
-// plan runs the configured planner on a request whose model, unless an
-// inline config comes with it, is a catalog entry: the CLI also reads
-// config.json paths, but a server must not read files from its own disk on
-// a client's behalf.
-func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
+// catalogOnly refuses a model that is not a catalog entry, unless an inline
+// config comes with it (the model then only names it): the CLI also reads
+// config.json paths and the local HF cache, but a server must not read
+// files from its own disk on a client's behalf.
+func catalogOnly(req plan.Request) error {
 	if req.Model != "" && len(req.Config) == 0 {
 		if _, err := catalog.Config(req.Model); err != nil {
-			return nil, &plan.FieldError{Field: "model", Err: err}
+			return &plan.FieldError{Field: "model", Err: err}
 		}
+	}
+	return nil
+}
+
+// compare runs the configured comparison on a catalog model.
+func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
+	if err := catalogOnly(req.Request); err != nil {
+		return nil, err
+	}
+	return s.cfg.Compare(ctx, req)
+}
+
+// plan runs the configured planner on a catalog model.
+func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
+	if err := catalogOnly(req); err != nil {
+		return nil, err
 	}
 	rep, err := s.cfg.Plan(ctx, req)
 	if err != nil && errors.Is(err, plan.ErrInfeasible) && rep != nil && rep.FixFlag != "" {
@@ -238,14 +256,24 @@ type FormatInfo struct {
 
 // DTypes is the body of GET /api/v1/dtypes.
 type DTypes struct {
-	// KVCacheDTypes are the accepted kv_cache_dtype values, in the engine's order.
+	// KVCacheDTypes are the kv_cache_dtype values SGLang (the default
+	// engine) accepts, in its order.
 	KVCacheDTypes []string `json:"kv_cache_dtypes"`
+	// Engines lists the accepted kv_cache_dtype values per engine (vLLM's
+	// are those of its newest profile).
+	Engines map[string][]string `json:"engines"`
 	// Formats are the storage formats behind them, by canonical name.
 	Formats []FormatInfo `json:"formats"`
 }
 
 func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
-	out := DTypes{KVCacheDTypes: dtype.Accepted()}
+	out := DTypes{
+		KVCacheDTypes: dtype.Accepted(),
+		Engines: map[string][]string{
+			plan.EngineSGLang: dtype.Accepted(),
+			plan.EngineVLLM:   vllm.AcceptedDTypes(vllm.Latest),
+		},
+	}
 	for _, n := range dtype.FormatNames() {
 		f, err := dtype.LookupFormat(n)
 		if err != nil {

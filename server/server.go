@@ -1,5 +1,6 @@
 // Package server is kvcfg's HTTP face: the planning API (POST /api/v1/plan
-// and /api/v1/compare, the same code path and JSON as `kvcfg plan -o json`),
+// and /api/v1/compare, the same code path and JSON as `kvcfg plan -o json`
+// and `kvcfg compare -o json`),
 // the catalog endpoints (models, GPUs, KV dtypes), /healthz, Prometheus
 // /metrics and the embedded web page at /. It is the only package that
 // imports net/http.
@@ -54,6 +55,8 @@ type Config struct {
 	Metrics *metrics.Recorder `json:"-"`
 	// Plan computes a plan; nil means plan.Run. Tests substitute it.
 	Plan func(context.Context, plan.Request) (*plan.Report, error) `json:"-"`
+	// Compare computes a side-by-side comparison; nil means plan.Compare.
+	Compare func(context.Context, plan.CompareRequest) (*plan.Comparison, error) `json:"-"`
 }
 
 // Validate reports every invalid field at once.
@@ -102,6 +105,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Plan == nil {
 		c.Plan = plan.Run
+	}
+	if c.Compare == nil {
+		c.Compare = plan.Compare
 	}
 	return c
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kvcfg/kvcfg/metrics"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server"
+	"github.com/kvcfg/kvcfg/vllm"
 )
 
 // newTestServer starts cfg's handler on a loopback httptest server.
@@ -169,6 +170,10 @@ func TestCatalogEndpoints(t *testing.T) {
 		if diff := cmp.Diff(dtype.Accepted(), got.KVCacheDTypes); diff != "" {
 			t.Errorf("kv_cache_dtypes mismatch (-want +got):\n%s", diff)
 		}
+		wantEngines := map[string][]string{"sglang": dtype.Accepted(), "vllm": vllm.AcceptedDTypes(vllm.Latest)}
+		if diff := cmp.Diff(wantEngines, got.Engines); diff != "" {
+			t.Errorf("engines mismatch (-want +got):\n%s", diff)
+		}
 		var names []string
 		for _, f := range got.Formats {
 			names = append(names, f.Name)
@@ -251,6 +256,15 @@ func TestPlanErrors(t *testing.T) {
 			// server passes through untouched.
 			return stub(ctx, plan.Request{Model: req.Engine})
 		},
+		Compare: func(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			if _, err := stub(ctx, plan.Request{Model: req.Engine}); err != nil {
+				return &plan.Comparison{Model: "partial"}, err
+			}
+			return &plan.Comparison{}, nil
+		},
 	})
 	model := catalog.Default
 	body := func(engine string) string {
@@ -301,6 +315,18 @@ func TestPlanErrors(t *testing.T) {
 			want: server.ErrorBody{Error: "request body larger than 1048576 bytes"}},
 		{name: "cross origin", method: "POST", path: "/api/v1/plan", body: body("ok"), hdr: []string{"Sec-Fetch-Site", "cross-site"}, status: 403,
 			want: server.ErrorBody{Error: "cross-origin request refused"}},
+		{name: "compare ok", method: "POST", path: "/api/v1/compare", body: body("ok"), status: 200, planned: true},
+		{name: "compare list key", method: "POST", path: "/api/v1/compare", body: `{"engines": ["sglang"], "kv_cache_dtypes": ["auto"], "tp_sizes": [1], "engine": "ok"}`, status: 200, planned: true},
+		{name: "compare unknown field", method: "POST", path: "/api/v1/compare", body: `{"engine": "ok", "enignes": []}`, status: 400,
+			want: server.ErrorBody{Error: `unknown field "enignes"`, Field: "enignes"}},
+		{name: "compare wrong type", method: "POST", path: "/api/v1/compare", body: `{"tp_sizes": "1,2"}`, status: 400,
+			want: server.ErrorBody{Error: "tp_sizes: expected []int", Field: "tp_sizes"}},
+		{name: "compare model path refused", method: "POST", path: "/api/v1/compare", body: `{"model": "./config.json"}`, status: 400,
+			want: server.ErrorBody{Error: "catalog: unknown model", Field: "model"}},
+		{name: "compare infeasible", method: "POST", path: "/api/v1/compare", body: body("infeasible"), status: 400, planned: true,
+			want: server.ErrorBody{Error: "plan: infeasible"}},
+		{name: "GET compare", method: "GET", path: "/api/v1/compare", status: 405, allow: "POST",
+			want: server.ErrorBody{Error: "method GET not allowed on /api/v1/compare"}},
 		{name: "GET plan", method: "GET", path: "/api/v1/plan", status: 405, allow: "POST",
 			want: server.ErrorBody{Error: "method GET not allowed on /api/v1/plan"}},
 		{name: "DELETE models", method: "DELETE", path: "/api/v1/models", status: 405, allow: "GET, HEAD",
@@ -357,13 +383,16 @@ func TestPlanErrors(t *testing.T) {
 		`kvcfg_http_errors_total{kind="panic",route="POST /api/v1/plan"} 1`,
 		`kvcfg_http_errors_total{kind="body_too_large",route="POST /api/v1/plan"} 1`,
 		`kvcfg_http_errors_total{kind="forbidden",route="POST /api/v1/plan"} 1`,
-		`kvcfg_http_errors_total{kind="method_not_allowed",route="GET /"} 1`,
 		`kvcfg_http_errors_total{kind="method_not_allowed",route="unmatched"} 1`,
 		`kvcfg_http_errors_total{kind="not_found",route="GET /"} 1`,
 		`kvcfg_http_errors_total{kind="not_found",route="GET /api/v1/models/{name...}"} 1`,
 		`kvcfg_http_requests_total{code="200",method="POST",route="POST /api/v1/plan"} 1`,
 		`kvcfg_plans_total{endpoint="plan",outcome="ok"} 1`,
 		`kvcfg_plans_total{endpoint="plan",outcome="infeasible"} 1`,
+		`kvcfg_plans_total{endpoint="compare",outcome="ok"} 2`,
+		`kvcfg_plans_total{endpoint="compare",outcome="infeasible"} 1`,
+		`kvcfg_http_errors_total{kind="invalid_input",route="POST /api/v1/compare"} 3`,
+		`kvcfg_http_errors_total{kind="method_not_allowed",route="GET /"} 2`,
 		`kvcfg_http_request_duration_seconds_count{method="POST",route="POST /api/v1/plan"} `,
 	} {
 		if !strings.Contains(r.body, want) {

@@ -8,7 +8,22 @@
   const form = $("plan-form");
 
   // state is exposed as window.kvcfg for debugging and the browser test.
-  const state = { sweep: [], charts: {}, report: null, sweepResults: [], generation: 0 };
+  const state = { sweep: [], engineDTypes: {}, charts: {}, report: null, sweepResults: [], generation: 0 };
+
+  // Spellings that name the same KV storage as another accepted value; the
+  // dtype chart leaves them out.
+  const dtypeAliases = { bfloat16: "bf16", float16: "fp16", fp8: "fp8_e4m3" };
+
+  // fillDTypes lists the selected engine's accepted KV cache dtypes in the
+  // form and picks the dtype chart's columns.
+  function fillDTypes() {
+    const list = state.engineDTypes[$("f-engine").value] || [];
+    const dsel = $("f-kv_cache_dtype");
+    const keep = dsel.value;
+    dsel.replaceChildren(...list.map((d) => option(d)));
+    dsel.value = list.includes(keep) ? keep : (list.includes("auto") ? "auto" : list[0] || "");
+    state.sweep = list.filter((d) => d !== "auto" && !(dtypeAliases[d] && list.includes(dtypeAliases[d])));
+  }
   window.kvcfg = state;
 
   function setState(s) { document.body.dataset.state = s; }
@@ -123,9 +138,11 @@
   function drawBudget(rep) {
     const bd = rep.breakdown || {};
     const datasets = [];
+    let stacked = 0;
     for (const [key, name, color] of budgetSegments) {
       const v = bd[key];
       if (typeof v !== "number" || v <= 0) continue;
+      stacked += v;
       datasets.push({
         label: `${name} ${fmtBytes(v)}`,
         data: [v / 2 ** 30],
@@ -145,7 +162,7 @@
         maintainAspectRatio: false,
         scales: {
           x: { stacked: true, title: { display: true, text: "GiB" }, beginAtZero: true,
-            max: bd.total_bytes ? bd.total_bytes / 2 ** 30 : undefined },
+            max: bd.total_bytes ? Math.max(bd.total_bytes, stacked) / 2 ** 30 : undefined },
           y: { stacked: true },
         },
         plugins: { legend: { position: "bottom" } },
@@ -153,25 +170,30 @@
     });
   }
 
-  function drawSweep(req, rep, results) {
-    const ok = results.filter((r) => r.ok);
-    const failed = results.filter((r) => !r.ok);
-    const current = rep.resolved_kv_cache_dtype;
-    const labels = ok.map((r) => (r.data.resolved_kv_cache_dtype === current ? `${r.dtype} (this plan)` : r.dtype));
+  // drawSweep charts the columns of POST /api/v1/compare: one per KV
+  // cache dtype, same model, GPU and flags.
+  function drawSweep(req, rep, columns) {
+    const ok = columns.filter((c) => !c.error);
+    const failed = columns.filter((c) => c.error);
+    // Mark this plan's column: the dtype as asked, else ("auto", an alias)
+    // the first column that resolved to the same storage.
+    let mine = ok.findIndex((c) => c.kv_cache_dtype === req.kv_cache_dtype);
+    if (mine < 0) mine = ok.findIndex((c) => c.resolved_kv_cache_dtype === rep.resolved_kv_cache_dtype);
+    const labels = ok.map((c, i) => (i === mine ? `${c.kv_cache_dtype} (this plan)` : c.kv_cache_dtype));
     replaceChart("dtype", $("dtype-chart"), {
       type: "bar",
       data: {
         labels,
         datasets: [
           {
-            label: "Max total tokens",
-            data: ok.map((r) => r.data.max_total_num_tokens || 0),
+            label: "Tokens in the KV pool",
+            data: ok.map((c) => c.tokens || 0),
             backgroundColor: "#59a14f",
             yAxisID: "y",
           },
           {
-            label: "Concurrency at context length",
-            data: ok.map((r) => r.data.max_concurrency_at_context_length || 0),
+            label: "Concurrent requests at context length",
+            data: ok.map((c) => c.max_concurrency || 0),
             backgroundColor: "#edc948",
             yAxisID: "y1",
           },
@@ -190,8 +212,9 @@
     });
     const note = $("dtype-note");
     note.textContent = failed.length
-      ? "Not plannable here: " + failed.map((r) => `${r.dtype} (${r.data.error || "HTTP " + r.status})`).join("; ")
+      ? `Not plannable here: ${failed.map((c) => c.kv_cache_dtype).join(", ")} (hover for the reasons)`
       : "";
+    note.title = failed.map((c) => `${c.kv_cache_dtype}: ${c.error}`).join("\n\n");
   }
 
   function replaceChart(name, canvas, config) {
@@ -232,7 +255,8 @@
     for (const el of document.querySelectorAll("#cards .v")) {
       const key = el.id.slice(2);
       el.textContent = fmt(key, rep[key], true);
-      el.parentElement.hidden = rep[key] === undefined;
+      // vLLM has no mem_fraction_static: its report leaves it 0.
+      el.parentElement.hidden = rep[key] === undefined || (key === "mem_fraction_static" && !rep[key]);
     }
     const warn = $("warnings");
     warn.replaceChildren();
@@ -243,6 +267,7 @@
     }
     warn.hidden = !(rep.warnings && rep.warnings.length);
     $("log").textContent = (rep.log_lines || []).join("\n");
+    $("log-box").hidden = !(rep.log_lines && rep.log_lines.length);
     renderNumbers(rep);
     drawBudget(rep);
   }
@@ -263,21 +288,24 @@
     if (!res.ok) {
       const rep = res.data.report;
       if (rep) render(req, rep); // an infeasible plan: show why
-      let msg = res.data.error || `HTTP ${res.status}`;
-      if (rep && rep.fix_hint) msg += `\n\nFix: ${rep.fix_hint}`;
-      showError(msg, res.data.field);
+      $("dtype-figure").hidden = true;
+      showError(res.data.error || `HTTP ${res.status}`, res.data.field);
       setState("error");
       return;
     }
     state.report = res.data;
     render(req, res.data);
-    const results = await Promise.all(state.sweep.map(async (d) => {
-      const r = await postJSON("api/v1/plan", Object.assign({}, req, { kv_cache_dtype: d }));
-      return Object.assign({ dtype: d }, r);
-    }));
+    $("dtype-figure").hidden = false;
+    // One comparison across the KV cache dtypes, same engine and flags.
+    const cmpReq = Object.assign({}, req, { engines: [req.engine || "sglang"], kv_cache_dtypes: state.sweep });
+    delete cmpReq.engine;
+    delete cmpReq.kv_cache_dtype;
+    const cmp = await postJSON("api/v1/compare", cmpReq);
     if (gen !== state.generation) return;
-    state.sweepResults = results;
-    drawSweep(req, res.data, results);
+    const columns = cmp.ok ? cmp.data.columns || [] : [];
+    state.sweepResults = columns;
+    drawSweep(req, res.data, columns);
+    if (!cmp.ok) $("dtype-note").textContent = `Comparison failed: ${cmp.data.error || "HTTP " + cmp.status}`;
     setState("done");
   }
 
@@ -293,10 +321,14 @@
   // can be linked; it reports whether the URL asked for a plan.
   function applyQuery() {
     const q = new URLSearchParams(location.search);
+    if (q.has("engine")) {
+      $("f-engine").value = q.get("engine");
+      fillDTypes(); // the engine decides which dtypes the form offers
+    }
     let any = false;
     for (const [k, v] of q) {
       const el = form.elements[k];
-      if (!el) continue;
+      if (!el || k === "engine") continue;
       el.value = v;
       if (k === "config") $("config-box").open = true;
       any = true;
@@ -324,10 +356,9 @@
       for (const g of gpus.gpus || []) {
         gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));
       }
-      const dsel = $("f-kv_cache_dtype");
-      for (const d of dtypes.kv_cache_dtypes || []) dsel.append(option(d));
-      const formats = new Set((dtypes.formats || []).map((f) => f.name));
-      state.sweep = (dtypes.kv_cache_dtypes || []).filter((d) => formats.has(d));
+      state.engineDTypes = dtypes.engines || { sglang: dtypes.kv_cache_dtypes || [] };
+      fillDTypes();
+      $("f-engine").addEventListener("change", fillDTypes);
     } catch (e) {
       showError(`could not load the catalogs: ${e.message}`);
       setState("error");
