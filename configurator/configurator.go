@@ -131,6 +131,9 @@ type Input struct {
 	// NoVisionConfig marks a multimodal model without a vision_config, for
 	// which SGLang leaves mem_fraction_static alone.
 	NoVisionConfig bool
+	// KV, when set, is an already resolved KV cache dtype; New then skips
+	// resolving Args.KVCacheDType itself.
+	KV *dtype.Resolution
 }
 
 // Derived are the server-args values after SGLang's defaults.
@@ -274,7 +277,16 @@ func New(in Input) (*Configurator, error) {
 	if s.Quant != nil {
 		req.KVCacheQuantAlgo = s.Quant.KVCacheQuantAlgo
 	}
-	kv, err := dtype.Resolve(req)
+	var kv dtype.Resolution
+	var err error
+	if in.KV != nil {
+		kv = *in.KV
+		if kv.ElementSize <= 0 {
+			return nil, fmt.Errorf("%w: resolved KV dtype %q has no element size", ErrInvalid, kv.Format.Name)
+		}
+	} else {
+		kv, err = dtype.Resolve(req)
+	}
 	if err != nil {
 		return nil, &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto", Hint: "accepted: " + strings.Join(dtype.Accepted(), ", ")}
 	}

@@ -514,3 +514,18 @@ func TestSuggestedValuesWork(t *testing.T) {
 		t.Errorf("suggested mfs %v fails: %v", in.Args.MemFractionStatic, err)
 	}
 }
+
+func TestPreResolvedKV(t *testing.T) {
+	kv, err := dtype.Resolve(dtype.Request{KVCacheDType: "fp8_e4m3", ModelDType: dtype.BFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newC(t, configurator.Input{Spec: llama8B(), KV: &kv, PostLoadFreeBytes: gibBytes(63.54)})
+	r, err := c.Configure(gibBytes(78.5))
+	if err != nil || r.CellSize != 65536 {
+		t.Errorf("cell %v err %v", r.CellSize, err)
+	}
+	if _, err := configurator.New(configurator.Input{Spec: llama8B(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, KV: &dtype.Resolution{}}); !errors.Is(err, configurator.ErrInvalid) {
+		t.Errorf("empty resolution: %v", err)
+	}
+}
