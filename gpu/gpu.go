@@ -73,7 +73,7 @@ var catalog = []GPU{
 	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
 		MemoryMiB: 189471, Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)"}, // nvidia-smi 189471MiB
 	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103,
-		MemoryMiB: 275040, Description: "NVIDIA B300 288GB HBM3e (nominal)"}, // nominal: 268.6 GiB usable as reported by early drivers
+		MemoryMiB: 275040, Description: "NVIDIA B300 SXM6 288GB HBM3e"}, // nvidia-smi 275040MiB
 	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
 		MemoryMiB: 97887, Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7"}, // nvidia-smi 97887MiB
 	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
@@ -105,11 +105,11 @@ var catalog = []GPU{
 		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6"}, // nvidia-smi 15360MiB
 	// AMD Instinct (ROCm).
 	{Name: "MI300X", Aliases: []string{"MI300", "MI300X-192GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 196592, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3"}, // torch total_memory 206141652992 B = 196592MiB
+		MemoryMiB: 196288, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3"}, // torch total_memory / rocm-smi VRAM Total 205822885888 B = 196288MiB
 	{Name: "MI325X", Aliases: []string{"MI325", "MI325X-256GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 261872, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)"}, // nominal: 256GiB minus 272MiB reserved, as on MI300X
+		MemoryMiB: 261824, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)"}, // nominal: 256GiB minus the 320MiB the MI300X (same gfx942) reserves
 	{Name: "MI355X", Aliases: []string{"MI355", "MI355X-288GB", "MI350X"}, Vendor: "amd", Platform: "hip", Arch: "cdna4", SM: 0,
-		MemoryMiB: 294640, Description: "AMD Instinct MI355X 288GB HBM3e (nominal; OCP fp8)"}, // nominal: 288GiB minus 272MiB reserved
+		MemoryMiB: 294896, Description: "AMD Instinct MI355X 288GB HBM3e (OCP fp8)"}, // torch total_memory / rocm-smi VRAM Total 309220868096 B = 294896MiB
 }
 
 // Lookup returns the GPU named name (case-insensitive; aliases and
