@@ -117,7 +117,6 @@ func (c *Configurator) eagleFamily() bool {
 
 // plans builds each PP stage's configurator (the factory of §c).
 func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
-	s := c.in.Spec
 	out := make([]stagePlan, len(c.stages))
 	kvs := make([]int, len(c.stages))
 	for i, r := range c.stages {
@@ -163,7 +162,6 @@ func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
 		}
 		sp.cfgr = sizing.Default{Cell: cell, ZeroKVTokens: sizing.ZeroKVTokens(other, maxTotal, c.d.ContextLength)}
 	}
-	_ = s
 	return out, nil
 }
 
