@@ -529,3 +529,19 @@ func TestPreResolvedKV(t *testing.T) {
 		t.Errorf("empty resolution: %v", err)
 	}
 }
+
+// Errata k.1: swa_v_head_dim defaults to swa_head_dim (itself head_dim),
+// not to v_head_dim.
+func TestSWAVHeadDimDefault(t *testing.T) {
+	s := gptOSS()
+	s.HeadDim, s.VHeadDim = 128, 64
+	c := newC(t, configurator.Input{Spec: s, PostLoadFreeBytes: gibBytes(40)})
+	r, err := c.Configure(gibBytes(78.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, swa := 8.0*(128+64)*2, 8.0*(128+128)*2
+	if want := full*18 + float64(0.8*swa)*18; r.CellSize != want {
+		t.Errorf("cell %v, want %v", r.CellSize, want)
+	}
+}

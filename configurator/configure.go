@@ -183,10 +183,7 @@ func (c *Configurator) hybridSWA() (sizing.HybridSWA, error) {
 		sdk = dk
 	}
 	if sdv == 0 {
-		sdv = sdk
-		if s.SWAHeadDim == 0 {
-			sdv = dv
-		}
+		sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
 	}
 	full := H * (dk + dv) * el
 	swa := Hs * (sdk + sdv) * el

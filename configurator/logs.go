@@ -70,10 +70,7 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 			sdk = a.HeadDim
 		}
 		if sdv == 0 {
-			sdv = sdk
-			if s.SWAHeadDim == 0 {
-				sdv = a.VHeadDim
-			}
+			sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
 		}
 		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
 		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
