@@ -59,7 +59,7 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 		}
 		var req Req
 		if err := decodeStrict(body, &req); err != nil {
-			s.cfg.Metrics.ObservePlan(name, kindInvalidInput)
+			s.cfg.Metrics.ObservePlan(name, classify(err).kind)
 			s.writeError(w, r, err)
 			return
 		}

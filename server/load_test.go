@@ -229,8 +229,8 @@ func BenchmarkPlanHandler(b *testing.B) {
 	})
 }
 
-// FuzzPlanHandler feeds arbitrary bodies to POST /api/v1/plan: the answer
-// is never a 5xx, a 200 is a JSON report, and anything else is a JSON error
+// FuzzPlanHandler feeds arbitrary bodies to POST /api/v1/plan and
+// /api/v1/compare: the answer is never a 5xx, a 200 is a JSON report, and anything else is a JSON error
 // with a message.
 func FuzzPlanHandler(f *testing.F) {
 	for _, b := range loadBodies {
@@ -249,6 +249,9 @@ func FuzzPlanHandler(f *testing.F) {
 		`{"tp_size": 1024, "pp_size": 1024, "dp_size": 1024}`, `{"max_total_tokens": 9223372036854775807}`,
 		`{"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 1000000}`,
 		`{"model": "deepseek-ai/DeepSeek-V3", "kv_cache_dtype": "nvfp4", "gpu": "MI300X", "enable_dp_attention": true, "dp_size": 8, "tp_size": 8}`,
+		`{"engines": ["sglang", "vllm"], "kv_cache_dtypes": ["auto", "fp8_e4m3", "nvfp4"], "tp_sizes": [1, 2, 4]}`,
+		`{"engines": []}`, `{"tp_sizes": [0]}`, `{"kv_cache_dtypes": ["", ","]}`, `{"engine": "sglang,vllm,sglang"}`,
+		`{"tp_sizes": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -258,21 +261,23 @@ func FuzzPlanHandler(f *testing.F) {
 	}
 	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest("POST", "/api/v1/plan", bytes.NewReader(body))
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			t.Fatalf("body %q: status %d: %s", body, rec.Code, rec.Body)
-		}
-		if rec.Code == 200 {
-			if !json.Valid(rec.Body.Bytes()) {
-				t.Fatalf("body %q: 200 with invalid JSON", body)
+		for _, path := range []string{"/api/v1/plan", "/api/v1/compare"} {
+			req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("POST %s %q: status %d: %s", path, body, rec.Code, rec.Body)
 			}
-			return
-		}
-		var eb server.ErrorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error == "" {
-			t.Fatalf("body %q: status %d without a JSON error: %s", body, rec.Code, rec.Body)
+			if rec.Code == 200 {
+				if !json.Valid(rec.Body.Bytes()) {
+					t.Fatalf("POST %s %q: 200 with invalid JSON", path, body)
+				}
+				continue
+			}
+			var eb server.ErrorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error == "" {
+				t.Fatalf("POST %s %q: status %d without a JSON error: %s", path, body, rec.Code, rec.Body)
+			}
 		}
 	})
 }
