@@ -84,22 +84,56 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 	})
 }
 
-// catalogOnly refuses a model that is not a catalog entry, unless an inline
-// config comes with it (the model then only names it): the CLI also reads
-// config.json paths and the local HF cache, but a server must not read
-// files from its own disk on a client's behalf.
-func catalogOnly(req plan.Request) error {
-	if req.Model != "" && len(req.Config) == 0 {
-		if _, err := catalog.Config(req.Model); err != nil {
+// pinCatalog makes a request without an inline config plan exactly the
+// catalog entry it names (catalog.Default when none): it fails for names outside the catalog
+// and hands the planner the entry's config.json inline, under its canonical
+// name. The CLI also reads config.json paths, model directories and the
+// local HF cache; a server must not read its own disk for a client.
+func pinCatalog(req *plan.Request) error {
+	if len(req.Config) > 0 {
+		return nil
+	}
+	if req.Model == "" {
+		req.Model = catalog.Default
+	}
+	raw, err := catalog.Config(req.Model)
+	if err != nil {
+		return &plan.FieldError{Field: "model", Err: err}
+	}
+	name, ok := canonicalNames()[strings.ToLower(strings.TrimSpace(req.Model))]
+	if !ok {
+		spec, err := catalog.Load(req.Model)
+		if err != nil {
 			return &plan.FieldError{Field: "model", Err: err}
 		}
+		name = spec.Name
 	}
+	req.Model, req.Config = name, raw
 	return nil
 }
 
+// canonicalNames maps lower-cased catalog ids, and bare model names that
+// are unique, to the canonical id (catalog's own lookup rules).
+var canonicalNames = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	bare := map[string][]string{}
+	for _, n := range catalog.Names() {
+		m[strings.ToLower(n)] = n
+		if _, b, ok := strings.Cut(strings.ToLower(n), "/"); ok {
+			bare[b] = append(bare[b], n)
+		}
+	}
+	for b, ids := range bare {
+		if _, taken := m[b]; !taken && len(ids) == 1 {
+			m[b] = ids[0]
+		}
+	}
+	return m
+})
+
 // compare runs the configured comparison on a catalog model.
 func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
-	if err := catalogOnly(req.Request); err != nil {
+	if err := pinCatalog(&req.Request); err != nil {
 		return nil, err
 	}
 	return s.cfg.Compare(ctx, req)
@@ -107,7 +141,7 @@ func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Co
 
 // plan runs the configured planner on a catalog model.
 func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
-	if err := catalogOnly(req); err != nil {
+	if err := pinCatalog(&req); err != nil {
 		return nil, err
 	}
 	rep, err := s.cfg.Plan(ctx, req)

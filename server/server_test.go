@@ -458,3 +458,50 @@ func TestListenAndServeBadAddr(t *testing.T) {
 		t.Fatal("ListenAndServe accepted a bad address")
 	}
 }
+
+// TestModelPinnedToCatalog checks what the planner receives: a catalog
+// model under its canonical id with its config.json inline, so planning
+// never reads the server's disk; inline configs pass through untouched.
+func TestModelPinnedToCatalog(t *testing.T) {
+	var got plan.Request
+	ts := newTestServer(t, server.Config{
+		Plan: func(ctx context.Context, req plan.Request) (*plan.Report, error) {
+			got = req
+			return &plan.Report{}, nil
+		},
+	})
+	raw, err := catalog.Config(catalog.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bare, _ := strings.Cut(catalog.Default, "/")
+	tests := []struct {
+		name       string
+		body       string
+		wantModel  string
+		wantConfig string
+	}{
+		{"canonical", `{"model": "` + catalog.Default + `"}`, catalog.Default, string(raw)},
+		{"other case", `{"model": "` + strings.ToUpper(catalog.Default) + `"}`, catalog.Default, string(raw)},
+		{"bare name", `{"model": "` + bare + `"}`, catalog.Default, string(raw)},
+		{"default", `{}`, catalog.Default, string(raw)},
+		{"inline config", `{"model": "my-model", "config": {"num_hidden_layers": 2}}`, "my-model", `{"num_hidden_layers": 2}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got = plan.Request{}
+			if r := do(t, ts, "POST", "/api/v1/plan", tt.body); r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if got.Model != tt.wantModel || string(got.Config) != tt.wantConfig {
+				t.Errorf("planner got model %q and %d config bytes, want %q and %d", got.Model, len(got.Config), tt.wantModel, len(tt.wantConfig))
+			}
+		})
+	}
+	dir := t.TempDir()
+	for _, model := range []string{dir, dir + "/config.json", "./" + catalog.Default} {
+		if r := do(t, ts, "POST", "/api/v1/plan", `{"model": "`+model+`"}`); r.status != 400 {
+			t.Errorf("model %q: status %d, want 400", model, r.status)
+		}
+	}
+}
