@@ -14,6 +14,7 @@ import (
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/metrics"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/vllm"
 	"github.com/kvcfg/kvcfg/web"
@@ -328,7 +329,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", metricsContentType)
+	w.Header().Set("Content-Type", metrics.ContentType)
 	_, _ = w.Write(buf.Bytes())
 }
 

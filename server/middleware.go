@@ -8,11 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
-
-	"github.com/kvcfg/kvcfg/metrics"
 )
-
-var metricsContentType = metrics.ContentType
 
 // infoKey is the context key of *requestInfo.
 type infoKey struct{}
