@@ -23,7 +23,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 func decodeStrict(body []byte, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return badRequest(kindMalformedBody, "", "empty request body: send a JSON object such as {\"model\": \"llama-3.1-8b\"}")
+		return badRequest(kindMalformedBody, "", "empty request body: send a JSON object such as {\"model\": \"meta-llama/Llama-3.1-8B-Instruct\"}")
 	}
 	if trimmed[0] != '{' {
 		return badRequest(kindMalformedBody, "", "request body must be a JSON object")
