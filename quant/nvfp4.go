@@ -20,6 +20,25 @@ type nvfp4Codec struct {
 	g      float32 // decode-direction global scale
 	invG   float32
 	t      *fp8Tables // E4M3 satfinite
+	dec    *nvfp4Dec  // decoded values per (scale byte, code)
+}
+
+// nvfp4Dec holds (e2m1 · e4m3(s)) · g for every scale byte s and code, as
+// float32 and bf16; a codec has one global scale, so this is built once.
+type nvfp4Dec struct {
+	f32 [256][16]float32
+	bf  [256][16]uint16
+}
+
+func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
+	c := &nvfp4Codec{format: f, g: g, invG: 1 / g, t: fp8TablesFor(E4M3FN, SatFinite), dec: new(nvfp4Dec)}
+	for s := range 256 {
+		c.blockTable(&c.dec.f32[s], uint8(s))
+		for i, v := range c.dec.f32[s] {
+			c.dec.bf[s][i] = BF16FromF32(v)
+		}
+	}
+	return c
 }
 
 const rcp6 = float32(1.0 / 6)
@@ -116,11 +135,10 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	var t [16]float32
 	for b, s := range scales {
-		c.blockTable(&t, s)
-		out := dst[b*16 : b*16+16]
-		for j, q := range src[b*8 : b*8+8] {
+		t := &c.dec.f32[s]
+		out := (*[16]float32)(dst[b*16:])
+		for j, q := range (*[8]byte)(src[b*8:]) {
 			out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
 		}
 	}
@@ -131,30 +149,21 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	var t [16]float32
-	var tb [16]uint16
 	d64 := asU64(dst)
-	last := -1
 	for b, s := range scales {
-		if int(s) != last { // neighbouring blocks often share a scale
-			c.blockTable(&t, s)
-			for i, v := range t {
-				tb[i] = BF16FromF32(v)
-			}
-			last = int(s)
-		}
+		t := &c.dec.bf[s]
+		in := (*[8]byte)(src[b*8:])
 		if d64 != nil {
 			out64 := (*[4]uint64)(d64[b*4:])
-			in := (*[8]byte)(src[b*8:])
 			for j := range out64 {
 				q0, q1 := in[2*j], in[2*j+1]
-				out64[j] = uint64(tb[q0&0xF]) | uint64(tb[q0>>4])<<16 | uint64(tb[q1&0xF])<<32 | uint64(tb[q1>>4])<<48
+				out64[j] = uint64(t[q0&0xF]) | uint64(t[q0>>4])<<16 | uint64(t[q1&0xF])<<32 | uint64(t[q1>>4])<<48
 			}
 			continue
 		}
-		out := dst[b*16 : b*16+16]
-		for j, q := range src[b*8 : b*8+8] {
-			out[2*j], out[2*j+1] = tb[q&0xF], tb[q>>4]
+		out := (*[16]uint16)(dst[b*16:])
+		for j, q := range in {
+			out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
 		}
 	}
 	return nil

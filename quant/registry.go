@@ -181,7 +181,7 @@ func build(k string, o Options) (Codec, error) {
 		if g == 0 {
 			g = 1
 		}
-		return &nvfp4Codec{format: f, g: g, invG: 1 / g, t: fp8TablesFor(E4M3FN, SatFinite)}, nil
+		return newNVFP4(f, g), nil
 	case "int8_g64":
 		return &intCodec{format: f, g: 64, qmax: 127}, nil
 	case "int4_g32", "int8ring_int4":

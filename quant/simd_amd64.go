@@ -3,6 +3,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"simd/archsimd"
 	"unsafe"
@@ -59,8 +60,11 @@ func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool {
 	mask15 := archsimd.BroadcastInt16x16(0x7FFF)
 	zero := archsimd.BroadcastInt16x16(0)
 	eight := archsimd.BroadcastInt16x16(8)
+	// gathers byte 0 of each 32-bit lane into the low 4 bytes of each
+	// 128-bit group
+	pick := archsimd.LoadInt8x32(&[32]int8{0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1})
 	bs := c.bs
-	var tmp [8]uint32
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
 		out := dst[b*bs/2 : b*bs/2+bs/2]
@@ -102,11 +106,10 @@ func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool {
 			}
 			code := cnt.Or(sgn.ToInt16x16().And(eight)).AsUint32x8()
 			code = code.Or(code.ShiftAllRight(12))
-			code.Store(&tmp)
-			o := (*[8]byte)(out[8*h:])
-			for j := range o {
-				o[j] = byte(tmp[j])
-			}
+			r := code.AsUint8x32().PermuteOrZeroGrouped(pick)
+			lo := r.GetLo().AsUint32x4().GetElem(0)
+			hi := r.GetHi().AsUint32x4().GetElem(0)
+			binary.LittleEndian.PutUint64(out[8*h:], uint64(lo)|uint64(hi)<<32)
 		}
 	}
 	return true
@@ -125,7 +128,10 @@ func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
 	mask15 := archsimd.BroadcastInt16x16(0x7FFF)
 	absMask := archsimd.BroadcastUint32x8(0x7FFFFFFF)
 	zero := archsimd.BroadcastInt32x8(0)
-	var tmp [4]uint64
+	// gathers byte 0 of each 64-bit lane into the low 2 bytes of each
+	// 128-bit group
+	pick := archsimd.LoadInt8x32(&[32]int8{0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+		0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1})
 	for b := range len(src) / 16 {
 		blk := src[b*16 : b*16+16]
 		out := dst[b*8 : b*8+8]
@@ -160,11 +166,10 @@ func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
 			cnt = cnt.Sub(ya.Greater(T[6]).ToInt32x8())
 			code := cnt.AsUint32x8().Or(yb.ShiftAllRight(31).ShiftAllLeft(3)).AsUint64x4()
 			code = code.Or(code.ShiftAllRight(28))
-			code.Store(&tmp)
-			o := (*[4]byte)(out[4*h:])
-			for j := range o {
-				o[j] = byte(tmp[j])
-			}
+			r := code.AsUint8x32().PermuteOrZeroGrouped(pick)
+			lo := r.GetLo().AsUint32x4().GetElem(0)
+			hi := r.GetHi().AsUint32x4().GetElem(0)
+			binary.LittleEndian.PutUint32(out[4*h:], lo&0xFFFF|hi<<16)
 		}
 	}
 	return true
