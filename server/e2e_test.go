@@ -295,6 +295,36 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Errorf("dtype chart bar %q = %v (present %v), want %d; bars %v", kvDType+" (this plan)", got, ok, tokens, bars)
 	}
 
+	// Switching the engine to vLLM offers vLLM's dtype spellings and plans
+	// through vLLM's code path.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(css(`#f-engine`), "vllm"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("f-engine").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(css(`#f-kv_cache_dtype`), "fp8"),
+		chromedp.Click(css(`#submit`)),
+		chromedp.WaitVisible(css(`body[data-state="done"], body[data-state="error"]`)),
+	); err != nil {
+		t.Fatalf("planning with vLLM: %v", err)
+	}
+	if st, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`body`), "data-state")); err != nil || st.Value != "done" {
+		t.Fatalf("vLLM plan ended in state %q (%v): %s", st.Value, err, text("#error"))
+	}
+	wantVLLM := apiPlan(t, ts, fmt.Sprintf(`{"model": %q, "gpu": %q, "engine": "vllm", "tp_size": 1, "pp_size": 1, "dp_size": 1, "kv_cache_dtype": "fp8"}`,
+		catalog.Default, gpuName))
+	if got, want := text("#c-kv_cache_size_tokens"), fmtInt(int64(wantVLLM["kv_cache_size_tokens"].(float64))); got != want {
+		t.Errorf("vLLM card kv_cache_size_tokens shows %q, want %q", got, want)
+	}
+	if got := text("#title"); !strings.HasPrefix(got, "vllm") {
+		t.Errorf("title %q does not name vllm", got)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(css(`#f-engine`), "sglang"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("f-engine").dispatchEvent(new Event("change"))`),
+		chromedp.SetValue(css(`#f-kv_cache_dtype`), kvDType),
+	); err != nil {
+		t.Fatalf("switching back to SGLang: %v", err)
+	}
+
 	// An invalid plan shows the API's error message next to the form.
 	const badFraction = "1.5"
 	errBody := fmt.Sprintf(`{"model": %q, "gpu": %q, "engine": "sglang", "tp_size": 1, "pp_size": 1, "dp_size": 1, "kv_cache_dtype": %q, "mem_fraction_static": %s}`,
