@@ -164,7 +164,7 @@ func TestAPIMatchesCLI(t *testing.T) {
 				t.Fatalf("%v (run go test ./server -run TestAPIMatchesCLI -update)", err)
 			}
 			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s mismatch (-golden +got):\n%s", golden, diff)
+				t.Errorf("%s mismatch (-golden +got); API and CLI agree, so if the planner changed on purpose run\n\tgo test ./server -run TestAPIMatchesCLI -update\n%s", golden, diff)
 			}
 		})
 	}
