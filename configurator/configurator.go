@@ -13,7 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
@@ -175,10 +178,23 @@ type Configurator struct {
 // New validates the input, derives SGLang's server-args defaults and
 // resolves the KV cache dtype.
 func New(in Input) (*Configurator, error) {
-	if err := in.validate(); err != nil {
+	c := new(Configurator)
+	if err := c.Reset(in); err != nil {
 		return nil, err
 	}
-	c := &Configurator{in: in}
+	return c, nil
+}
+
+// Reset makes c the Configurator New(in) returns, reusing c's memory, so
+// that a loop of plans (a sweep worker) allocates none. Results c returned
+// before stay valid: they share no memory with c. After an error c must
+// not be used until the next successful Reset. Reset must not run while
+// another goroutine uses c.
+func (c *Configurator) Reset(in Input) error {
+	if err := in.validate(); err != nil {
+		return err
+	}
+	*c = Configurator{in: in, notes: c.notes[:0]}
 	s := in.Spec
 	a := in.Args
 	p := in.Parallel
@@ -198,7 +214,7 @@ func New(in Input) (*Configurator, error) {
 	d.ContextLength = s.ContextLength
 	if a.ContextLength > 0 {
 		if a.ContextLength > s.ContextLength && s.ContextLength > 0 {
-			return nil, &FixError{
+			return &FixError{
 				Err:  fmt.Errorf("%w: User-specified context_length (%d) is greater than the derived context_length (%d) of the model", ErrContextLength, a.ContextLength, s.ContextLength),
 				Flag: "--context-length", Value: fmt.Sprint(s.ContextLength),
 				Hint: fmt.Sprintf("set --context-length %d or less", s.ContextLength),
@@ -282,19 +298,19 @@ func New(in Input) (*Configurator, error) {
 	if in.KV != nil {
 		kv = *in.KV
 		if kv.ElementSize <= 0 {
-			return nil, fmt.Errorf("%w: resolved KV dtype %q has no element size", ErrInvalid, kv.Format.Name)
+			return fmt.Errorf("%w: resolved KV dtype %q has no element size", ErrInvalid, kv.Format.Name)
 		}
 	} else {
-		kv, err = dtype.Resolve(req)
+		kv, err = resolveKV(req)
 	}
 	if err != nil {
-		return nil, &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto", Hint: "accepted: " + strings.Join(dtype.Accepted(), ", ")}
+		return &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto", Hint: "accepted: " + strings.Join(dtype.Accepted(), ", ")}
 	}
 	if s.Attention == model.DSA {
 		switch kv.Format.Name {
 		case "bf16", "fp8_e4m3":
 		default:
-			return nil, &FixError{Err: fmt.Errorf("%w: DeepSeek sparse attention supports only bf16 or fp8_e4m3 KV cache, not %s", ErrInvalid, kv.Format.Name),
+			return &FixError{Err: fmt.Errorf("%w: DeepSeek sparse attention supports only bf16 or fp8_e4m3 KV cache, not %s", ErrInvalid, kv.Format.Name),
 				Flag: "--kv-cache-dtype", Value: "fp8_e4m3", Hint: "set --kv-cache-dtype fp8_e4m3 or bf16"}
 		}
 	}
@@ -365,16 +381,16 @@ func New(in Input) (*Configurator, error) {
 	c.stages = StageRanges(s.NumLayers, p.PP)
 	if d.Mambaish {
 		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
-			return nil, &FixError{
+			return &FixError{
 				Err:  fmt.Errorf("%w: speculative decoding with a hybrid (mamba/linear-attention) model requires --max-running-requests (SGLang asserts it to size the speculative state scratch)", ErrInvalid),
 				Flag: "--max-running-requests", Hint: "set --max-running-requests, e.g. 64",
 			}
 		}
 		if err := c.initMamba(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func (in Input) validate() error {
@@ -492,4 +508,33 @@ func (c *Configurator) initMamba() error {
 	}
 	c.state = &sizing.MambaState{Conv: conv, Temporal: temporal, ConvElem: c.convDT.Size(), SSMElem: c.ssmDT.Size(), Layers: len(s.Linear.LayerIDs)}
 	return nil
+}
+
+// resolved memoizes dtype.Resolve (a pure function) for the few request
+// shapes plans ask for: a sweep or a fit resolves the same dtype for
+// thousands of plans. Only successful resolutions are kept, at most
+// maxResolved of them; their slices are clipped, so a caller's append
+// never writes into the shared arrays.
+var (
+	resolved      sync.Map // dtype.Request → dtype.Resolution
+	resolvedCount atomic.Int32
+)
+
+const maxResolved = 1024
+
+func resolveKV(req dtype.Request) (dtype.Resolution, error) {
+	if v, ok := resolved.Load(req); ok {
+		return v.(dtype.Resolution), nil
+	}
+	kv, err := dtype.Resolve(req)
+	if err != nil {
+		return kv, err
+	}
+	kv.Logs, kv.Warnings = slices.Clip(kv.Logs), slices.Clip(kv.Warnings)
+	if resolvedCount.Load() < maxResolved {
+		if _, loaded := resolved.LoadOrStore(req, kv); !loaded {
+			resolvedCount.Add(1)
+		}
+	}
+	return kv, nil
 }

@@ -2,12 +2,16 @@ package configurator
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/kvcfg/kvcfg/dtype"
 )
 
 // gb formats bytes as SGLang's logs do: bytes / 2^30 with two decimals.
-func gb(n int64) string { return fmt.Sprintf("%.2f", float64(n)/gib) }
+func gb(n int64) string { return string(appendGB(nil, n)) }
+
+// appendGB appends gb(n) to b (strconv's 'f' formatting is fmt's %.2f).
+func appendGB(b []byte, n int64) []byte { return strconv.AppendFloat(b, float64(n)/gib, 'f', 2, 64) }
 
 // storeBytes is the bytes of n elements in the pool's storage (data only;
 // fp4 packs two elements per byte).
@@ -35,8 +39,18 @@ func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int
 	return rows * int64(heads) * int64(dk) * el * int64(layers), rows * int64(heads) * int64(dv) * el * int64(layers)
 }
 
+// kvLine is SGLang's MHA pool line "KV Cache is allocated. #tokens: %d,
+// K size: %.2f GB, V size: %.2f GB", built without fmt (it is on every plan).
 func kvLine(size, k, v int64) string {
-	return fmt.Sprintf("KV Cache is allocated. #tokens: %d, K size: %s GB, V size: %s GB", size, gb(k), gb(v))
+	b := make([]byte, 0, 96)
+	b = append(b, "KV Cache is allocated. #tokens: "...)
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, ", K size: "...)
+	b = appendGB(b, k)
+	b = append(b, " GB, V size: "...)
+	b = appendGB(b, v)
+	b = append(b, " GB"...)
+	return string(b)
 }
 
 // poolLogs fills the K/V sizes of res and returns the pool allocation log
@@ -92,7 +106,12 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 			res.IndexerBytes = rows * idx * int64(a.Layers)
 		}
 		res.KSizeBytes = kv
-		logs = append(logs, fmt.Sprintf("KV Cache is allocated. #tokens: %d, KV size: %s GB", res.MaxTotalNumTokens, gb(kv)))
+		b := make([]byte, 0, 80)
+		b = append(b, "KV Cache is allocated. #tokens: "...)
+		b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
+		b = append(b, ", KV size: "...)
+		b = appendGB(b, kv)
+		logs = append(logs, string(append(b, " GB"...)))
 	default:
 		k, v := c.mhaSizes(res.MaxTotalNumTokens, a.Layers, a.KVHeads, a.HeadDim, a.VHeadDim)
 		res.KSizeBytes, res.VSizeBytes = k, v

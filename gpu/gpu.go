@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ErrUnknown reports a GPU name that is not in the catalog.
@@ -115,29 +116,51 @@ var catalog = []GPU{
 // Lookup returns the GPU named name (case-insensitive; aliases and
 // spaces/underscores for dashes accepted).
 func Lookup(name string) (GPU, error) {
+	if i, ok := byName()[name]; ok { // as the catalog spells it
+		return clone(catalog[i]), nil
+	}
 	key := normalize(name)
 	if key == "" {
 		return GPU{}, fmt.Errorf("%w: empty name (known: %s)", ErrUnknown, strings.Join(Names(), ", "))
 	}
-	for _, g := range catalog {
-		if normalize(g.Name) == key {
-			return clone(g), nil
+	for {
+		if i, ok := byName()[key]; ok {
+			return clone(catalog[i]), nil
 		}
-		for _, a := range g.Aliases {
-			if normalize(a) == key {
-				return clone(g), nil
+		// Accept an "NVIDIA " or "AMD " prefix as nvidia-smi and rocm-smi print it.
+		k, ok := strings.CutPrefix(key, "nvidia-")
+		if !ok {
+			k, ok = strings.CutPrefix(key, "amd-")
+		}
+		if !ok {
+			return GPU{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+		}
+		key = k
+	}
+}
+
+// byName maps every normalized name and alias, and every name and alias
+// as the catalog spells it, to its catalog index; the first catalog entry
+// that claims a spelling keeps it.
+var byName = sync.OnceValue(func() map[string]int {
+	m := make(map[string]int, 8*len(catalog))
+	for i, g := range catalog {
+		for _, n := range append([]string{g.Name}, g.Aliases...) {
+			if _, dup := m[normalize(n)]; !dup {
+				m[normalize(n)] = i
 			}
 		}
 	}
-	// Accept an "NVIDIA " prefix as nvidia-smi prints it.
-	if k, ok := strings.CutPrefix(key, "nvidia-"); ok {
-		return Lookup(k)
+	// Exact spellings resolve as their normalized form does.
+	for _, g := range catalog {
+		for _, n := range append([]string{g.Name}, g.Aliases...) {
+			if _, dup := m[n]; !dup {
+				m[n] = m[normalize(n)]
+			}
+		}
 	}
-	if k, ok := strings.CutPrefix(key, "amd-"); ok {
-		return Lookup(k)
-	}
-	return GPU{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
-}
+	return m
+})
 
 // All returns the catalog in display order.
 func All() []GPU {
@@ -162,8 +185,9 @@ func clone(g GPU) GPU {
 	return g
 }
 
+// dashes turns the separators normalize accepts into dashes.
+var dashes = strings.NewReplacer(" ", "-", "_", "-")
+
 func normalize(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.NewReplacer(" ", "-", "_", "-").Replace(s)
-	return s
+	return dashes.Replace(strings.ToLower(strings.TrimSpace(s)))
 }

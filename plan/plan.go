@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/configurator"
@@ -25,6 +26,11 @@ import (
 // engine-equivalent error (a *configurator.FixError naming the flag to
 // change when one does).
 func Run(ctx context.Context, req Request) (*Report, error) {
+	return run(ctx, req, runOpts{advise: true})
+}
+
+// run is Run with the options o (a request's NoAdvice turns the advice off).
+func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -35,12 +41,61 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if req.Engine == EngineVLLM {
 		return runVLLM(ctx, req)
 	}
-	return runSGLang(ctx, req, true)
+	o.advise = o.advise && !req.NoAdvice
+	return runSGLang(ctx, req, o)
 }
+
+// runOpts are what one plan shares with the plans around it. advise says
+// whether a plan whose weights do not fit searches for the TP size that
+// fits (smallestFittingTP). Within one sweep, plans that differ only in
+// their TP size share a group, and memo remembers per group and TP size
+// whether the plan fits, so the search runs each such plan once; vision
+// holds the vision-tower dims of the sweep's parsed models and notes the
+// weight-estimate notes built so far.
+type runOpts struct {
+	advise bool
+	memo   *sync.Map // fitKey → bool; nil outside a sweep
+	group  int
+	vision map[*model.Spec]visionTower
+	notes  *sync.Map // weights per rank → weightsNote; nil outside a sweep
+	// scratch, when set, is the configurator the plan resets and uses
+	// instead of allocating one (one per sweep worker; the plans an advice
+	// search runs inside a plan do not get it).
+	scratch *configurator.Configurator
+}
+
+// weightsNote is the note of a weight estimate of w bytes per rank; a
+// sweep builds each distinct one once (notes sets it).
+func (o runOpts) weightsNote(w int64) string {
+	if o.notes != nil {
+		if v, ok := o.notes.Load(w); ok {
+			return v.(string)
+		}
+	}
+	note := "weights estimated from the config: " + units.Size(w).String() + " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	if o.notes != nil {
+		o.notes.Store(w, note)
+	}
+	return note
+}
+
+// visionTower is what visionDims reads from a multimodal config.
+type visionTower struct {
+	layers, hidden int
+	none           bool
+}
+
+// fitKey names one TP size of one sweep group.
+type fitKey struct{ group, tp int }
 
 // ResolveModel returns the model spec a request names: the inline config,
 // else the catalog entry or config path in Model (default: catalog.Default).
+//
+// A request that carries a parsed Spec gets it back as is.
 func ResolveModel(req Request) (*model.Spec, error) {
+	if req.Spec != nil {
+		return req.Spec, nil
+	}
 	if len(req.Config) > 0 {
 		name := req.Model
 		if name == "" {
@@ -94,7 +149,7 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 	return g, nil
 }
 
-func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) {
+func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	spec, err := ResolveModel(req)
 	if err != nil {
 		return nil, err
@@ -123,7 +178,7 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 	rep.Warnings = append(rep.Warnings, spec.Warnings...)
 
 	// Memory readings (bytes).
-	mem, err := memoryReadings(req, spec, g, tp, pp)
+	mem, err := memoryReadings(req, spec, g, tp, pp, o)
 	if err != nil {
 		return nil, err
 	}
@@ -138,9 +193,13 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 	var vl, vh int
 	noVision := false
 	if spec.Multimodal {
-		vl, vh, noVision = visionDims(req)
+		if v, ok := o.vision[spec]; ok {
+			vl, vh, noVision = v.layers, v.hidden, v.none
+		} else {
+			vl, vh, noVision = visionDims(req)
+		}
 	}
-	cfgr, err := configurator.New(configurator.Input{
+	in := configurator.Input{
 		Spec: spec, Parallel: par,
 		Args: configurator.ServerArgs{
 			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
@@ -156,7 +215,13 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 		VisionLayers:      vl,
 		VisionHidden:      vh,
 		NoVisionConfig:    noVision,
-	})
+	}
+	cfgr := o.scratch
+	if cfgr != nil {
+		err = cfgr.Reset(in)
+	} else {
+		cfgr, err = configurator.New(in)
+	}
 	if err != nil {
 		return nil, inputError(err)
 	}
@@ -174,8 +239,10 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 	}
 	if cerr != nil {
 		var fe *configurator.FixError
-		if suggest && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
-			if t := smallestFittingTP(ctx, req, tp); t > 0 {
+		if o.advise && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
+			r := req
+			r.Spec = spec // parse the model once, not once per TP size tried
+			if t := smallestFittingTP(ctx, r, tp, o); t > 0 {
 				fe.Value = fmt.Sprint(t)
 				fe.Hint = fmt.Sprintf("the weights do not fit with tp %d: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp, t)
 			}
@@ -187,18 +254,56 @@ func runSGLang(ctx context.Context, req Request, suggest bool) (*Report, error) 
 
 // smallestFittingTP returns the smallest power-of-two TP size above tp
 // (up to 64) with which the plan succeeds, or 0.
-func smallestFittingTP(ctx context.Context, req Request, tp int) int {
+func smallestFittingTP(ctx context.Context, req Request, tp int, o runOpts) int {
 	for t := tp * 2; t <= 64; t *= 2 {
 		r := req
 		r.TPSize, r.TensorParallelSize = t, 0
 		if r.EnableDPAttention && r.DPSize > 1 && t%r.DPSize != 0 {
 			continue
 		}
-		if rep, err := runSGLang(ctx, r, false); err == nil && rep.MaxTotalNumTokens > 0 {
+		if fitsAt(ctx, r, o) {
 			return t
 		}
 	}
 	return 0
+}
+
+// fitsAt reports whether the plan r succeeds, remembered in o.memo.
+func fitsAt(ctx context.Context, r Request, o runOpts) bool {
+	key := fitKey{o.group, r.TPSize}
+	if o.memo != nil {
+		if v, ok := o.memo.Load(key); ok {
+			return v.(bool)
+		}
+	}
+	ok := weightsMayFit(r) && planFits(ctx, r, o)
+	if o.memo != nil && ctx.Err() == nil {
+		o.memo.Store(key, ok)
+	}
+	return ok
+}
+
+// planFits reports whether the plan r succeeds with a KV pool.
+func planFits(ctx context.Context, r Request, o runOpts) bool {
+	rep, err := runSGLang(ctx, r, runOpts{vision: o.vision, notes: o.notes})
+	return err == nil && rep.MaxTotalNumTokens > 0
+}
+
+// weightsMayFit is false when r's weights leave no free memory at all, so
+// the plan must fail (nothing is left for the KV cache whatever the memory
+// fraction): the cheap first check of fitsAt, before the whole plan.
+func weightsMayFit(r Request) bool {
+	spec, err := ResolveModel(r)
+	if err != nil {
+		return false
+	}
+	g, err := ResolveGPU(r)
+	if err != nil {
+		return false
+	}
+	tp, pp := max(r.TPSize, 1), max(r.PPSize, 1)
+	mem, err := memoryReadings(r, spec, g, tp, pp, runOpts{})
+	return err == nil && mem.post > 0
 }
 
 // inputError maps a configurator construction error to a FieldError.
@@ -221,10 +326,21 @@ func infeasible(rep *Report, err error) error {
 		rep.Error = fe.Error()
 		return fe
 	}
-	out := fmt.Errorf("%w: %w", ErrInfeasible, err)
-	rep.Error = err.Error()
-	return out
+	const prefix = "plan: infeasible: " // ErrInfeasible's text and ": "
+	msg := prefix + err.Error()
+	rep.Error = msg[len(prefix):] // shares msg's bytes
+	return &infeasibleError{err: err, msg: msg}
 }
+
+// infeasibleError is fmt.Errorf("%w: %w", ErrInfeasible, err) with the
+// message built from the one the Report already holds.
+type infeasibleError struct {
+	err error
+	msg string
+}
+
+func (e *infeasibleError) Error() string   { return e.msg }
+func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
 func fillResult(rep *Report, res *configurator.Result, c *configurator.Configurator) {
 	d := c.Derived()
@@ -297,14 +413,14 @@ type memory struct {
 	notes              []string
 }
 
-func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int) (memory, error) {
+func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int, o runOpts) (memory, error) {
 	var m memory
 	world := tp * pp
 	m.pre = int64(req.PreLoadFreeMemory)
 	if m.pre == 0 {
 		m.pre = gpu.PreLoadFreeBytes(g.MemoryMiB, world)
 		if req.PostLoadFreeMemory == 0 {
-			m.notes = append(m.notes, fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", gpu.RuntimeOverheadMiB(world)))
+			m.notes = append(m.notes, overheadNote(world))
 		}
 	}
 	if m.pre <= 0 {
@@ -336,7 +452,7 @@ func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int) (memor
 			m.notes = append(m.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
 		}
 		if src == weights.Estimated {
-			m.notes = append(m.notes, fmt.Sprintf("weights estimated from the config: %s per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers", units.Size(w)))
+			m.notes = append(m.notes, o.weightsNote(w))
 		}
 	}
 	m.post = m.pre - m.weights
@@ -344,6 +460,23 @@ func memoryReadings(req Request, spec *model.Spec, g gpu.GPU, tp, pp int) (memor
 		m.post = 0
 	}
 	return m, nil
+}
+
+// overheadNotes are the modelled-overhead notes of one rank and of more
+// than one (gpu.RuntimeOverheadMiB has two values), built once.
+var overheadNotes = sync.OnceValue(func() [2]string {
+	var out [2]string
+	for i, world := range []int{1, 2} {
+		out[i] = fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", gpu.RuntimeOverheadMiB(world))
+	}
+	return out
+})
+
+func overheadNote(world int) string {
+	if world > 1 {
+		return overheadNotes()[1]
+	}
+	return overheadNotes()[0]
 }
 
 // weightsPerRank reads safetensors headers when Model is a directory with a

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/model"
 )
 
 // Engines.
@@ -69,6 +70,19 @@ type Request struct {
 	Config json.RawMessage `json:"config,omitempty"`
 	// Engine is "sglang" (default) or "vllm".
 	Engine string `json:"engine,omitempty"`
+	// Spec, when set, is the already parsed model (Go callers only): Run
+	// uses it instead of parsing Config or resolving Model, which then only
+	// name it (Config still feeds the vision-tower lookup of a multimodal
+	// model). Spec must describe the model Model or Config names and must
+	// not be changed while a plan runs; plans only read it, so one Spec can
+	// serve many concurrent plans. Sweep and fit set it so that a model is
+	// parsed once, not once per plan.
+	Spec *model.Spec `json:"-"`
+	// NoAdvice skips the search for a tensor-parallel size that fits when a
+	// plan fails because the weights do not fit (Go callers only): the
+	// Report's fix_value and fix_hint then stay as the engine says them.
+	// Searches that try every TP size themselves (fit) set it.
+	NoAdvice bool `json:"-"`
 
 	// GPU is a catalog GPU name (`kvcfg gpus`); default H100-80GB.
 	GPU string `json:"gpu,omitempty"`
@@ -222,7 +236,8 @@ func (r Request) Validate() error {
 	if r.PreLoadFreeMemory > 0 && r.PostLoadFreeMemory > 0 && r.PostLoadFreeMemory > r.PreLoadFreeMemory {
 		add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)
 	}
-	if len(r.Config) > 0 && !json.Valid(r.Config) {
+	// A request with a parsed Spec had its Config parsed already.
+	if len(r.Config) > 0 && r.Spec == nil && !json.Valid(r.Config) {
 		add("config", "not valid JSON")
 	}
 	return errors.Join(errs...)

@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/configurator"
 	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/model"
 )
 
 // MaxSweepCombinations bounds the number of plans one Sweep runs.
@@ -80,22 +82,43 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	}
 	models := inlineModels(base, axes)
 	rows := make([]SweepRow, n)
+	// groups[i] numbers the rows that differ only in their TP size: they
+	// share what the TP advice of an infeasible plan learns.
+	groups := make([]int, n)
+	// Parse every axis value once: set[j][k] is the field value of
+	// axes[j].Values[k] (validated above).
+	set := make([][]reflect.Value, len(axes))
+	field := make([]int, len(axes))
+	for j, a := range axes {
+		field[j] = requestFields()[a.Field]
+		for _, v := range a.Values {
+			var r Request
+			_ = r.SetField(a.Field, v)
+			set[j] = append(set[j], reflect.ValueOf(r).Field(field[j]))
+		}
+	}
 	// Build every request first (cheap, deterministic), then plan them.
 	idx := make([]int, len(axes))
 	for i := range rows {
-		req := base
-		vals := make(map[string]string, len(axes))
 		for j, a := range axes {
-			v := a.Values[idx[j]]
-			vals[a.Field] = v
-			_ = req.SetField(a.Field, v) // validated above
-		}
-		if len(base.Config) == 0 {
-			if m, ok := models[req.Model]; ok {
-				req.Model, req.Config = m.name, m.config
+			if a.Field != "tp_size" && a.Field != "tensor_parallel_size" {
+				groups[i] = groups[i]*len(a.Values) + idx[j]
 			}
 		}
-		rows[i] = SweepRow{Values: vals, Request: req}
+		rows[i].Request = base
+		req := &rows[i].Request
+		rv := reflect.ValueOf(req).Elem()
+		vals := make(map[string]string, len(axes))
+		for j, a := range axes {
+			vals[a.Field] = a.Values[idx[j]]
+			rv.Field(field[j]).Set(set[j][idx[j]])
+		}
+		rows[i].Values = vals
+		if len(base.Config) == 0 {
+			if m, ok := models[req.Model]; ok {
+				req.Model, req.Config, req.Spec = m.name, m.config, m.spec
+			}
+		}
 		for j := len(axes) - 1; j >= 0; j-- {
 			idx[j]++
 			if idx[j] < len(axes[j].Values) {
@@ -105,17 +128,28 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), n)
+	opts := runOpts{advise: true, memo: new(sync.Map), vision: map[*model.Spec]visionTower{}, notes: new(sync.Map)}
+	for _, m := range models {
+		if m.spec.Multimodal {
+			var v visionTower
+			v.layers, v.hidden, v.none = visionDims(Request{Model: m.name, Config: m.config})
+			opts.vision[m.spec] = v
+		}
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			o := opts
+			o.scratch = new(configurator.Configurator)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
 					return
 				}
 				r := &rows[i]
-				rep, err := Run(ctx, r.Request)
+				o.group = groups[i]
+				rep, err := run(ctx, r.Request, o)
 				r.Report = rep
 				if err != nil {
 					r.Error = err.Error()
@@ -131,10 +165,11 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	return rows, nil
 }
 
-// inlineModel is a catalog model read once for a sweep.
+// inlineModel is a catalog model read and parsed once for a sweep.
 type inlineModel struct {
 	name   string
 	config []byte
+	spec   *model.Spec
 }
 
 // inlineModels reads the catalog configs of every model the sweep names
@@ -170,7 +205,7 @@ func inlineModels(base Request, axes []Axis) map[string]inlineModel {
 		if err != nil {
 			continue
 		}
-		out[name] = inlineModel{name: s.Name, config: cfg}
+		out[name] = inlineModel{name: s.Name, config: cfg, spec: s}
 	}
 	return out
 }

@@ -130,28 +130,29 @@ func (s *Size) UnmarshalJSON(b []byte) error {
 // FormatBytes formats n bytes with a binary suffix: "512 B", "1.50 KiB",
 // "25.29 GiB".
 func FormatBytes(n int64) string {
-	neg := n < 0
+	// strconv's 'f' with precision 2 is fmt's %.2f; this runs on every plan.
 	u := float64(n)
-	if neg {
+	b := make([]byte, 0, 16)
+	if n < 0 {
 		u = -u
+		b = append(b, '-')
 	}
-	var out string
+	unit := ""
 	switch {
 	case u >= float64(TiB):
-		out = fmt.Sprintf("%.2f TiB", u/float64(TiB))
+		u, unit = u/float64(TiB), " TiB"
 	case u >= float64(GiB):
-		out = fmt.Sprintf("%.2f GiB", u/float64(GiB))
+		u, unit = u/float64(GiB), " GiB"
 	case u >= float64(MiB):
-		out = fmt.Sprintf("%.2f MiB", u/float64(MiB))
+		u, unit = u/float64(MiB), " MiB"
 	case u >= float64(KiB):
-		out = fmt.Sprintf("%.2f KiB", u/float64(KiB))
+		u, unit = u/float64(KiB), " KiB"
 	default:
-		out = fmt.Sprintf("%d B", int64(u))
+		b = strconv.AppendInt(b, int64(u), 10)
+		return string(append(b, " B"...))
 	}
-	if neg {
-		return "-" + out
-	}
-	return out
+	b = strconv.AppendFloat(b, u, 'f', 2, 64)
+	return string(append(b, unit...))
 }
 
 // EngineGB formats n bytes the way SGLang logs sizes: n / 2^30 with two

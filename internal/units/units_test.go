@@ -3,7 +3,10 @@ package units_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/internal/units"
 )
@@ -70,6 +73,24 @@ func TestFormat(t *testing.T) {
 	}
 	if got := units.FormatBytes(-2048); got != "-2.00 KiB" {
 		t.Errorf("FormatBytes neg = %q", got)
+	}
+}
+
+// FormatBytes spells every size as the %.2f / %d format it replaces.
+func TestFormatBytesTable(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"}, {1, "1 B"}, {1023, "1023 B"}, {-1023, "-1023 B"}, {1024, "1.00 KiB"},
+		{1535, "1.50 KiB"}, {1<<20 - 1, "1024.00 KiB"}, {1 << 20, "1.00 MiB"},
+		{17_179_869_184, "16.00 GiB"}, {85_520_809_984, "79.65 GiB"}, {1 << 40, "1.00 TiB"},
+		{-27158102016, "-25.29 GiB"}, {math.MaxInt64, "8388608.00 TiB"}, {math.MinInt64, "-8388608.00 TiB"},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, units.FormatBytes(tt.n)); diff != "" {
+			t.Errorf("FormatBytes(%d) (-want +got):\n%s", tt.n, diff)
+		}
 	}
 }
 

@@ -1,0 +1,61 @@
+package configurator_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/configurator"
+)
+
+// A Configurator reused with Reset gives exactly what a new one does, in
+// any order of inputs (notes, mamba state and dtype of the previous input
+// must not leak into the next), and a failed Reset can be followed by a
+// good one.
+func TestReset(t *testing.T) {
+	h100 := configurator.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"}
+	post := gibBytes(60)
+	tests := []struct {
+		name string
+		in   configurator.Input
+	}{
+		{"llama8B bf16", configurator.Input{Spec: llama8B(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: post}},
+		{"qwen3-next mamba", configurator.Input{Spec: qwen3Next(), Parallel: configurator.Parallel{TP: 4, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: post}},
+		{"bad dtype", configurator.Input{Spec: llama8B(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: post,
+			Args: configurator.ServerArgs{KVCacheDType: "fp3"}}},
+		{"gpt-oss hip long context", configurator.Input{Spec: gptOSS(), Parallel: configurator.Parallel{TP: 2, PP: 1, DP: 1},
+			Hardware: configurator.Hardware{MemoryMiB: 196288, Platform: "hip", FNUZ: true}, PostLoadFreeBytes: post, Args: configurator.ServerArgs{KVCacheDType: "fp8_e4m3"}}},
+		{"deepseek-v3 pp2 speculative", configurator.Input{Spec: deepseekV3(), Parallel: configurator.Parallel{TP: 8, PP: 2, DP: 1}, Hardware: h100,
+			PostLoadFreeBytes: gibBytes(20), Args: configurator.ServerArgs{SpeculativeAlgorithm: "EAGLE"}}},
+		{"gemma2 no weights room", configurator.Input{Spec: gemma2(), Parallel: configurator.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: 1}},
+		{"llama70B again", configurator.Input{Spec: llama70B(), Parallel: configurator.Parallel{TP: 4, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: post}},
+	}
+	type outcome struct {
+		Err     string
+		Derived configurator.Derived
+		Notes   []string
+		Result  *configurator.Result
+		ResErr  string
+	}
+	run := func(c *configurator.Configurator, err error) outcome {
+		if err != nil {
+			return outcome{Err: err.Error()}
+		}
+		res, err := c.Configure(gibBytes(78.5))
+		o := outcome{Derived: c.Derived(), Notes: c.Notes(), Result: res}
+		if err != nil {
+			o.ResErr = err.Error()
+		}
+		return o
+	}
+	var reused configurator.Configurator
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 1, 4}} {
+		for _, i := range order {
+			tt := tests[i]
+			want := run(configurator.New(tt.in))
+			got := run(&reused, reused.Reset(tt.in))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: Reset differs from New (-new +reset):\n%s", tt.name, diff)
+			}
+		}
+	}
+}
