@@ -219,6 +219,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: context_length: %d exceeds the model's context length %d", ErrInvalid, o.ContextLength, spec.ContextLength)
 	}
 	base = inline(base)
+	// Every plan of the search reads the one parsed model, and none looks
+	// for a TP size that fits: the search tries the layouts itself (the
+	// closest miss gets its plan's own advice back, see miss).
+	base.Spec, base.NoAdvice = spec, true
 	// The search owns these fields.
 	base.GPU, base.TPSize, base.PPSize, base.DPSize = "", 0, 0, 0
 	base.TensorParallelSize, base.PipelineParallelSize = 0, 0
@@ -667,7 +671,16 @@ func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGP
 	}
 	switch {
 	case out.err != nil:
-		m.Error = strings.TrimPrefix(out.err.Error(), "plan: infeasible: ")
+		err := out.err
+		if errors.Is(err, plan.ErrInfeasible) {
+			// The plan as `kvcfg plan` runs it: with its TP advice.
+			r := out.req
+			r.NoAdvice = false
+			if _, e := plan.Run(ctx, r); e != nil {
+				err = e
+			}
+		}
+		m.Error = strings.TrimPrefix(err.Error(), "plan: infeasible: ")
 	default:
 		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", out.capacity, L, n)
 	}
