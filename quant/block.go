@@ -306,6 +306,15 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	if c.decodeFP4BF16SIMD(dst, src, scales) {
+		return nil
+	}
+	c.decodeBF16Blocks(dst, src, scales)
+	return nil
+}
+
+// decodeBF16Blocks is the scalar decoder of whole blocks (buffers checked).
+func (c *pow2Codec) decodeBF16Blocks(dst []uint16, src, scales []byte) {
 	bs := c.bs
 	d64 := asU64(dst)
 	for b, s := range scales {
@@ -380,7 +389,6 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 			}
 		}
 	}
-	return nil
 }
 
 // encodeBlockFP4Fast encodes one E2M1 block of bf16 values with scale 2^e,

@@ -1,6 +1,3 @@
-// Package quant converts KV cache values between float32/bf16/fp16 and the
-// narrow storage formats of KV caches (FP8, MXFP8, block FP4, grouped int),
-// bit-exact with the reference implementations described in the spec.
 package quant
 
 import "github.com/kvcfg/kvcfg/dtype"

@@ -174,3 +174,56 @@ func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
 	}
 	return true
 }
+
+// fp4DecTab holds, in each 128-bit group, the low bytes (0..7) and high
+// bytes (8..15) of the bf16 magnitudes of the E2M1 codes 0..7.
+var fp4DecTab [32]uint8
+
+func init() {
+	for m := range 8 {
+		b := BF16FromF32(e2m1F32[m])
+		for g := range 2 {
+			fp4DecTab[16*g+m], fp4DecTab[16*g+8+m] = uint8(b), uint8(b>>8)
+		}
+	}
+}
+
+// decodeFP4BF16SIMD decodes E2M1 power-of-two blocks to bf16, 16 elements
+// per step: nibbles spread to 16-bit lanes by one byte shuffle, magnitudes
+// looked up by a second, the sign ORed in and the scale exponent added to
+// nonzero lanes. Blocks whose scale leaves the normal range go scalar.
+func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool {
+	if !simdFP4 || c.fp8 || (c.bs != 16 && c.bs != 32) {
+		return false
+	}
+	tab := archsimd.LoadUint8x32(&fp4DecTab)
+	dupIdx := archsimd.LoadInt8x32(&[32]int8{0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
+		4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1})
+	evenLo := archsimd.LoadUint16x16(&[16]uint16{0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0})
+	oddLo := archsimd.LoadUint16x16(&[16]uint16{0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF})
+	seven := archsimd.BroadcastUint16x16(7)
+	eight := archsimd.BroadcastUint16x16(8)
+	hiSel := archsimd.BroadcastUint16x16(0x0800)
+	zero := archsimd.BroadcastUint16x16(0)
+	bs := c.bs
+	for b, s := range scales {
+		k := int(s) - 127
+		if k < -125 || k > 125 {
+			c.decodeBF16Blocks(dst[b*bs:b*bs+bs], src[b*bs/2:b*bs/2+bs/2], scales[b:b+1])
+			continue
+		}
+		k7 := archsimd.BroadcastUint16x16(uint16(int16(k) << 7))
+		for h := 0; h < bs/16; h++ {
+			p := binary.LittleEndian.Uint64(src[b*bs/2+8*h:])
+			v := archsimd.BroadcastUint64x4(p).AsUint8x32().PermuteOrZeroGrouped(dupIdx).AsUint16x16()
+			codes := v.And(evenLo).Or(v.ShiftAllRight(4).And(oddLo))
+			m := codes.And(seven)
+			idx := m.Or(m.ShiftAllLeft(8)).Add(hiSel)
+			r := tab.PermuteOrZeroGrouped(idx.AsInt8x32()).AsUint16x16()
+			r = r.Or(codes.And(eight).ShiftAllLeft(12))
+			r = r.Add(k7.AndNot(m.Equal(zero).ToInt16x16().AsUint16x16()))
+			r.Store((*[16]uint16)(dst[b*bs+16*h:]))
+		}
+	}
+	return true
+}

@@ -9,3 +9,7 @@ func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool { r
 // encodeBF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the default
 // build has none.
 func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool { return false }
+
+// decodeFP4BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
+// default build has none.
+func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool { return false }
