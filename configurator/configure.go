@@ -246,9 +246,22 @@ func (c *Configurator) chunkCapFor(maxRunning int) int64 {
 // pools (§d.6), resolve max_running_requests (§e.2). On an error the
 // partial result gathered so far is returned with it.
 func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
-	res := &Result{Warnings: append([]string(nil), c.notes...)}
+	res := new(Result)
+	return res, c.ConfigureInto(res, preLoadFreeBytes)
+}
+
+// ConfigureInto is Configure writing its result into res, which it resets
+// first, so that a loop of plans can reuse one Result: it reuses the arrays
+// of res.Logs and res.Warnings (which may then be empty rather than nil),
+// so copy those out before the next call.
+func (c *Configurator) ConfigureInto(res *Result, preLoadFreeBytes int64) error {
+	*res = Result{Logs: res.Logs[:0], Warnings: append(res.Warnings[:0], c.notes...)}
+	return c.configure(res, preLoadFreeBytes)
+}
+
+func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	if preLoadFreeBytes <= 0 {
-		return res, fmt.Errorf("%w: free memory before weight load must be positive", ErrInvalid)
+		return fmt.Errorf("%w: free memory before weight load must be positive", ErrInvalid)
 	}
 	pre := c.reading(preLoadFreeBytes)
 	avail := c.reading(c.in.PostLoadFreeBytes)
@@ -260,7 +273,7 @@ func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 
 	plans, err := c.plans(c.in.Args.MaxTotalTokens)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Until the pools are sized, describe the most loaded stage.
 	for i, p := range plans {
@@ -270,33 +283,33 @@ func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 	}
 	if c.state != nil {
 		if err := c.handleMamba(res, plans, &rest); err != nil {
-			return res, err
+			return err
 		}
 	}
 	if rest <= 0 {
-		return res, c.noKVMemoryError(pre, avail)
+		return c.noKVMemoryError(pre, avail)
 	}
 	res.AvailableBytes = int64(float64(rest * gib))
 
 	cfg, idx, err := c.configFromBudget(plans, res.AvailableBytes, -1, res)
 	if err != nil {
-		return res, err
+		return err
 	}
 	c.fill(res, plans[idx], idx, cfg)
 	if cfg.MaxTotalNumTokens <= 0 {
-		return res, c.notEnoughMemoryError(plans[idx], pre, avail, res)
+		return c.notEnoughMemoryError(plans[idx], pre, avail, res)
 	}
 	n, warns, err := ResolveMaxNumReqs(c.maxReqsInput(cfg.MaxTotalNumTokens, res.MaxMambaCacheSize))
 	res.Warnings = append(res.Warnings, warns...)
 	res.MaxRunningRequests = n
 	if err != nil {
-		return res, err
+		return err
 	}
 	if err := c.checkAdmission(res, plans[idx]); err != nil {
-		return res, err
+		return err
 	}
 	res.Logs = append(res.Logs, c.poolLogs(res, plans[idx])...)
-	return res, nil
+	return nil
 }
 
 func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kvcfg/kvcfg/configurator"
 )
 
@@ -36,11 +37,17 @@ func TestReset(t *testing.T) {
 		Result  *configurator.Result
 		ResErr  string
 	}
-	run := func(c *configurator.Configurator, err error) outcome {
+	// reuse, when set, is the Result ConfigureInto fills.
+	run := func(c *configurator.Configurator, err error, reuse *configurator.Result) outcome {
 		if err != nil {
 			return outcome{Err: err.Error()}
 		}
-		res, err := c.Configure(gibBytes(78.5))
+		var res *configurator.Result
+		if reuse != nil {
+			res, err = reuse, c.ConfigureInto(reuse, gibBytes(78.5))
+		} else {
+			res, err = c.Configure(gibBytes(78.5))
+		}
 		o := outcome{Derived: c.Derived(), Notes: c.Notes(), Result: res}
 		if err != nil {
 			o.ResErr = err.Error()
@@ -48,13 +55,16 @@ func TestReset(t *testing.T) {
 		return o
 	}
 	var reused configurator.Configurator
+	var result configurator.Result
 	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 1, 4}} {
 		for _, i := range order {
 			tt := tests[i]
-			want := run(configurator.New(tt.in))
-			got := run(&reused, reused.Reset(tt.in))
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s: Reset differs from New (-new +reset):\n%s", tt.name, diff)
+			fresh, err := configurator.New(tt.in)
+			want := run(fresh, err, nil)
+			got := run(&reused, reused.Reset(tt.in), &result) // compared before the next run reuses it
+			// A reused Result may hold empty rather than nil slices.
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: Reset + ConfigureInto differ from New + Configure (-new +reused):\n%s", tt.name, diff)
 			}
 		}
 	}

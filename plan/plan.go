@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/configurator"
@@ -54,14 +55,20 @@ func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
 // weight-estimate notes built so far.
 type runOpts struct {
 	advise bool
-	memo   *sync.Map // fitKey → bool; nil outside a sweep
+	memo   *fitMemo // nil outside a sweep
 	group  int
 	vision map[*model.Spec]visionTower
 	notes  *sync.Map // weights per rank → weightsNote; nil outside a sweep
-	// scratch, when set, is the configurator the plan resets and uses
-	// instead of allocating one (one per sweep worker; the plans an advice
-	// search runs inside a plan do not get it).
-	scratch *configurator.Configurator
+	// scratch, when set, is the configurator and result the plan resets
+	// and uses instead of allocating them (one per sweep worker; the plans
+	// an advice search runs inside a plan do not get it).
+	scratch *scratch
+}
+
+// scratch is what one sweep worker reuses from plan to plan.
+type scratch struct {
+	cfgr configurator.Configurator
+	res  configurator.Result
 }
 
 // weightsNote is the note of a weight estimate of w bytes per rank; a
@@ -85,8 +92,40 @@ type visionTower struct {
 	none           bool
 }
 
-// fitKey names one TP size of one sweep group.
-type fitKey struct{ group, tp int }
+// fitMemo remembers, per sweep group and TP size 1..64, whether the plan
+// fits: bit tp−1 of known[group] says it is known, the same bit of
+// fits[group] the answer (set first, so a reader that sees known sees it).
+type fitMemo struct {
+	known, fits []atomic.Uint64
+}
+
+func newFitMemo(groups int) *fitMemo {
+	return &fitMemo{known: make([]atomic.Uint64, groups), fits: make([]atomic.Uint64, groups)}
+}
+
+// load returns whether the plan of group at tp fits, and whether that is known.
+func (m *fitMemo) load(group, tp int) (fits, known bool) {
+	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
+		return false, false
+	}
+	bit := uint64(1) << (tp - 1)
+	if m.known[group].Load()&bit == 0 {
+		return false, false
+	}
+	return m.fits[group].Load()&bit != 0, true
+}
+
+// store records whether the plan of group at tp fits.
+func (m *fitMemo) store(group, tp int, fits bool) {
+	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
+		return
+	}
+	bit := uint64(1) << (tp - 1)
+	if fits {
+		m.fits[group].Or(bit)
+	}
+	m.known[group].Or(bit)
+}
 
 // ResolveModel returns the model spec a request names: the inline config,
 // else the catalog entry or config path in Model (default: catalog.Default).
@@ -216,8 +255,9 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		VisionHidden:      vh,
 		NoVisionConfig:    noVision,
 	}
-	cfgr := o.scratch
-	if cfgr != nil {
+	var cfgr *configurator.Configurator
+	if o.scratch != nil {
+		cfgr = &o.scratch.cfgr
 		err = cfgr.Reset(in)
 	} else {
 		cfgr, err = configurator.New(in)
@@ -233,7 +273,14 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	rep.ChunkedPrefillSize, rep.CudaGraphMaxBS = d.ChunkedPrefillSize, d.CudaGraphMaxBS
 	rep.Warnings = append(rep.Warnings, kv.Warnings...)
 
-	res, cerr := cfgr.Configure(mem.pre)
+	var res *configurator.Result
+	var cerr error
+	if o.scratch != nil {
+		res = &o.scratch.res
+		cerr = cfgr.ConfigureInto(res, mem.pre)
+	} else {
+		res, cerr = cfgr.Configure(mem.pre)
+	}
 	if res != nil {
 		fillResult(rep, res, cfgr)
 	}
@@ -270,15 +317,12 @@ func smallestFittingTP(ctx context.Context, req Request, tp int, o runOpts) int 
 
 // fitsAt reports whether the plan r succeeds, remembered in o.memo.
 func fitsAt(ctx context.Context, r Request, o runOpts) bool {
-	key := fitKey{o.group, r.TPSize}
-	if o.memo != nil {
-		if v, ok := o.memo.Load(key); ok {
-			return v.(bool)
-		}
+	if fits, known := o.memo.load(o.group, r.TPSize); known {
+		return fits
 	}
 	ok := weightsMayFit(r) && planFits(ctx, r, o)
-	if o.memo != nil && ctx.Err() == nil {
-		o.memo.Store(key, ok)
+	if ctx.Err() == nil {
+		o.memo.store(o.group, r.TPSize, ok)
 	}
 	return ok
 }
@@ -327,7 +371,12 @@ func infeasible(rep *Report, err error) error {
 		return fe
 	}
 	const prefix = "plan: infeasible: " // ErrInfeasible's text and ": "
-	msg := prefix + err.Error()
+	var msg string
+	if fe, ok := err.(*configurator.FixError); ok && fe.Hint != "" {
+		msg = prefix + fe.Err.Error() + " (" + fe.Hint + ")" // fe.Error() in one allocation
+	} else {
+		msg = prefix + err.Error()
+	}
 	rep.Error = msg[len(prefix):] // shares msg's bytes
 	return &infeasibleError{err: err, msg: msg}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,13 +9,13 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/configurator"
 	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -128,7 +129,7 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), n)
-	opts := runOpts{advise: true, memo: new(sync.Map), vision: map[*model.Spec]visionTower{}, notes: new(sync.Map)}
+	opts := runOpts{advise: true, memo: newFitMemo(n), vision: map[*model.Spec]visionTower{}, notes: new(sync.Map)}
 	for _, m := range models {
 		if m.spec.Multimodal {
 			var v visionTower
@@ -136,17 +137,28 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			opts.vision[m.spec] = v
 		}
 	}
+	// Plan the larger TP sizes first: each row records whether it fits, and
+	// the TP advice of a smaller TP size of its group then finds the answer
+	// instead of planning it again.
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return cmp.Compare(rowTP(&rows[b].Request), rowTP(&rows[a].Request))
+	})
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			o := opts
-			o.scratch = new(configurator.Configurator)
+			o.scratch = new(scratch)
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
+				k := int(next.Add(1) - 1)
+				if k >= n || ctx.Err() != nil {
 					return
 				}
+				i := int(order[k])
 				r := &rows[i]
 				o.group = groups[i]
 				rep, err := run(ctx, r.Request, o)
@@ -154,6 +166,11 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 				if err != nil {
 					r.Error = err.Error()
 					r.Infeasible = errors.Is(err, ErrInfeasible)
+				}
+				// An invalid request says nothing about the plan the advice
+				// runs (that skips Validate), so only planned rows count.
+				if ctx.Err() == nil && (err == nil || r.Infeasible) {
+					opts.memo.store(groups[i], rowTP(&r.Request), err == nil && rep != nil && rep.MaxTotalNumTokens > 0)
 				}
 			}
 		})
@@ -163,6 +180,14 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// rowTP is the TP size a sweep row plans with.
+func rowTP(r *Request) int {
+	if r.TPSize != 0 {
+		return r.TPSize
+	}
+	return max(r.TensorParallelSize, 1)
 }
 
 // inlineModel is a catalog model read and parsed once for a sweep.
