@@ -150,6 +150,10 @@ func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	src = src[:len(dst)]
 	if c.scale == 1 {
 		dec := &c.t.decBF
+		if c.f == E4M3FN {
+			done := decodeE4M3BF16SIMD(dst, src, 0)
+			dst, src = dst[done:], src[done:]
+		}
 		if d64 := asU64(dst); d64 != nil {
 			src = src[:4*len(d64)]
 			for j := range d64 {

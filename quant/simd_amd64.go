@@ -227,3 +227,52 @@ func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool {
 	}
 	return true
 }
+
+// e4m3SubTab holds, in each 128-bit group, the low (0..7) and high (8..15)
+// bytes of the bf16 values of the E4M3 subnormal magnitudes 0..7.
+var e4m3SubTab [32]uint8
+
+func init() {
+	for m := range 8 {
+		b := BF16FromF32(e4m3fnF32[m])
+		for g := range 2 {
+			e4m3SubTab[16*g+m], e4m3SubTab[16*g+8+m] = uint8(b), uint8(b>>8)
+		}
+	}
+}
+
+// decodeE4M3BF16SIMD widens E4M3FN codes to bf16 times 2^k (k in
+// [-117, 119]; 0 for a plain FP8 pool), 16 per step: normal codes by
+// exponent arithmetic (mag<<4 + 120<<7), subnormals from a byte-shuffle
+// table, NaN as 0x7FC0. It returns how many elements it wrote (a multiple
+// of 16), 0 without AVX2.
+func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int {
+	if !simdFP4 {
+		return 0
+	}
+	tab := archsimd.LoadUint8x32(&e4m3SubTab)
+	m7f := archsimd.BroadcastUint16x16(0x7F)
+	s80 := archsimd.BroadcastUint16x16(0x80)
+	bias := archsimd.BroadcastUint16x16(120 << 7)
+	eight := archsimd.BroadcastUint16x16(8)
+	hiSel := archsimd.BroadcastUint16x16(0x0800)
+	qnan := archsimd.BroadcastUint16x16(0x7FC0)
+	zero := archsimd.BroadcastUint16x16(0)
+	k7 := archsimd.BroadcastUint16x16(uint16(int16(k) << 7))
+	n := min(len(dst), len(src)) / 16 * 16
+	for i := 0; i < n; i += 16 {
+		c := archsimd.LoadUint8x16((*[16]uint8)(src[i:])).ExtendToUint16()
+		mag := c.And(m7f)
+		normal := mag.ShiftAllLeft(4).Add(bias)
+		idx := mag.Or(mag.ShiftAllLeft(8)).Add(hiSel)
+		sub := tab.PermuteOrZeroGrouped(idx.AsInt8x32()).AsUint16x16()
+		r := normal.Merge(sub, mag.GreaterEqual(eight)) // normal where mag ≥ 8
+		isNaN := mag.Equal(m7f).ToInt16x16().AsUint16x16()
+		isZero := mag.Equal(zero).ToInt16x16().AsUint16x16()
+		r = r.Add(k7.AndNot(isNaN.Or(isZero)))
+		r = r.Or(c.And(s80).ShiftAllLeft(8))
+		r = r.AndNot(isNaN).Or(qnan.And(isNaN))
+		r.Store((*[16]uint16)(dst[i:]))
+	}
+	return n
+}

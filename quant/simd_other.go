@@ -13,3 +13,7 @@ func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool { ret
 // decodeFP4BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
 // default build has none.
 func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool { return false }
+
+// decodeE4M3BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
+// default build has none.
+func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int { return 0 }
