@@ -69,6 +69,7 @@ const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
 func newPlanCmd() *cobra.Command {
 	var req plan.Request
 	var format string
+	var sw *sweep
 	cmd := &cobra.Command{
 		Use:   "plan [MODEL]",
 		Short: "Compute the KV cache an engine would build for a model, GPU and flags",
@@ -81,10 +82,19 @@ before and after loading weights:
 
   kvcfg plan --pre-load-free-memory 78.81GiB --post-load-free-memory 63.72GiB
 
+Every planning flag also takes a comma list; plan then plans every
+combination and prints one row each (table, CSV, markdown, JSON or YAML):
+
+  kvcfg plan --tp-size 1,2,4 --kv-cache-dtype auto,fp8_e4m3 -o csv
+
 Exit status: 0 on success, 1 when the engine could not start with these
-settings (the error names the flag to change), 2 for invalid input.`,
+settings (the error names the flag to change) or, for a list, when no
+combination plans, 2 for invalid input.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sw.active() {
+				return sw.run(cmd, req, args, format)
+			}
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -99,7 +109,10 @@ settings (the error names the flag to change), 2 for invalid input.`,
 		},
 	}
 	bindPlanFlags(cmd.Flags(), &req)
-	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown")
+	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown (and csv with a comma list)")
+	sw = enableSweep(cmd, &req)
+	// A flag value that does not parse is invalid input: exit status 2.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
 }
 

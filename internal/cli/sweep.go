@@ -187,7 +187,7 @@ type sweepRecord struct {
 }
 
 // sweepColumns are the result columns after the axis values.
-var sweepColumns = []string{"engine", "gpu", "num_gpus", "kv_cache_dtype", "mem_fraction_static", "max_total_num_tokens", "max_running_requests", "max_concurrency_at_context_length", "error"}
+var sweepColumns = []string{"engine", "gpu", "num_gpus", "resolved_kv_cache_dtype", "mem_fraction_static", "max_total_num_tokens", "max_running_requests", "max_concurrency_at_context_length", "error"}
 
 func sweepCells(r plan.SweepRow) []string {
 	rep := r.Report
