@@ -459,9 +459,8 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 		return outcome{req: req, rep: rep, err: err}
 	}
 	if vllmEngine {
-		if req.GPUMemoryUtilization == 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PreLoadFreeBytes > 0 {
-			u := float64(rep.Breakdown.PreLoadFreeBytes) / float64(rep.Breakdown.TotalBytes)
-			req.GPUMemoryUtilization = math.Round(u*1000) / 1000
+		if req.GPUMemoryUtilization == 0 {
+			req.GPUMemoryUtilization = rep.GPUMemoryUtilization // the version's default
 		}
 	} else if req.MemFractionStatic == 0 && rep.MemFractionStatic > 0 {
 		req.MemFractionStatic = rep.MemFractionStatic

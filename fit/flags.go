@@ -35,7 +35,8 @@ var vllmFlags = []engineFlag{
 	{"kv_cache_dtype", "--kv-cache-dtype"}, {"max_model_len", "--max-model-len"},
 	{"gpu_memory_utilization", "--gpu-memory-utilization"}, {"max_num_seqs", "--max-num-seqs"},
 	{"block_size", "--block-size"}, {"max_num_batched_tokens", "--max-num-batched-tokens"},
-	{"kv_cache_memory_bytes", "--kv-cache-memory-bytes"},
+	{"kv_cache_memory_bytes", "--kv-cache-memory-bytes"}, {"num_gpu_blocks_override", "--num-gpu-blocks-override"},
+	{"enforce_eager", "--enforce-eager"},
 }
 
 // EngineFlags returns the engine command-line flags that req encodes:

@@ -79,6 +79,10 @@ type Report struct {
 	KVCacheSizeTokens int64   `json:"kv_cache_size_tokens,omitempty"`
 	MaxConcurrency    float64 `json:"max_concurrency,omitempty"`
 	MaxModelLen       int     `json:"max_model_len,omitempty"`
+	// GPUMemoryUtilization is the gpu_memory_utilization vLLM sized the
+	// budget with (the version's default when not given); 0 when the KV
+	// budget was given directly (kv_cache_memory_bytes, kv_cache_memory).
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
 
 	// Error is the engine-equivalent error of an infeasible plan, with the
 	// flag and value that fix it when one does.

@@ -123,15 +123,26 @@ type Request struct {
 
 	// vLLM names. TensorParallelSize and PipelineParallelSize are aliases
 	// of TPSize and PPSize.
-	TensorParallelSize   int        `json:"tensor_parallel_size,omitempty"`
-	PipelineParallelSize int        `json:"pipeline_parallel_size,omitempty"`
-	GPUMemoryUtilization float64    `json:"gpu_memory_utilization,omitempty"`
-	BlockSize            int        `json:"block_size,omitempty"`
-	MaxModelLen          int        `json:"max_model_len,omitempty"`
-	MaxNumSeqs           int        `json:"max_num_seqs,omitempty"`
-	MaxNumBatchedTokens  int        `json:"max_num_batched_tokens,omitempty"`
-	KVCacheMemoryBytes   units.Size `json:"kv_cache_memory_bytes,omitempty"`
-	VLLMVersion          string     `json:"vllm_version,omitempty"`
+	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`
+	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	BlockSize            int     `json:"block_size,omitempty"`
+	// MaxModelLen is --max-model-len; -1 auto-fits it to memory (vLLM
+	// latest; invalid for sglang).
+	MaxModelLen         int        `json:"max_model_len,omitempty"`
+	MaxNumSeqs          int        `json:"max_num_seqs,omitempty"`
+	MaxNumBatchedTokens int        `json:"max_num_batched_tokens,omitempty"`
+	KVCacheMemoryBytes  units.Size `json:"kv_cache_memory_bytes,omitempty"`
+	VLLMVersion         string     `json:"vllm_version,omitempty"`
+	// KVCacheMemory is the "Available KV cache memory" a vLLM run logged
+	// (measured mode): it replaces vLLM's whole budget computation, and
+	// wins over kv_cache_memory_bytes.
+	KVCacheMemory units.Size `json:"kv_cache_memory,omitempty"`
+	// EnforceEager is vLLM's --enforce-eager: no CUDA graphs, so nothing
+	// is set aside for them.
+	EnforceEager bool `json:"enforce_eager,omitempty"`
+	// NumGPUBlocksOverride is vLLM's --num-gpu-blocks-override.
+	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
 }
 
 // Normalized returns a copy with aliases merged and the engine lowered;
@@ -201,16 +212,23 @@ func (r Request) Validate() error {
 		{"page_size", int64(r.PageSize)}, {"context_length", int64(r.ContextLength)}, {"max_total_tokens", r.MaxTotalTokens},
 		{"max_running_requests", int64(r.MaxRunningRequests)}, {"cuda_graph_max_bs", int64(r.CudaGraphMaxBS)},
 		{"speculative_num_draft_tokens", int64(r.SpeculativeNumDraftTokens)}, {"speculative_draft_num_layers", int64(r.SpeculativeDraftNumLayers)},
-		{"max_mamba_cache_size", int64(r.MaxMambaCacheSize)}, {"block_size", int64(r.BlockSize)}, {"max_model_len", int64(r.MaxModelLen)},
+		{"max_mamba_cache_size", int64(r.MaxMambaCacheSize)}, {"block_size", int64(r.BlockSize)},
 		{"max_num_seqs", int64(r.MaxNumSeqs)}, {"max_num_batched_tokens", int64(r.MaxNumBatchedTokens)},
 		{"gpu_memory", int64(r.GPUMemory)}, {"pre_load_free_memory", int64(r.PreLoadFreeMemory)},
 		{"post_load_free_memory", int64(r.PostLoadFreeMemory)}, {"weights_memory", int64(r.WeightsMemory)},
-		{"kv_cache_memory_bytes", int64(r.KVCacheMemoryBytes)},
+		{"kv_cache_memory_bytes", int64(r.KVCacheMemoryBytes)}, {"kv_cache_memory", int64(r.KVCacheMemory)},
+		{"num_gpu_blocks_override", r.NumGPUBlocksOverride},
 	}
 	for _, f := range nonNeg {
 		if f.v < 0 {
 			add(f.name, "%d must not be negative", f.v)
 		}
+	}
+	switch {
+	case r.MaxModelLen == -1 && r.Engine != EngineVLLM:
+		add("max_model_len", "-1 (auto-fit) is a vLLM setting: use it with engine vllm")
+	case r.MaxModelLen < -1:
+		add("max_model_len", "%d must not be negative (-1 auto-fits it with engine vllm)", r.MaxModelLen)
 	}
 	if r.PageSize > 1<<20 {
 		add("page_size", "%d is too large", r.PageSize)

@@ -54,9 +54,12 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 		PipelineParallelSize: pp,
 		GPUMemoryUtilization: req.GPUMemoryUtilization,
 		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
+		NumGPUBlocksOverride: req.NumGPUBlocksOverride,
+		EnforceEager:         req.EnforceEager,
 		GPUName:              g.Name,
 		GPUSM:                g.SM,
-		Memory:               vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory)},
+		Memory: vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
+			AvailableKVBytes: int64(req.KVCacheMemory)},
 	}
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = req.ContextLength
@@ -78,7 +81,7 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 	default:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for vLLM", req.SpeculativeAlgorithm))
 	}
-	if p, _, err := vllm.ResolveProfile(req.VLLMVersion); err == nil && p == vllm.V06 && cfg.KVCacheMemoryBytes > 0 {
+	if p, _, err := vllm.ResolveProfile(req.VLLMVersion); err == nil && p == vllm.V06 && cfg.KVCacheMemoryBytes > 0 && cfg.Memory.AvailableKVBytes == 0 {
 		// V0 has no --kv-cache-memory-bytes: take it as the KV budget the
 		// run had (total × util − profiled peak), which reproduces its
 		// "# GPU blocks".
@@ -94,7 +97,7 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 		cfg.Memory.WeightsBytes = int64(req.PreLoadFreeMemory - req.PostLoadFreeMemory)
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
-	case req.KVCacheMemoryBytes == 0:
+	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
 		w, src, err := weightsPerRank(req, spec, tp, pp)
 		if err != nil {
 			return nil, err
@@ -151,6 +154,7 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	rep.NumGPUBlocks = res.NumGPUBlocks
 	rep.KVCacheSizeTokens = res.KVCacheSizeTokens
 	rep.MaxConcurrency = res.MaxConcurrency
+	rep.GPUMemoryUtilization = res.GPUMemoryUtilization
 	rep.MaxTotalNumTokens = res.TokenCapacity
 	rep.MaxRunningRequests = res.MaxNumSeqs
 	rep.ChunkedPrefillSize = res.MaxNumBatchedTokens

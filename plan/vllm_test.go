@@ -141,3 +141,113 @@ func TestRunVLLMFixes(t *testing.T) {
 		})
 	}
 }
+
+// The vLLM-only request fields: a measured "Available KV cache memory"
+// (kv_cache_memory), auto-fit max_model_len -1, --num-gpu-blocks-override,
+// and the effective gpu_memory_utilization in the report. Known answers:
+// the 2.89 GiB Llama-3.1-8B run of peers.md §1.6 (1478 blocks of 16 tokens,
+// estimated maximum model length 23,648 on 0.11).
+func TestRunVLLMMeasuredAndOverrides(t *testing.T) {
+	type got struct {
+		Blocks int64
+		Tokens int64
+		MaxLen int
+		Util   float64
+		Lines  []string
+	}
+	tests := []struct {
+		name string
+		req  plan.Request
+		want got
+	}{
+		{"kv_cache_memory on 0.11", plan.Request{Engine: "vllm", VLLMVersion: "0.11", MaxModelLen: 8192, KVCacheMemory: llamaKV},
+			got{1478, 23648, 8192, 0, []string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens", "Maximum concurrency for 8,192 tokens per request: 2.89x"}}},
+		{"kv_cache_memory on 0.6", plan.Request{Engine: "vllm", VLLMVersion: "0.6", MaxModelLen: 8192, KVCacheMemory: llamaKV},
+			got{1478, 23648, 8192, 0, []string{"# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 8192 tokens per request: 2.89x"}}},
+		{"kv_cache_memory wins over kv_cache_memory_bytes", plan.Request{Engine: "vllm", VLLMVersion: "latest", MaxModelLen: 8192,
+			KVCacheMemory: llamaKV, KVCacheMemoryBytes: 2 * llamaKV},
+			got{1478, 23648, 8192, 0, []string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens, Maximum concurrency for 8,192 tokens per request: 2.89x"}}},
+		// latest reserves one null block before the auto-fit (peers.md §1.6
+		// profile table): (1478 − 1) × 16 = 23,632 tokens.
+		{"max_model_len -1 fits the budget", plan.Request{Engine: "vllm", VLLMVersion: "latest", MaxModelLen: -1, KVCacheMemory: llamaKV},
+			got{1478, 23648, 23632, 0, nil}},
+		{"num_gpu_blocks_override", plan.Request{Engine: "vllm", VLLMVersion: "latest", MaxModelLen: 8192, KVCacheMemory: llamaKV, NumGPUBlocksOverride: 1000},
+			got{1000, 16000, 8192, 0, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := plan.Run(context.Background(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got{rep.NumGPUBlocks, rep.KVCacheSizeTokens, rep.MaxModelLen, rep.GPUMemoryUtilization, rep.LogLines}
+			if tt.want.Lines == nil {
+				g.Lines = nil
+			}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("report mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// gpu_memory_utilization is reported as vLLM used it: the version's
+// default (0.92 latest, 0.9 for 0.6 and 0.11) or the given one.
+func TestRunVLLMUtilization(t *testing.T) {
+	tests := []struct {
+		version string
+		given   float64
+		want    float64
+	}{
+		{"", 0, 0.92}, {"latest", 0, 0.92}, {"0.11", 0, 0.9}, {"0.6", 0, 0.9}, {"latest", 0.8, 0.8}, {"0.11", 0.95, 0.95},
+	}
+	for _, tt := range tests {
+		rep, err := plan.Run(context.Background(), plan.Request{Engine: "vllm", VLLMVersion: tt.version, GPUMemoryUtilization: tt.given, MaxModelLen: 8192})
+		if err != nil {
+			t.Fatalf("%s %v: %v", tt.version, tt.given, err)
+		}
+		if rep.GPUMemoryUtilization != tt.want {
+			t.Errorf("version %q, given %v: gpu_memory_utilization %v, want %v", tt.version, tt.given, rep.GPUMemoryUtilization, tt.want)
+		}
+	}
+}
+
+// --enforce-eager sets nothing aside for CUDA graphs: the KV budget grows
+// by exactly the CUDA-graph estimate the default run reserves.
+func TestRunVLLMEnforceEager(t *testing.T) {
+	base := plan.Request{Engine: "vllm", MaxModelLen: 8192}
+	graphs, err := plan.Run(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.EnforceEager = true
+	eager, err := plan.Run(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := graphs.Breakdown.ReservedBytes - eager.Breakdown.ReservedBytes
+	if saved <= 0 || eager.AvailableKVBytes-graphs.AvailableKVBytes != saved {
+		t.Errorf("eager: reserved %d → %d, KV budget %d → %d", graphs.Breakdown.ReservedBytes, eager.Breakdown.ReservedBytes, graphs.AvailableKVBytes, eager.AvailableKVBytes)
+	}
+}
+
+func TestValidateMaxModelLen(t *testing.T) {
+	tests := []struct {
+		name string
+		req  plan.Request
+		ok   bool
+	}{
+		{"vllm auto-fit", plan.Request{Engine: "vllm", MaxModelLen: -1}, true},
+		{"sglang has no auto-fit", plan.Request{MaxModelLen: -1}, false},
+		{"below -1", plan.Request{Engine: "vllm", MaxModelLen: -2}, false},
+		{"negative measured KV memory", plan.Request{Engine: "vllm", KVCacheMemory: -1}, false},
+		{"negative block override", plan.Request{Engine: "vllm", NumGPUBlocksOverride: -1}, false},
+	}
+	for _, tt := range tests {
+		err := tt.req.Validate()
+		var fe *plan.FieldError
+		if tt.ok != (err == nil) || (!tt.ok && !errors.As(err, &fe)) {
+			t.Errorf("%s: Validate() = %v", tt.name, err)
+		}
+	}
+}

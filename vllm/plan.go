@@ -307,7 +307,7 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 			m.AvailableKVBytes = int64(reqF - float64(nonKV))
 		}
 		if len(m.Estimated) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("estimated without a GPU: %s; pass a real run's figures (weights, or its \"Available KV cache memory\" as --kv-cache-memory-bytes) to reproduce it exactly",
+			res.Notes = append(res.Notes, fmt.Sprintf("estimated without a GPU: %s; pass a real run's figures (weights, or its \"Available KV cache memory\" as --kv-cache-memory) to reproduce it exactly",
 				strings.Join(m.Estimated, ", ")))
 		}
 	}

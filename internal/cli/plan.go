@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -55,13 +56,16 @@ func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
 	fs.Var(&req.PostLoadFreeMemory, "post-load-free-memory", "free memory after weight load as the engine logged it (e.g. 63.72GiB)")
 	fs.Var(&req.WeightsMemory, "weights-memory", "weight memory per GPU, replacing the estimate")
 
-	fs.Float64Var(&req.GPUMemoryUtilization, "gpu-memory-utilization", 0, "vLLM: fraction of GPU memory vLLM may use (default 0.9)")
+	fs.Float64Var(&req.GPUMemoryUtilization, "gpu-memory-utilization", 0, "vLLM: fraction of GPU memory vLLM may use (default 0.92; 0.9 with --vllm-version 0.6 or 0.11)")
 	fs.IntVar(&req.BlockSize, "block-size", 0, "vLLM: tokens per KV block (default 16)")
-	fs.IntVar(&req.MaxModelLen, "max-model-len", 0, "vLLM: context length (default: the model's)")
-	fs.IntVar(&req.MaxNumSeqs, "max-num-seqs", 0, "vLLM: maximum running sequences")
+	fs.IntVar(&req.MaxModelLen, "max-model-len", 0, "vLLM: context length (default: the model's; -1 fits it to memory, latest only)")
+	fs.IntVar(&req.MaxNumSeqs, "max-num-seqs", 0, "vLLM: maximum running sequences (default 1024 on GPUs of 70 GiB or more except A100, else 256)")
 	fs.IntVar(&req.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "vLLM: tokens per scheduler step")
-	fs.Var(&req.KVCacheMemoryBytes, "kv-cache-memory-bytes", "vLLM: KV cache size, bypassing profiling")
-	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: version whose sizing rules to follow")
+	fs.Var(&req.KVCacheMemoryBytes, "kv-cache-memory-bytes", "vLLM: KV cache size per GPU, bypassing profiling (vLLM's flag)")
+	fs.Var(&req.KVCacheMemory, "kv-cache-memory", "vLLM: \"Available KV cache memory\" a run logged (e.g. 51.63GiB), replacing the budget estimate")
+	fs.BoolVar(&req.EnforceEager, "enforce-eager", false, "vLLM: no CUDA graphs (nothing set aside for them)")
+	fs.Int64Var(&req.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "vLLM: number of KV blocks, overriding the profiled count")
+	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile")
 }
 
 const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
@@ -175,13 +179,35 @@ func planRows(r *plan.Report) [][2]string {
 		{"model", fmt.Sprintf("%s (%s, %s attention)", r.Model, r.Architecture, r.AttentionKind)},
 		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, gibs(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
 		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
-		{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
-		{"page_size", fmt.Sprint(r.PageSize)},
-		{"context_length", group(int64(r.ContextLength))},
-		{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
-		{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))},
-		{"max_total_num_tokens", group(r.MaxTotalNumTokens)},
 	}
+	cell := [2]string{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))}
+	if r.Engine == plan.EngineVLLM {
+		util := "— (KV budget given)"
+		if r.GPUMemoryUtilization > 0 {
+			util = strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64)
+		}
+		return append(rows,
+			[2]string{"vllm_version", r.VLLMVersion},
+			[2]string{"gpu_memory_utilization", util},
+			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
+			[2]string{"max_model_len", group(int64(r.MaxModelLen))},
+			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+			cell,
+			[2]string{"num_gpu_blocks", group(r.NumGPUBlocks)},
+			[2]string{"kv_cache_size_tokens", group(r.KVCacheSizeTokens)},
+			[2]string{"max_concurrency", strconv.FormatFloat(r.MaxConcurrency, 'f', 2, 64) + "x at max_model_len"},
+			[2]string{"max_num_seqs", group(int64(r.MaxRunningRequests))},
+			[2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)},
+		)
+	}
+	rows = append(rows,
+		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
+		[2]string{"page_size", fmt.Sprint(r.PageSize)},
+		[2]string{"context_length", group(int64(r.ContextLength))},
+		[2]string{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+		cell,
+		[2]string{"max_total_num_tokens", group(r.MaxTotalNumTokens)},
+	)
 	if r.FullMaxTotalNumTokens > 0 || r.SWAMaxTotalNumTokens > 0 {
 		rows = append(rows, [2]string{"full / swa tokens", group(r.FullMaxTotalNumTokens) + " / " + group(r.SWAMaxTotalNumTokens)})
 	}

@@ -107,3 +107,59 @@ func TestPlanCommaListErrors(t *testing.T) {
 		})
 	}
 }
+
+// The vLLM table shows vLLM's own figures, not SGLang's; --kv-cache-memory,
+// --max-model-len -1 and --num-gpu-blocks-override reach the planner
+// (known answers: peers.md §1.6, 2.89 GiB → 1478 blocks; latest keeps one
+// null block out of the auto-fit: 1477 × 16 = 23,632 tokens).
+func TestPlanVLLMTable(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    map[string]string
+		missing []string
+	}{
+		{"defaults", []string{"--engine", "vllm"},
+			map[string]string{"vllm_version": "latest", "gpu_memory_utilization": "0.92", "block_size": "16"},
+			[]string{"mem_fraction_static", "page_size", "max_total_num_tokens"}},
+		{"0.11 default utilization", []string{"--engine", "vllm", "--vllm-version", "0.11", "--max-model-len", "8192"},
+			map[string]string{"vllm_version": "0.11", "gpu_memory_utilization": "0.9", "max_model_len": "8,192"}, nil},
+		{"measured KV memory, auto-fit", []string{"--engine", "vllm", "--kv-cache-memory", "3100639232", "--max-model-len", "-1"},
+			map[string]string{"num_gpu_blocks": "1,478", "kv_cache_size_tokens": "23,648", "max_model_len": "23,632", "gpu_memory_utilization": "— (KV budget given)"}, nil},
+		{"block override", []string{"--engine", "vllm", "--kv-cache-memory", "3100639232", "--max-model-len", "8192", "--num-gpu-blocks-override", "1000", "--enforce-eager"},
+			map[string]string{"num_gpu_blocks": "1,000", "kv_cache_size_tokens": "16,000", "max_concurrency": "1.95x at max_model_len"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, append([]string{"plan"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			rows := map[string]string{}
+			for _, l := range strings.Split(out, "\n") {
+				if l == "" || strings.HasPrefix(l, " ") {
+					continue
+				}
+				k, v, _ := strings.Cut(l, "  ")
+				rows[k] = strings.TrimSpace(v)
+			}
+			got := map[string]string{}
+			for k := range tt.want {
+				got[k] = rows[k]
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("rows (-want +got):\n%s\n%s", diff, out)
+			}
+			for _, k := range tt.missing {
+				if _, ok := rows[k]; ok {
+					t.Errorf("row %s shown for vllm", k)
+				}
+			}
+		})
+	}
+	// The SGLang table keeps its rows.
+	out, _, code := run(t, "plan")
+	if code != 0 || !strings.Contains(out, "mem_fraction_static") || strings.Contains(out, "num_gpu_blocks") {
+		t.Errorf("sglang table:\n%s", out)
+	}
+}
