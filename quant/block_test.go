@@ -586,3 +586,37 @@ func TestBlockExpBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeKV: a [2, 2, 32] tensor puts token t, head h, block b's scale
+// at t·(heads·headDim/16) + h·2 + b and its payload at (t·2+h)·16 + b·8,
+// as SGLang's [tokens, heads, head_dim/2] / [tokens, heads·head_dim/16].
+func TestQuantizeKV(t *testing.T) {
+	c, _ := ForKV("fp4_mx_block16")
+	vec := []float32{0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, 6, -0.25, -0.75, -1.25, -1.75, -2.5, -3.5, -5, -6}
+	src := make([]uint16, 2*2*32)
+	// token 1, head 1, block 1 holds the vector; everything else is zero
+	for i, v := range vec {
+		src[(1*2+1)*32+16+i] = BF16FromF32(v)
+	}
+	p, s := make([]byte, 64), make([]byte, 8)
+	if err := QuantizeKV(c, p, s, src, 2, 2, 32); err != nil {
+		t.Fatal(err)
+	}
+	wantS := []byte{0x5e, 0x5e, 0x5e, 0x5e, 0x5e, 0x5e, 0x5e, 0x7f}
+	if diff := cmp.Diff(wantS, s); diff != "" {
+		t.Errorf("scales (-want +got):\n%s", diff)
+	}
+	if got := fmt.Sprintf("%x", p[(1*2+1)*16+8:]); got != "21436577a9cbedff" {
+		t.Errorf("payload of token 1 head 1 block 1 = %s", got)
+	}
+	out := make([]uint16, len(src))
+	if err := DequantizeKV(c, out, p, s, 2, 2, 32); err != nil {
+		t.Fatal(err)
+	}
+	if BF16ToF32(out[(1*2+1)*32+16]) != 0.5 {
+		t.Errorf("dequantized %v", BF16ToF32(out[(1*2+1)*32+16]))
+	}
+	if err := QuantizeKV(c, p, s, src, 2, 2, 16); !errors.Is(err, ErrLength) {
+		t.Errorf("wrong shape error = %v", err)
+	}
+}

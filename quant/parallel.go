@@ -147,3 +147,32 @@ func Shape(f dtype.Format, tokens, heads, headDim int) (payloadPerToken, scalesP
 	}
 	return int(f.DataBytes(int64(row))), int(f.ScaleBytesFor(int64(row))), nil
 }
+
+// QuantizeKV quantizes a bf16 KV tensor of shape [tokens, heads, headDim]
+// (row-major) like SGLang's batched_quantize: payload [tokens, heads,
+// headDim·bits/8] and scales [tokens, heads·headDim/block·scaleBytes].
+func QuantizeKV(c Codec, dst, scales []byte, src []uint16, tokens, heads, headDim int) error {
+	if err := checkKV(c.Format(), len(src), tokens, heads, headDim); err != nil {
+		return err
+	}
+	return c.EncodeBF16(dst, scales, src)
+}
+
+// DequantizeKV is the inverse of QuantizeKV into bf16 (SGLang's
+// batched_dequantize).
+func DequantizeKV(c Codec, dst []uint16, src, scales []byte, tokens, heads, headDim int) error {
+	if err := checkKV(c.Format(), len(dst), tokens, heads, headDim); err != nil {
+		return err
+	}
+	return c.DecodeBF16(dst, src, scales)
+}
+
+func checkKV(f dtype.Format, n, tokens, heads, headDim int) error {
+	if _, _, err := Shape(f, tokens, heads, headDim); err != nil {
+		return err
+	}
+	if n != tokens*heads*headDim {
+		return fmt.Errorf("%w: %s: %d elements for shape [%d, %d, %d]", ErrLength, f.Name, n, tokens, heads, headDim)
+	}
+	return nil
+}
