@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/sizing"
 )
@@ -103,7 +102,7 @@ func (c *Configurator) attention(layers int) sizing.Attention {
 		KVHeads: sizing.KVHeadsPerRank(s.NumKVHeads, c.in.Parallel.AttnTP(), c.in.Parallel.DCP),
 		HeadDim: s.HeadDim, VHeadDim: vd, KVLoraRank: s.KVLoraRank, QKRopeHeadDim: s.QKRopeHeadDim,
 		IndexHeadDim: s.IndexHeadDim, DSAFP8Row: c.dsaFP8, ElementSize: c.kv.ElementSize,
-		FP4: c.kv.DType == dtype.FP4E2M1x2, MXFP8: c.kv.Format.Name == "mxfp8", DCP: c.in.Parallel.DCP,
+		Format: c.kv.Format, DCP: c.in.Parallel.DCP,
 	}
 }
 
@@ -185,12 +184,8 @@ func (c *Configurator) hybridSWA() (sizing.HybridSWA, error) {
 	if sdv == 0 {
 		sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
 	}
-	full := H * (dk + dv) * el
-	swa := Hs * (sdk + sdv) * el
-	if c.kv.Format.Name == "mxfp8" {
-		full += H * (dk + dv) / 32
-		swa += Hs * (sdk + sdv) / 32
-	}
+	full := sizing.TokenBytes(c.kv.Format, int(el), int(H), int(dk), int(dv))
+	swa := sizing.TokenBytes(c.kv.Format, int(el), int(Hs), int(sdk), int(sdv))
 	h := sizing.HybridSWA{
 		FullPerToken: full, SWAPerToken: swa,
 		FullLayers: s.CountLayers(model.FullAttention), SWALayers: s.CountLayers(model.SlidingAttention),

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/sizing"
 )
 
 // gb formats bytes as SGLang's logs do: bytes / 2^30 with two decimals.
@@ -26,6 +27,10 @@ func (c *Configurator) storeBytes(n int64) int64 {
 // layers layers with heads × (dk, dv), counting the page of padding rows.
 func (c *Configurator) mhaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
 	rows := size + int64(c.d.PageSize)
+	if f := c.kv.Format; sizing.RealLayout(f) {
+		// Grouped-int pools: each row's data plus its group scales.
+		return rows * f.Bytes(int64(heads*dk)) * int64(layers), rows * f.Bytes(int64(heads*dv)) * int64(layers)
+	}
 	k = c.storeBytes(rows*int64(heads)*int64(dk)) * int64(layers)
 	v = c.storeBytes(rows*int64(heads)*int64(dv)) * int64(layers)
 	return k, v
@@ -35,6 +40,9 @@ func (c *Configurator) mhaSizes(size int64, layers, heads, dk, dv int) (k, v int
 // class even for FP4 (one uint8 per element, §g.5).
 func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
 	rows := size + int64(c.d.PageSize)
+	if f := c.kv.Format; sizing.RealLayout(f) {
+		return rows * f.Bytes(int64(heads*dk)) * int64(layers), rows * f.Bytes(int64(heads*dv)) * int64(layers)
+	}
 	el := int64(c.kv.Store.Size())
 	return rows * int64(heads) * int64(dk) * el * int64(layers), rows * int64(heads) * int64(dv) * el * int64(layers)
 }

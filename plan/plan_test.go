@@ -220,3 +220,39 @@ func TestVLMInlineConfig(t *testing.T) {
 		t.Errorf("no vision config: mfs %v", r.MemFractionStatic)
 	}
 }
+
+// The grouped-int KV dtypes are budgeted at the pools' real layout: spec
+// §c.11 Ex.1 (rest 54,317,914,521 B, Llama-3.1-8B: 32 layers, K and V rows
+// of 8·128 elements):
+//
+//	int8_g64: 2·(1024 + 1024/64·2)·32 = 67,584 B → ⌊rest / 67,584⌋ = 803,709 tokens
+//	int4_g32: 2·(512 + 1024/32·2)·32  = 36,864 B → ⌊rest / 36,864⌋ = 1,473,467 tokens
+//
+// and K = V = (tokens + 1 page row) · row bytes · 32 layers.
+func TestPlanGroupedIntDTypes(t *testing.T) {
+	type got struct {
+		Cell   float64
+		Tokens int64
+		K, V   int64
+	}
+	tests := []struct {
+		dtype string
+		want  got
+	}{
+		{"int8_g64", got{67584, 803709, 803710 * 1056 * 32, 803710 * 1056 * 32}},
+		{"int4_g32", got{36864, 1473467, 1473468 * 576 * 32, 1473468 * 576 * 32}},
+		{"int8ring_int4", got{36864, 1473467, 1473468 * 576 * 32, 1473468 * 576 * 32}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dtype, func(t *testing.T) {
+			r, err := plan.Run(context.Background(), plan.Request{KVCacheDType: tt.dtype,
+				PreLoadFreeMemory: units.Size(84_288_733_184), PostLoadFreeMemory: units.Size(68_225_555_497)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got{r.CellSizeBytes, r.MaxTotalNumTokens, r.KSizeBytes, r.VSizeBytes}); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kvcfg/kvcfg/dtype"
 )
 
 // Attention describes the per-rank KV geometry of one PP stage's
@@ -28,10 +30,14 @@ type Attention struct {
 	DSAFP8Row bool
 	// ElementSize is SGLang's kv_size (fp4 pairs count 1).
 	ElementSize int
-	// FP4 marks a float4_e2m1fn_x2 pool (nvfp4, fp4_mx_block16).
-	FP4 bool
-	// MXFP8 marks the mxfp8 pool (one UE8M0 scale per 32 elements).
-	MXFP8 bool
+	// Format is the pool's storage format (dtype.Resolution.Format). Its
+	// element width, block size and scale bytes give the scale terms: FP4
+	// pools (nvfp4, fp4_mx_block16) and MXFP8 are budgeted with SGLang's
+	// own formulas, the grouped-int pools (int8_g64, int4_g32,
+	// int8ring_int4) at their real layout, data plus scales. The zero
+	// Format, like any format without block scales, is ElementSize bytes
+	// per element.
+	Format dtype.Format
 	// DCP is the decode-context-parallel size (1 when off); the DSA indexer
 	// is replicated across DCP ranks.
 	DCP int
@@ -88,7 +94,8 @@ func (a Attention) validate() error {
 }
 
 // Cell returns the DefaultPoolConfigurator cell (bytes per token) before
-// speculative scaling: MHA (§c.2) with FP4 / MXFP8 terms, or MLA/DSA (§c.3).
+// speculative scaling: MHA (§c.2) with the scale terms of a.Format, or
+// MLA/DSA (§c.3).
 func (a Attention) Cell() (int64, error) {
 	if err := a.validate(); err != nil {
 		return 0, err
@@ -99,16 +106,55 @@ func (a Attention) Cell() (int64, error) {
 	return a.mhaCell(), nil
 }
 
+// Storage layouts of a KV format, as the cell budgets them.
+type layout int
+
+const (
+	plainLayout    layout = iota // ElementSize bytes per element, no scales
+	fp4Layout                    // SGLang's float4_e2m1fn_x2 formula
+	blockFP8Layout               // SGLang's MXFP8 formula: + scales per block
+	groupedLayout                // the format's data + scale bytes
+)
+
+// layoutOf classifies a storage format by its geometry.
+func layoutOf(f dtype.Format) layout {
+	switch {
+	case f.Element == dtype.FP4E2M1x2:
+		return fp4Layout
+	case f.BlockSize <= 0 && (f.ElementBits == 0 || f.ElementBits >= 8):
+		return plainLayout
+	case f.Element.IsFP8() && f.ElementBits == 8:
+		return blockFP8Layout
+	default:
+		return groupedLayout
+	}
+}
+
+// blockScales is the scale bytes SGLang budgets for n elements of a block
+// format: n·scale_bytes // block_size (its formulas floor the whole term).
+func blockScales(f dtype.Format, n int64) int64 {
+	if f.BlockSize <= 0 {
+		return 0
+	}
+	return n * int64(f.ScaleBytes) / int64(f.BlockSize)
+}
+
 func (a Attention) mhaCell() int64 {
 	h, dk, dv, l, s := int64(a.KVHeads), int64(a.HeadDim), int64(a.VHeadDim), int64(a.Layers), int64(a.ElementSize)
+	f := a.Format
 	cell := h * (dk + dv) * l * s
-	if a.FP4 {
-		// Packed nibbles, one uint8 scale per 16 elements of K and of V,
-		// plus the shared FP8 dequant workspace of one layer ([V3]).
-		cell = cell/2 + (h*dk*l*2*s)/16
+	switch layoutOf(f) {
+	case fp4Layout:
+		// Packed nibbles (cell//2), the scales of K and of V (SGLang:
+		// (H·D_k·L·2·s)//16, one uint8 per 16 elements), plus the shared
+		// FP8 dequant workspace of one layer ([V3]).
+		cell = cell*int64(f.ElementBits)/8 + blockScales(f, h*dk*l*2*s)
 		cell += h * dk * 2 * s
-	} else if a.MXFP8 {
-		cell += (h * (dk + dv) * l) / 32
+	case blockFP8Layout:
+		cell += blockScales(f, h*(dk+dv)*l) // SGLang: (H·(D_k+D_v)·L)//32
+	case groupedLayout:
+		// Each K and V row (H·D elements) with its group scales.
+		cell = l * (f.Bytes(h*dk) + f.Bytes(h*dv))
 	}
 	return cell
 }
@@ -118,10 +164,14 @@ func (a Attention) mlaCell() int64 {
 	if l < 0 {
 		l = 0
 	}
+	f := a.Format
 	dim := int64(a.MLAKVCacheDim())
 	cell := dim * l * s
-	if a.FP4 {
-		cell = cell/2 + (int64(a.KVLoraRank+a.QKRopeHeadDim)/16)*l*s
+	switch layoutOf(f) {
+	case fp4Layout:
+		cell = cell*int64(f.ElementBits)/8 + blockScales(f, int64(a.KVLoraRank+a.QKRopeHeadDim))*l*s
+	case groupedLayout:
+		cell = l * f.Bytes(dim)
 	}
 	if a.DSA {
 		ratio := int64(a.IndexerRatio)
@@ -186,3 +236,24 @@ func ZeroKVTokens(otherStagesHaveKV bool, maxTotalTokens int64, contextLen int) 
 	}
 	return int64(contextLen)
 }
+
+// TokenBytes returns the bytes one token of one layer takes in the plain
+// MHA pool class that SGLang's SWAKVPool builds its sub-pools from:
+// heads·(dk+dv) elements of elementSize bytes (FP4 too: one uint8 per
+// element, §g.5), plus SGLang's MXFP8 block scales; a grouped-int format
+// (int8_g64, int4_g32) takes its real layout, data plus group scales.
+func TokenBytes(f dtype.Format, elementSize, heads, dk, dv int) int64 {
+	h, s := int64(heads), int64(elementSize)
+	switch layoutOf(f) {
+	case blockFP8Layout:
+		return h*int64(dk+dv)*s + blockScales(f, h*int64(dk+dv))
+	case groupedLayout:
+		return f.Bytes(h*int64(dk)) + f.Bytes(h*int64(dv))
+	}
+	return h * int64(dk+dv) * s
+}
+
+// RealLayout reports whether sizing budgets format f at its real storage
+// layout, data plus group scales (the grouped-int formats int8_g64,
+// int4_g32 and int8ring_int4), rather than with SGLang's kv_size formulas.
+func RealLayout(f dtype.Format) bool { return layoutOf(f) == groupedLayout }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/sizing"
 )
 
@@ -18,7 +19,8 @@ func FuzzConfigurators(f *testing.F) {
 	f.Add(int64(-5), uint16(0), uint16(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), uint16(0), uint8(3))
 	f.Fuzz(func(t *testing.T, avail int64, heads, dim uint16, layers, full, swa, ratioPct, pageIdx uint8, window uint16, fp uint8) {
 		page := []int{1, 16, 32, 64, 128, 256, 3, 1}[pageIdx%8]
-		a := sizing.Attention{KVHeads: int(heads), HeadDim: int(dim), VHeadDim: int(dim), Layers: int(layers), ElementSize: 1 + int(fp%2), FP4: fp%4 == 2, MXFP8: fp%4 == 3}
+		format, _ := dtype.LookupFormat([]string{"bf16", "fp8_e4m3", "nvfp4", "mxfp8", "int8_g64", "int4_g32", "fp4_mx_block16", "int8ring_int4"}[fp%8])
+		a := sizing.Attention{KVHeads: int(heads), HeadDim: int(dim), VHeadDim: int(dim), Layers: int(layers), ElementSize: max(format.Element.Size(), 1), Format: format}
 		if cell, err := a.Cell(); err == nil {
 			if cell < 0 {
 				t.Fatalf("negative cell %d", cell)

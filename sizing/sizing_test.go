@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/sizing"
 )
@@ -15,15 +16,23 @@ func mha(h, d, l, s int) sizing.Attention {
 
 // Spec §h.2 G1–G10.
 func TestCells(t *testing.T) {
-	fp4 := mha(8, 128, 32, 1)
-	fp4.FP4 = true
-	mx := mha(8, 128, 32, 1)
-	mx.MXFP8 = true
+	format := func(name string) dtype.Format {
+		f, err := dtype.LookupFormat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	with := func(a sizing.Attention, name string) sizing.Attention {
+		a.Format = format(name)
+		return a
+	}
+	fp4 := with(mha(8, 128, 32, 1), "nvfp4")
+	mx := with(mha(8, 128, 32, 1), "mxfp8")
 	dsv3 := sizing.Attention{MLA: true, Layers: 61, KVLoraRank: 512, QKRopeHeadDim: 64, ElementSize: 2}
 	dsv3fp8 := dsv3
 	dsv3fp8.ElementSize = 1
-	mlaFP4 := dsv3fp8
-	mlaFP4.FP4 = true
+	mlaFP4 := with(dsv3fp8, "nvfp4")
 	dsa := sizing.Attention{MLA: true, DSA: true, Layers: 61, KVLoraRank: 512, QKRopeHeadDim: 64, IndexHeadDim: 128, ElementSize: 1, DSAFP8Row: true}
 	dsaBF16 := dsa
 	dsaBF16.ElementSize, dsaBF16.DSAFP8Row = 2, false
@@ -37,7 +46,20 @@ func TestCells(t *testing.T) {
 		{"G1 bf16", mha(8, 128, 32, 2), 131072},
 		{"G2 fp8", mha(8, 128, 32, 1), 65536},
 		{"G3 fp4", fp4, 38912},
+		{"G3 fp4_mx_block16", with(fp4, "fp4_mx_block16"), 38912},
 		{"G4 mxfp8", mx, 67584},
+		// A format without block scales is ElementSize bytes per element.
+		{"G2 fp8 format", with(mha(8, 128, 32, 1), "fp8_e4m3"), 65536},
+		{"G1 bf16 format", with(mha(8, 128, 32, 2), "bf16"), 131072},
+		// Grouped-int pools at their real layout (dtype.Format): per layer
+		// and token, K and V rows of 8·128 = 1024 elements each.
+		//   int8_g64: 1024 + 1024/64·2 = 1056 B per row → 2·1056·32 = 67,584
+		//   int4_g32: 512 + 1024/32·2 = 576 B per row  → 2·576·32  = 36,864
+		{"int8_g64", with(mha(8, 128, 32, 1), "int8_g64"), 67584},
+		{"int4_g32", with(mha(8, 128, 32, 1), "int4_g32"), 36864},
+		{"int8ring_int4 (ring not per token)", with(mha(8, 128, 32, 1), "int8ring_int4"), 36864},
+		// MLA latent row of 576 elements: int8 576 + 9·2 = 594 B per layer.
+		{"MLA int8_g64", with(dsv3fp8, "int8_g64"), 594 * 61},
 		{"G5 70B TP4 fp8", mha(sizing.KVHeadsPerRank(8, 4, 1), 128, 80, 1), 40960},
 		{"G6 Qwen3-Next TP4", mha(sizing.KVHeadsPerRank(2, 4, 1), 256, 12, 2), 12288},
 		{"G7 DeepSeek-V3 bf16", dsv3, 70272},
@@ -379,5 +401,32 @@ func TestHybridConstraintHalf(t *testing.T) {
 	}
 	if full.MaxTotalNumTokens*int64(h.CellSize()) > 10_000_000 {
 		t.Error("over budget")
+	}
+}
+
+// TokenBytes: the SWA sub-pools' bytes per token and layer for H = 8,
+// D = 128 (2·1024 elements): bf16 4096; fp8 2048; mxfp8 2048 + 2048//32;
+// FP4 one uint8 per element (§g.5) 2048; int8_g64 2·(1024 + 32) = 2112;
+// int4_g32 2·(512 + 64) = 1152.
+func TestTokenBytes(t *testing.T) {
+	tests := []struct {
+		format string
+		el     int
+		want   int64
+	}{
+		{"bf16", 2, 4096}, {"fp8_e4m3", 1, 2048}, {"mxfp8", 1, 2112}, {"nvfp4", 1, 2048},
+		{"int8_g64", 1, 2112}, {"int4_g32", 1, 1152},
+	}
+	for _, tt := range tests {
+		f, err := dtype.LookupFormat(tt.format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sizing.TokenBytes(f, tt.el, 8, 128, 128); got != tt.want {
+			t.Errorf("%s: TokenBytes = %d, want %d", tt.format, got, tt.want)
+		}
+		if got, want := sizing.RealLayout(f), tt.format == "int8_g64" || tt.format == "int4_g32"; got != want {
+			t.Errorf("%s: RealLayout = %v", tt.format, got)
+		}
 	}
 }
