@@ -133,6 +133,17 @@ func FuzzBlocks(f *testing.F) {
 		if name != "fp8_e4m3" {
 			checkNearest(t, c, name, x, out, s)
 		}
+		// the bf16 decoders (tables, exponent arithmetic, SIMD) agree with
+		// rounding the float32 decode
+		outBF := make([]uint16, n)
+		if err := c.DecodeBF16(outBF, p, s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range out {
+			if w := BF16FromF32(out[i]); outBF[i] != w {
+				t.Fatalf("%s: DecodeBF16[%d] = %#04x, bf16(DecodeF32) = %#04x", name, i, outBF[i], w)
+			}
+		}
 		// wrong lengths: errors, no panic
 		if err := c.EncodeF32(p[:len(p)-1], s, x); !errors.Is(err, ErrLength) {
 			t.Fatalf("short payload: %v", err)
