@@ -66,6 +66,13 @@ func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
 	fs.BoolVar(&req.EnforceEager, "enforce-eager", false, "vLLM: no CUDA graphs (nothing set aside for them)")
 	fs.Int64Var(&req.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "vLLM: number of KV blocks, overriding the profiled count")
 	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile")
+
+	// A zero size means "not given": keep "(default 0 B)" out of the help.
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Value.(*units.Size); ok && f.DefValue == units.Size(0).String() {
+			f.DefValue = ""
+		}
+	})
 }
 
 const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
