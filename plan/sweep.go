@@ -71,8 +71,12 @@ func SweepSize(axes []Axis) (int, error) {
 // reports invalid axes (unknown fields, values that do not parse, too many
 // combinations; every problem at once) or a cancelled context.
 //
-// Catalog models are read once before the loop and passed to Run as inline
-// configs, so the loop does no I/O; plans run on GOMAXPROCS goroutines.
+// Catalog models are read and parsed once before the loop and passed to
+// Run as inline configs with their parsed Spec, so the loop does no I/O and
+// no parsing; plans run on GOMAXPROCS goroutines, each reusing one
+// configurator. Rows that differ only in their TP size share what the TP
+// advice of an infeasible plan learns (larger TP sizes are planned first),
+// so the advice plans each TP size of such a group at most once.
 func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	if err := validateAxes(axes); err != nil {
 		return nil, err
