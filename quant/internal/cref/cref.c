@@ -6,6 +6,14 @@
 #include <stddef.h>
 #include "cref.h"
 
+// The reference is meant to be scalar: -O3 -march=native would otherwise let
+// gcc auto-vectorise some loops with AVX-512. cgo does not accept
+// -fno-tree-vectorize in #cgo CFLAGS, so it is set here (gcc; clang ignores
+// this pragma and builds -O3 as given).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-tree-vectorize")
+#endif
+
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline float bf2f(uint16_t b) { return u2f((uint32_t)b << 16); }
