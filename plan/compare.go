@@ -75,7 +75,11 @@ type CompareColumn struct {
 func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	base := req.Request
 	base.Engine = ""
-	if err := base.Validate(); err != nil {
+	check := base
+	if check.MaxModelLen == -1 {
+		check.Engine = EngineVLLM // auto-fit is valid for the vLLM columns
+	}
+	if err := check.Validate(); err != nil {
 		return nil, err
 	}
 	engines := slices.Clone(req.Engines)
@@ -122,7 +126,9 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 
 	// One context length for every engine: SGLang's --context-length is
 	// vLLM's --max-model-len.
-	if base.ContextLength == 0 {
+	// --max-model-len -1 (vLLM's auto-fit) has no SGLang counterpart: SGLang
+	// columns then use the model's context length.
+	if base.ContextLength == 0 && base.MaxModelLen > 0 {
 		base.ContextLength = base.MaxModelLen
 	}
 
@@ -138,8 +144,11 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 				r := base
 				r.Engine, r.KVCacheDType = eng, dt
 				r.TPSize, r.TensorParallelSize = tp, 0
-				if eng == EngineVLLM && r.MaxModelLen == 0 {
+				switch {
+				case eng == EngineVLLM && r.MaxModelLen == 0:
 					r.MaxModelLen = r.ContextLength
+				case eng != EngineVLLM:
+					r.MaxModelLen = 0
 				}
 				col := CompareColumn{Engine: eng, KVCacheDType: dt, TPSize: tp, Flags: engineFlags(r)}
 				rep, err := Run(ctx, r)

@@ -134,3 +134,26 @@ func TestCompareCommaFields(t *testing.T) {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 }
+
+// vLLM's --max-model-len -1 (auto-fit) applies to the vLLM columns; the
+// SGLang columns plan the model's own context length.
+func TestCompareAutoFitMaxModelLen(t *testing.T) {
+	res, err := plan.Compare(context.Background(), plan.CompareRequest{
+		Request: plan.Request{Model: "Qwen/Qwen3-8B", GPU: "L40S", MaxModelLen: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Columns) != 2 {
+		t.Fatalf("got %d columns, want sglang and vllm", len(res.Columns))
+	}
+	for _, c := range res.Columns {
+		if c.Error != "" {
+			t.Errorf("%s: %s", c.Engine, c.Error)
+		}
+		// Qwen3-8B's config context is 40,960 tokens and fits on an L40S.
+		if c.ContextLength != 40960 {
+			t.Errorf("%s: context %d, want 40960", c.Engine, c.ContextLength)
+		}
+	}
+}
