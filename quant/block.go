@@ -193,6 +193,10 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if c.encodeFP4BF16SIMD(dst, scales, src) {
 		return nil
 	}
+	if !c.fp8 && (c.bs == 16 || c.bs == 32) {
+		c.encodeFP4BF16Table(dst, scales, src)
+		return nil
+	}
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]

@@ -136,6 +136,7 @@ func init() {
 		k := keyMag(uint32(e2m1SmallBase+i) << 16)
 		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1RNE[k], e2m1HalfUp[k]
 	}
+	initE2M1Shift()
 }
 
 // clampLow returns max(t, 0) without a branch.

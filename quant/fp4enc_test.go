@@ -1,0 +1,67 @@
+package quant
+
+import "testing"
+
+// TestFP4ShiftTables checks the E2M1 shift-table encoders (EncodeBF16 of
+// fp4_mx_block16 and mxfp4, and the generic per-16 kernels) against the
+// float path for every bf16 input and every block exponent of the fast
+// path: each block starts with ±amax, the largest magnitude with that
+// exponent, followed by inputs no larger.
+func TestFP4ShiftTables(t *testing.T) {
+	for _, name := range []string{"fp4_mx_block16", "mxfp4"} {
+		c := codecFor(t, name).(*pow2Codec)
+		bs := c.bs
+		for e := -100; e <= 16; e++ {
+			var amax uint16
+			if c.rule == ruleSGLangFP4 {
+				if e < -33 {
+					continue
+				}
+				amax = uint16((e+129)<<7) | 0x40 // 6·2^e
+			} else {
+				amax = uint16((e+130)<<7) - 1 // just below 8·2^e
+			}
+			var src []uint16
+			for v := range 1 << 16 {
+				if len(src)%bs == 0 {
+					src = append(src, amax|uint16(len(src)/bs%2)<<15)
+				}
+				if uint16(v)&0x7FFF <= amax {
+					src = append(src, uint16(v))
+				}
+			}
+			for len(src)%bs != 0 {
+				src = append(src, 0x8000)
+			}
+			nb := len(src) / bs
+			got, scales := make([]byte, nb*bs/2), make([]byte, nb)
+			if err := c.EncodeBF16(got, scales, src); err != nil {
+				t.Fatal(err)
+			}
+			var o [8]byte
+			want := make([]byte, bs/2)
+			for b := range nb {
+				if s := int(scales[b]) - 127; s != e {
+					t.Fatalf("%s block %d: exponent %d, want %d", name, b, s, e)
+				}
+				blk := src[b*bs : b*bs+bs]
+				c.encodeBlockFP4Slow(want, blk, e)
+				if g := got[b*bs/2 : b*bs/2+bs/2]; string(g) != string(want) {
+					t.Fatalf("%s e=%d block %04x: got %x, want %x", name, e, blk, g, want)
+				}
+				off := uint16(e<<7 + e2m1SmallBase)
+				for h := 0; h < bs; h += 16 {
+					x := (*[16]uint16)(blk[h:])
+					if c.halfUp {
+						encodeFP4x16Up(&o, x, off)
+					} else {
+						encodeFP4x16RNE(&o, x, off)
+					}
+					if string(o[:]) != string(want[h/2:h/2+8]) {
+						t.Fatalf("%s e=%d kernel %04x: got %x, want %x", name, e, x, o, want[h/2:h/2+8])
+					}
+				}
+			}
+		}
+	}
+}
