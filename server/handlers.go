@@ -147,16 +147,8 @@ func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, erro
 	}
 	rep, err := s.cfg.Plan(ctx, req)
 	if err != nil && errors.Is(err, plan.ErrInfeasible) && rep != nil && rep.FixFlag != "" {
-		// Word it as `kvcfg plan` does (internal/cli writePlan): the
-		// engine's error, then the fix unless the error already says it.
-		// TestAPIMatchesCLI fails if the two drift apart.
-		if rep.FixHint == "" || !strings.Contains(err.Error(), rep.FixHint) {
-			fix := rep.FixHint
-			if fix == "" {
-				fix = "change " + rep.FixFlag
-			}
-			err = fmt.Errorf("%w\nfix: %s", err, fix)
-		}
+		// Worded as `kvcfg plan` words it (plan.WithFix).
+		err = plan.WithFix(err, rep)
 		err = &fieldHint{field: strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_"), err: err}
 	}
 	return rep, err

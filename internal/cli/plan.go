@@ -144,15 +144,7 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 		return nil
 	}
 	if errors.Is(err, plan.ErrInfeasible) {
-		msg := err.Error()
-		if rep != nil && rep.FixFlag != "" && (rep.FixHint == "" || !strings.Contains(msg, rep.FixHint)) {
-			fix := rep.FixHint
-			if fix == "" {
-				fix = "change " + rep.FixFlag
-			}
-			msg += "\nfix: " + fix
-		}
-		return &exitError{code: 1, err: errors.New(msg)}
+		return &exitError{code: 1, err: plan.WithFix(err, rep)}
 	}
 	if errors.Is(err, plan.ErrInvalid) {
 		return &exitError{code: 2, err: err}
