@@ -112,6 +112,10 @@ func (c *fp8Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	enc := (*[1 << 16]uint8)(c.t.enc[:1<<16])
 	dst = dst[:len(src)]
 	if c.scale == 1 {
+		if c.f == E4M3FN && c.ov == NonSat {
+			done := encodeE4M3BF16SIMD(dst, src)
+			dst, src = dst[done:], src[done:]
+		}
 		for i, b := range src {
 			dst[i] = enc[b]
 		}

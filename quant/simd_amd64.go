@@ -276,3 +276,47 @@ func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int {
 	}
 	return n
 }
+
+var simdAVX512 = archsimd.X86.AVX512()
+
+// encodeE4M3BF16SIMD narrows bf16 to E4M3FN with the OCP non-saturating
+// policy (overflow and NaN → ±NaN), 32 lanes per step with AVX-512
+// (per-lane 16-bit shifts, VPMOVWB): normal results by dropping four
+// mantissa bits with round-to-nearest-even (a carry moves into the
+// exponent), subnormal results by rounding the 8-bit significand shifted
+// right by 125 − exponent. It returns how many elements it wrote (a
+// multiple of 32); 0 without AVX-512. TestE4M3EncodeSIMD checks all 2^16
+// inputs against the table.
+func encodeE4M3BF16SIMD(dst []byte, src []uint16) int {
+	if !simdAVX512 {
+		return 0
+	}
+	m15 := archsimd.BroadcastUint16x32(0x7FFF)
+	one := archsimd.BroadcastUint16x32(1)
+	seven := archsimd.BroadcastUint16x32(7)
+	bias := archsimd.BroadcastUint16x32(120 << 3)
+	nan := archsimd.BroadcastUint16x32(0x7F)
+	minNormal := archsimd.BroadcastUint16x32(121 << 7) // 2^-6
+	m7f := archsimd.BroadcastUint16x32(0x7F)
+	implicit := archsimd.BroadcastUint16x32(0x80)
+	c125 := archsimd.BroadcastUint16x32(125)
+	c15 := archsimd.BroadcastUint16x32(15)
+	sgn := archsimd.BroadcastUint16x32(0x80)
+	n := min(len(dst), len(src)) / 32 * 32
+	for i := 0; i < n; i += 32 {
+		x := archsimd.LoadUint16x32((*[32]uint16)(src[i:]))
+		a := x.And(m15)
+		// normal: RNE to 3 mantissa bits, rebias, clamp to NaN
+		r := a.Add(seven).Add(a.ShiftAllRight(4).And(one)).ShiftAllRight(4)
+		norm := r.Sub(bias).Min(nan)
+		// subnormal: RNE(M >> sh), M = 1.m as 8 bits, sh = 125 − E ≤ 15
+		sh := c125.Sub(a.ShiftAllRight(7)).Min(c15)
+		mant := a.And(m7f).Or(implicit)
+		half := one.ShiftLeft(sh.Sub(one))
+		sub := mant.Add(half).Sub(one).Add(mant.ShiftRight(sh).And(one)).ShiftRight(sh)
+		code := norm.Merge(sub, a.GreaterEqual(minNormal))
+		code = code.Or(x.ShiftAllRight(8).And(sgn))
+		code.TruncateToUint8().Store((*[32]uint8)(dst[i:]))
+	}
+	return n
+}

@@ -17,3 +17,7 @@ func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool { r
 // decodeE4M3BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
 // default build has none.
 func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int { return 0 }
+
+// encodeE4M3BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
+// default build has none.
+func encodeE4M3BF16SIMD(dst []byte, src []uint16) int { return 0 }
