@@ -313,6 +313,9 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if c.decodeFP4BF16SIMD(dst, src, scales) {
 		return nil
 	}
+	if c.decodeMXFP8BF16SIMD(dst, src, scales) {
+		return nil
+	}
 	c.decodeBF16Blocks(dst, src, scales)
 	return nil
 }

@@ -228,6 +228,78 @@ func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool {
 	return true
 }
 
+// e4m3SubTab64 is e4m3SubTab repeated in all four 128-bit groups.
+var e4m3SubTab64 [64]uint8
+
+// decodeMXFP8BF16SIMD decodes mxfp8 (E4M3 blocks of 32, power-of-two
+// scales) to bf16, one block per AVX-512 step; blocks whose scale leaves
+// the exponent-add range go scalar. It reports false without AVX-512.
+func (c *pow2Codec) decodeMXFP8BF16SIMD(dst []uint16, src, scales []byte) bool {
+	if !simdAVX512 || !c.fp8 || c.bs != 32 {
+		return false
+	}
+	tab := archsimd.LoadUint8x64(&e4m3SubTab64)
+	m7f := archsimd.BroadcastUint16x32(0x7F)
+	s80 := archsimd.BroadcastUint16x32(0x80)
+	bias := archsimd.BroadcastUint16x32(120 << 7)
+	eight := archsimd.BroadcastUint16x32(8)
+	hiSel := archsimd.BroadcastUint16x32(0x0800)
+	qnan := archsimd.BroadcastUint16x32(0x7FC0)
+	zero := archsimd.BroadcastUint16x32(0)
+	src = src[:32*len(scales)]
+	dst = dst[:32*len(scales)]
+	for b, s := range scales {
+		k := int(s) - 127
+		if k < -117 || k > 119 {
+			c.decodeBF16Blocks(dst[32*b:32*b+32], src[32*b:32*b+32], scales[b:b+1])
+			continue
+		}
+		k7 := archsimd.BroadcastUint16x32(uint16(int16(k) << 7))
+		q := archsimd.LoadUint8x32((*[32]uint8)(src[32*b:])).ExtendToUint16()
+		mag := q.And(m7f)
+		normal := mag.ShiftAllLeft(4).Add(bias)
+		idx := mag.Or(mag.ShiftAllLeft(8)).Add(hiSel)
+		sub := tab.PermuteOrZeroGrouped(idx.AsInt8x64()).AsUint16x32()
+		r := normal.Merge(sub, mag.GreaterEqual(eight))
+		isNaN := mag.Equal(m7f).ToInt16x32().AsUint16x32()
+		isZero := mag.Equal(zero).ToInt16x32().AsUint16x32()
+		r = r.Add(k7.AndNot(isNaN.Or(isZero)))
+		r = r.Or(q.And(s80).ShiftAllLeft(8))
+		r = r.AndNot(isNaN).Or(qnan.And(isNaN))
+		r.Store((*[32]uint16)(dst[32*b:]))
+	}
+	return true
+}
+
+// decodeE4M3BF16AVX512 is decodeE4M3BF16SIMD 32 lanes at a time.
+func decodeE4M3BF16AVX512(dst []uint16, src []byte, k int) int {
+	tab := archsimd.LoadUint8x64(&e4m3SubTab64)
+	m7f := archsimd.BroadcastUint16x32(0x7F)
+	s80 := archsimd.BroadcastUint16x32(0x80)
+	bias := archsimd.BroadcastUint16x32(120 << 7)
+	eight := archsimd.BroadcastUint16x32(8)
+	hiSel := archsimd.BroadcastUint16x32(0x0800)
+	qnan := archsimd.BroadcastUint16x32(0x7FC0)
+	zero := archsimd.BroadcastUint16x32(0)
+	k7 := archsimd.BroadcastUint16x32(uint16(int16(k) << 7))
+	n := min(len(dst), len(src)) / 32 * 32
+	for i := 0; i < n; i += 32 {
+		c := archsimd.LoadUint8x32((*[32]uint8)(src[i:])).ExtendToUint16()
+		mag := c.And(m7f)
+		normal := mag.ShiftAllLeft(4).Add(bias)
+		idx := mag.Or(mag.ShiftAllLeft(8)).Add(hiSel)
+		sub := tab.PermuteOrZeroGrouped(idx.AsInt8x64()).AsUint16x32()
+		r := normal.Merge(sub, mag.GreaterEqual(eight)) // normal where mag ≥ 8
+		isNaN := mag.Equal(m7f).ToInt16x32().AsUint16x32()
+		isZero := mag.Equal(zero).ToInt16x32().AsUint16x32()
+		r = r.Add(k7.AndNot(isNaN.Or(isZero)))
+		r = r.Or(c.And(s80).ShiftAllLeft(8))
+		r = r.AndNot(isNaN).Or(qnan.And(isNaN))
+		r.Store((*[32]uint16)(dst[i:]))
+	}
+	return n
+}
+
 // e4m3SubTab holds, in each 128-bit group, the low (0..7) and high (8..15)
 // bytes of the bf16 values of the E4M3 subnormal magnitudes 0..7.
 var e4m3SubTab [32]uint8
@@ -239,6 +311,9 @@ func init() {
 			e4m3SubTab[16*g+m], e4m3SubTab[16*g+8+m] = uint8(b), uint8(b>>8)
 		}
 	}
+	for g := range 2 {
+		copy(e4m3SubTab64[32*g:], e4m3SubTab[:])
+	}
 }
 
 // decodeE4M3BF16SIMD widens E4M3FN codes to bf16 times 2^k (k in
@@ -247,6 +322,9 @@ func init() {
 // table, NaN as 0x7FC0. It returns how many elements it wrote (a multiple
 // of 16), 0 without AVX2.
 func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int {
+	if simdAVX512 {
+		return decodeE4M3BF16AVX512(dst, src, k)
+	}
 	if !simdFP4 {
 		return 0
 	}

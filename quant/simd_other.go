@@ -21,3 +21,7 @@ func decodeE4M3BF16SIMD(dst []uint16, src []byte, k int) int { return 0 }
 // encodeE4M3BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
 // default build has none.
 func encodeE4M3BF16SIMD(dst []byte, src []uint16) int { return 0 }
+
+// decodeMXFP8BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
+// default build has none.
+func (c *pow2Codec) decodeMXFP8BF16SIMD(dst []uint16, src, scales []byte) bool { return false }
