@@ -85,3 +85,30 @@ func TestE4M3EncodeSIMD(t *testing.T) {
 		}
 	}
 }
+
+// TestFP4DecodeOddBlocks decodes fp4_mx_block16 buffers of 1 to 5 blocks
+// (the vector decoders work on pairs of blocks) against float decoding.
+func TestFP4DecodeOddBlocks(t *testing.T) {
+	c := codecFor(t, "fp4_mx_block16")
+	for nb := 1; nb <= 5; nb++ {
+		p, s := make([]byte, 8*nb), make([]byte, nb)
+		for i := range p {
+			p[i] = byte(37*i + 11)
+		}
+		for i := range s {
+			s[i] = byte(120 + 3*i)
+		}
+		got, f := make([]uint16, 16*nb), make([]float32, 16*nb)
+		if err := c.DecodeBF16(got, p, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DecodeF32(f, p, s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if want := BF16FromF32(f[i]); got[i] != want {
+				t.Fatalf("%d blocks: element %d = %#04x, want %#04x", nb, i, got[i], want)
+			}
+		}
+	}
+}

@@ -175,6 +175,55 @@ func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
 	return true
 }
 
+// fp4DecTab64 is fp4DecTab repeated in all four 128-bit groups; laneIdx
+// numbers the 32 lanes of a Uint16x32.
+var (
+	fp4DecTab64 [64]uint8
+	laneIdx     [32]uint16
+)
+
+// decodeFP4BF16AVX512 is decodeFP4BF16SIMD 32 elements per step (one
+// mxfp4 block or two fp4_mx_block16 blocks): each payload byte widens to a
+// 32-bit lane holding its two nibbles in 16-bit halves.
+func (c *pow2Codec) decodeFP4BF16AVX512(dst []uint16, src, scales []byte) {
+	tab := archsimd.LoadUint8x64(&fp4DecTab64)
+	lo4 := archsimd.BroadcastUint32x16(0xF)
+	hi4 := archsimd.BroadcastUint32x16(0xF0)
+	seven := archsimd.BroadcastUint16x32(7)
+	eight := archsimd.BroadcastUint16x32(8)
+	hiSel := archsimd.BroadcastUint16x32(0x0800)
+	zero := archsimd.BroadcastUint16x32(0)
+	upper := archsimd.LoadUint16x32(&laneIdx).GreaterEqual(archsimd.BroadcastUint16x32(16))
+	per := 32 / c.bs // blocks per step
+	n := len(scales) / per
+	if rest := len(scales) % per; rest != 0 {
+		nb := len(scales) - rest
+		c.decodeBF16Blocks(dst[nb*c.bs:], src[nb*c.bs/2:], scales[nb:])
+	}
+	src = src[:16*n]
+	dst = dst[:32*n]
+	for i := range n {
+		k0 := int(scales[per*i]) - 127
+		k1 := int(scales[per*i+per-1]) - 127
+		if k0 < -125 || k0 > 125 || k1 < -125 || k1 > 125 {
+			c.decodeBF16Blocks(dst[32*i:32*i+32], src[16*i:16*i+16], scales[per*i:per*i+per])
+			continue
+		}
+		k7 := archsimd.BroadcastUint16x32(uint16(int16(k0) << 7))
+		if per == 2 {
+			k7 = archsimd.BroadcastUint16x32(uint16(int16(k1)<<7)).Merge(k7, upper)
+		}
+		w := archsimd.LoadUint8x16((*[16]uint8)(src[16*i:])).ExtendToUint32()
+		codes := w.And(lo4).Or(w.And(hi4).ShiftAllLeft(12)).AsUint16x32()
+		m := codes.And(seven)
+		idx := m.Or(m.ShiftAllLeft(8)).Add(hiSel)
+		r := tab.PermuteOrZeroGrouped(idx.AsInt8x64()).AsUint16x32()
+		r = r.Or(codes.And(eight).ShiftAllLeft(12))
+		r = r.Add(k7.AndNot(m.Equal(zero).ToInt16x32().AsUint16x32()))
+		r.Store((*[32]uint16)(dst[32*i:]))
+	}
+}
+
 // fp4DecTab holds, in each 128-bit group, the low bytes (0..7) and high
 // bytes (8..15) of the bf16 magnitudes of the E2M1 codes 0..7.
 var fp4DecTab [32]uint8
@@ -186,6 +235,12 @@ func init() {
 			fp4DecTab[16*g+m], fp4DecTab[16*g+8+m] = uint8(b), uint8(b>>8)
 		}
 	}
+	for g := range 2 {
+		copy(fp4DecTab64[32*g:], fp4DecTab[:])
+	}
+	for i := range laneIdx {
+		laneIdx[i] = uint16(i)
+	}
 }
 
 // decodeFP4BF16SIMD decodes E2M1 power-of-two blocks to bf16, 16 elements
@@ -193,6 +248,10 @@ func init() {
 // looked up by a second, the sign ORed in and the scale exponent added to
 // nonzero lanes. Blocks whose scale leaves the normal range go scalar.
 func (c *pow2Codec) decodeFP4BF16SIMD(dst []uint16, src, scales []byte) bool {
+	if simdAVX512 && !c.fp8 && (c.bs == 16 || c.bs == 32) {
+		c.decodeFP4BF16AVX512(dst, src, scales)
+		return true
+	}
 	if !simdFP4 || c.fp8 || (c.bs != 16 && c.bs != 32) {
 		return false
 	}
