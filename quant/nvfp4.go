@@ -28,6 +28,12 @@ type nvfp4Codec struct {
 type nvfp4Dec struct {
 	f32 [256][16]float32
 	bf  [256][16]uint16
+	// lh[s] holds the low bytes (0..7) and high bytes (8..15) of the bf16
+	// magnitudes of codes 0..7, twice (one copy per 128-bit group), for
+	// byte-shuffle lookups; sym[s] reports that code|8 is code with the
+	// sign bit set (false for the NaN scales).
+	lh  [256][32]uint8
+	sym [256]bool
 }
 
 func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
@@ -36,6 +42,14 @@ func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
 		c.blockTable(&c.dec.f32[s], uint8(s))
 		for i, v := range c.dec.f32[s] {
 			c.dec.bf[s][i] = BF16FromF32(v)
+		}
+		bf := &c.dec.bf[s]
+		c.dec.sym[s] = true
+		for m := range 8 {
+			c.dec.sym[s] = c.dec.sym[s] && bf[m|8] == bf[m]|0x8000 && bf[m] < 0x8000
+			for g := range 2 {
+				c.dec.lh[s][16*g+m], c.dec.lh[s][16*g+8+m] = uint8(bf[m]), uint8(bf[m]>>8)
+			}
 		}
 	}
 	return c
@@ -148,6 +162,9 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
+	}
+	if c.decodeBF16SIMD(dst, src, scales) {
+		return nil
 	}
 	d64 := asU64(dst)
 	for b, s := range scales {

@@ -457,3 +457,43 @@ func encodeE4M3BF16SIMD(dst []byte, src []uint16) int {
 	}
 	return n
 }
+
+// decodeBF16SIMD decodes nvfp4 to bf16 one block (16 elements) per AVX2
+// step: nibbles spread to 16-bit lanes, the block scale's magnitude bytes
+// looked up by byte shuffles, the sign ORed in. Blocks whose table is not
+// sign-symmetric (NaN scales) go scalar. It reports false without AVX2.
+func (c *nvfp4Codec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
+	if !simdFP4 {
+		return false
+	}
+	dupIdx := archsimd.LoadInt8x32(&[32]int8{0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
+		4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1})
+	evenLo := archsimd.LoadUint16x16(&[16]uint16{0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0})
+	oddLo := archsimd.LoadUint16x16(&[16]uint16{0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF, 0, 0xF})
+	seven := archsimd.BroadcastUint16x16(7)
+	eight := archsimd.BroadcastUint16x16(8)
+	hiSel := archsimd.BroadcastUint16x16(0x0800)
+	src = src[:8*len(scales)]
+	dst = dst[:16*len(scales)]
+	d := c.dec
+	for b, s := range scales {
+		if !d.sym[s] {
+			t := &d.bf[s]
+			out := (*[16]uint16)(dst[16*b:])
+			for j, q := range (*[8]byte)(src[8*b:]) {
+				out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
+			}
+			continue
+		}
+		tab := archsimd.LoadUint8x32(&d.lh[s])
+		p := binary.LittleEndian.Uint64(src[8*b:])
+		v := archsimd.BroadcastUint64x4(p).AsUint8x32().PermuteOrZeroGrouped(dupIdx).AsUint16x16()
+		codes := v.And(evenLo).Or(v.ShiftAllRight(4).And(oddLo))
+		m := codes.And(seven)
+		idx := m.Or(m.ShiftAllLeft(8)).Add(hiSel)
+		r := tab.PermuteOrZeroGrouped(idx.AsInt8x32()).AsUint16x16()
+		r = r.Or(codes.And(eight).ShiftAllLeft(12))
+		r.Store((*[16]uint16)(dst[16*b:]))
+	}
+	return true
+}

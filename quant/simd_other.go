@@ -25,3 +25,7 @@ func encodeE4M3BF16SIMD(dst []byte, src []uint16) int { return 0 }
 // decodeMXFP8BF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the
 // default build has none.
 func (c *pow2Codec) decodeMXFP8BF16SIMD(dst []uint16, src, scales []byte) bool { return false }
+
+// decodeBF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the default
+// build has none.
+func (c *nvfp4Codec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool { return false }
