@@ -43,9 +43,86 @@ func hmax16(a archsimd.Int16x16) int16 {
 	return m.GetElem(0)
 }
 
+// encodeFP4BF16AVX512 is encodeFP4BF16SIMD 32 elements per step (one
+// mxfp4 block or two fp4_mx_block16 blocks); the two nibbles of each
+// 32-bit lane pack into its low byte and VPMOVDB stores 16 bytes. A step
+// with a non-finite block or an exponent outside the integer path goes to
+// the table encoder.
+func (c *pow2Codec) encodeFP4BF16AVX512(dst, scales []byte, src []uint16) {
+	thr := &fp4ThrRNE
+	if c.halfUp {
+		thr = &fp4ThrUp
+	}
+	var T [7]archsimd.Int16x32
+	for k := range T {
+		T[k] = archsimd.BroadcastInt16x32(thr[k])
+	}
+	mask15 := archsimd.BroadcastInt16x32(0x7FFF)
+	zero := archsimd.BroadcastInt16x32(0)
+	eight := archsimd.BroadcastInt16x32(8)
+	upper := archsimd.LoadUint16x32(&laneIdx).GreaterEqual(archsimd.BroadcastUint16x32(16))
+	per := 32 / c.bs
+	n := len(scales) / per
+	if rest := len(scales) % per; rest != 0 {
+		nb := len(scales) - rest
+		c.encodeFP4BF16Table(dst[nb*c.bs/2:], scales[nb:], src[nb*c.bs:])
+	}
+	src, dst = src[:32*n], dst[:16*n]
+	for i := range n {
+		v := archsimd.LoadInt16x32((*[32]int16)(unsafe.Pointer(&src[32*i])))
+		a := v.And(mask15)
+		var e0, e1 int
+		if per == 1 {
+			m := a.GetLo().Max(a.GetHi())
+			amax := uint16(hmax16(m))
+			if amax >= 0x7F80 {
+				e0 = 1000
+			} else {
+				e0 = c.fp4Exp(amax)
+			}
+			e1 = e0
+		} else {
+			a0, a1 := uint16(hmax16(a.GetLo())), uint16(hmax16(a.GetHi()))
+			e0, e1 = 1000, 1000
+			if a0 < 0x7F80 {
+				e0 = c.fp4Exp(a0)
+			}
+			if a1 < 0x7F80 {
+				e1 = c.fp4Exp(a1)
+			}
+		}
+		if e0 < -100 || e0 > 16 || e1 < -100 || e1 > 16 {
+			c.encodeFP4BF16Table(dst[16*i:16*i+16], scales[per*i:per*i+per], src[32*i:32*i+32])
+			continue
+		}
+		scales[per*i] = uint8(e0 + 127)
+		scales[per*i+per-1] = uint8(e1 + 127)
+		e128 := archsimd.BroadcastInt16x32(int16(e0 << 7))
+		if per == 2 {
+			e128 = archsimd.BroadcastInt16x32(int16(e1<<7)).Merge(e128, upper)
+		}
+		t := a.Sub(e128)
+		cnt := zero
+		for k := range T {
+			cnt = cnt.Sub(t.Greater(T[k]).ToInt16x32())
+		}
+		sgn := v.Less(zero)
+		if c.halfUp {
+			sgn = sgn.And(a.Greater(zero))
+		}
+		code := cnt.Or(sgn.ToInt16x32().And(eight)).AsUint32x16()
+		code = code.Or(code.ShiftAllRight(12))
+		code.TruncateToUint8().Store((*[16]uint8)(dst[16*i:]))
+	}
+}
+
 // encodeFP4BF16SIMD encodes all blocks of an E2M1 pow2 codec from bf16.
 // It reports false when SIMD is unavailable.
 func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool {
+	if simdAVX512 && littleEndian && !c.fp8 && (c.bs == 16 || c.bs == 32) {
+		c.encodeFP4BF16AVX512(dst, scales, src)
+		return true
+	}
 	if !simdFP4 || c.fp8 || (c.bs != 16 && c.bs != 32) {
 		return false
 	}
