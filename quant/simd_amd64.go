@@ -195,6 +195,10 @@ func (c *pow2Codec) encodeFP4BF16SIMD(dst, scales []byte, src []uint16) bool {
 // nvfp4 thresholds on |y|: RNE ties to the even neighbour, so > at 0.25,
 // 1.25, 2.5, 5.0 and >= at 0.75, 1.75, 3.5.
 func (c *nvfp4Codec) encodeBF16SIMD(dst, scales []byte, src []uint16) bool {
+	if simdAVX512 {
+		c.encodeBF16AVX512(dst, scales, src)
+		return true
+	}
 	if !simdFP4 {
 		return false
 	}
@@ -573,4 +577,50 @@ func (c *nvfp4Codec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
 		r.Store((*[16]uint16)(dst[16*b:]))
 	}
 	return true
+}
+
+// encodeBF16AVX512 is encodeBF16SIMD one block (16 float32 lanes) per
+// step: the two codes of each 64-bit lane pack into its low byte and
+// VPMOVQB gathers the block's 8 bytes.
+func (c *nvfp4Codec) encodeBF16AVX512(dst, scales []byte, src []uint16) {
+	var T [7]archsimd.Float32x16
+	for k, b := range e2m1Bounds {
+		T[k] = archsimd.BroadcastFloat32x16(b)
+	}
+	mask15 := archsimd.BroadcastInt16x16(0x7FFF)
+	absMask := archsimd.BroadcastUint32x16(0x7FFFFFFF)
+	zero := archsimd.BroadcastInt32x16(0)
+	nb := len(src) / 16
+	src, dst, scales = src[:16*nb], dst[:8*nb], scales[:nb]
+	for b := range scales {
+		blk := src[b*16 : b*16+16]
+		out := dst[b*8 : b*8+8]
+		v := archsimd.LoadUint16x16((*[16]uint16)(blk))
+		amax := uint16(hmax16(v.AsInt16x16().And(mask15)))
+		if amax > 0x7F80 { // NaN in the block: scalar path
+			c.encodeBlockBF16(out, scales[b:b+1], blk)
+			continue
+		}
+		sf8, os := c.blockScale(BF16ToF32(amax))
+		scales[b] = sf8
+		if os > math.MaxFloat32 {
+			c.encodeBlockBF16(out, scales[b:b+1], blk)
+			continue
+		}
+		y := v.ExtendToUint32().ShiftAllLeft(16).AsFloat32x16().Mul(archsimd.BroadcastFloat32x16(os))
+		yb := y.AsUint32x16()
+		ya := yb.And(absMask).AsFloat32x16()
+		cnt := zero
+		cnt = cnt.Sub(ya.Greater(T[0]).ToInt32x16())
+		cnt = cnt.Sub(ya.GreaterEqual(T[1]).ToInt32x16())
+		cnt = cnt.Sub(ya.Greater(T[2]).ToInt32x16())
+		cnt = cnt.Sub(ya.GreaterEqual(T[3]).ToInt32x16())
+		cnt = cnt.Sub(ya.Greater(T[4]).ToInt32x16())
+		cnt = cnt.Sub(ya.GreaterEqual(T[5]).ToInt32x16())
+		cnt = cnt.Sub(ya.Greater(T[6]).ToInt32x16())
+		code := cnt.AsUint32x16().Or(yb.ShiftAllRight(31).ShiftAllLeft(3)).AsUint64x8()
+		code = code.Or(code.ShiftAllRight(28))
+		r := code.TruncateToUint8().AsUint64x2().GetElem(0)
+		binary.LittleEndian.PutUint64(out, r)
+	}
 }
