@@ -62,6 +62,11 @@ func (c *pow2Codec) encodeFP4BF16AVX512(dst, scales []byte, src []uint16) {
 	eight := archsimd.BroadcastInt16x32(8)
 	upper := archsimd.LoadUint16x32(&laneIdx).GreaterEqual(archsimd.BroadcastUint16x32(16))
 	per := 32 / c.bs
+	if per == 2 && c.rule != ruleSGLangFP4 {
+		c.encodeFP4BF16Table(dst, scales, src)
+		return
+	}
+	floor := c.rule == ruleFloor
 	n := len(scales) / per
 	if rest := len(scales) % per; rest != 0 {
 		nb := len(scales) - rest
@@ -73,23 +78,22 @@ func (c *pow2Codec) encodeFP4BF16AVX512(dst, scales []byte, src []uint16) {
 		a := v.And(mask15)
 		var e0, e1 int
 		if per == 1 {
-			m := a.GetLo().Max(a.GetHi())
-			amax := uint16(hmax16(m))
-			if amax >= 0x7F80 {
+			amax := int(uint16(hmax16(a.GetLo().Max(a.GetHi()))))
+			switch {
+			case amax >= 0x7F80:
 				e0 = 1000
-			} else {
-				e0 = c.fp4Exp(amax)
+			case floor:
+				e0 = max(amax>>7-129, -127)
+			default:
+				e0 = c.fp4Exp(uint16(amax))
 			}
 			e1 = e0
 		} else {
-			a0, a1 := uint16(hmax16(a.GetLo())), uint16(hmax16(a.GetHi()))
-			e0, e1 = 1000, 1000
-			if a0 < 0x7F80 {
-				e0 = c.fp4Exp(a0)
-			}
-			if a1 < 0x7F80 {
-				e1 = c.fp4Exp(a1)
-			}
+			// fp4_mx_block16 (SGLang rule): E − 2 + (f > 0.5), at least −33;
+			// non-finite blocks land above 16
+			a0, a1 := int(uint16(hmax16(a.GetLo()))), int(uint16(hmax16(a.GetHi())))
+			e0 = max(a0>>7-129+(a0&0x7F+63)>>7, -33)
+			e1 = max(a1>>7-129+(a1&0x7F+63)>>7, -33)
 		}
 		if e0 < -100 || e0 > 16 || e1 < -100 || e1 > 16 {
 			c.encodeFP4BF16Table(dst[16*i:16*i+16], scales[per*i:per*i+per], src[32*i:32*i+32])
@@ -102,10 +106,10 @@ func (c *pow2Codec) encodeFP4BF16AVX512(dst, scales []byte, src []uint16) {
 			e128 = archsimd.BroadcastInt16x32(int16(e1<<7)).Merge(e128, upper)
 		}
 		t := a.Sub(e128)
-		cnt := zero
-		for k := range T {
-			cnt = cnt.Sub(t.Greater(T[k]).ToInt16x32())
-		}
+		cnt := zero.Sub(t.Greater(T[0]).ToInt16x32()).Sub(t.Greater(T[1]).ToInt16x32())
+		cnt = cnt.Sub(t.Greater(T[2]).ToInt16x32()).Sub(t.Greater(T[3]).ToInt16x32())
+		cnt = cnt.Sub(t.Greater(T[4]).ToInt16x32()).Sub(t.Greater(T[5]).ToInt16x32())
+		cnt = cnt.Sub(t.Greater(T[6]).ToInt16x32())
 		sgn := v.Less(zero)
 		if c.halfUp {
 			sgn = sgn.And(a.Greater(zero))
