@@ -112,3 +112,33 @@ func TestFP4DecodeOddBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestIntDecodeAllScales decodes int8_g64 and int4_g32 groups under every
+// fp16 scale code (NaN and Inf included) with random codes: DecodeBF16
+// (vector path where the build has one) against DecodeF32.
+func TestIntDecodeAllScales(t *testing.T) {
+	for _, name := range []string{"int8_g64", "int4_g32"} {
+		c := codecFor(t, name)
+		f := c.Format()
+		n := f.BlockSize << 16
+		p, s := make([]byte, f.DataBytes(int64(n))), make([]byte, f.ScaleBytesFor(int64(n)))
+		for i := range p {
+			p[i] = byte(i*131 + i>>7)
+		}
+		for g := range 1 << 16 {
+			s[2*g], s[2*g+1] = byte(g), byte(g>>8)
+		}
+		got, want := make([]uint16, n), make([]float32, n)
+		if err := c.DecodeBF16(got, p, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DecodeF32(want, p, s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if w := BF16FromF32(want[i]); got[i] != w {
+				t.Fatalf("%s element %d (scale %#04x): got %#04x, want %#04x", name, i, i/f.BlockSize, got[i], w)
+			}
+		}
+	}
+}

@@ -132,6 +132,9 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	if c.decodeBF16SIMD(dst, src, scales) {
+		return nil
+	}
 	g := c.g
 	var t [16]uint16
 	d64 := asU64(dst)

@@ -628,3 +628,46 @@ func (c *nvfp4Codec) encodeBF16AVX512(dst, scales []byte, src []uint16) {
 		binary.LittleEndian.PutUint64(out, r)
 	}
 }
+
+// bf16x16 rounds 16 float32 lanes to bf16 exactly as BF16FromF32 does
+// (round to nearest even, NaN → 0x7FC0), one result per 32-bit lane.
+func bf16x16(f archsimd.Float32x16) archsimd.Uint32x16 {
+	u := f.AsUint32x16()
+	r := u.Add(archsimd.BroadcastUint32x16(0x7FFF)).Add(u.ShiftAllRight(16).And(archsimd.BroadcastUint32x16(1))).ShiftAllRight(16)
+	nan := u.And(archsimd.BroadcastUint32x16(0x7FFFFFFF)).Greater(archsimd.BroadcastUint32x16(0x7F800000))
+	return archsimd.BroadcastUint32x16(0x7FC0).Merge(r, nan)
+}
+
+// decodeBF16SIMD decodes int8_g64 / int4_g32 to bf16 with AVX-512: codes
+// widen to int32 lanes, convert to float32 exactly, multiply by the group
+// scale (the same float32 product as the scalar path) and round to bf16.
+// It reports false without AVX-512.
+func (c *intCodec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
+	if !simdAVX512 || (c.four && c.g != 32) || (!c.four && c.g != 64) {
+		return false
+	}
+	ng := len(dst) / c.g
+	if c.four {
+		lo4 := archsimd.BroadcastInt32x16(0xF)
+		eight := archsimd.BroadcastInt32x16(8)
+		src, dst = src[:16*ng], dst[:32*ng]
+		for b := range ng {
+			sv := archsimd.BroadcastFloat32x16(fp16ToF32(get16(scales[2*b:])))
+			w := archsimd.LoadUint8x16((*[16]uint8)(src[16*b:])).ExtendToUint32().AsInt32x16()
+			lo := bf16x16(w.And(lo4).Sub(eight).ConvertToFloat32().Mul(sv))
+			hi := bf16x16(w.ShiftAllRight(4).Sub(eight).ConvertToFloat32().Mul(sv))
+			lo.Or(hi.ShiftAllLeft(16)).Store((*[16]uint32)(unsafe.Pointer(&dst[32*b])))
+		}
+		return true
+	}
+	src, dst = src[:64*ng], dst[:64*ng]
+	for b := range ng {
+		sv := archsimd.BroadcastFloat32x16(fp16ToF32(get16(scales[2*b:])))
+		for h := range 4 {
+			q := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&src[64*b+16*h])))
+			r := bf16x16(q.ExtendToInt32().ConvertToFloat32().Mul(sv))
+			r.TruncateToUint16().Store((*[16]uint16)(dst[64*b+16*h:]))
+		}
+	}
+	return true
+}

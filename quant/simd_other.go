@@ -29,3 +29,7 @@ func (c *pow2Codec) decodeMXFP8BF16SIMD(dst []uint16, src, scales []byte) bool {
 // decodeBF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the default
 // build has none.
 func (c *nvfp4Codec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool { return false }
+
+// decodeBF16SIMD is the SIMD path of GOEXPERIMENT=simd builds; the default
+// build has none.
+func (c *intCodec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool { return false }
