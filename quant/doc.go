@@ -56,7 +56,10 @@
 // bf16 → FP8 is a 64 Ki-entry table (float32 input: 128 Ki entries with a
 // sticky bit, exact for all 2^32 inputs); decoders use 256-entry tables and
 // exponent arithmetic for power-of-two scales; scale exponents come from
-// integer exponent fields, not math.Log2. Building with GOEXPERIMENT=simd
-// on amd64 adds AVX2 kernels for the E2M1 block encoders; the default
-// build is pure Go. docs/PERFORMANCE.md has the measurements.
+// integer exponent fields, not math.Log2. The E2M1 power-of-two encoders
+// subtract the block exponent from the bf16 bits and read the code, sign
+// included, from one 64 Ki-entry table. Building with GOEXPERIMENT=simd on
+// amd64 adds AVX-512 kernels (AVX2 where AVX-512 is missing) for the bf16
+// FP8 / E2M1 encoders and the bf16 decoders; the default build is pure Go.
+// docs/PERFORMANCE.md has the measurements.
 package quant
