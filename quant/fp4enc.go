@@ -111,6 +111,11 @@ func (c *pow2Codec) encodeFP4BF16Table(dst, scales []byte, src []uint16) {
 		c.encodeBlock32RNE(dst, scales, src)
 		return
 	}
+	c.encodeFP4BF16Generic(dst, scales, src)
+}
+
+// encodeFP4BF16Generic is encodeFP4BF16Table for any byte order and rule.
+func (c *pow2Codec) encodeFP4BF16Generic(dst, scales []byte, src []uint16) {
 	bs := c.bs
 	nb := len(src) / bs
 	scales = scales[:nb]

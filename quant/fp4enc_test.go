@@ -38,6 +38,11 @@ func TestFP4ShiftTables(t *testing.T) {
 			if err := c.EncodeBF16(got, scales, src); err != nil {
 				t.Fatal(err)
 			}
+			gen, genS := make([]byte, len(got)), make([]byte, nb)
+			c.encodeFP4BF16Generic(gen, genS, src)
+			if string(gen) != string(got) || string(genS) != string(scales) {
+				t.Fatalf("%s e=%d: generic encoder differs", name, e)
+			}
 			var o [8]byte
 			want := make([]byte, bs/2)
 			for b := range nb {
