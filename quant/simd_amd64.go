@@ -660,13 +660,17 @@ func (c *intCodec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
 		}
 		return true
 	}
+	// 32 codes per step: 16-bit lanes (two codes each) widen to 32-bit
+	// lanes, the even and odd codes are sign-extended by shifts, and the
+	// two bf16 results share one 32-bit lane, in element order.
 	src, dst = src[:64*ng], dst[:64*ng]
 	for b := range ng {
 		sv := archsimd.BroadcastFloat32x16(fp16ToF32(get16(scales[2*b:])))
-		for h := range 4 {
-			q := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&src[64*b+16*h])))
-			r := bf16x16(q.ExtendToInt32().ConvertToFloat32().Mul(sv))
-			r.TruncateToUint16().Store((*[16]uint16)(dst[64*b+16*h:]))
+		for h := range 2 {
+			w := archsimd.LoadUint16x16((*[16]uint16)(unsafe.Pointer(&src[64*b+32*h]))).ExtendToUint32().AsInt32x16()
+			even := bf16x16(w.ShiftAllLeft(24).ShiftAllRight(24).ConvertToFloat32().Mul(sv))
+			odd := bf16x16(w.ShiftAllLeft(16).ShiftAllRight(24).ConvertToFloat32().Mul(sv))
+			even.Or(odd.ShiftAllLeft(16)).Store((*[16]uint32)(unsafe.Pointer(&dst[64*b+32*h])))
 		}
 	}
 	return true
