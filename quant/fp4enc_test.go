@@ -147,3 +147,29 @@ func TestIntDecodeAllScales(t *testing.T) {
 		}
 	}
 }
+
+// TestNVFP4DecodeOddBlocks decodes nvfp4 buffers of 1 to 5 blocks (the
+// vector decoder works on pairs of blocks), NaN scales included, against
+// float decoding.
+func TestNVFP4DecodeOddBlocks(t *testing.T) {
+	c := codecFor(t, "nvfp4")
+	for nb := 1; nb <= 5; nb++ {
+		p, s := make([]byte, 8*nb), make([]byte, nb)
+		for i := range p {
+			p[i] = byte(37*i + 11)
+		}
+		copy(s, []byte{0x38, 0x7F, 0x40, 0xFF, 0x00}) // NaN scales 0x7F, 0xFF
+		got, f := make([]uint16, 16*nb), make([]float32, 16*nb)
+		if err := c.DecodeBF16(got, p, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DecodeF32(f, p, s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if want := BF16FromF32(f[i]); got[i] != want {
+				t.Fatalf("%d blocks: element %d = %#04x, want %#04x", nb, i, got[i], want)
+			}
+		}
+	}
+}

@@ -548,6 +548,10 @@ func encodeE4M3BF16SIMD(dst []byte, src []uint16) int {
 // looked up by byte shuffles, the sign ORed in. Blocks whose table is not
 // sign-symmetric (NaN scales) go scalar. It reports false without AVX2.
 func (c *nvfp4Codec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
+	if simdAVX512 {
+		c.decodeBF16AVX512(dst, src, scales)
+		return true
+	}
 	if !simdFP4 {
 		return false
 	}
@@ -674,4 +678,47 @@ func (c *intCodec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
 		}
 	}
 	return true
+}
+
+// decodeBF16AVX512 is decodeBF16SIMD two blocks (32 elements) per step:
+// the two blocks' magnitude tables fill the low and high 256 bits of the
+// shuffle table, payload bytes widen to 32-bit lanes holding their two
+// nibbles. A pair with a NaN scale goes scalar.
+func (c *nvfp4Codec) decodeBF16AVX512(dst []uint16, src, scales []byte) {
+	lo4 := archsimd.BroadcastUint32x16(0xF)
+	hi4 := archsimd.BroadcastUint32x16(0xF0)
+	seven := archsimd.BroadcastUint16x32(7)
+	eight := archsimd.BroadcastUint16x32(8)
+	hiSel := archsimd.BroadcastUint16x32(0x0800)
+	d := c.dec
+	scalar := func(dst []uint16, src, scales []byte) {
+		for b, s := range scales {
+			t := &d.bf[s]
+			out := (*[16]uint16)(dst[16*b:])
+			for j, q := range (*[8]byte)(src[8*b:]) {
+				out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
+			}
+		}
+	}
+	n := len(scales) / 2
+	if len(scales)%2 != 0 {
+		scalar(dst[32*n:], src[16*n:], scales[2*n:])
+	}
+	src, dst = src[:16*n], dst[:32*n]
+	var tab archsimd.Uint8x64
+	for i := range n {
+		s0, s1 := scales[2*i], scales[2*i+1]
+		if !d.sym[s0] || !d.sym[s1] {
+			scalar(dst[32*i:32*i+32], src[16*i:16*i+16], scales[2*i:2*i+2])
+			continue
+		}
+		tab = tab.SetLo(archsimd.LoadUint8x32(&d.lh[s0])).SetHi(archsimd.LoadUint8x32(&d.lh[s1]))
+		w := archsimd.LoadUint8x16((*[16]uint8)(src[16*i:])).ExtendToUint32()
+		codes := w.And(lo4).Or(w.And(hi4).ShiftAllLeft(12)).AsUint16x32()
+		m := codes.And(seven)
+		idx := m.Or(m.ShiftAllLeft(8)).Add(hiSel)
+		r := tab.PermuteOrZeroGrouped(idx.AsInt8x64()).AsUint16x32()
+		r = r.Or(codes.And(eight).ShiftAllLeft(12))
+		r.Store((*[32]uint16)(dst[32*i:]))
+	}
 }

@@ -16,5 +16,7 @@ func TestAVX2Paths(t *testing.T) {
 	t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
 	t.Run("FP4ShiftTables", TestFP4ShiftTables)
 	t.Run("FP4DecodeOddBlocks", TestFP4DecodeOddBlocks)
+	t.Run("NVFP4DecodeOddBlocks", TestNVFP4DecodeOddBlocks)
+	t.Run("IntDecodeAllScales", TestIntDecodeAllScales)
 	t.Run("CRef", TestCRef)
 }
