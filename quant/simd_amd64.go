@@ -652,19 +652,15 @@ func (c *intCodec) decodeBF16SIMD(dst []uint16, src, scales []byte) bool {
 	}
 	ng := len(dst) / c.g
 	if c.four {
-		// per group: the 16 decoded values (n − 8)·s as a VPERMW table,
-		// then one lookup per nibble
-		lo4 := archsimd.BroadcastUint32x16(0xF)
-		hi4 := archsimd.BroadcastUint32x16(0xF0)
-		q := archsimd.LoadInt32x16(&[16]int32{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}).ConvertToFloat32()
-		var tab archsimd.Uint16x32
+		lo4 := archsimd.BroadcastInt32x16(0xF)
+		eight := archsimd.BroadcastInt32x16(8)
 		src, dst = src[:16*ng], dst[:32*ng]
 		for b := range ng {
 			sv := archsimd.BroadcastFloat32x16(fp16ToF32(get16(scales[2*b:])))
-			tab = tab.SetLo(bf16x16(q.Mul(sv)).TruncateToUint16())
-			w := archsimd.LoadUint8x16((*[16]uint8)(src[16*b:])).ExtendToUint32()
-			idx := w.And(lo4).Or(w.And(hi4).ShiftAllLeft(12)).AsUint16x32()
-			tab.Permute(idx).Store((*[32]uint16)(dst[32*b:]))
+			w := archsimd.LoadUint8x16((*[16]uint8)(src[16*b:])).ExtendToUint32().AsInt32x16()
+			lo := bf16x16(w.And(lo4).Sub(eight).ConvertToFloat32().Mul(sv))
+			hi := bf16x16(w.ShiftAllRight(4).Sub(eight).ConvertToFloat32().Mul(sv))
+			lo.Or(hi.ShiftAllLeft(16)).Store((*[16]uint32)(unsafe.Pointer(&dst[32*b])))
 		}
 		return true
 	}
