@@ -183,9 +183,14 @@ func TestInfeasible(t *testing.T) {
 	}
 }
 
+// The engine name is case-insensitive and "vllm" reaches the vLLM planner.
 func TestVLLMDispatch(t *testing.T) {
-	if _, err := plan.Run(context.Background(), plan.Request{Engine: "VLLM"}); err == nil {
-		t.Skip("vllm planner present")
+	rep, err := plan.Run(context.Background(), plan.Request{Engine: "VLLM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Engine != "vllm" || rep.VLLMVersion == "" || rep.NumGPUBlocks <= 0 {
+		t.Errorf("engine %q, vllm_version %q, num_gpu_blocks %d: want a vLLM plan", rep.Engine, rep.VLLMVersion, rep.NumGPUBlocks)
 	}
 }
 
