@@ -188,33 +188,44 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 	return g, nil
 }
 
-func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
+// begin resolves what every engine plans from: the model, the GPU, the
+// parallel sizes and the Report's input fields (one GPU per TP × PP × DP
+// rank; engines adjust NumGPUs where they count differently).
+func begin(ctx context.Context, req Request, engine string) (*model.Spec, gpu.GPU, *Report, error) {
 	spec, err := ResolveModel(req)
 	if err != nil {
-		return nil, err
+		return nil, gpu.GPU{}, nil, err
 	}
 	g, err := ResolveGPU(req)
 	if err != nil {
-		return nil, err
+		return nil, gpu.GPU{}, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, gpu.GPU{}, nil, err
 	}
 	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
-	par := configurator.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
-	numGPUs := tp * pp * dp
-	if par.EnableDPAttention {
-		numGPUs = tp * pp
-	}
 	rep := &Report{
-		Engine: EngineSGLang, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
-		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: numGPUs,
+		Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp,
 		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
 	}
 	if rep.KVCacheDType == "" {
 		rep.KVCacheDType = dtype.Auto
 	}
 	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+	return spec, g, rep, nil
+}
+
+func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
+	spec, g, rep, err := begin(ctx, req, EngineSGLang)
+	if err != nil {
+		return nil, err
+	}
+	tp, pp, dp := rep.TPSize, rep.PPSize, rep.DPSize
+	par := configurator.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
+	if par.EnableDPAttention {
+		rep.NumGPUs = tp * pp
+	}
 
 	// Memory readings (bytes).
 	mem, err := memoryReadings(req, spec, g, tp, pp, o)

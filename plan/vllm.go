@@ -18,27 +18,11 @@ import (
 // SGLang's --context-length stands in for --max-model-len when only it is
 // given, so one request can be compared across engines.
 func runVLLM(ctx context.Context, req Request) (*Report, error) {
-	spec, err := ResolveModel(req)
+	spec, g, rep, err := begin(ctx, req, EngineVLLM)
 	if err != nil {
 		return nil, err
 	}
-	g, err := ResolveGPU(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
-	rep := &Report{
-		Engine: EngineVLLM, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
-		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp,
-		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
-	}
-	if rep.KVCacheDType == "" {
-		rep.KVCacheDType = "auto"
-	}
-	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+	tp, pp := rep.TPSize, rep.PPSize
 	if req.EnableDPAttention {
 		rep.Warnings = append(rep.Warnings, "enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
 	}
