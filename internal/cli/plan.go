@@ -196,7 +196,7 @@ func planRows(r *plan.Report) [][2]string {
 			[2]string{"kv_cache_size_tokens", group(r.KVCacheSizeTokens)},
 			[2]string{"max_concurrency", strconv.FormatFloat(r.MaxConcurrency, 'f', 2, 64) + "x at max_model_len"},
 			[2]string{"max_num_seqs", group(int64(r.MaxRunningRequests))},
-			[2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)},
+			kvSizeRow(r),
 		)
 	}
 	rows = append(rows,
@@ -216,9 +216,18 @@ func planRows(r *plan.Report) [][2]string {
 	}
 	rows = append(rows,
 		[2]string{"max concurrency at context length", group(r.MaxConcurrencyAtContextLength)},
-		[2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)},
+		kvSizeRow(r),
 	)
 	return rows
+}
+
+// kvSizeRow shows the pool size as the engine logs it: one latent buffer
+// ("KV size") for MLA/DSA pools, else separate K and V sizes.
+func kvSizeRow(r *plan.Report) [2]string {
+	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
+		return [2]string{"KV size", gibs(r.KSizeBytes)}
+	}
+	return [2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)}
 }
 
 func memoryRows(r *plan.Report) [][2]string {
