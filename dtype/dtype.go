@@ -133,3 +133,7 @@ func Parse(s string) (DType, error) {
 	}
 	return Invalid, fmt.Errorf("%w element type %q (accepted: float32, float16, bfloat16, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float4_e2m1fn_x2, float8_e8m0fnu, int8, uint8)", ErrUnknown, s)
 }
+
+// Auto is the --kv-cache-dtype value that follows the model and checkpoint;
+// every engine accepts it.
+const Auto = "auto"

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
 // ErrUnrecognized reports text that matches no known engine message.
@@ -200,7 +200,7 @@ var rules = []rule{
 		func(e *Explanation, _ map[string]float64, s []string) {
 			e.Meaning = fmt.Sprintf("%q is not a --kv-cache-dtype SGLang knows.", s[0])
 			e.Knob, e.Value = "--kv-cache-dtype", "auto"
-			e.Advice = "Use one of: " + strings.Join(dtype.Accepted(), ", ") + "."
+			e.Advice = "Use one of: " + strings.Join(sglang.AcceptedKVDTypes(), ", ") + "."
 		}},
 	{SGLang, "pool_too_small", regexp.MustCompile(`Memory pool size is too small|max_running_request is zero`),
 		nil,

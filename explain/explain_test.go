@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/explain"
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 func TestExplain(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/fit"
-	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/units"
 	"github.com/kvcfg/kvcfg/plan"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/safetensors"
 )
 
 // A model directory with safetensors: weights come from the headers, not

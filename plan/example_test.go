@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // Reproduce a real run: the engine logged 78.50 GiB free before loading

@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/sizing"
 )
 
 // Per-architecture-family cells over the embedded catalog configs. Each

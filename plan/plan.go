@@ -12,19 +12,19 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/configurator"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/sizing"
+	"github.com/kvcfg/kvcfg/units"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
 // Run plans the KV cache for req. Input problems are *FieldError values
 // (errors.Is(err, ErrInvalid)); a plan the engine could not start with
 // returns the partial Report and an error wrapping ErrInfeasible and the
-// engine-equivalent error (a *configurator.FixError naming the flag to
+// engine-equivalent error (a *sglang.FixError naming the flag to
 // change when one does).
 func Run(ctx context.Context, req Request) (*Report, error) {
 	return run(ctx, req, runOpts{advise: true})
@@ -67,8 +67,8 @@ type runOpts struct {
 
 // scratch is what one sweep worker reuses from plan to plan.
 type scratch struct {
-	cfgr configurator.Configurator
-	res  configurator.Result
+	cfgr sglang.Configurator
+	res  sglang.Result
 }
 
 // weightsNote is the note of a weight estimate of w bytes per rank; a
@@ -222,7 +222,7 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return nil, err
 	}
 	tp, pp, dp := rep.TPSize, rep.PPSize, rep.DPSize
-	par := configurator.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
+	par := sglang.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
 	if par.EnableDPAttention {
 		rep.NumGPUs = tp * pp
 	}
@@ -249,9 +249,9 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 			vl, vh, noVision = visionDims(req)
 		}
 	}
-	in := configurator.Input{
+	in := sglang.Input{
 		Spec: spec, Parallel: par,
-		Args: configurator.ServerArgs{
+		Args: sglang.ServerArgs{
 			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
 			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
 			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
@@ -260,18 +260,18 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
 		},
-		Hardware:          configurator.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
+		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
 		PostLoadFreeBytes: mem.post,
 		VisionLayers:      vl,
 		VisionHidden:      vh,
 		NoVisionConfig:    noVision,
 	}
-	var cfgr *configurator.Configurator
+	var cfgr *sglang.Configurator
 	if o.scratch != nil {
 		cfgr = &o.scratch.cfgr
 		err = cfgr.Reset(in)
 	} else {
-		cfgr, err = configurator.New(in)
+		cfgr, err = sglang.New(in)
 	}
 	if err != nil {
 		return nil, inputError(err)
@@ -284,7 +284,7 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	rep.ChunkedPrefillSize, rep.CudaGraphMaxBS = d.ChunkedPrefillSize, d.CudaGraphMaxBS
 	rep.Warnings = append(rep.Warnings, kv.Warnings...)
 
-	var res *configurator.Result
+	var res *sglang.Result
 	var cerr error
 	if o.scratch != nil {
 		res = &o.scratch.res
@@ -296,7 +296,7 @@ func runSGLang(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		fillResult(rep, res, cfgr)
 	}
 	if cerr != nil {
-		var fe *configurator.FixError
+		var fe *sglang.FixError
 		if o.advise && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
 			r := req
 			r.Spec = spec // parse the model once, not once per TP size tried
@@ -363,7 +363,7 @@ func weightsMayFit(r Request) bool {
 
 // inputError maps a configurator construction error to a FieldError.
 func inputError(err error) error {
-	var fe *configurator.FixError
+	var fe *sglang.FixError
 	if errors.As(err, &fe) {
 		field := strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
 		return &FieldError{Field: field, Err: err}
@@ -372,18 +372,18 @@ func inputError(err error) error {
 }
 
 func infeasible(rep *Report, err error) error {
-	var fe *configurator.FixError
+	var fe *sglang.FixError
 	if errors.As(err, &fe) {
 		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
 	}
-	if errors.Is(err, configurator.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
+	if errors.Is(err, sglang.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
 		fe := &FieldError{Err: err}
 		rep.Error = fe.Error()
 		return fe
 	}
 	const prefix = "plan: infeasible: " // ErrInfeasible's text and ": "
 	var msg string
-	if fe, ok := err.(*configurator.FixError); ok && fe.Hint != "" {
+	if fe, ok := err.(*sglang.FixError); ok && fe.Hint != "" {
 		msg = prefix + fe.Err.Error() + " (" + fe.Hint + ")" // fe.Error() in one allocation
 	} else {
 		msg = prefix + err.Error()
@@ -402,7 +402,7 @@ type infeasibleError struct {
 func (e *infeasibleError) Error() string   { return e.msg }
 func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
-func fillResult(rep *Report, res *configurator.Result, c *configurator.Configurator) {
+func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator) {
 	d := c.Derived()
 	rep.Configurator = string(res.Configurator)
 	rep.CellSizeBytes = res.CellSize
@@ -442,7 +442,7 @@ func fillResult(rep *Report, res *configurator.Result, c *configurator.Configura
 //     an all-SWA pool is bounded by that alone;
 //   - a mamba hybrid needs state slots: ⌊max_mamba_cache_size / ratio⌋;
 //   - and never more than max_running_requests.
-func concurrency(res *configurator.Result, d configurator.Derived) int64 {
+func concurrency(res *sglang.Result, d sglang.Derived) int64 {
 	if res.MaxTotalNumTokens <= 0 || res.MaxRunningRequests <= 0 {
 		return 0
 	}

@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcfg/kvcfg/configurator"
-	"github.com/kvcfg/kvcfg/internal/units"
+
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/sizing"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 func gib(v string) units.Size {
@@ -161,7 +162,7 @@ func TestInputErrors(t *testing.T) {
 func TestInfeasible(t *testing.T) {
 	// 70B bf16 on one H100: the weights do not fit.
 	r, err := plan.Run(context.Background(), plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"})
-	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, configurator.ErrNoKVMemory) {
+	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, sglang.ErrNoKVMemory) {
 		t.Fatalf("err = %v", err)
 	}
 	if r == nil || r.Error == "" || r.FixFlag != "--tp-size" || r.FixValue != "4" {
@@ -177,7 +178,7 @@ func TestInfeasible(t *testing.T) {
 	}
 	// Measured readings that leave nothing.
 	_, err = plan.Run(context.Background(), plan.Request{PreLoadFreeMemory: gib("78.5GiB"), PostLoadFreeMemory: gib("10GiB")})
-	var fe *configurator.FixError
+	var fe *sglang.FixError
 	if !errors.As(err, &fe) || fe.Flag != "--mem-fraction-static" || fe.Value == "" {
 		t.Errorf("err = %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // Engines.

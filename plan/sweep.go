@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // MaxSweepCombinations bounds the number of plans one Sweep runs.

@@ -9,10 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // Known answers from the SGLang spec §c.11 Ex.1 (Llama-3.1-8B, H100, TP1,
@@ -206,7 +206,7 @@ func BenchmarkSweepCatalog(b *testing.B) {
 		{Field: "model", Values: catalog.Names()},
 		{Field: "gpu", Values: gpu.Names()},
 		{Field: "tp_size", Values: tps},
-		{Field: "kv_cache_dtype", Values: dtype.Accepted()},
+		{Field: "kv_cache_dtype", Values: sglang.AcceptedKVDTypes()},
 	}
 	n, err := plan.SweepSize(axes)
 	if err != nil {

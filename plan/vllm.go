@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/vllm"
 	"github.com/kvcfg/kvcfg/weights"
 )
 

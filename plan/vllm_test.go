@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcfg/kvcfg/internal/units"
+
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 const mib = int64(1) << 20

@@ -6,7 +6,7 @@
 // and the builder that turns configured sizes into ready pools (New).
 //
 // Two calls take an engine from a model and measured free memory to ready
-// pools: configurator.Configure decides the sizes, NewFromConfigurator
+// pools: sglang.Configure decides the sizes, NewFromConfigurator
 // builds them (ConfigFromConfigurator gives the plain Config in between).
 // ResizeTo applies the post-capture shrink without losing live slots.
 //

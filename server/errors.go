@@ -8,9 +8,10 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/internal/units"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // Error kinds: the "kind" label of kvcfg_http_errors_total.
@@ -88,9 +89,9 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error(), Field: "model"}}
 	case errors.Is(err, gpu.ErrUnknown):
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error(), Field: "gpu"}}
-	case errors.Is(err, dtype.ErrUnsupportedKV), errors.Is(err, dtype.ErrDeprecatedKV), errors.Is(err, dtype.ErrUnavailableKV):
+	case errors.Is(err, sglang.ErrUnsupportedKV), errors.Is(err, sglang.ErrDeprecatedKV), errors.Is(err, sglang.ErrUnavailableKV):
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error(), Field: "kv_cache_dtype"}}
-	case errors.Is(err, units.ErrSyntax), errors.Is(err, dtype.ErrInvalidRequest), errors.Is(err, dtype.ErrUnknown):
+	case errors.Is(err, units.ErrSyntax), errors.Is(err, sglang.ErrInvalidRequest), errors.Is(err, dtype.ErrUnknown):
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error()}}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, kind: kindCanceled, body: ErrorBody{Error: "request canceled: " + err.Error()}}

@@ -13,11 +13,12 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/metrics"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/vllm"
-	"github.com/kvcfg/kvcfg/web"
+	"github.com/kvcfg/kvcfg/server/metrics"
+	"github.com/kvcfg/kvcfg/server/web"
 )
 
 // contentSecurityPolicy lets the page load only its own files: no inline
@@ -296,9 +297,9 @@ type DTypes struct {
 
 func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
 	out := DTypes{
-		KVCacheDTypes: dtype.Accepted(),
+		KVCacheDTypes: sglang.AcceptedKVDTypes(),
 		Engines: map[string][]string{
-			plan.EngineSGLang: dtype.Accepted(),
+			plan.EngineSGLang: sglang.AcceptedKVDTypes(),
 			plan.EngineVLLM:   vllm.AcceptedDTypes(vllm.Latest),
 		},
 	}

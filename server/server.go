@@ -15,8 +15,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kvcfg/kvcfg/metrics"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/server/metrics"
 )
 
 // DefaultAddr is the listen address of `kvcfg serve` when --addr is not given.

@@ -17,11 +17,12 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/metrics"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server"
-	"github.com/kvcfg/kvcfg/vllm"
+	"github.com/kvcfg/kvcfg/server/metrics"
 )
 
 // newTestServer starts cfg's handler on a loopback httptest server.
@@ -167,10 +168,10 @@ func TestCatalogEndpoints(t *testing.T) {
 			t.Fatalf("status %d", r.status)
 		}
 		got := decodeJSON[server.DTypes](t, r.body)
-		if diff := cmp.Diff(dtype.Accepted(), got.KVCacheDTypes); diff != "" {
+		if diff := cmp.Diff(sglang.AcceptedKVDTypes(), got.KVCacheDTypes); diff != "" {
 			t.Errorf("kv_cache_dtypes mismatch (-want +got):\n%s", diff)
 		}
-		wantEngines := map[string][]string{"sglang": dtype.Accepted(), "vllm": vllm.AcceptedDTypes(vllm.Latest)}
+		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest)}
 		if diff := cmp.Diff(wantEngines, got.Engines); diff != "" {
 			t.Errorf("engines mismatch (-want +got):\n%s", diff)
 		}

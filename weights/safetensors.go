@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/safetensors"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 )
 
 var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/safetensors"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/weights"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/internal/units"
+	"github.com/kvcfg/kvcfg/units"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

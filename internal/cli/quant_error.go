@@ -15,9 +15,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/npy"
+	"github.com/kvcfg/kvcfg/format/npy"
 	"github.com/kvcfg/kvcfg/quant"
-	"github.com/kvcfg/kvcfg/safetensors"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/spf13/cobra"
 )
 

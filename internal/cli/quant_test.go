@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcfg/kvcfg/npy"
+	"github.com/kvcfg/kvcfg/format/npy"
 	"github.com/kvcfg/kvcfg/quant"
-	"github.com/kvcfg/kvcfg/safetensors"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {

@@ -1,0 +1,540 @@
+// Package configurator is SGLang's KVCacheConfigurator as a pure value:
+// from a model spec, the KV dtype, parallelism, server arguments and the
+// measured (or modelled) free memory it derives the server-args defaults,
+// profiles the KV budget, sizes the pools and resolves
+// max_running_requests — and reports what the engine would log.
+//
+// The numeric domains are kept apart as SGLang does: MiB for server-args
+// heuristics, GiB floats for profiling (converted once with
+// int(rest·2^30)), int64 bytes for sizing.
+package sglang
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
+	"github.com/kvcfg/kvcfg/model"
+)
+
+// Sentinel errors. Errors that a flag can fix are *FixError values wrapping
+// one of these (or a sizing sentinel).
+var (
+	// ErrInvalid reports inputs that are inconsistent or out of range.
+	ErrInvalid = errors.New("configurator: invalid input")
+	// ErrNoKVMemory reports loaded weights that leave no memory for the KV
+	// cache under the static memory fraction.
+	ErrNoKVMemory = errors.New("configurator: no memory left for the KV cache")
+	// ErrNotEnoughMemory reports a KV budget below one page of tokens.
+	ErrNotEnoughMemory = errors.New("configurator: not enough memory")
+	// ErrPoolTooSmall reports a pool that cannot admit one request.
+	ErrPoolTooSmall = errors.New("configurator: memory pool too small")
+	// ErrContextLength reports a --context-length above the model's.
+	ErrContextLength = errors.New("configurator: context length too long")
+)
+
+// FixError is an engine error together with the flag that fixes it.
+type FixError struct {
+	// Err wraps the sentinel and carries the engine-equivalent message.
+	Err error
+	// Flag is the flag to change ("--mem-fraction-static").
+	Flag string
+	// Value is a value of Flag that would work ("0.912"), "" if none does.
+	Value string
+	// Hint is a one-line human suggestion.
+	Hint string
+}
+
+// Error implements error.
+func (e *FixError) Error() string {
+	if e.Hint == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " (" + e.Hint + ")"
+}
+
+// Unwrap returns the wrapped error.
+func (e *FixError) Unwrap() error { return e.Err }
+
+// Parallel is the parallel layout of one server.
+type Parallel struct {
+	TP, PP, DP        int
+	EnableDPAttention bool
+	// DCP is the decode-context-parallel size (1 = off).
+	DCP int
+}
+
+// AttnDP is the attention data-parallel size (1 unless DP attention is on).
+func (p Parallel) AttnDP() int {
+	if p.EnableDPAttention && p.DP > 1 {
+		return p.DP
+	}
+	return 1
+}
+
+// AttnTP is the attention tensor-parallel size: tp / attn_dp.
+func (p Parallel) AttnTP() int { return max(p.TP/p.AttnDP(), 1) }
+
+// ServerArgs are the SGLang server arguments the KV configuration reads.
+// Zero values mean "not given" (SGLang's None).
+type ServerArgs struct {
+	KVCacheDType              string
+	MemFractionStatic         float64
+	PageSize                  int
+	ContextLength             int
+	MaxTotalTokens            int64
+	MaxRunningRequests        int
+	SWAFullTokensRatio        float64
+	DisableHybridSWAMemory    bool
+	ChunkedPrefillSize        int // < 0 disables chunking
+	MaxPrefillTokens          int
+	CudaGraphMaxBS            int
+	DisableRadixCache         bool
+	DisableOverlapSchedule    bool
+	SpeculativeAlgorithm      string
+	SpeculativeNumDraftTokens int
+	SpeculativeDraftNumLayers int
+	MambaFullMemoryRatio      float64
+	MaxMambaCacheSize         int
+	MambaSSMDType             string
+	// SWAEvictionInterval is SGLANG_SWA_EVICTION_INTERVAL (128 when 0).
+	SWAEvictionInterval int
+}
+
+// Hardware is what the configurator needs to know about the GPU.
+type Hardware struct {
+	// MemoryMiB is the total memory (nvidia-smi MiB); 0 = unknown.
+	MemoryMiB int64
+	// SM is the compute capability ×10 (90 Hopper, 100 Blackwell); 0 AMD.
+	SM int
+	// Platform is "cuda" or "hip".
+	Platform string
+	// FNUZ marks float8_e4m3fnuz hardware.
+	FNUZ bool
+}
+
+// Input builds a Configurator.
+type Input struct {
+	Spec     *model.Spec
+	Parallel Parallel
+	Args     ServerArgs
+	Hardware Hardware
+	// PostLoadFreeBytes is the free memory after weight load (the min over
+	// ranks), as get_available_gpu_memory reads it.
+	PostLoadFreeBytes int64
+	// VisionLayers and VisionHidden are vision_config.num_hidden_layers and
+	// hidden_size of a multimodal model (0 = absent: SGLang uses 24, 1024).
+	VisionLayers, VisionHidden int
+	// NoVisionConfig marks a multimodal model without a vision_config, for
+	// which SGLang leaves mem_fraction_static alone.
+	NoVisionConfig bool
+	// KV, when set, is an already resolved KV cache dtype; New then skips
+	// resolving Args.KVCacheDType itself.
+	KV *KVResolution
+}
+
+// Derived are the server-args values after SGLang's defaults.
+type Derived struct {
+	MemFractionStatic   float64 `json:"mem_fraction_static"`
+	MemFractionDerived  bool    `json:"mem_fraction_derived"`
+	ChunkedPrefillSize  int     `json:"chunked_prefill_size"`
+	CudaGraphMaxBS      int     `json:"cuda_graph_max_bs"`
+	MaxPrefillTokens    int     `json:"max_prefill_tokens"`
+	PageSize            int     `json:"page_size"`
+	ContextLength       int     `json:"context_length"`
+	SWAFullTokensRatio  float64 `json:"swa_full_tokens_ratio"`
+	HybridSWA           bool    `json:"hybrid_swa"`
+	Mambaish            bool    `json:"mambaish"`
+	DisableRadixCache   bool    `json:"disable_radix_cache"`
+	OverlapSchedule     bool    `json:"overlap_schedule"`
+	MambaSlotRatio      int     `json:"mamba_slot_ratio,omitempty"`
+	SWAWindow           int     `json:"swa_window,omitempty"`
+	SpeculativeAlgo     string  `json:"speculative_algorithm,omitempty"`
+	DraftLayers         int     `json:"draft_layers,omitempty"`
+	DraftTokens         int     `json:"draft_tokens,omitempty"`
+	MultimodalReserveMB int     `json:"multimodal_reserve_mb,omitempty"`
+}
+
+// Configurator is an immutable KV cache configurator.
+type Configurator struct {
+	in      Input
+	kv      KVResolution
+	d       Derived
+	stages  [][2]int
+	state   *sizing.MambaState
+	notes   []string // warnings from deriving defaults
+	convDT  dtype.DType
+	ssmDT   dtype.DType
+	dsaFP8  bool
+	attnMLA bool
+}
+
+// New validates the input, derives SGLang's server-args defaults and
+// resolves the KV cache dtype.
+func New(in Input) (*Configurator, error) {
+	c := new(Configurator)
+	if err := c.Reset(in); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Reset makes c the Configurator New(in) returns, reusing c's memory, so
+// that a loop of plans (a sweep worker) allocates none. Results c returned
+// before stay valid: they share no memory with c. After an error c must
+// not be used until the next successful Reset. Reset must not run while
+// another goroutine uses c.
+func (c *Configurator) Reset(in Input) error {
+	if err := in.validate(); err != nil {
+		return err
+	}
+	*c = Configurator{in: in, notes: c.notes[:0]}
+	s := in.Spec
+	a := in.Args
+	p := in.Parallel
+	if p.DCP < 1 {
+		c.in.Parallel.DCP = 1
+	}
+	platform := strings.ToLower(in.Hardware.Platform)
+	if platform == "" {
+		platform = "cuda"
+	}
+	c.in.Hardware.Platform = platform
+	blackwell := platform == "cuda" && (in.Hardware.SM == 100 || in.Hardware.SM == 103)
+	c.attnMLA = s.Attention == model.MLA || s.Attention == model.DSA
+	d := &c.d
+
+	// Context length (§a.3).
+	d.ContextLength = s.ContextLength
+	if a.ContextLength > 0 {
+		if a.ContextLength > s.ContextLength && s.ContextLength > 0 {
+			return &FixError{
+				Err:  fmt.Errorf("%w: User-specified context_length (%d) is greater than the derived context_length (%d) of the model", ErrContextLength, a.ContextLength, s.ContextLength),
+				Flag: "--context-length", Value: fmt.Sprint(s.ContextLength),
+				Hint: fmt.Sprintf("set --context-length %d or less", s.ContextLength),
+			}
+		}
+		d.ContextLength = a.ContextLength
+	}
+	if d.ContextLength <= 0 {
+		d.ContextLength = 2048
+	}
+
+	// Speculative decoding.
+	d.SpeculativeAlgo = strings.ToUpper(strings.TrimSpace(a.SpeculativeAlgorithm))
+	if d.SpeculativeAlgo == "NONE" {
+		d.SpeculativeAlgo = ""
+	}
+	if d.SpeculativeAlgo != "" {
+		d.DraftTokens = a.SpeculativeNumDraftTokens
+		if d.DraftTokens <= 0 && d.SpeculativeAlgo != "NGRAM" {
+			d.DraftTokens = 4
+			c.notes = append(c.notes, "speculative_num_draft_tokens not given; assuming 4 (SGLang's EAGLE auto choice: 3 steps, top-k 1)")
+		}
+		switch d.SpeculativeAlgo {
+		case "EAGLE", "EAGLE3", "STANDALONE", "DFLASH":
+			d.DraftLayers = a.SpeculativeDraftNumLayers
+			if d.DraftLayers <= 0 {
+				d.DraftLayers = max(s.NumNextNPredictLayers, 1)
+				c.notes = append(c.notes, fmt.Sprintf("speculative draft layers not given; assuming %d (pass --speculative-draft-num-layers with the draft model's layer count)", d.DraftLayers))
+			}
+		}
+	}
+
+	// Hybrid SWA and mambaish detection (§a.4, §a.7, k.10).
+	d.Mambaish = s.Linear != nil
+	d.HybridSWA = s.HybridSWAPool && !a.DisableHybridSWAMemory
+	gptOSS := strings.HasPrefix(s.Architecture, "GptOss")
+	if d.HybridSWA && gptOSS && blackwell {
+		d.HybridSWA = false
+		c.notes = append(c.notes, "GPT-OSS on Blackwell uses the trtllm_mha backend, which disables the hybrid SWA pool (full-size pool)")
+	}
+	if d.HybridSWA {
+		d.SWAWindow = c.window()
+	}
+	d.SWAFullTokensRatio = a.SWAFullTokensRatio
+	if d.SWAFullTokensRatio == 0 {
+		d.SWAFullTokensRatio = 0.8
+	}
+
+	// Radix cache, overlap scheduler, mamba slot ratio (§e.2, k.5).
+	d.DisableRadixCache = a.DisableRadixCache
+	if d.Mambaish && s.Linear.Kind == "kda" {
+		d.DisableRadixCache = true
+	}
+	d.OverlapSchedule = !a.DisableOverlapSchedule
+	if d.Mambaish && !d.DisableRadixCache && d.SpeculativeAlgo == "" {
+		d.OverlapSchedule = false
+	}
+	if d.Mambaish {
+		d.MambaSlotRatio = 3
+		if d.DisableRadixCache {
+			d.MambaSlotRatio = 1
+		}
+	}
+
+	// KV dtype (§b, §a.6).
+	kvStr := a.KVCacheDType
+	if s.Attention == model.DSA && (kvStr == "" || strings.EqualFold(kvStr, dtype.Auto)) {
+		if blackwell {
+			kvStr = "fp8_e4m3"
+		} else {
+			kvStr = "bfloat16"
+		}
+	}
+	req := KVRequest{KVCacheDType: kvStr, ModelDType: s.ModelDType, Platform: Platform(platform), FNUZ: in.Hardware.FNUZ && platform == "hip",
+		SpeculativeAlgorithm: d.SpeculativeAlgo}
+	if s.Quant != nil {
+		req.KVCacheQuantAlgo = s.Quant.KVCacheQuantAlgo
+	}
+	var kv KVResolution
+	var err error
+	if in.KV != nil {
+		kv = *in.KV
+		if kv.ElementSize <= 0 {
+			return fmt.Errorf("%w: resolved KV dtype %q has no element size", ErrInvalid, kv.Format.Name)
+		}
+	} else {
+		kv, err = resolveKV(req)
+	}
+	if err != nil {
+		return &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto", Hint: "accepted: " + strings.Join(AcceptedKVDTypes(), ", ")}
+	}
+	if s.Attention == model.DSA {
+		switch kv.Format.Name {
+		case "bf16", "fp8_e4m3":
+		default:
+			return &FixError{Err: fmt.Errorf("%w: DeepSeek sparse attention supports only bf16 or fp8_e4m3 KV cache, not %s", ErrInvalid, kv.Format.Name),
+				Flag: "--kv-cache-dtype", Value: "fp8_e4m3", Hint: "set --kv-cache-dtype fp8_e4m3 or bf16"}
+		}
+	}
+	c.kv = kv
+	c.dsaFP8 = s.Attention == model.DSA && kv.DType == dtype.FP8E4M3FN && platform == "cuda"
+
+	// Page size (§d.3, k.10).
+	d.PageSize = a.PageSize
+	switch {
+	case s.Attention == model.DSA && platform == "cuda":
+		if d.PageSize != 0 && d.PageSize != 64 {
+			c.notes = append(c.notes, fmt.Sprintf("DeepSeek sparse attention forces page_size 64 on CUDA (requested %d)", d.PageSize))
+		}
+		d.PageSize = 64
+	case s.Attention == model.DSA:
+		d.PageSize = 1
+	case d.PageSize == 0 && s.Attention == model.MLA && blackwell:
+		d.PageSize = 64 // trtllm_mla
+	case d.PageSize == 0 && gptOSS && blackwell:
+		d.PageSize = 64 // trtllm_mha
+	}
+	if d.PageSize == 0 {
+		d.PageSize = 1
+	}
+
+	// Server-args memory defaults (§d.1, k.2).
+	tier := DefaultTier(in.Hardware.MemoryMiB, p.TP)
+	d.ChunkedPrefillSize = a.ChunkedPrefillSize
+	if d.ChunkedPrefillSize == 0 {
+		d.ChunkedPrefillSize = tier.ChunkedPrefillSize
+	}
+	d.CudaGraphMaxBS = a.CudaGraphMaxBS
+	if d.CudaGraphMaxBS == 0 {
+		d.CudaGraphMaxBS = tier.CudaGraphMaxBS
+	}
+	d.MaxPrefillTokens = a.MaxPrefillTokens
+	if d.MaxPrefillTokens == 0 {
+		d.MaxPrefillTokens = 16384
+	}
+	d.MemFractionStatic = a.MemFractionStatic
+	if d.MemFractionStatic == 0 {
+		d.MemFractionDerived = true
+		d.MemFractionStatic = DefaultMemFraction(MemFractionInput{
+			GPUMemoryMiB: in.Hardware.MemoryMiB, TPSize: p.TP, PPSize: p.PP, DPSize: p.DP,
+			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
+			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: d.CudaGraphMaxBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
+		})
+		if s.Multimodal && !in.NoVisionConfig {
+			f := VLMMemFractionFactor(in.VisionLayers, in.VisionHidden)
+			d.MemFractionStatic *= f
+			c.notes = append(c.notes, fmt.Sprintf("multimodal model: mem_fraction_static scaled by %.4f for the vision tower (SGLang adjust_mem_fraction_for_vlm)", f))
+		}
+	}
+	if platform == "hip" && d.ContextLength > 8192 {
+		// The aiter attention backend (ROCm default) scales the fraction,
+		// a user-supplied one included (§d.1, §g.12).
+		d.MemFractionStatic *= 0.85
+		c.notes = append(c.notes, fmt.Sprintf("ROCm aiter attention with context length %d above 8192: mem_fraction_static scaled by 0.85 to %.4f", d.ContextLength, d.MemFractionStatic))
+	}
+	if p.EnableDPAttention && p.DP > 1 && d.ChunkedPrefillSize > 0 {
+		d.ChunkedPrefillSize /= p.DP
+	}
+	if s.Multimodal {
+		d.MultimodalReserveMB = 100
+	}
+
+	// PP stages and mamba state (§c.7, §d.7).
+	c.stages = StageRanges(s.NumLayers, p.PP)
+	if d.Mambaish {
+		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
+			return &FixError{
+				Err:  fmt.Errorf("%w: speculative decoding with a hybrid (mamba/linear-attention) model requires --max-running-requests (SGLang asserts it to size the speculative state scratch)", ErrInvalid),
+				Flag: "--max-running-requests", Hint: "set --max-running-requests, e.g. 64",
+			}
+		}
+		if err := c.initMamba(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in Input) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
+	}
+	if in.Spec == nil {
+		bad("model spec is required")
+		return errors.Join(errs...)
+	}
+	s := in.Spec
+	if s.NumLayers <= 0 {
+		bad("model has %d layers", s.NumLayers)
+	}
+	if len(s.LayerKinds) != 0 && len(s.LayerKinds) != s.NumLayers {
+		bad("model lists %d layer kinds for %d layers", len(s.LayerKinds), s.NumLayers)
+	}
+	p := in.Parallel
+	if p.TP < 1 || p.PP < 1 || p.DP < 1 {
+		bad("tp, pp and dp sizes must be ≥ 1 (got %d, %d, %d)", p.TP, p.PP, p.DP)
+	}
+	if p.PP > 0 && s.NumLayers > 0 && p.PP > s.NumLayers {
+		bad("pp size %d exceeds the model's %d layers", p.PP, s.NumLayers)
+	}
+	if p.EnableDPAttention && p.DP > 1 && p.TP > 0 && p.TP%p.DP != 0 {
+		bad("with DP attention, tp size %d must be a multiple of dp size %d", p.TP, p.DP)
+	}
+	a := in.Args
+	if a.MemFractionStatic < 0 || a.MemFractionStatic >= 1 || math.IsNaN(a.MemFractionStatic) {
+		bad("mem_fraction_static %v must be in (0, 1)", a.MemFractionStatic)
+	}
+	if a.PageSize < 0 {
+		bad("page_size %d must be positive", a.PageSize)
+	}
+	if a.ContextLength < 0 || a.MaxTotalTokens < 0 || a.MaxRunningRequests < 0 || a.MaxMambaCacheSize < 0 || a.CudaGraphMaxBS < 0 || a.MaxPrefillTokens < 0 {
+		bad("context length, token and request counts must not be negative")
+	}
+	if a.SWAFullTokensRatio < 0 || a.SWAFullTokensRatio > 1 || math.IsNaN(a.SWAFullTokensRatio) {
+		bad("swa_full_tokens_ratio %v must be in (0, 1]", a.SWAFullTokensRatio)
+	}
+	if a.MambaFullMemoryRatio < 0 || math.IsNaN(a.MambaFullMemoryRatio) || math.IsInf(a.MambaFullMemoryRatio, 0) {
+		bad("mamba_full_memory_ratio %v must be positive", a.MambaFullMemoryRatio)
+	}
+	switch strings.ToLower(a.MambaSSMDType) {
+	case "", "float32", "bfloat16", "float16":
+	default:
+		bad("mamba_ssm_dtype %q (accepted: float32, bfloat16)", a.MambaSSMDType)
+	}
+	switch strings.ToUpper(strings.TrimSpace(a.SpeculativeAlgorithm)) {
+	case "", "NONE", "EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "NGRAM":
+	default:
+		bad("speculative algorithm %q (accepted: EAGLE, EAGLE3, STANDALONE, DFLASH, NGRAM)", a.SpeculativeAlgorithm)
+	}
+	if a.SpeculativeNumDraftTokens < 0 || a.SpeculativeDraftNumLayers < 0 {
+		bad("speculative draft tokens and layers must not be negative")
+	}
+	switch strings.ToLower(in.Hardware.Platform) {
+	case "", "cuda", "hip":
+	default:
+		bad("platform %q (accepted: cuda, hip)", in.Hardware.Platform)
+	}
+	if in.PostLoadFreeBytes < 0 {
+		bad("post-load free memory must not be negative")
+	}
+	if s.Attention == model.MHA || s.Attention == "" {
+		if s.NumKVHeads <= 0 || s.HeadDim <= 0 {
+			if s.CountLayers(model.FullAttention)+s.CountLayers(model.SlidingAttention) > 0 || len(s.LayerKinds) == 0 {
+				bad("model has %d KV heads of dim %d", s.NumKVHeads, s.HeadDim)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// KV returns the resolved KV cache dtype.
+func (c *Configurator) KV() KVResolution { return c.kv }
+
+// Derived returns the server-args values after defaults.
+func (c *Configurator) Derived() Derived { return c.d }
+
+// Notes returns the warnings raised while deriving defaults.
+func (c *Configurator) Notes() []string { return append([]string(nil), c.notes...) }
+
+// MambaState returns the per-request linear-attention state (nil for
+// models without one).
+func (c *Configurator) MambaState() *sizing.MambaState {
+	if c.state == nil {
+		return nil
+	}
+	m := *c.state
+	return &m
+}
+
+func (c *Configurator) initMamba() error {
+	s := c.in.Spec
+	conv, temporal, err := sizing.MambaShapes(s.Linear, c.in.Parallel.AttnTP())
+	if err != nil {
+		return &FixError{Err: fmt.Errorf("%w: %w", ErrInvalid, err), Flag: "--tp-size", Hint: "choose a tensor-parallel size that divides the linear-attention heads"}
+	}
+	c.convDT = dtype.BFloat16
+	c.ssmDT = dtype.Float32
+	if s.Linear.Kind != "kda" {
+		if v, err := dtype.Parse(s.Linear.ConfigSSMDType); err == nil && s.Linear.ConfigSSMDType != "" {
+			switch v {
+			case dtype.Float32, dtype.BFloat16, dtype.Float16:
+				c.ssmDT = v
+			}
+		}
+	}
+	if a := strings.ToLower(c.in.Args.MambaSSMDType); a != "" {
+		if v, err := dtype.Parse(a); err == nil {
+			c.ssmDT = v
+		}
+	}
+	c.state = &sizing.MambaState{Conv: conv, Temporal: temporal, ConvElem: c.convDT.Size(), SSMElem: c.ssmDT.Size(), Layers: len(s.Linear.LayerIDs)}
+	return nil
+}
+
+// resolved memoizes dtype.Resolve (a pure function) for the few request
+// shapes plans ask for: a sweep or a fit resolves the same dtype for
+// thousands of plans. Only successful resolutions are kept, at most
+// maxResolved of them; their slices are clipped, so a caller's append
+// never writes into the shared arrays.
+var (
+	resolved      sync.Map // KVRequest → KVResolution
+	resolvedCount atomic.Int32
+)
+
+const maxResolved = 1024
+
+func resolveKV(req KVRequest) (KVResolution, error) {
+	if v, ok := resolved.Load(req); ok {
+		return v.(KVResolution), nil
+	}
+	kv, err := ResolveKV(req)
+	if err != nil {
+		return kv, err
+	}
+	kv.Logs, kv.Warnings = slices.Clip(kv.Logs), slices.Clip(kv.Warnings)
+	if resolvedCount.Load() < maxResolved {
+		if _, loaded := resolved.LoadOrStore(req, kv); !loaded {
+			resolvedCount.Add(1)
+		}
+	}
+	return kv, nil
+}

@@ -1,0 +1,606 @@
+package sglang
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
+	"github.com/kvcfg/kvcfg/model"
+)
+
+const gib = float64(1 << 30)
+
+// Result is what Configure decided for one rank.
+type Result struct {
+	// Configurator names the pool configurator the factory picked.
+	Configurator sizing.Kind `json:"configurator"`
+	// Stage is the PP stage whose pool bounds the others (0 without PP).
+	Stage int `json:"stage"`
+	// KVLayers is the number of KV layers of that stage's full pool.
+	KVLayers int `json:"kv_layers"`
+	// CellSize is the bytes one token of max_total_num_tokens costs.
+	CellSize float64 `json:"cell_size_bytes"`
+	// PreLoadGiB, AvailableGiB and SlackGiB are the profiling readings:
+	// free memory before and after weight load, and pre·(1−mfs).
+	PreLoadGiB   float64 `json:"pre_load_free_gib"`
+	AvailableGiB float64 `json:"available_gib"`
+	SlackGiB     float64 `json:"slack_gib"`
+	// MultimodalGiB is the VLM cache reservation.
+	MultimodalGiB float64 `json:"multimodal_gib,omitempty"`
+	// AvailableBytes is the profiled KV budget (after mamba state).
+	AvailableBytes int64 `json:"available_kv_bytes"`
+
+	MaxTotalNumTokens     int64 `json:"max_total_num_tokens"`
+	FullMaxTotalNumTokens int64 `json:"full_max_total_num_tokens,omitempty"`
+	SWAMaxTotalNumTokens  int64 `json:"swa_max_total_num_tokens,omitempty"`
+	Hybrid                bool  `json:"hybrid,omitempty"`
+	MaxRunningRequests    int   `json:"max_running_requests"`
+
+	// Mamba state (mambaish models).
+	MaxMambaCacheSize  int64  `json:"max_mamba_cache_size,omitempty"`
+	MambaSlotRatio     int    `json:"mamba_slot_ratio,omitempty"`
+	MambaPerRequest    int64  `json:"mamba_state_bytes_per_request,omitempty"`
+	MambaStateBytes    int64  `json:"mamba_state_bytes,omitempty"`
+	MambaSpecBytes     int64  `json:"mamba_spec_bytes,omitempty"`
+	MambaConvBytes     int64  `json:"mamba_conv_bytes,omitempty"`
+	MambaSSMBytes      int64  `json:"mamba_ssm_bytes,omitempty"`
+	MambaCacheSizeFrom string `json:"mamba_cache_size_source,omitempty"`
+
+	// KSizeBytes and VSizeBytes are the K and V buffers as the engine's
+	// allocation log counts them (all sub-pools; MLA: the single latent
+	// buffer in K, V zero). IndexerBytes is the DSA indexer cache.
+	KSizeBytes   int64 `json:"k_size_bytes"`
+	VSizeBytes   int64 `json:"v_size_bytes"`
+	IndexerBytes int64 `json:"indexer_bytes,omitempty"`
+	// KVPoolBytes is what the configurator charges the budget for the
+	// pools: tokens × cell.
+	KVPoolBytes int64 `json:"kv_pool_bytes"`
+
+	// Logs are the lines SGLang prints; Warnings its warnings.
+	Logs     []string `json:"log_lines"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// stagePlan is one PP stage's configurator.
+type stagePlan struct {
+	cfgr   sizing.Configurator
+	layers int // full-pool KV layers (Default) or F (hybrid)
+	attn   sizing.Attention
+	hybrid *sizing.HybridSWA
+	mamba  int // mamba layers of the stage
+}
+
+func (c *Configurator) stageKVLayers(r [2]int) (kv, mamba int) {
+	s := c.in.Spec
+	if len(s.LayerKinds) == 0 {
+		return r[1] - r[0], 0
+	}
+	for i := r[0]; i < r[1] && i < len(s.LayerKinds); i++ {
+		switch s.LayerKinds[i] {
+		case model.LinearAttention:
+			mamba++
+		case model.FullAttention:
+			kv++
+		case model.SlidingAttention:
+			if !c.d.Mambaish {
+				kv++
+			}
+		}
+	}
+	return kv, mamba
+}
+
+func (c *Configurator) attention(layers int) sizing.Attention {
+	s := c.in.Spec
+	vd := s.VHeadDim
+	if vd == 0 {
+		vd = s.HeadDim
+	}
+	return sizing.Attention{
+		MLA: c.attnMLA, DSA: s.Attention == model.DSA, Layers: layers,
+		KVHeads: sizing.KVHeadsPerRank(s.NumKVHeads, c.in.Parallel.AttnTP(), c.in.Parallel.DCP),
+		HeadDim: s.HeadDim, VHeadDim: vd, KVLoraRank: s.KVLoraRank, QKRopeHeadDim: s.QKRopeHeadDim,
+		IndexHeadDim: s.IndexHeadDim, DSAFP8Row: c.dsaFP8, ElementSize: c.kv.ElementSize,
+		Format: c.kv.Format, DCP: c.in.Parallel.DCP,
+	}
+}
+
+func (c *Configurator) eagleFamily() bool {
+	switch c.d.SpeculativeAlgo {
+	case "EAGLE", "EAGLE3", "STANDALONE":
+		return true
+	}
+	return false
+}
+
+// plans builds each PP stage's configurator (the factory of §c).
+func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
+	out := make([]stagePlan, len(c.stages))
+	kvs := make([]int, len(c.stages))
+	for i, r := range c.stages {
+		kvs[i], out[i].mamba = c.stageKVLayers(r)
+	}
+	for i := range c.stages {
+		sp := &out[i]
+		if c.d.HybridSWA {
+			h, err := c.hybridSWA()
+			if err != nil {
+				return nil, err
+			}
+			sp.hybrid = &h
+			sp.layers = h.FullLayers
+			sp.attn = c.attention(h.FullLayers)
+			if c.chunkCapApplies(h) {
+				sp.cfgr = sizing.SWAChunkCap{HybridSWA: h, Cap: c.chunkCap()}
+			} else {
+				sp.cfgr = h
+			}
+			continue
+		}
+		sp.layers = kvs[i]
+		sp.attn = c.attention(kvs[i])
+		cell, err := sp.attn.Cell()
+		if err != nil {
+			return nil, fmt.Errorf("configurator: %w", err)
+		}
+		switch {
+		case c.eagleFamily():
+			cell = sizing.ScaleEAGLE(cell, kvs[i], c.d.DraftLayers, c.in.Parallel.DCP)
+		case c.d.SpeculativeAlgo == "DFLASH" && cell > 0:
+			cell, err = sizing.ScaleDFlash(cell, kvs[i], c.d.DraftLayers, 0, c.in.Parallel.DCP)
+			if err != nil {
+				return nil, fmt.Errorf("configurator: %w", err)
+			}
+		}
+		other := false
+		for j, k := range kvs {
+			if j != i && k > 0 {
+				other = true
+			}
+		}
+		sp.cfgr = sizing.Default{Cell: cell, ZeroKVTokens: sizing.ZeroKVTokens(other, maxTotal, c.d.ContextLength)}
+	}
+	return out, nil
+}
+
+func (c *Configurator) hybridSWA() (sizing.HybridSWA, error) {
+	s := c.in.Spec
+	tp := c.in.Parallel.AttnTP()
+	el := int64(c.kv.ElementSize)
+	H := int64(sizing.KVHeadsPerRank(s.NumKVHeads, tp, c.in.Parallel.DCP))
+	dk, dv := int64(s.HeadDim), int64(s.VHeadDim)
+	if dv == 0 {
+		dv = dk
+	}
+	Hs := H
+	if s.SWANumKVHeads > 0 {
+		Hs = int64(max(1, s.SWANumKVHeads/tp))
+	}
+	sdk, sdv := int64(s.SWAHeadDim), int64(s.SWAVHeadDim)
+	if sdk == 0 {
+		sdk = dk
+	}
+	if sdv == 0 {
+		sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
+	}
+	full := sizing.TokenBytes(c.kv.Format, int(el), int(H), int(dk), int(dv))
+	swa := sizing.TokenBytes(c.kv.Format, int(el), int(Hs), int(sdk), int(sdv))
+	h := sizing.HybridSWA{
+		FullPerToken: full, SWAPerToken: swa,
+		FullLayers: s.CountLayers(model.FullAttention), SWALayers: s.CountLayers(model.SlidingAttention),
+		Ratio: c.d.SWAFullTokensRatio, SlidingWindow: c.window(),
+	}
+	switch {
+	case c.eagleFamily():
+		h.DraftFull = c.d.DraftLayers
+	case c.d.SpeculativeAlgo == "DFLASH":
+		h.DraftCell = full * int64(c.d.DraftLayers) * int64(c.in.Parallel.DCP)
+	}
+	if h.SWALayers == 0 {
+		return h, fmt.Errorf("%w: Hybrid SWA model must have at least one SWA layer", ErrInvalid)
+	}
+	return h, nil
+}
+
+func (c *Configurator) window() int {
+	s := c.in.Spec
+	if s.EngineSlidingWindow > 0 {
+		return s.EngineSlidingWindow
+	}
+	return s.SlidingWindow
+}
+
+func (c *Configurator) chunkCapApplies(h sizing.HybridSWA) bool {
+	a := c.in.Args
+	return a.MaxRunningRequests > 0 && c.d.DisableRadixCache && c.d.ChunkedPrefillSize > 0 && c.window() > 0 && h.FullLayers > 0
+}
+
+func (c *Configurator) chunkCap() int64 { return c.chunkCapFor(c.in.Args.MaxRunningRequests) }
+
+func (c *Configurator) chunkCapFor(maxRunning int) int64 {
+	ev := c.in.Args.SWAEvictionInterval
+	if ev == 0 {
+		ev = 128
+	}
+	decode := c.d.PageSize
+	draft := 1
+	if c.d.DraftTokens > 0 {
+		draft = c.d.DraftTokens
+		decode = 2 * c.d.DraftTokens // spec v2: 2 × alloc_len_per_decode
+	}
+	return sizing.ChunkCap(sizing.ChunkCapInput{
+		SlidingWindow: c.window(), DraftTokens: draft, EvictionInterval: ev, PageSize: c.d.PageSize,
+		DecodeAlloc: decode, MaxRunningRequests: maxRunning, AttnDPSize: c.in.Parallel.AttnDP(),
+		ChunkedPrefillSize: c.d.ChunkedPrefillSize, OverlapSchedule: c.d.OverlapSchedule,
+	})
+}
+
+// Configure runs SGLang's configure() for a rank whose free memory before
+// weight load was preLoadFreeBytes: profile the KV budget (§d.5), size the
+// pools (§d.6), resolve max_running_requests (§e.2). On an error the
+// partial result gathered so far is returned with it.
+func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
+	res := new(Result)
+	return res, c.ConfigureInto(res, preLoadFreeBytes)
+}
+
+// ConfigureInto is Configure writing its result into res, which it resets
+// first, so that a loop of plans can reuse one Result: it reuses the arrays
+// of res.Logs and res.Warnings (which may then be empty rather than nil),
+// so copy those out before the next call.
+func (c *Configurator) ConfigureInto(res *Result, preLoadFreeBytes int64) error {
+	*res = Result{Logs: res.Logs[:0], Warnings: append(res.Warnings[:0], c.notes...)}
+	return c.configure(res, preLoadFreeBytes)
+}
+
+func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
+	if preLoadFreeBytes <= 0 {
+		return fmt.Errorf("%w: free memory before weight load must be positive", ErrInvalid)
+	}
+	pre := c.reading(preLoadFreeBytes)
+	avail := c.reading(c.in.PostLoadFreeBytes)
+	mfs := c.d.MemFractionStatic
+	res.PreLoadGiB, res.AvailableGiB = pre, avail
+	res.SlackGiB = float64(pre * float64(1-mfs))
+	res.MultimodalGiB = float64(c.d.MultimodalReserveMB) / 1024
+	rest := avail - res.SlackGiB - res.MultimodalGiB
+
+	plans, err := c.plans(c.in.Args.MaxTotalTokens)
+	if err != nil {
+		return err
+	}
+	// Until the pools are sized, describe the most loaded stage.
+	for i, p := range plans {
+		if i == 0 || p.layers >= res.KVLayers {
+			res.Configurator, res.CellSize, res.KVLayers, res.Stage = p.cfgr.Kind(), p.cfgr.CellSize(), p.layers, i
+		}
+	}
+	if c.state != nil {
+		if err := c.handleMamba(res, plans, &rest); err != nil {
+			return err
+		}
+	}
+	if rest <= 0 {
+		return c.noKVMemoryError(pre, avail)
+	}
+	res.AvailableBytes = int64(float64(rest * gib))
+
+	cfg, idx, err := c.configFromBudget(plans, res.AvailableBytes, -1, res)
+	if err != nil {
+		return err
+	}
+	c.fill(res, plans[idx], idx, cfg)
+	if cfg.MaxTotalNumTokens <= 0 {
+		return c.notEnoughMemoryError(plans[idx], pre, avail, res)
+	}
+	n, warns, err := ResolveMaxNumReqs(c.maxReqsInput(cfg.MaxTotalNumTokens, res.MaxMambaCacheSize))
+	res.Warnings = append(res.Warnings, warns...)
+	res.MaxRunningRequests = n
+	if err != nil {
+		return err
+	}
+	if err := c.checkAdmission(res, plans[idx]); err != nil {
+		return err
+	}
+	res.Logs = append(res.Logs, c.poolLogs(res, plans[idx])...)
+	return nil
+}
+
+func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {
+	return MaxReqsInput{
+		TokenCapacity: tokens, ContextLen: c.d.ContextLength, MaxRunningRequests: c.in.Args.MaxRunningRequests,
+		AttnDP: c.in.Parallel.AttnDP(), Mambaish: c.d.Mambaish, MaxMambaCacheSize: mambaSlots, MambaRatio: c.d.MambaSlotRatio,
+	}
+}
+
+// configFromBudget is config_from_budget over all PP stages: each stage
+// sizes from the budget, the user cap and the PP minimum apply, and the
+// bounding stage re-splits. capTokens < 0 means none.
+func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int64, res *Result) (sizing.PoolConfig, int, error) {
+	page := c.d.PageSize
+	cfgs := make([]sizing.PoolConfig, len(plans))
+	idx := 0
+	t := int64(math.MaxInt64)
+	for i, p := range plans {
+		cfg, err := p.cfgr.FromBytes(budget, page)
+		if err != nil {
+			return cfg, i, c.poolError(err, p, cfg, budget)
+		}
+		cfgs[i] = cfg
+		if cfg.MaxTotalNumTokens <= t {
+			t, idx = cfg.MaxTotalNumTokens, i
+		}
+	}
+	profiled := cfgs[idx].MaxTotalNumTokens
+	own := cfgs[idx].MaxTotalNumTokens
+	if u := c.in.Args.MaxTotalTokens; u > 0 {
+		if u > profiled && res != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("max_total_tokens=%d is larger than the profiled value %d. Use the profiled value instead.", u, profiled))
+		}
+		t = min(t, u)
+	}
+	if capTokens >= 0 {
+		t = min(t, capTokens)
+	}
+	cfg := cfgs[idx]
+	if t != own {
+		var err error
+		cfg, err = plans[idx].cfgr.FromMaxTokens(t, page)
+		if err != nil {
+			return cfg, idx, c.poolError(err, plans[idx], cfg, budget)
+		}
+	}
+	return cfg, idx, nil
+}
+
+func (c *Configurator) fill(res *Result, p stagePlan, idx int, cfg sizing.PoolConfig) {
+	res.Configurator = p.cfgr.Kind()
+	res.Stage = idx
+	res.KVLayers = p.layers
+	res.CellSize = p.cfgr.CellSize()
+	res.MaxTotalNumTokens = cfg.MaxTotalNumTokens
+	res.FullMaxTotalNumTokens = cfg.FullMaxTotalNumTokens
+	res.SWAMaxTotalNumTokens = cfg.SWAMaxTotalNumTokens
+	res.Hybrid = cfg.Hybrid
+	res.Logs = append(res.Logs, cfg.Logs...)
+	res.KVPoolBytes = c.poolCharge(p, cfg)
+}
+
+// poolCharge is what the configurator charges the budget for cfg.
+func (c *Configurator) poolCharge(p stagePlan, cfg sizing.PoolConfig) int64 {
+	if p.hybrid != nil {
+		h := p.hybrid
+		b := cfg.FullMaxTotalNumTokens*h.FullCell() + cfg.SWAMaxTotalNumTokens*h.SWAPerToken*int64(h.SWALayers)
+		if p.cfgr.Kind() == sizing.KindHybridSWA {
+			b += cfg.FullMaxTotalNumTokens * h.DraftCell // SWAChunkCap does not budget the DFLASH term
+		}
+		return b
+	}
+	cell := int64(p.cfgr.CellSize())
+	if cfg.MaxTotalNumTokens > 0 && cell > math.MaxInt64/cfg.MaxTotalNumTokens {
+		return math.MaxInt64
+	}
+	return cfg.MaxTotalNumTokens * cell
+}
+
+func (c *Configurator) handleMamba(res *Result, plans []stagePlan, rest *float64) error {
+	per := c.state.PerRequest()
+	all := c.state.Layers
+	maxStage := 0
+	for _, p := range plans {
+		maxStage = max(maxStage, p.mamba)
+	}
+	stagePer := per
+	if all > 0 && len(plans) > 1 {
+		stagePer = int64(float64(per) * float64(maxStage) / float64(all))
+	}
+	ratio := c.in.Args.MambaFullMemoryRatio
+	if ratio == 0 {
+		ratio = 0.9
+	}
+	res.MambaSlotRatio = c.d.MambaSlotRatio
+	res.MambaPerRequest = stagePer
+	m, err := sizing.HandleMaxMambaCache(sizing.MambaBudget{
+		PerRequest: stagePer, MaxMambaCacheSize: c.in.Args.MaxMambaCacheSize, MaxRunningRequests: c.in.Args.MaxRunningRequests,
+		DisableRadixCache: c.d.DisableRadixCache, FullMemoryRatio: ratio, AttnDPSize: c.in.Parallel.AttnDP(),
+		DraftTokens: c.d.DraftTokens, SlotRatio: c.d.MambaSlotRatio,
+	}, *rest)
+	res.MaxMambaCacheSize = m.MaxMambaCacheSize
+	res.MambaCacheSizeFrom = m.Source
+	if err != nil {
+		fe := &FixError{Err: err, Flag: "--mem-fraction-static", Hint: "raise --mem-fraction-static, lower --max-running-requests, or use more GPUs (--tp-size)"}
+		if m.Source == "auto" {
+			fe.Flag = "--mamba-full-memory-ratio"
+			fe.Hint = "raise --mamba-full-memory-ratio or --mem-fraction-static, or use more GPUs (--tp-size)"
+			// K ≥ 1 needs budget = rest·r/(1+r) ≥ 2 slots; keep some room for KV.
+			if x := float64(2*(stagePer+1)) / gib / *rest; *rest > 0 && x < 0.5 {
+				r := math.Ceil(x/(1-x)*100) / 100
+				fe.Value = fmt.Sprintf("%.2f", r)
+				fe.Hint = fmt.Sprintf("set --mamba-full-memory-ratio %s or higher, raise --mem-fraction-static, or use more GPUs (--tp-size)", fe.Value)
+			}
+		}
+		return fe
+	}
+	res.MambaStateBytes = m.StateBytes
+	res.MambaSpecBytes = m.SpecBytes
+	stageLayers := int64(maxStage)
+	if len(plans) == 1 {
+		stageLayers = int64(all)
+	}
+	res.MambaConvBytes = stageLayers * (m.MaxMambaCacheSize + 1) * c.state.ConvBytesPerLayer()
+	res.MambaSSMBytes = stageLayers * (m.MaxMambaCacheSize + 1) * c.state.SSMBytesPerLayer()
+	*rest = m.RestGiB
+	return nil
+}
+
+func ceil3(x float64) float64 { return math.Ceil(x*1000-1e-9) / 1000 }
+
+func (c *Configurator) noKVMemoryError(pre, avail float64) error {
+	mfs := c.d.MemFractionStatic
+	minMFS := 1 - avail/pre
+	sugg := ceil3(minMFS)
+	msg := fmt.Errorf("%w: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=%v. Raise --mem-fraction-static above %.3f (minimum viable = 1 - available/pre = %.4f). If using speculative decoding, draft weights are now counted",
+		ErrNoKVMemory, mfs, sugg, minMFS)
+	fe := &FixError{Err: msg, Flag: "--mem-fraction-static"}
+	if avail <= 0 || sugg >= 0.99 {
+		fe.Flag = "--tp-size"
+		fe.Hint = "the weights do not fit on this GPU: use more GPUs (raise --tp-size or --pp-size), a larger GPU, or a quantized checkpoint"
+		return fe
+	}
+	// Leave room for at least a modest pool: one more percent.
+	fe.Value = fmt.Sprintf("%.3f", math.Min(sugg+0.01, 0.99))
+	fe.Hint = fmt.Sprintf("set --mem-fraction-static %s or higher, or use more GPUs (--tp-size)", fe.Value)
+	return fe
+}
+
+func (c *Configurator) notEnoughMemoryError(p stagePlan, pre, avail float64, res *Result) error {
+	mfs := c.d.MemFractionStatic
+	msg := fmt.Errorf("%w: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=%v", ErrNotEnoughMemory, mfs)
+	return c.mfsFix(msg, p, pre, avail, res, int64(c.d.PageSize))
+}
+
+// mfsFix suggests the mem_fraction_static that leaves room for tokens
+// tokens of p's pool, or more GPUs when no fraction below 0.99 does.
+func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *Result, tokens int64) error {
+	need := p.cfgr.CellSize() * float64(sizing.CeilPage(tokens, c.d.PageSize)) / gib
+	extra := res.MultimodalGiB + float64(res.MambaStateBytes+res.MambaSpecBytes)/gib
+	want := 1 - (avail-extra-need)/pre
+	fe := &FixError{Err: msg, Flag: "--mem-fraction-static"}
+	if v := ceil3(want); v < 0.99 && avail > extra+need {
+		fe.Value = fmt.Sprintf("%.3f", v)
+		fe.Hint = fmt.Sprintf("set --mem-fraction-static %s or higher", fe.Value)
+	} else {
+		fe.Flag = "--tp-size"
+		fe.Hint = "use more GPUs (raise --tp-size), a larger GPU, or a smaller --kv-cache-dtype"
+	}
+	return fe
+}
+
+// poolError attaches the fixing flag to a configurator error.
+func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, budget int64) error {
+	switch {
+	case errors.Is(err, sizing.ErrSWAFloor) && p.hybrid != nil:
+		fe := &FixError{Err: err, Flag: "--swa-full-tokens-ratio"}
+		if r := p.hybrid.MinRatio(cfg.FullMaxTotalNumTokens, c.d.PageSize); r > 0 {
+			fe.Value = fmt.Sprintf("%.3f", r)
+			fe.Hint = fmt.Sprintf("set --swa-full-tokens-ratio %s or higher, or give the KV cache more memory", fe.Value)
+		} else {
+			fe.Flag = "--mem-fraction-static"
+			fe.Hint = "the full pool is smaller than one sliding window: give the KV cache more memory (--mem-fraction-static, more GPUs)"
+		}
+		return fe
+	case errors.Is(err, sizing.ErrSWAChunkCap):
+		fe := &FixError{Err: err, Flag: "--max-running-requests", Hint: "lower --max-running-requests or raise --mem-fraction-static"}
+		if n := c.maxChunkCapRequests(p, budget); n > 0 {
+			fe.Value = fmt.Sprint(n)
+			fe.Hint = fmt.Sprintf("set --max-running-requests %d or fewer, or raise --mem-fraction-static", n)
+		}
+		return fe
+	}
+	return fmt.Errorf("configurator: %w", err)
+}
+
+func (c *Configurator) checkAdmission(res *Result, p stagePlan) error {
+	maxReqLen := min(int64(c.d.ContextLength)-1, res.MaxTotalNumTokens-1)
+	if maxReqLen-5 <= 0 {
+		msg := fmt.Errorf("%w: Memory pool size is too small (max_req_len=%d, max_req_input_len=%d)", ErrPoolTooSmall, maxReqLen, maxReqLen-5)
+		if int64(c.d.ContextLength)-1-5 <= 0 {
+			return &FixError{Err: msg, Flag: "--context-length", Value: "8", Hint: "set --context-length 8 or more"}
+		}
+		if u := c.in.Args.MaxTotalTokens; u > 0 && u < 7 {
+			return &FixError{Err: msg, Flag: "--max-total-tokens", Value: fmt.Sprint(sizing.CeilPage(7, c.d.PageSize)), Hint: "raise --max-total-tokens"}
+		}
+		return c.mfsFix(msg, p, res.PreLoadGiB, res.AvailableGiB, res, 7)
+	}
+	return nil
+}
+
+// MaxReqsInput is the input of ResolveMaxNumReqs.
+type MaxReqsInput struct {
+	TokenCapacity      int64
+	ContextLen         int
+	MaxRunningRequests int // global, 0 = not given
+	AttnDP             int
+	Mambaish           bool
+	MaxMambaCacheSize  int64
+	MambaRatio         int
+}
+
+// ErrNoRequests reports a configuration that can run no request at all.
+var ErrNoRequests = errors.New("configurator: no request fits")
+
+// ResolveMaxNumReqs is resolve_max_num_reqs (§e.2, [V3]).
+func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
+	var warns []string
+	ctx := max(in.ContextLen, 1)
+	estF := float64(in.TokenCapacity) / float64(ctx) * 512
+	est := int64(math.Min(estF, 1<<40))
+	est = max(min(est, 4096), 2048)
+	dp := int64(max(in.AttnDP, 1))
+	var n, requested int64
+	if in.MaxRunningRequests > 0 {
+		requested = int64(in.MaxRunningRequests) / dp
+		n = min(requested, in.TokenCapacity/2)
+	} else {
+		n = min(est, in.TokenCapacity/2)
+	}
+	capped := false
+	if in.Mambaish {
+		ratio := int64(max(in.MambaRatio, 1))
+		cp := in.MaxMambaCacheSize / ratio
+		if cp < n {
+			warns = append(warns, fmt.Sprintf("max_running_requests is capped to %d by the mamba state cache (max_mamba_cache_size=%d, %d state slots per request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16.", cp, in.MaxMambaCacheSize, ratio))
+			n = cp
+			capped = true
+		}
+		if n <= 0 {
+			return 0, warns, &FixError{
+				Err:  fmt.Errorf("%w: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. max_mamba_cache_size=%d with %d state slots per request", ErrNoRequests, in.MaxMambaCacheSize, ratio),
+				Flag: "--max-mamba-cache-size", Value: fmt.Sprint(ratio * dp),
+				Hint: fmt.Sprintf("set --max-mamba-cache-size %d or more, or raise --mamba-full-memory-ratio", ratio*dp),
+			}
+		}
+	}
+	if requested > 0 && n < requested && !capped {
+		warns = append(warns, fmt.Sprintf("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the available KV cache capacity.", requested, n))
+	}
+	if n <= 0 {
+		return 0, warns, &FixError{
+			Err:  fmt.Errorf("%w: max_running_request is zero (token capacity %d)", ErrNoRequests, in.TokenCapacity),
+			Flag: "--mem-fraction-static", Hint: "give the KV cache more memory",
+		}
+	}
+	return int(n), warns, nil
+}
+
+// maxChunkCapRequests is the largest --max-running-requests whose SWA chunk
+// cap leaves at least one page for the full pool, 0 if none.
+func (c *Configurator) maxChunkCapRequests(p stagePlan, budget int64) int {
+	cc, ok := p.cfgr.(sizing.SWAChunkCap)
+	if !ok {
+		return 0
+	}
+	lo, hi := 0, c.in.Args.MaxRunningRequests
+	for lo < hi { // largest n with a full pool
+		mid := (lo + hi + 1) / 2
+		cc.Cap = c.chunkCapFor(mid)
+		if _, err := cc.FromBytes(budget, c.d.PageSize); err == nil {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// reading converts a free-memory reading to GiB as get_available_gpu_memory
+// does: with more than one rank the byte count goes through a float32
+// all-reduce (MIN), which rounds it to float32 precision (§g.13).
+func (c *Configurator) reading(bytes int64) float64 {
+	b := float64(bytes)
+	if c.in.Parallel.TP*c.in.Parallel.PP*max(c.in.Parallel.DP, 1) > 1 {
+		b = float64(float32(b))
+	}
+	return b / gib
+}

@@ -1,0 +1,170 @@
+package sglang
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
+)
+
+// gb formats bytes as SGLang's logs do: bytes / 2^30 with two decimals.
+func gb(n int64) string { return string(appendGB(nil, n)) }
+
+// appendGB appends gb(n) to b (strconv's 'f' formatting is fmt's %.2f).
+func appendGB(b []byte, n int64) []byte { return strconv.AppendFloat(b, float64(n)/gib, 'f', 2, 64) }
+
+// storeBytes is the bytes of n elements in the pool's storage (data only;
+// fp4 packs two elements per byte).
+func (c *Configurator) storeBytes(n int64) int64 {
+	if c.kv.DType == dtype.FP4E2M1x2 {
+		return n / 2
+	}
+	return n * int64(c.kv.Store.Size())
+}
+
+// mhaSizes returns the K and V bytes of an MHA pool of size tokens over
+// layers layers with heads × (dk, dv), counting the page of padding rows.
+func (c *Configurator) mhaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
+	rows := size + int64(c.d.PageSize)
+	if f := c.kv.Format; sizing.RealLayout(f) {
+		// Grouped-int pools: each row's data plus its group scales.
+		return rows * f.Bytes(int64(heads*dk)) * int64(layers), rows * f.Bytes(int64(heads*dv)) * int64(layers)
+	}
+	k = c.storeBytes(rows*int64(heads)*int64(dk)) * int64(layers)
+	v = c.storeBytes(rows*int64(heads)*int64(dv)) * int64(layers)
+	return k, v
+}
+
+// swaSizes is mhaSizes for SWAKVPool's sub-pools, which use the plain MHA
+// class even for FP4 (one uint8 per element, §g.5).
+func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
+	rows := size + int64(c.d.PageSize)
+	if f := c.kv.Format; sizing.RealLayout(f) {
+		return rows * f.Bytes(int64(heads*dk)) * int64(layers), rows * f.Bytes(int64(heads*dv)) * int64(layers)
+	}
+	el := int64(c.kv.Store.Size())
+	return rows * int64(heads) * int64(dk) * el * int64(layers), rows * int64(heads) * int64(dv) * el * int64(layers)
+}
+
+// kvLine is SGLang's MHA pool line "KV Cache is allocated. #tokens: %d,
+// K size: %.2f GB, V size: %.2f GB", built without fmt (it is on every plan).
+func kvLine(size, k, v int64) string {
+	b := make([]byte, 0, 96)
+	b = append(b, "KV Cache is allocated. #tokens: "...)
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, ", K size: "...)
+	b = appendGB(b, k)
+	b = append(b, " GB, V size: "...)
+	b = appendGB(b, v)
+	b = append(b, " GB"...)
+	return string(b)
+}
+
+// poolLogs fills the K/V sizes of res and returns the pool allocation log
+// lines in SGLang's order (mamba, SWA sub-pool, full pool, SWA wrapper).
+func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
+	var logs []string
+	s := c.in.Spec
+	if c.state != nil {
+		line := fmt.Sprintf("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %sGB, ssm_state size: %sGB ",
+			res.MaxMambaCacheSize, gb(res.MambaConvBytes), gb(res.MambaSSMBytes))
+		if c.d.DraftTokens > 0 {
+			layers := int64(c.state.Layers)
+			rows := int64(res.MaxRunningRequests+1) * int64(c.d.DraftTokens)
+			ssm := layers * rows * c.state.SSMBytesPerLayer()
+			conv := layers * rows * c.state.ConvBytesPerLayer()
+			line += fmt.Sprintf("intermediate_ssm_state_cache size: %sGB intermediate_conv_window_cache size: %sGB ", gb(ssm), gb(conv))
+		}
+		logs = append(logs, line)
+	}
+	a := p.attn
+	switch {
+	case p.hybrid != nil:
+		h := p.hybrid
+		tp := c.in.Parallel.AttnTP()
+		hs := a.KVHeads
+		if s.SWANumKVHeads > 0 {
+			hs = max(1, s.SWANumKVHeads/tp)
+		}
+		sdk, sdv := s.SWAHeadDim, s.SWAVHeadDim
+		if sdk == 0 {
+			sdk = a.HeadDim
+		}
+		if sdv == 0 {
+			sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
+		}
+		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
+		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
+		logs = append(logs, kvLine(res.SWAMaxTotalNumTokens, sk, sv), kvLine(res.FullMaxTotalNumTokens, fk, fv),
+			fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
+		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
+	case a.MLA:
+		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
+		dim := int64(a.MLAKVCacheDim())
+		var kv int64
+		switch {
+		case a.DSAFP8Row:
+			kv = rows * dim * int64(a.Layers) // bytes row
+		default:
+			kv = c.storeBytes(rows*dim) * int64(a.Layers)
+		}
+		if a.DSA {
+			idx := int64(a.IndexHeadDim + a.IndexHeadDim/128*4)
+			res.IndexerBytes = rows * idx * int64(a.Layers)
+		}
+		res.KSizeBytes = kv
+		b := make([]byte, 0, 80)
+		b = append(b, "KV Cache is allocated. #tokens: "...)
+		b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
+		b = append(b, ", KV size: "...)
+		b = appendGB(b, kv)
+		logs = append(logs, string(append(b, " GB"...)))
+	default:
+		k, v := c.mhaSizes(res.MaxTotalNumTokens, a.Layers, a.KVHeads, a.HeadDim, a.VHeadDim)
+		res.KSizeBytes, res.VSizeBytes = k, v
+		logs = append(logs, kvLine(res.MaxTotalNumTokens, k, v))
+	}
+	return logs
+}
+
+// PostCaptureResize is the post-CUDA-graph-capture KV resize (§d.8) as a
+// pure function: with freeBytes measured after capture and backedBytes of
+// pool memory already backed, it recomputes the budget and returns a result
+// that can only shrink (the current token count caps it).
+func (c *Configurator) PostCaptureResize(cur *Result, freeBytes, backedBytes int64) (*Result, error) {
+	if cur == nil {
+		return nil, fmt.Errorf("%w: no current result", ErrInvalid)
+	}
+	out := *cur
+	out.Logs = nil
+	out.Warnings = nil
+	free := float64(freeBytes) / gib
+	headroom := float64(cur.PreLoadGiB * float64(1-c.d.MemFractionStatic))
+	budget := int64(float64(max(0, free-headroom)*gib)) + backedBytes
+	plans, err := c.plans(c.in.Args.MaxTotalTokens)
+	if err != nil {
+		return &out, err
+	}
+	cfg, idx, err := c.configFromBudget(plans, budget, cur.MaxTotalNumTokens, &out)
+	if err != nil {
+		return &out, err
+	}
+	c.fill(&out, plans[idx], idx, cfg)
+	out.AvailableBytes = budget
+	if cfg.MaxTotalNumTokens <= 0 {
+		return &out, c.notEnoughMemoryError(plans[idx], cur.PreLoadGiB, free, &out)
+	}
+	n, warns, err := ResolveMaxNumReqs(c.maxReqsInput(cfg.MaxTotalNumTokens, cur.MaxMambaCacheSize))
+	out.Warnings = append(out.Warnings, warns...)
+	if err != nil {
+		return &out, err
+	}
+	if n < cur.MaxRunningRequests {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("Post-capture KV sizing reduced max_running_requests from %d to %d.", cur.MaxRunningRequests, n))
+		out.MaxRunningRequests = n
+	}
+	out.Logs = append(out.Logs, c.poolLogs(&out, plans[idx])...)
+	out.Logs = append(out.Logs, fmt.Sprintf("Post-capture KV sizing: max_total_num_tokens=%d, free memory=%.2f GB", out.MaxTotalNumTokens, free))
+	return &out, nil
+}

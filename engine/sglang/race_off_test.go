@@ -1,0 +1,5 @@
+//go:build !race
+
+package sglang_test
+
+const raceOn = false
