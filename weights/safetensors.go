@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/model"
 )
 
 var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)

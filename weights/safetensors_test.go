@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/dtype"
-	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
 

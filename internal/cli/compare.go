@@ -8,9 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kvcfg/kvcfg/plan"
 )
 
 // compareListFlags are the plan flags that take lists in compare.

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/explain"
-	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kvcfg/kvcfg/explain"
+	"github.com/kvcfg/kvcfg/plan"
 )
 
 // explainResult is the JSON / YAML output of `kvcfg explain`.

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/spf13/cobra"
 )
 
 func newFitCmd() *cobra.Command {

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
+
+	"github.com/kvcfg/kvcfg/plan"
 )
 
 func runKV(t *testing.T, stdin string, args ...string) (string, string, int) {

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/spf13/cobra"
+
+	"github.com/kvcfg/kvcfg/gpu"
 )
 
 func newGPUsCmd() *cobra.Command {

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/units"
-	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // bindPlanFlags registers every planning flag on fs, writing into req. The

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/quant"
-	"github.com/spf13/cobra"
 )
 
 // quantResult is the JSON / YAML output of `kvcfg quant`.

@@ -15,10 +15,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/format/npy"
-	"github.com/kvcfg/kvcfg/quant"
-	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/spf13/cobra"
+
+	"github.com/kvcfg/kvcfg/format/npy"
+	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/quant"
 )
 
 // defaultErrorDTypes are the KV formats quant-error compares by default.

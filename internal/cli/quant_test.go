@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvcfg/kvcfg/format/npy"
-	"github.com/kvcfg/kvcfg/quant"
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/quant"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {

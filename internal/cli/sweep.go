@@ -10,9 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/plan"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kvcfg/kvcfg/plan"
 )
 
 // Sweeps: every planning flag of `kvcfg plan` accepts a comma list
