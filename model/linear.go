@@ -16,33 +16,40 @@ import (
 // Mamba2 and GDN: n_groups is raised to tp when it does not divide
 // (replicated groups); conv (conv_dim/tp, kernel-1) with conv_dim =
 // intermediate + 2*n_groups*state; temporal (heads/tp, head_dim, state).
-// KDA (Kimi-Linear): conv (kernel-1, proj/tp + 2*proj_k/tp); temporal
-// (heads/tp, head_dim, head_dim).
+// KDA (Kimi-Linear): proj = heads*head_dim; conv (kernel-1, proj/tp +
+// 2*proj/tp); temporal (heads/tp, head_dim, head_dim). This is the one
+// implementation: SGLang's and vLLM's sizing both call it.
 func (l *LinearSpec) StateShapes(tp int) (conv [][]int, temporal []int, err error) {
+	if l == nil {
+		return nil, nil, fmt.Errorf("%w: no linear-attention spec", ErrRange)
+	}
 	if tp < 1 {
 		return nil, nil, fmt.Errorf("%w: tensor-parallel size %d (must be at least 1)", ErrRange, tp)
 	}
-	if l.NumHeads < 1 || l.HeadDim < 1 || l.StateSize < 1 || l.NGroups < 1 || l.ConvKernel < 1 || l.IntermediateSize < 1 {
-		return nil, nil, fmt.Errorf("%w: incomplete %s state description", ErrRange, l.Kind)
+	if l.NumHeads < 1 || l.HeadDim < 1 || l.ConvKernel < 1 {
+		return nil, nil, fmt.Errorf("%w: incomplete %s state description (heads=%d head_dim=%d conv_kernel=%d)", ErrRange, l.Kind, l.NumHeads, l.HeadDim, l.ConvKernel)
 	}
 	if l.NumHeads%tp != 0 {
-		return nil, nil, fmt.Errorf("%w: %d heads over tp %d", ErrShape, l.NumHeads, tp)
+		return nil, nil, fmt.Errorf("%w: %d linear-attention heads are not divisible by tp %d", ErrShape, l.NumHeads, tp)
 	}
 	switch l.Kind {
 	case "kda":
-		proj, projK := l.IntermediateSize, l.NGroups*l.StateSize
-		if proj%tp != 0 || projK%tp != 0 {
-			return nil, nil, fmt.Errorf("%w: projections %d and %d over tp %d", ErrShape, proj, projK, tp)
+		proj := l.NumHeads * l.HeadDim
+		if proj%tp != 0 {
+			return nil, nil, fmt.Errorf("%w: KDA projection %d not divisible by tp %d", ErrShape, proj, tp)
 		}
-		return [][]int{{l.ConvKernel - 1, proj/tp + 2*projK/tp}}, []int{l.NumHeads / tp, l.HeadDim, l.HeadDim}, nil
-	case "mamba2", "gdn":
-		g := l.NGroups
+		return [][]int{{l.ConvKernel - 1, proj/tp + 2*proj/tp}}, []int{l.NumHeads / tp, l.HeadDim, l.HeadDim}, nil
+	case "mamba2", "gdn", "":
+		if l.StateSize < 1 {
+			return nil, nil, fmt.Errorf("%w: state size %d", ErrRange, l.StateSize)
+		}
+		g := max(l.NGroups, 1)
 		if g%tp != 0 {
 			g += tp - g
 		}
 		convDim := l.IntermediateSize + 2*g*l.StateSize
 		if convDim%tp != 0 {
-			return nil, nil, fmt.Errorf("%w: conv dim %d over tp %d", ErrShape, convDim, tp)
+			return nil, nil, fmt.Errorf("%w: conv dim %d not divisible by tp %d", ErrShape, convDim, tp)
 		}
 		return [][]int{{convDim / tp, l.ConvKernel - 1}}, []int{l.NumHeads / tp, l.HeadDim, l.StateSize}, nil
 	}

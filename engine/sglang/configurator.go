@@ -487,7 +487,7 @@ func (c *Configurator) MambaState() *sizing.MambaState {
 
 func (c *Configurator) initMamba() error {
 	s := c.in.Spec
-	conv, temporal, err := sizing.MambaShapes(s.Linear, c.in.Parallel.AttnTP())
+	conv, temporal, err := s.Linear.StateShapes(c.in.Parallel.AttnTP())
 	if err != nil {
 		return &FixError{Err: fmt.Errorf("%w: %w", ErrInvalid, err), Flag: "--tp-size", Hint: "choose a tensor-parallel size that divides the linear-attention heads"}
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -227,7 +226,7 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 // mambaStateBytes is one Mamba / linear-attention layer's state for one
 // request on one rank: the conv state (conv_dim/tp × (kernel−1)) in the model
 // dtype plus the SSM state (heads/tp × head_dim × state) in the SSM dtype.
-// The shapes are the ones SGLang and vLLM share (sizing.MambaShapes); the
+// The shapes are the ones SGLang and vLLM share (model.LinearSpec.StateShapes); the
 // dtypes follow vLLM (mamba_ssm_cache_dtype auto = the model dtype, the
 // config's mamba_ssm_dtype when set, NemotronH fp16 in 0.11 and fp32 since).
 func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
@@ -235,7 +234,7 @@ func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
 		return 0, fmt.Errorf("%w: linear-attention layers without a state description", ErrUnsupportedModel)
 	}
 	l := s.Linear
-	convShapes, temporal, err := sizing.MambaShapes(l, max(in.tp, 1))
+	convShapes, temporal, err := l.StateShapes(max(in.tp, 1))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnsupportedModel, err)
 	}

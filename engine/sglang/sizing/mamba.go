@@ -3,8 +3,6 @@ package sizing
 import (
 	"fmt"
 	"math"
-
-	"github.com/kvcfg/kvcfg/model"
 )
 
 // MambaState is the per-request state of a model's linear-attention
@@ -46,48 +44,6 @@ func prod(s []int) int64 {
 		p *= int64(v)
 	}
 	return p
-}
-
-// MambaShapes returns the per-rank conv and temporal state shapes of ls at
-// tensor-parallel size tp (Mamba2StateShape.create and the KDA variant).
-func MambaShapes(ls *model.LinearSpec, tp int) (conv [][]int, temporal []int, err error) {
-	if ls == nil {
-		return nil, nil, fmt.Errorf("%w: no linear-attention spec", ErrInvalid)
-	}
-	if tp < 1 {
-		return nil, nil, fmt.Errorf("%w: tp %d", ErrInvalid, tp)
-	}
-	if ls.NumHeads <= 0 || ls.HeadDim <= 0 || ls.ConvKernel < 1 {
-		return nil, nil, fmt.Errorf("%w: linear-attention dims heads=%d head_dim=%d conv_kernel=%d", ErrInvalid, ls.NumHeads, ls.HeadDim, ls.ConvKernel)
-	}
-	if ls.NumHeads%tp != 0 {
-		return nil, nil, fmt.Errorf("%w: %d linear-attention heads are not divisible by tp %d", ErrInvalid, ls.NumHeads, tp)
-	}
-	switch ls.Kind {
-	case "kda":
-		proj := ls.NumHeads * ls.HeadDim
-		if proj%tp != 0 {
-			return nil, nil, fmt.Errorf("%w: KDA projection %d not divisible by tp %d", ErrInvalid, proj, tp)
-		}
-		conv = [][]int{{ls.ConvKernel - 1, proj/tp + 2*proj/tp}}
-		temporal = []int{ls.NumHeads / tp, ls.HeadDim, ls.HeadDim}
-		return conv, temporal, nil
-	default: // mamba2, gdn
-		if ls.StateSize <= 0 {
-			return nil, nil, fmt.Errorf("%w: state size %d", ErrInvalid, ls.StateSize)
-		}
-		g := max(ls.NGroups, 1)
-		if g%tp != 0 {
-			g += tp - g
-		}
-		convDim := ls.IntermediateSize + 2*g*ls.StateSize
-		if convDim%tp != 0 {
-			return nil, nil, fmt.Errorf("%w: conv dim %d not divisible by tp %d", ErrInvalid, convDim, tp)
-		}
-		conv = [][]int{{convDim / tp, ls.ConvKernel - 1}}
-		temporal = []int{ls.NumHeads / tp, ls.HeadDim, ls.StateSize}
-		return conv, temporal, nil
-	}
 }
 
 // MambaBudget is the input of HandleMaxMambaCache (§d.7, [V3]).

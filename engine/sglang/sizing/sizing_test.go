@@ -310,7 +310,7 @@ func qwen3Next() *model.LinearSpec {
 func TestMambaState(t *testing.T) {
 	ls := qwen3Next()
 	for tp, want := range map[int]int64{4: 19_316_736, 1: 77_266_944} {
-		conv, temporal, err := sizing.MambaShapes(ls, tp)
+		conv, temporal, err := ls.StateShapes(tp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestMambaState(t *testing.T) {
 			t.Errorf("tp %d: per request %d, want %d", tp, got, want)
 		}
 	}
-	conv, temporal, _ := sizing.MambaShapes(ls, 4)
+	conv, temporal, _ := ls.StateShapes(4)
 	if diff := cmp.Diff([][]int{{2048, 3}}, conv); diff != "" {
 		t.Error(diff)
 	}
@@ -328,14 +328,14 @@ func TestMambaState(t *testing.T) {
 	}
 	// One group replicated across TP 8 (n_groups += tp - n_groups).
 	one := &model.LinearSpec{Kind: "mamba2", NumHeads: 24, HeadDim: 64, StateSize: 128, NGroups: 1, ConvKernel: 4, IntermediateSize: 1536}
-	conv, _, err := sizing.MambaShapes(one, 8)
+	conv, _, err := one.StateShapes(8)
 	if err != nil || conv[0][0] != (1536+2*8*128)/8 {
 		t.Errorf("groups: %v %v", conv, err)
 	}
-	if _, _, err := sizing.MambaShapes(one, 5); !errors.Is(err, sizing.ErrInvalid) {
+	if _, _, err := one.StateShapes(5); !errors.Is(err, model.ErrShape) {
 		t.Errorf("indivisible: %v", err)
 	}
-	if _, _, err := sizing.MambaShapes(nil, 1); !errors.Is(err, sizing.ErrInvalid) {
+	if _, _, err := (*model.LinearSpec)(nil).StateShapes(1); !errors.Is(err, model.ErrRange) {
 		t.Errorf("nil: %v", err)
 	}
 }
