@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -120,22 +119,11 @@ func Load(name string) (*model.Spec, error) {
 // (starts with "/", "./", "../" or "~", or ends in ".json") is only read as
 // a path. Unknown names get an error listing close catalog names.
 func Resolve(ref string) (*model.Spec, error) {
-	if strings.TrimSpace(ref) == "" {
-		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
+	m, err := Open(ref)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(ref); err == nil {
-		return model.Load(ref)
-	}
-	if looksLikePath(ref) {
-		return model.Load(ref) // reports the stat error
-	}
-	if _, ok := lookup(ref); ok {
-		return Load(ref)
-	}
-	if snap, err := CachedSnapshot(ref); err == nil {
-		return model.Load(snap)
-	}
-	return nil, unknownRef(ref)
+	return m.Spec, nil
 }
 
 func looksLikePath(ref string) bool {

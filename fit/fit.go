@@ -13,11 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
@@ -211,18 +211,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	base := o.Base.Normalized()
-	spec, err := plan.ResolveModel(base)
+	m, err := plan.OpenModel(base)
 	if err != nil {
 		return nil, err
 	}
+	spec := m.Spec
 	if spec.ContextLength > 0 && o.ContextLength > spec.ContextLength {
 		return nil, fmt.Errorf("%w: context_length: %d exceeds the model's context length %d", ErrInvalid, o.ContextLength, spec.ContextLength)
 	}
-	base = inline(base)
 	// Every plan of the search reads the one parsed model, and none looks
 	// for a TP size that fits: the search tries the layouts itself (the
 	// closest miss gets its plan's own advice back, see miss).
-	base.Spec, base.NoAdvice = spec, true
+	base.Resolved, base.NoAdvice = m, true
+	if m.Source == catalog.SourceCatalog {
+		base.Model = m.Name // the canonical id, as the printed flags give it
+	}
 	// The search owns these fields.
 	base.GPU, base.TPSize, base.PPSize, base.DPSize = "", 0, 0, 0
 	base.TensorParallelSize, base.PipelineParallelSize = 0, 0
@@ -399,32 +402,6 @@ func layoutReason(s *model.Spec, engine string, tp, pp int) string {
 	return ""
 }
 
-// inline replaces a catalog model name with its config, so that the plans
-// of the search do no file I/O. Paths and names found on disk are left to
-// plan.Run (a model directory's safetensors give the weights).
-func inline(r plan.Request) plan.Request {
-	if len(r.Config) > 0 {
-		return r
-	}
-	ref := r.Model
-	if ref == "" {
-		ref = catalog.Default
-	}
-	if _, err := os.Stat(ref); err == nil {
-		return r
-	}
-	cfg, err := catalog.Config(ref)
-	if err != nil {
-		return r
-	}
-	s, err := catalog.Load(ref)
-	if err != nil {
-		return r
-	}
-	r.Model, r.Config = s.Name, cfg
-	return r
-}
-
 // run is plan.Run, counted.
 func (s *search) run(ctx context.Context, req plan.Request) (*plan.Report, error) {
 	s.plans++
@@ -476,7 +453,7 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 	if err != nil {
 		// Pinning the derived memory fraction changes nothing: the final
 		// plan would fail the same way.
-		return outcome{req: req, rep: rep, err: err, capacity: capacity(rep, s.spec, L)}
+		return outcome{req: req, rep: rep, err: err, capacity: plan.Capacity(rep, s.spec, L)}
 	}
 	return s.final(ctx, req, n, L)
 }
@@ -501,7 +478,7 @@ func (s *search) final(ctx context.Context, req plan.Request, n, L int) outcome 
 	if rep == nil {
 		return out
 	}
-	out.capacity = capacity(rep, s.spec, L)
+	out.capacity = plan.Capacity(rep, s.spec, L)
 	out.ok = err == nil && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
 	return out
 }
@@ -537,7 +514,7 @@ func (s *search) solveMamba(ctx context.Context, req plan.Request, n, L int) out
 func (s *search) solveSWA(ctx context.Context, req plan.Request, probe *plan.Report, n, L int) outcome {
 	page := max(probe.PageSize, 1)
 	full := ceilPage(int64(L), page)
-	win := ceilPage(min(int64(window(s.spec)+page), int64(L)), page)
+	win := ceilPage(min(int64(sglang.SlidingWindow(s.spec)+page), int64(L)), page)
 	r := math.Ceil(float64(win)/float64(full)*1000) / 1000
 	r = min(max(r, 0.001), 1)
 	var out outcome
@@ -561,42 +538,9 @@ func isHybridSWA(rep *plan.Report) bool {
 	return rep.FullMaxTotalNumTokens > 0 || rep.SWAMaxTotalNumTokens > 0
 }
 
-func window(s *model.Spec) int {
-	if s.EngineSlidingWindow > 0 {
-		return s.EngineSlidingWindow
-	}
-	return s.SlidingWindow
-}
-
 func ceilPage(n int64, page int) int64 {
 	p := int64(max(page, 1))
 	return (n + p - 1) / p * p
-}
-
-// capacity is how many requests of L tokens the pools of rep hold without
-// a request cap (the KV side only for mamba hybrids, whose state slots the
-// fit sizes to the target).
-func capacity(rep *plan.Report, s *model.Spec, L int) int64 {
-	if rep.Engine == plan.EngineVLLM {
-		if rep.MaxConcurrency > 0 {
-			return int64(rep.MaxConcurrency)
-		}
-		return rep.MaxConcurrencyAtContextLength
-	}
-	if rep.MaxTotalNumTokens <= 0 {
-		return 0
-	}
-	page := max(rep.PageSize, 1)
-	full := ceilPage(int64(L), page)
-	if !isHybridSWA(rep) {
-		return rep.MaxTotalNumTokens / full
-	}
-	win := ceilPage(min(int64(window(s)+page), int64(L)), page)
-	sb := rep.SWAMaxTotalNumTokens / win
-	if rep.FullMaxTotalNumTokens == 0 {
-		return sb
-	}
-	return min(sb, rep.FullMaxTotalNumTokens/full)
 }
 
 // configuration turns a feasible outcome into a listed Configuration.

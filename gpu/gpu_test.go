@@ -82,15 +82,3 @@ func TestCatalogConsistent(t *testing.T) {
 	}
 }
 
-func TestPreLoadFree(t *testing.T) {
-	// Calibrated on spec §c.11 Ex.1: H100 reads 78.50 GiB before load.
-	if got, want := gpu.PreLoadFreeBytes(81559, 1), int64(785)<<30/10; got != want {
-		t.Errorf("PreLoadFreeBytes(H100, 1) = %d, want %d", got, want)
-	}
-	if gpu.PreLoadFreeBytes(81559, 4) >= gpu.PreLoadFreeBytes(81559, 1) {
-		t.Error("multi-rank overhead should exceed single-rank overhead")
-	}
-	if got := gpu.PreLoadFreeBytes(100, 1); got != 0 {
-		t.Errorf("tiny GPU: %d, want 0", got)
-	}
-}

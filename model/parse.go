@@ -46,25 +46,36 @@ func Parse(data []byte, name string) (*Spec, error) {
 // A HuggingFace cache snapshot path (".../models--org--name/snapshots/<rev>")
 // is named after its HF id; any other source is named after its path.
 func Load(p string) (*Spec, error) {
+	data, name, _, err := ReadConfig(p)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, name)
+}
+
+// ReadConfig reads the config.json that Load would parse: p itself, or
+// p/config.json when p is a directory (isDir). name is what Load calls the
+// model.
+func ReadConfig(p string) (data []byte, name string, isDir bool, err error) {
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, "", false, fmt.Errorf("model: %w", err)
 	}
 	file := p
 	if st.IsDir() {
 		file = filepath.Join(p, ConfigFile)
 		if _, err := os.Stat(file); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%w in directory %s", ErrNoConfig, p)
+				return nil, "", true, fmt.Errorf("%w in directory %s", ErrNoConfig, p)
 			}
-			return nil, fmt.Errorf("model: %w", err)
+			return nil, "", true, fmt.Errorf("model: %w", err)
 		}
 	}
-	data, err := readLimited(os.DirFS(filepath.Dir(file)), filepath.Base(file))
+	data, err = readLimited(os.DirFS(filepath.Dir(file)), filepath.Base(file))
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: %w", file, err)
+		return nil, "", st.IsDir(), fmt.Errorf("model: %s: %w", file, err)
 	}
-	return Parse(data, sourceName(filepath.ToSlash(p), st.IsDir()))
+	return data, sourceName(filepath.ToSlash(p), st.IsDir()), st.IsDir(), nil
 }
 
 // LoadFS is Load on a file system: p is a config.json file or a directory
@@ -469,6 +480,26 @@ func (p *parser) readMisc() {
 		s.NumNextNPredictLayers, _ = t.int("num_mtp_modules")
 	}
 	s.Encoder = p.root.has("vision_config") || p.root.has("audio_config") || p.root.has("vision_tower")
+	if raw, ok := p.root.get("vision_config"); ok {
+		if vc, ok := raw.(map[string]any); ok {
+			s.Vision = &VisionSpec{Layers: looseInt(vc["num_hidden_layers"], 1e6), Hidden: looseInt(vc["hidden_size"], 1e7)}
+		}
+	}
 	wrapped := p.text.prefix != ""
 	s.Multimodal = (wrapped || s.Encoder || isMultimodalArch(s.Architecture)) && !languageOnlyByDefault[s.Architecture]
+}
+
+// looseInt reads an optional positive number below limit, 0 when absent,
+// not a number or out of range (the vision tower's size only scales a
+// memory heuristic, so a bad value is ignored rather than refused).
+func looseInt(v any, limit float64) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0
+	}
+	f, err := n.Float64()
+	if err != nil || f <= 0 || f >= limit {
+		return 0
+	}
+	return int(f)
 }

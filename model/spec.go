@@ -126,6 +126,9 @@ type Spec struct {
 	// wrapper, except Gemma3, Llama4 and Step3-VL ConditionalGeneration,
 	// which run language-only unless multimodal is enabled.
 	Multimodal bool `json:"multimodal"`
+	// Vision is the config's vision_config as SGLang's VLM memory rule
+	// reads it; nil when the config has none.
+	Vision *VisionSpec `json:"vision,omitempty"`
 	// Encoder reports a vision (or audio) encoder config next to the text
 	// model, whether or not the engine enables it by default.
 	Encoder bool `json:"encoder"`
@@ -205,4 +208,12 @@ func (s *Spec) CountLayers(k LayerKind) int {
 		}
 	}
 	return n
+}
+
+// VisionSpec is the size of a multimodal model's vision tower:
+// vision_config.num_hidden_layers and hidden_size (0 when absent or not a
+// positive number).
+type VisionSpec struct {
+	Layers int `json:"num_hidden_layers,omitempty"`
+	Hidden int `json:"hidden_size,omitempty"`
 }

@@ -11,7 +11,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -70,14 +70,14 @@ type Request struct {
 	Config json.RawMessage `json:"config,omitempty"`
 	// Engine is "sglang" (default) or "vllm".
 	Engine string `json:"engine,omitempty"`
-	// Spec, when set, is the already parsed model (Go callers only): Run
-	// uses it instead of parsing Config or resolving Model, which then only
-	// name it (Config still feeds the vision-tower lookup of a multimodal
-	// model). Spec must describe the model Model or Config names and must
-	// not be changed while a plan runs; plans only read it, so one Spec can
-	// serve many concurrent plans. Sweep and fit set it so that a model is
-	// parsed once, not once per plan.
-	Spec *model.Spec `json:"-"`
+	// Resolved, when set, is the model already resolved and parsed (Go
+	// callers only; OpenModel gives it): Run uses it instead of parsing
+	// Config or resolving Model, which then only name it. It must describe
+	// the model Model or Config names and must not be changed while a plan
+	// runs; plans only read it, so one value can serve many concurrent
+	// plans. Sweep and fit set it so that a model is parsed once, not once
+	// per plan.
+	Resolved *catalog.Model `json:"-"`
 	// NoAdvice skips the search for a tensor-parallel size that fits when a
 	// plan fails because the weights do not fit (Go callers only): the
 	// Report's fix_value and fix_hint then stay as the engine says them.
@@ -168,10 +168,8 @@ func (r Request) Validate() error {
 	r = r.Normalized()
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
-	switch r.Engine {
-	case EngineSGLang, EngineVLLM:
-	default:
-		add("engine", "unknown engine %q (accepted: sglang, vllm)", r.Engine)
+	if _, ok := engines[r.Engine]; !ok {
+		add("engine", "unknown engine %q (accepted: %s)", r.Engine, strings.Join(Engines(), ", "))
 	}
 	if r.TensorParallelSize != 0 && r.TPSize != r.TensorParallelSize {
 		add("tensor_parallel_size", "%d conflicts with tp_size %d", r.TensorParallelSize, r.TPSize)
@@ -255,7 +253,7 @@ func (r Request) Validate() error {
 		add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)
 	}
 	// A request with a parsed Spec had its Config parsed already.
-	if len(r.Config) > 0 && r.Spec == nil && !json.Valid(r.Config) {
+	if len(r.Config) > 0 && r.Resolved == nil && !json.Valid(r.Config) {
 		add("config", "not valid JSON")
 	}
 	return errors.Join(errs...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -71,9 +69,8 @@ func SweepSize(axes []Axis) (int, error) {
 // reports invalid axes (unknown fields, values that do not parse, too many
 // combinations; every problem at once) or a cancelled context.
 //
-// Catalog models are read and parsed once before the loop and passed to
-// Run as inline configs with their parsed Spec, so the loop does no I/O and
-// no parsing; plans run on GOMAXPROCS goroutines, each reusing one
+// Models are resolved and parsed once before the loop and passed to Run as
+// the request's Resolved model, so the loop does no I/O and no parsing; plans run on GOMAXPROCS goroutines, each reusing one
 // configurator. Rows that differ only in their TP size share what the TP
 // advice of an infeasible plan learns (larger TP sizes are planned first),
 // so the advice plans each TP size of such a group at most once.
@@ -85,7 +82,7 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	models := inlineModels(base, axes)
+	models := sweepModels(base, axes)
 	rows := make([]SweepRow, n)
 	// groups[i] numbers the rows that differ only in their TP size: they
 	// share what the TP advice of an infeasible plan learns.
@@ -119,10 +116,8 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			rv.Field(field[j]).Set(set[j][idx[j]])
 		}
 		rows[i].Values = vals
-		if len(base.Config) == 0 {
-			if m, ok := models[req.Model]; ok {
-				req.Model, req.Config, req.Spec = m.name, m.config, m.spec
-			}
+		if m, ok := models[req.Model]; ok {
+			req.Model, req.Resolved = m.Name, m
 		}
 		for j := len(axes) - 1; j >= 0; j-- {
 			idx[j]++
@@ -133,14 +128,7 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), n)
-	opts := runOpts{advise: true, memo: newFitMemo(n), vision: map[*model.Spec]visionTower{}, notes: new(sync.Map)}
-	for _, m := range models {
-		if m.spec.Multimodal {
-			var v visionTower
-			v.layers, v.hidden, v.none = visionDims(Request{Model: m.name, Config: m.config})
-			opts.vision[m.spec] = v
-		}
-	}
+	opts := runOpts{advise: true, memo: newFitMemo(n), notes: new(sync.Map)}
 	// Plan the larger TP sizes first: each row records whether it fits, and
 	// the TP advice of a smaller TP size of its group then finds the answer
 	// instead of planning it again.
@@ -194,18 +182,11 @@ func rowTP(r *Request) int {
 	return max(r.TensorParallelSize, 1)
 }
 
-// inlineModel is a catalog model read and parsed once for a sweep.
-type inlineModel struct {
-	name   string
-	config []byte
-	spec   *model.Spec
-}
-
-// inlineModels reads the catalog configs of every model the sweep names
-// (the base model and a "model" axis), keyed by the name as given. Names
-// that are paths, or that exist on disk, are left to Run.
-func inlineModels(base Request, axes []Axis) map[string]inlineModel {
-	if len(base.Config) > 0 {
+// sweepModels resolves every model the sweep names (the base model and a
+// "model" axis) once, keyed by the name as given. Names that do not
+// resolve are left to Run, which reports them per row.
+func sweepModels(base Request, axes []Axis) map[string]*catalog.Model {
+	if len(base.Config) > 0 || base.Resolved != nil {
 		return nil
 	}
 	names := []string{base.Model}
@@ -214,27 +195,14 @@ func inlineModels(base Request, axes []Axis) map[string]inlineModel {
 			names = append(names, a.Values...)
 		}
 	}
-	out := make(map[string]inlineModel, len(names))
+	out := make(map[string]*catalog.Model, len(names))
 	for _, name := range names {
-		ref := name
-		if ref == "" {
-			ref = catalog.Default
-		}
 		if _, ok := out[name]; ok {
 			continue
 		}
-		if _, err := os.Stat(ref); err == nil {
-			continue
+		if m, err := OpenModel(Request{Model: name}); err == nil {
+			out[name] = m
 		}
-		cfg, err := catalog.Config(ref)
-		if err != nil {
-			continue
-		}
-		s, err := catalog.Load(ref)
-		if err != nil {
-			continue
-		}
-		out[name] = inlineModel{name: s.Name, config: cfg, spec: s}
 	}
 	return out
 }

@@ -286,7 +286,7 @@ func TestSweepRowsAreRun(t *testing.T) {
 	for _, r := range rows {
 		// The request as the command line gives it: the model by name.
 		req := r.Request
-		req.Spec, req.Config = nil, nil
+		req.Resolved, req.Config = nil, nil
 		rep, err := plan.Run(context.Background(), req)
 		msg := ""
 		if err != nil {

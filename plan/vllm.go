@@ -8,20 +8,34 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
-// runVLLM plans for vLLM: it maps the request's vLLM flags onto
+// plan plans for vLLM: it maps the request's vLLM flags onto
 // vllm.Config, runs vllm.Plan and reports what that vLLM generation logs.
 // SGLang's --context-length stands in for --max-model-len when only it is
 // given, so one request can be compared across engines.
-func runVLLM(ctx context.Context, req Request) (*Report, error) {
-	spec, g, rep, err := begin(ctx, req, EngineVLLM)
-	if err != nil {
-		return nil, err
+func init() { register(EngineVLLM, vllmEngine{}) }
+
+// capacity is vLLM's logged maximum concurrency, which is for the plan's
+// max_model_len (fit plans with the target context as max_model_len).
+func (vllmEngine) capacity(rep *Report, _ *model.Spec, _ int) int64 {
+	if rep.MaxConcurrency > 0 {
+		return int64(rep.MaxConcurrency)
 	}
+	return rep.MaxConcurrencyAtContextLength
+}
+
+// vllmEngine is the vLLM adapter: Request → vllm.Config, then vllm.Plan's
+// result → Report.
+type vllmEngine struct{}
+
+func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, _ runOpts) (*Report, error) {
+	spec := m.Spec
 	tp, pp := rep.TPSize, rep.PPSize
 	if req.EnableDPAttention {
 		rep.Warnings = append(rep.Warnings, "enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
@@ -82,7 +96,7 @@ func runVLLM(ctx context.Context, req Request) (*Report, error) {
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
 	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
-		w, src, err := weightsPerRank(req, spec, tp, pp)
+		w, src, err := weightsPerRank(m, tp, pp)
 		if err != nil {
 			return nil, err
 		}

@@ -87,9 +87,9 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 }
 
 // pinCatalog makes a request without an inline config plan exactly the
-// catalog entry it names (catalog.Default when none): it fails for names outside the catalog
-// and hands the planner the entry's config.json inline, under its canonical
-// name. The CLI also reads config.json paths, model directories and the
+// catalog entry it names (catalog.Default when none): it fails for names
+// outside the catalog and hands the planner the entry, parsed once per
+// process, under its canonical name. The CLI also reads config.json paths, model directories and the
 // local HF cache; a server must not read its own disk for a client.
 func pinCatalog(req *plan.Request) error {
 	if len(req.Config) > 0 {
@@ -98,40 +98,13 @@ func pinCatalog(req *plan.Request) error {
 	if req.Model == "" {
 		req.Model = catalog.Default
 	}
-	raw, err := catalog.Config(req.Model)
+	m, err := catalog.OpenEntry(req.Model)
 	if err != nil {
 		return &plan.FieldError{Field: "model", Err: err}
 	}
-	name, ok := canonicalNames()[strings.ToLower(strings.TrimSpace(req.Model))]
-	if !ok {
-		spec, err := catalog.Load(req.Model)
-		if err != nil {
-			return &plan.FieldError{Field: "model", Err: err}
-		}
-		name = spec.Name
-	}
-	req.Model, req.Config = name, raw
+	req.Model, req.Resolved = m.Name, m
 	return nil
 }
-
-// canonicalNames maps lower-cased catalog ids, and bare model names that
-// are unique, to the canonical id (catalog's own lookup rules).
-var canonicalNames = sync.OnceValue(func() map[string]string {
-	m := map[string]string{}
-	bare := map[string][]string{}
-	for _, n := range catalog.Names() {
-		m[strings.ToLower(n)] = n
-		if _, b, ok := strings.Cut(strings.ToLower(n), "/"); ok {
-			bare[b] = append(bare[b], n)
-		}
-	}
-	for b, ids := range bare {
-		if _, taken := m[b]; !taken && len(ids) == 1 {
-			m[b] = ids[0]
-		}
-	}
-	return m
-})
 
 // compare runs the configured comparison on a catalog model.
 func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {

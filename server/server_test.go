@@ -494,8 +494,12 @@ func TestModelPinnedToCatalog(t *testing.T) {
 			if r := do(t, ts, "POST", "/api/v1/plan", tt.body); r.status != 200 {
 				t.Fatalf("status %d: %s", r.status, r.body)
 			}
-			if got.Model != tt.wantModel || string(got.Config) != tt.wantConfig {
-				t.Errorf("planner got model %q and %d config bytes, want %q and %d", got.Model, len(got.Config), tt.wantModel, len(tt.wantConfig))
+			cfg := got.Config
+			if got.Resolved != nil { // a catalog entry, resolved once
+				cfg = got.Resolved.Config
+			}
+			if got.Model != tt.wantModel || string(cfg) != tt.wantConfig {
+				t.Errorf("planner got model %q and %d config bytes, want %q and %d", got.Model, len(cfg), tt.wantModel, len(tt.wantConfig))
 			}
 		})
 	}

@@ -60,6 +60,72 @@ type Result struct {
 	// Logs are the lines SGLang prints; Warnings its warnings.
 	Logs     []string `json:"log_lines"`
 	Warnings []string `json:"warnings,omitempty"`
+
+	// The derived settings MaxConcurrency needs.
+	pageSize, swaWindow, contextLength int
+	mambaish                           bool
+}
+
+// MaxConcurrency is how many requests of contextLen tokens can be resident
+// at once on one rank (per DP worker): the pools' Capacity, no more than
+// max_running_requests and, for a mamba hybrid, no more than its state
+// slots allow (⌊max_mamba_cache_size / slot ratio⌋). contextLen ≤ 0 means
+// the derived context length.
+func (r *Result) MaxConcurrency(contextLen int) int64 {
+	if r.MaxTotalNumTokens <= 0 || r.MaxRunningRequests <= 0 {
+		return 0
+	}
+	if contextLen <= 0 {
+		contextLen = r.contextLength
+	}
+	n := min(int64(r.MaxRunningRequests), Capacity(r.Pools(), contextLen))
+	if r.mambaish && r.MambaSlotRatio > 0 {
+		n = min(n, r.MaxMambaCacheSize/int64(r.MambaSlotRatio))
+	}
+	return max(n, 0)
+}
+
+// Pools returns the pool sizes Capacity works from.
+func (r *Result) Pools() PoolSizes {
+	return PoolSizes{Tokens: r.MaxTotalNumTokens, FullTokens: r.FullMaxTotalNumTokens, SWATokens: r.SWAMaxTotalNumTokens,
+		Hybrid: r.Hybrid, PageSize: r.pageSize, SWAWindow: r.swaWindow}
+}
+
+// PoolSizes are the token pools of one rank as Capacity reads them.
+type PoolSizes struct {
+	// Tokens is max_total_num_tokens; FullTokens and SWATokens are the two
+	// pools of a hybrid sliding-window model (Hybrid), FullTokens 0 for an
+	// all-SWA model.
+	Tokens, FullTokens, SWATokens int64
+	Hybrid                        bool
+	// PageSize is the allocator page; SWAWindow the sliding window (0: none).
+	PageSize, SWAWindow int
+}
+
+// Capacity is how many requests of contextLen tokens the pools hold at
+// once, ignoring the running-request cap: ⌊tokens / ctx⌋ with ctx rounded
+// up to a page; a hybrid SWA pool keeps only window + page tokens of a
+// request, so it adds ⌊swa / (window + page)⌋ (rounded to pages) as a
+// second bound, and an all-SWA pool is bounded by that alone (a hybrid
+// pool with neither bound is unbounded: math.MaxInt64).
+func Capacity(p PoolSizes, contextLen int) int64 {
+	if p.Tokens <= 0 || contextLen <= 0 {
+		return 0
+	}
+	page := max(p.PageSize, 1)
+	perReq := sizing.CeilPage(int64(contextLen), page)
+	if !p.Hybrid {
+		return p.Tokens / perReq
+	}
+	n := int64(math.MaxInt64)
+	if p.FullTokens > 0 {
+		n = p.FullTokens / perReq
+	}
+	if p.SWAWindow > 0 {
+		w := int64(p.SWAWindow + page)
+		n = min(n, p.SWATokens/sizing.CeilPage(min(w, int64(contextLen)), page))
+	}
+	return n
 }
 
 // stagePlan is one PP stage's configurator.
@@ -203,8 +269,14 @@ func (c *Configurator) hybridSWA() (sizing.HybridSWA, error) {
 	return h, nil
 }
 
-func (c *Configurator) window() int {
-	s := c.in.Spec
+func (c *Configurator) window() int { return SlidingWindow(c.in.Spec) }
+
+// SlidingWindow is the window SGLang's SWA pools use for spec: the
+// engine's own window where the config gives one, else sliding_window.
+func SlidingWindow(s *model.Spec) int {
+	if s == nil {
+		return 0
+	}
 	if s.EngineSlidingWindow > 0 {
 		return s.EngineSlidingWindow
 	}
@@ -255,6 +327,7 @@ func (c *Configurator) ConfigureInto(res *Result, preLoadFreeBytes int64) error 
 }
 
 func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
+	res.pageSize, res.swaWindow, res.contextLength, res.mambaish = c.d.PageSize, c.d.SWAWindow, c.d.ContextLength, c.d.Mambaish
 	if preLoadFreeBytes <= 0 {
 		return fmt.Errorf("%w: free memory before weight load must be positive", ErrInvalid)
 	}

@@ -1,4 +1,4 @@
-package gpu
+package sglang
 
 // Runtime overhead model. Before an engine loads weights, part of the
 // device memory is already gone: the CUDA (or HIP) context and its kernel

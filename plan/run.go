@@ -1,0 +1,274 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/units"
+	"github.com/kvcfg/kvcfg/weights"
+)
+
+// Run plans the KV cache for req. Input problems are *FieldError values
+// (errors.Is(err, ErrInvalid)); a plan the engine could not start with
+// returns the partial Report and an error wrapping ErrInfeasible and the
+// engine-equivalent error (a *sglang.FixError naming the flag to
+// change when one does).
+func Run(ctx context.Context, req Request) (*Report, error) {
+	return run(ctx, req, runOpts{advise: true})
+}
+
+// run is Run with the options o (a request's NoAdvice turns the advice off).
+func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	req = req.Normalized()
+	o.advise = o.advise && !req.NoAdvice
+	return planValid(ctx, req, o)
+}
+
+// planValid plans a request that is valid and normalized: the common
+// inputs (begin), then the engine's adapter.
+func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
+	m, g, rep, err := begin(ctx, req, req.Engine)
+	if err != nil {
+		return nil, err
+	}
+	return engines[req.Engine].plan(ctx, req, m, g, rep, o)
+}
+
+// engine is one inference engine as plan drives it. Each engine has one
+// adapter file (sglang.go, vllm.go) that maps a Request onto the engine
+// package's input, fills the Report from its result and registers itself;
+// everything else in plan is common to all engines.
+type engine interface {
+	// plan sizes the KV cache of req (valid and normalized) for model m
+	// on GPU g, filling rep, whose common inputs begin has set. An engine
+	// refusal returns the partial report and an error wrapping
+	// ErrInfeasible; bad input a *FieldError.
+	plan(ctx context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, o runOpts) (*Report, error)
+	// capacity is how many requests of contextLen tokens the pools of rep
+	// (a plan of spec by this engine) hold at once, by the engine's rule
+	// and without its running-request cap.
+	capacity(rep *Report, spec *model.Spec, contextLen int) int64
+}
+
+// Capacity is how many requests of contextLen tokens the KV pools of rep
+// hold at once, by the rule of the engine that planned it and without its
+// running-request cap (0 for a report without pools or of an unknown
+// engine). spec is the model planned.
+func Capacity(rep *Report, spec *model.Spec, contextLen int) int64 {
+	if rep == nil || spec == nil {
+		return 0
+	}
+	e, ok := engines[rep.Engine]
+	if !ok {
+		return 0
+	}
+	return e.capacity(rep, spec, contextLen)
+}
+
+// engines holds the registered adapters by engine name.
+var engines = map[string]engine{}
+
+// register adds an engine's adapter; each adapter file calls it from init.
+func register(name string, e engine) { engines[name] = e }
+
+// Engines lists the engines plan knows, sorted.
+func Engines() []string {
+	out := make([]string, 0, len(engines))
+	for n := range engines {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runOpts are what one plan shares with the plans around it. advise says
+// whether a plan whose weights do not fit searches for the TP size that
+// fits (smallestFittingTP). Within one sweep, plans that differ only in
+// their TP size share a group, and memo remembers per group and TP size
+// whether the plan fits, so the search runs each such plan once; notes
+// holds the weight-estimate notes built so far.
+type runOpts struct {
+	advise bool
+	memo   *fitMemo // nil outside a sweep
+	group  int
+	notes  *sync.Map // weights per rank → weightsNote; nil outside a sweep
+	// scratch, when set, is the configurator and result the plan resets
+	// and uses instead of allocating them (one per sweep worker; the plans
+	// an advice search runs inside a plan do not get it).
+	scratch *scratch
+}
+
+// weightsNote is the note of a weight estimate of w bytes per rank; a
+// sweep builds each distinct one once (notes sets it).
+func (o runOpts) weightsNote(w int64) string {
+	if o.notes != nil {
+		if v, ok := o.notes.Load(w); ok {
+			return v.(string)
+		}
+	}
+	note := "weights estimated from the config: " + units.Size(w).String() + " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	if o.notes != nil {
+		o.notes.Store(w, note)
+	}
+	return note
+}
+
+// OpenModel returns the model a request names, read and parsed once: the
+// request's Resolved model, else its inline config, else the catalog entry,
+// config path, model directory or HF cache id in Model (default:
+// catalog.Default).
+func OpenModel(req Request) (*catalog.Model, error) {
+	if req.Resolved != nil {
+		return req.Resolved, nil
+	}
+	if len(req.Config) > 0 {
+		m, err := catalog.Inline(req.Model, req.Config)
+		if err != nil {
+			return nil, &FieldError{Field: "config", Err: err}
+		}
+		return m, nil
+	}
+	ref := req.Model
+	if ref == "" {
+		ref = catalog.Default
+	}
+	m, err := catalog.Open(ref)
+	if err != nil {
+		return nil, &FieldError{Field: "model", Err: err}
+	}
+	return m, nil
+}
+
+// ResolveModel returns the parsed spec of the model a request names
+// (OpenModel's Spec).
+func ResolveModel(req Request) (*model.Spec, error) {
+	m, err := OpenModel(req)
+	if err != nil {
+		return nil, err
+	}
+	return m.Spec, nil
+}
+
+// ResolveGPU returns the GPU a request names (default H100-80GB), with
+// gpu_memory and platform overrides applied.
+func ResolveGPU(req Request) (gpu.GPU, error) {
+	var g gpu.GPU
+	switch {
+	case req.GPU != "":
+		var err error
+		g, err = gpu.Lookup(req.GPU)
+		if err != nil {
+			return g, &FieldError{Field: "gpu", Err: err}
+		}
+	case req.GPUMemory > 0:
+		g = gpu.GPU{Name: "custom", Vendor: "nvidia", Platform: "cuda", Description: "custom GPU"}
+	default:
+		g, _ = gpu.Lookup(DefaultGPU)
+	}
+	if req.GPUMemory > 0 {
+		g.MemoryMiB = int64(req.GPUMemory) >> 20
+		if g.MemoryMiB == 0 {
+			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
+		}
+	}
+	if req.Platform != "" && req.Platform != g.Platform {
+		g.Platform = req.Platform
+		if g.Platform != "hip" {
+			g.FNUZ = false
+		}
+	}
+	return g, nil
+}
+
+// begin resolves what every engine plans from: the model, the GPU, the
+// parallel sizes and the Report's input fields (one GPU per TP × PP × DP
+// rank; engines adjust NumGPUs where they count differently).
+func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
+	m, err := OpenModel(req)
+	if err != nil {
+		return nil, gpu.GPU{}, nil, err
+	}
+	spec := m.Spec
+	g, err := ResolveGPU(req)
+	if err != nil {
+		return nil, gpu.GPU{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, gpu.GPU{}, nil, err
+	}
+	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
+	rep := &Report{
+		Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp,
+		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
+	}
+	if rep.KVCacheDType == "" {
+		rep.KVCacheDType = dtype.Auto
+	}
+	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+	return m, g, rep, nil
+}
+
+func infeasible(rep *Report, err error) error {
+	var fe *sglang.FixError
+	if errors.As(err, &fe) {
+		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
+	}
+	if errors.Is(err, sglang.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
+		fe := &FieldError{Err: err}
+		rep.Error = fe.Error()
+		return fe
+	}
+	const prefix = "plan: infeasible: " // ErrInfeasible's text and ": "
+	var msg string
+	if fe, ok := err.(*sglang.FixError); ok && fe.Hint != "" {
+		msg = prefix + fe.Err.Error() + " (" + fe.Hint + ")" // fe.Error() in one allocation
+	} else {
+		msg = prefix + err.Error()
+	}
+	rep.Error = msg[len(prefix):] // shares msg's bytes
+	return &infeasibleError{err: err, msg: msg}
+}
+
+// infeasibleError is fmt.Errorf("%w: %w", ErrInfeasible, err) with the
+// message built from the one the Report already holds.
+type infeasibleError struct {
+	err error
+	msg string
+}
+
+func (e *infeasibleError) Error() string   { return e.msg }
+func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
+
+// weightsPerRank reads the safetensors headers of the model's checkpoint
+// directory when it has one, else estimates from the config.
+func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
+	spec := m.Spec
+	if m.Dir != "" {
+		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
+			return 0, "", &FieldError{Field: "model", Err: err}
+		} else if ok {
+			return w, weights.Safetensors, nil
+		}
+	}
+	w, err := weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	if err != nil {
+		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
+	}
+	return w, weights.Estimated, nil
+}

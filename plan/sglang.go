@@ -1,0 +1,329 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/units"
+	"github.com/kvcfg/kvcfg/weights"
+)
+
+func init() { register(EngineSGLang, sglangEngine{}) }
+
+// capacity is sglang.Capacity on the report's pools.
+func (sglangEngine) capacity(rep *Report, spec *model.Spec, contextLen int) int64 {
+	return sglang.Capacity(sglang.PoolSizes{
+		Tokens: rep.MaxTotalNumTokens, FullTokens: rep.FullMaxTotalNumTokens, SWATokens: rep.SWAMaxTotalNumTokens,
+		Hybrid: rep.FullMaxTotalNumTokens > 0 || rep.SWAMaxTotalNumTokens > 0, PageSize: rep.PageSize, SWAWindow: sglang.SlidingWindow(spec),
+	}, contextLen)
+}
+
+// sglangEngine is the SGLang adapter: Request → sglang.Input, then the
+// configurator's result → Report.
+type sglangEngine struct{}
+
+func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, o runOpts) (*Report, error) {
+	spec := m.Spec
+	tp, pp, dp := rep.TPSize, rep.PPSize, rep.DPSize
+	par := sglang.Parallel{TP: tp, PP: pp, DP: dp, EnableDPAttention: req.EnableDPAttention && dp > 1}
+	if par.EnableDPAttention {
+		rep.NumGPUs = tp * pp
+	}
+
+	// Memory readings (bytes).
+	mem, err := memoryReadings(req, m, g, tp, pp, o)
+	if err != nil {
+		return nil, err
+	}
+	rep.WeightsBytes, rep.WeightsEstimated, rep.WeightsSource = mem.weights, mem.source == weights.Estimated, string(mem.source)
+	rep.PreLoadFreeBytes, rep.PostLoadFreeBytes, rep.Measured = mem.pre, mem.post, mem.source == weights.Measured
+	rep.Warnings = append(rep.Warnings, mem.notes...)
+	b := &rep.Breakdown
+	b.TotalBytes = g.MemoryBytes()
+	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
+	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
+
+	var vl, vh int
+	noVision := false
+	if spec.Multimodal {
+		if v := spec.Vision; v != nil {
+			vl, vh = v.Layers, v.Hidden
+		} else {
+			noVision = true
+		}
+	}
+	in := sglang.Input{
+		Spec: spec, Parallel: par,
+		Args: sglang.ServerArgs{
+			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
+			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
+			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
+			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS, DisableRadixCache: req.DisableRadixCache,
+			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
+			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
+			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
+		},
+		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
+		PostLoadFreeBytes: mem.post,
+		VisionLayers:      vl,
+		VisionHidden:      vh,
+		NoVisionConfig:    noVision,
+	}
+	var cfgr *sglang.Configurator
+	if o.scratch != nil {
+		cfgr = &o.scratch.cfgr
+		err = cfgr.Reset(in)
+	} else {
+		cfgr, err = sglang.New(in)
+	}
+	if err != nil {
+		return nil, inputError(err)
+	}
+	d := cfgr.Derived()
+	kv := cfgr.KV()
+	rep.ResolvedKVCacheDType = kv.Format.Name
+	rep.KVCacheTorchDType = kv.DType.Torch()
+	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
+	rep.ChunkedPrefillSize, rep.CudaGraphMaxBS = d.ChunkedPrefillSize, d.CudaGraphMaxBS
+	rep.Warnings = append(rep.Warnings, kv.Warnings...)
+
+	var res *sglang.Result
+	var cerr error
+	if o.scratch != nil {
+		res = &o.scratch.res
+		cerr = cfgr.ConfigureInto(res, mem.pre)
+	} else {
+		res, cerr = cfgr.Configure(mem.pre)
+	}
+	if res != nil {
+		fillResult(rep, res, cfgr)
+	}
+	if cerr != nil {
+		var fe *sglang.FixError
+		if o.advise && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
+			r := req
+			r.Resolved = m // parse the model once, not once per TP size tried
+			if t := smallestFittingTP(ctx, r, tp, o); t > 0 {
+				fe.Value = fmt.Sprint(t)
+				fe.Hint = fmt.Sprintf("the weights do not fit with tp %d: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp, t)
+			}
+		}
+		return rep, infeasible(rep, cerr)
+	}
+	return rep, nil
+}
+
+// smallestFittingTP returns the smallest power-of-two TP size above tp
+// (up to 64) with which the plan succeeds, or 0.
+func smallestFittingTP(ctx context.Context, req Request, tp int, o runOpts) int {
+	for t := tp * 2; t <= 64; t *= 2 {
+		r := req
+		r.TPSize, r.TensorParallelSize = t, 0
+		if r.EnableDPAttention && r.DPSize > 1 && t%r.DPSize != 0 {
+			continue
+		}
+		if fitsAt(ctx, r, o) {
+			return t
+		}
+	}
+	return 0
+}
+
+// fitsAt reports whether the plan r succeeds, remembered in o.memo.
+func fitsAt(ctx context.Context, r Request, o runOpts) bool {
+	if fits, known := o.memo.load(o.group, r.TPSize); known {
+		return fits
+	}
+	ok := weightsMayFit(r) && planFits(ctx, r, o)
+	if ctx.Err() == nil {
+		o.memo.store(o.group, r.TPSize, ok)
+	}
+	return ok
+}
+
+// planFits reports whether the plan r succeeds with a KV pool.
+func planFits(ctx context.Context, r Request, o runOpts) bool {
+	rep, err := planValid(ctx, r, runOpts{notes: o.notes})
+	return err == nil && rep.MaxTotalNumTokens > 0
+}
+
+// weightsMayFit is false when r's weights leave no free memory at all, so
+// the plan must fail (nothing is left for the KV cache whatever the memory
+// fraction): the cheap first check of fitsAt, before the whole plan.
+func weightsMayFit(r Request) bool {
+	m, err := OpenModel(r)
+	if err != nil {
+		return false
+	}
+	g, err := ResolveGPU(r)
+	if err != nil {
+		return false
+	}
+	tp, pp := max(r.TPSize, 1), max(r.PPSize, 1)
+	mem, err := memoryReadings(r, m, g, tp, pp, runOpts{})
+	return err == nil && mem.post > 0
+}
+
+// scratch is what one sweep worker reuses from plan to plan.
+type scratch struct {
+	cfgr sglang.Configurator
+	res  sglang.Result
+}
+
+// fitMemo remembers, per sweep group and TP size 1..64, whether the plan
+// fits: bit tp−1 of known[group] says it is known, the same bit of
+// fits[group] the answer (set first, so a reader that sees known sees it).
+type fitMemo struct {
+	known, fits []atomic.Uint64
+}
+
+func newFitMemo(groups int) *fitMemo {
+	return &fitMemo{known: make([]atomic.Uint64, groups), fits: make([]atomic.Uint64, groups)}
+}
+
+// load returns whether the plan of group at tp fits, and whether that is known.
+func (m *fitMemo) load(group, tp int) (fits, known bool) {
+	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
+		return false, false
+	}
+	bit := uint64(1) << (tp - 1)
+	if m.known[group].Load()&bit == 0 {
+		return false, false
+	}
+	return m.fits[group].Load()&bit != 0, true
+}
+
+// store records whether the plan of group at tp fits.
+func (m *fitMemo) store(group, tp int, fits bool) {
+	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
+		return
+	}
+	bit := uint64(1) << (tp - 1)
+	if fits {
+		m.fits[group].Or(bit)
+	}
+	m.known[group].Or(bit)
+}
+
+// inputError maps a configurator construction error to a FieldError.
+func inputError(err error) error {
+	var fe *sglang.FixError
+	if errors.As(err, &fe) {
+		field := strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		return &FieldError{Field: field, Err: err}
+	}
+	return &FieldError{Err: err}
+}
+
+func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator) {
+	d := c.Derived()
+	rep.Configurator = string(res.Configurator)
+	rep.CellSizeBytes = res.CellSize
+	rep.KVLayers = res.KVLayers
+	rep.AvailableKVBytes = res.AvailableBytes
+	rep.MaxTotalNumTokens = res.MaxTotalNumTokens
+	rep.FullMaxTotalNumTokens = res.FullMaxTotalNumTokens
+	rep.SWAMaxTotalNumTokens = res.SWAMaxTotalNumTokens
+	rep.MaxRunningRequests = res.MaxRunningRequests
+	rep.MaxMambaCacheSize = res.MaxMambaCacheSize
+	rep.MambaStateBytesPerRequest = res.MambaPerRequest
+	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
+	rep.LogLines = append(rep.LogLines, res.Logs...)
+	rep.Warnings = append(rep.Warnings, res.Warnings...)
+	rep.MaxConcurrencyAtContextLength = res.MaxConcurrency(d.ContextLength)
+	if res.MaxRunningRequests > 0 {
+		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+4+d.DraftTokens) * 4
+	}
+
+	b := &rep.Breakdown
+	b.ReservedBytes = int64(res.SlackGiB * (1 << 30))
+	b.MultimodalCacheBytes = int64(res.MultimodalGiB * (1 << 30))
+	b.StateBytes = res.MambaStateBytes + res.MambaSpecBytes
+	b.KVBudgetBytes = res.AvailableBytes
+	b.KVPoolBytes = min(res.KVPoolBytes, max(res.AvailableBytes, 0))
+	if res.MaxTotalNumTokens > 0 {
+		b.UnusedBytes = max(res.AvailableBytes-b.KVPoolBytes, 0)
+	}
+}
+
+// memory is the resolved memory readings of one rank.
+type memory struct {
+	pre, post, weights int64
+	source             weights.Source
+	notes              []string
+}
+
+func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runOpts) (memory, error) {
+	spec := m.Spec
+	var mm memory
+	world := tp * pp
+	mm.pre = int64(req.PreLoadFreeMemory)
+	if mm.pre == 0 {
+		mm.pre = sglang.PreLoadFreeBytes(g.MemoryMiB, world)
+		if req.PostLoadFreeMemory == 0 {
+			mm.notes = append(mm.notes, overheadNote(world))
+		}
+	}
+	if mm.pre <= 0 {
+		return mm, fieldErr("gpu_memory", "the GPU has no memory left after the runtime overhead")
+	}
+	if int64(req.PreLoadFreeMemory) > g.MemoryBytes() && g.MemoryBytes() > 0 {
+		return mm, fieldErr("pre_load_free_memory", "%s exceeds the GPU's total memory %s", req.PreLoadFreeMemory, units.Size(g.MemoryBytes()))
+	}
+	switch {
+	case req.PostLoadFreeMemory > 0:
+		mm.post = int64(req.PostLoadFreeMemory)
+		if mm.post > mm.pre {
+			return mm, fieldErr("post_load_free_memory", "%s exceeds the free memory before weight load %s", req.PostLoadFreeMemory, units.Size(mm.pre))
+		}
+		mm.weights, mm.source = mm.pre-mm.post, weights.Measured
+		if req.WeightsMemory > 0 {
+			mm.notes = append(mm.notes, "weights_memory ignored: the measured free-memory readings already include the weights")
+		}
+		return mm, nil
+	case req.WeightsMemory > 0:
+		mm.weights, mm.source = int64(req.WeightsMemory), weights.Given
+	default:
+		w, src, err := weightsPerRank(m, tp, pp)
+		if err != nil {
+			return mm, err
+		}
+		mm.weights, mm.source = w, src
+		if src == weights.Estimated && spec.Multimodal {
+			mm.notes = append(mm.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
+		}
+		if src == weights.Estimated {
+			mm.notes = append(mm.notes, o.weightsNote(w))
+		}
+	}
+	mm.post = mm.pre - mm.weights
+	if mm.post < 0 {
+		mm.post = 0
+	}
+	return mm, nil
+}
+
+// overheadNotes are the modelled-overhead notes of one rank and of more
+// than one (sglang.RuntimeOverheadMiB has two values), built once.
+var overheadNotes = sync.OnceValue(func() [2]string {
+	var out [2]string
+	for i, world := range []int{1, 2} {
+		out[i] = fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.RuntimeOverheadMiB(world))
+	}
+	return out
+})
+
+func overheadNote(world int) string {
+	if world > 1 {
+		return overheadNotes()[1]
+	}
+	return overheadNotes()[0]
+}
