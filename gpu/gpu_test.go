@@ -81,4 +81,3 @@ func TestCatalogConsistent(t *testing.T) {
 		}
 	}
 }
-
