@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 )
 
@@ -14,30 +13,9 @@ func gb(n int64) string { return string(appendGB(nil, n)) }
 // appendGB appends gb(n) to b (strconv's 'f' formatting is fmt's %.2f).
 func appendGB(b []byte, n int64) []byte { return strconv.AppendFloat(b, float64(n)/gib, 'f', 2, 64) }
 
-// storeBytes is the bytes of n elements in the pool's storage (data only;
-// fp4 packs two elements per byte).
-func (c *Configurator) storeBytes(n int64) int64 {
-	if c.kv.DType == dtype.FP4E2M1x2 {
-		return n / 2
-	}
-	return n * int64(c.kv.Store.Size())
-}
-
-// mhaSizes returns the K and V bytes of an MHA pool of size tokens over
-// layers layers with heads × (dk, dv), counting the page of padding rows.
-func (c *Configurator) mhaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
-	rows := size + int64(c.d.PageSize)
-	if f := c.kv.Format; sizing.RealLayout(f) {
-		// Grouped-int pools: each row's data plus its group scales.
-		return rows * f.Bytes(int64(heads*dk)) * int64(layers), rows * f.Bytes(int64(heads*dv)) * int64(layers)
-	}
-	k = c.storeBytes(rows*int64(heads)*int64(dk)) * int64(layers)
-	v = c.storeBytes(rows*int64(heads)*int64(dv)) * int64(layers)
-	return k, v
-}
-
-// swaSizes is mhaSizes for SWAKVPool's sub-pools, which use the plain MHA
-// class even for FP4 (one uint8 per element, §g.5).
+// swaSizes returns the K and V bytes of one of SWAKVPool's sub-pools of
+// size tokens (plus a page of padding rows), which use the plain MHA class
+// even for FP4 (one uint8 per element, §g.5).
 func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
 	rows := size + int64(c.d.PageSize)
 	if f := c.kv.Format; sizing.RealLayout(f) {
@@ -101,17 +79,10 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
 	case a.MLA:
 		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
-		dim := int64(a.MLAKVCacheDim())
-		var kv int64
-		switch {
-		case a.DSAFP8Row:
-			kv = rows * dim * int64(a.Layers) // bytes row
-		default:
-			kv = c.storeBytes(rows*dim) * int64(a.Layers)
-		}
+		pt, _ := a.PerToken() // a was validated when the cell was computed
+		kv := rows * pt.KRow()
 		if a.DSA {
-			idx := int64(a.IndexHeadDim + a.IndexHeadDim/128*4)
-			res.IndexerBytes = rows * idx * int64(a.Layers)
+			res.IndexerBytes = rows * pt.Indexer / int64(max(a.IndexerRatio, 1)*max(a.DCP, 1))
 		}
 		res.KSizeBytes = kv
 		b := make([]byte, 0, 80)
@@ -121,7 +92,9 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 		b = appendGB(b, kv)
 		logs = append(logs, string(append(b, " GB"...)))
 	default:
-		k, v := c.mhaSizes(res.MaxTotalNumTokens, a.Layers, a.KVHeads, a.HeadDim, a.VHeadDim)
+		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
+		pt, _ := a.PerToken() // a was validated when the cell was computed
+		k, v := rows*pt.KRow(), rows*pt.VRow()
 		res.KSizeBytes, res.VSizeBytes = k, v
 		logs = append(logs, kvLine(res.MaxTotalNumTokens, k, v))
 	}

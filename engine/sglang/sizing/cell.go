@@ -97,13 +97,8 @@ func (a Attention) validate() error {
 // speculative scaling: MHA (§c.2) with the scale terms of a.Format, or
 // MLA/DSA (§c.3).
 func (a Attention) Cell() (int64, error) {
-	if err := a.validate(); err != nil {
-		return 0, err
-	}
-	if a.MLA || a.DSA {
-		return a.mlaCell(), nil
-	}
-	return a.mhaCell(), nil
+	p, err := a.PerToken()
+	return p.Total(), err
 }
 
 // Storage layouts of a KV format, as the cell budgets them.
@@ -139,39 +134,104 @@ func blockScales(f dtype.Format, n int64) int64 {
 	return n * int64(f.ScaleBytes) / int64(f.BlockSize)
 }
 
-func (a Attention) mhaCell() int64 {
-	h, dk, dv, l, s := int64(a.KVHeads), int64(a.HeadDim), int64(a.VHeadDim), int64(a.Layers), int64(a.ElementSize)
-	f := a.Format
-	cell := h * (dk + dv) * l * s
-	switch layoutOf(f) {
-	case fp4Layout:
-		// Packed nibbles (cell//2), the scales of K and of V (SGLang:
-		// (H·D_k·L·2·s)//16, one uint8 per 16 elements), plus the shared
-		// FP8 dequant workspace of one layer ([V3]).
-		cell = cell*int64(f.ElementBits)/8 + blockScales(f, h*dk*l*2*s)
-		cell += h * dk * 2 * s
-	case blockFP8Layout:
-		cell += blockScales(f, h*(dk+dv)*l) // SGLang: (H·(D_k+D_v)·L)//32
-	case groupedLayout:
-		// Each K and V row (H·D elements) with its group scales.
-		cell = l * (f.Bytes(h*dk) + f.Bytes(h*dv))
-	}
-	return cell
+// PerToken is what one token costs on one rank of one PP stage, all the
+// stage's full-attention layers together, split by what the bytes hold.
+// It is the one formula per layer kind: the budget (Cell is Total), the
+// allocation log lines (K and V sizes are rows × KRow and VRow) and the
+// pool tests all read it.
+type PerToken struct {
+	// K and V are the data bytes of the K and V rows (MLA: the latent row in
+	// K, V zero; fp4: packed nibbles).
+	K int64 `json:"k"`
+	V int64 `json:"v"`
+	// KScales and VScales are the block or group scales of K and V. For
+	// the FP4 formats SGLang budgets one combined term, held in KScales.
+	KScales int64 `json:"k_scales"`
+	VScales int64 `json:"v_scales"`
+	// ScalesInRow is true when the scales live inside the K and V buffers
+	// (the grouped-int layouts), so the allocation log counts them; FP4 and
+	// MXFP8 keep them in buffers of their own.
+	ScalesInRow bool `json:"scales_in_row,omitempty"`
+	// Indexer is the DSA lightning-indexer cache.
+	Indexer int64 `json:"indexer"`
+	// Workspace is the FP4 dequant workspace of one layer, budgeted per
+	// token.
+	Workspace int64 `json:"workspace"`
 }
 
-func (a Attention) mlaCell() int64 {
+// Total is the budgeted bytes per token: every part.
+func (p PerToken) Total() int64 {
+	return p.K + p.V + p.KScales + p.VScales + p.Indexer + p.Workspace
+}
+
+// KRow and VRow are the bytes per token the allocation log counts in the
+// K and V buffers.
+func (p PerToken) KRow() int64 {
+	if p.ScalesInRow {
+		return p.K + p.KScales
+	}
+	return p.K
+}
+
+// VRow is KRow for V.
+func (p PerToken) VRow() int64 {
+	if p.ScalesInRow {
+		return p.V + p.VScales
+	}
+	return p.V
+}
+
+// PerToken returns the stage's per-token breakdown before speculative
+// scaling: MHA with the scale terms of a.Format, or MLA/DSA.
+func (a Attention) PerToken() (PerToken, error) {
+	if err := a.validate(); err != nil {
+		return PerToken{}, err
+	}
+	if a.MLA || a.DSA {
+		return a.mlaPerToken(), nil
+	}
+	return a.mhaPerToken(), nil
+}
+
+func (a Attention) mhaPerToken() PerToken {
+	h, dk, dv, l, s := int64(a.KVHeads), int64(a.HeadDim), int64(a.VHeadDim), int64(a.Layers), int64(a.ElementSize)
+	f := a.Format
+	p := PerToken{K: h * dk * l * s, V: h * dv * l * s}
+	switch layoutOf(f) {
+	case fp4Layout:
+		// Packed nibbles ((K+V)//2 in one floor), the scales of K and of V
+		// (SGLang: (H·D_k·L·2·s)//16, one uint8 per 16 elements), plus the
+		// shared FP8 dequant workspace of one layer ([V3]).
+		data := (p.K + p.V) * int64(f.ElementBits) / 8
+		p.K = p.K * int64(f.ElementBits) / 8
+		p.V = data - p.K
+		p.KScales = blockScales(f, h*dk*l*2*s)
+		p.Workspace = h * dk * 2 * s
+	case blockFP8Layout:
+		p.KScales = blockScales(f, h*(dk+dv)*l) // SGLang: (H·(D_k+D_v)·L)//32
+	case groupedLayout:
+		// Each K and V row (H·D elements) with its group scales.
+		p.K, p.V = l*f.DataBytes(h*dk), l*f.DataBytes(h*dv)
+		p.KScales, p.VScales = l*f.ScaleBytesFor(h*dk), l*f.ScaleBytesFor(h*dv)
+		p.ScalesInRow = true
+	}
+	return p
+}
+
+func (a Attention) mlaPerToken() PerToken {
 	l, s := int64(a.Layers), int64(a.ElementSize)
 	if l < 0 {
 		l = 0
 	}
 	f := a.Format
 	dim := int64(a.MLAKVCacheDim())
-	cell := dim * l * s
+	p := PerToken{K: dim * l * s}
 	switch layoutOf(f) {
 	case fp4Layout:
-		cell = cell*int64(f.ElementBits)/8 + blockScales(f, int64(a.KVLoraRank+a.QKRopeHeadDim))*l*s
+		p.K = p.K * int64(f.ElementBits) / 8
+		p.KScales = blockScales(f, int64(a.KVLoraRank+a.QKRopeHeadDim)) * l * s
 	case groupedLayout:
-		cell = l * f.Bytes(dim)
+		p.K, p.KScales, p.ScalesInRow = l*f.DataBytes(dim), l*f.ScaleBytesFor(dim), true
 	}
 	if a.DSA {
 		ratio := int64(a.IndexerRatio)
@@ -183,9 +243,9 @@ func (a Attention) mlaCell() int64 {
 			dcp = 1
 		}
 		idx := int64(a.IndexHeadDim)
-		cell += (idx + idx/128*4) * l * ratio * dcp
+		p.Indexer = (idx + idx/128*4) * l * ratio * dcp
 	}
-	return cell
+	return p
 }
 
 // ScaleEAGLE applies the EAGLE/STANDALONE draft budget (§c.5):
