@@ -41,28 +41,49 @@ type Model struct {
 
 // parsed caches the catalog's parsed entries: the embedded configs never
 // change, so each is parsed at most once per process.
-var parsed sync.Map // lower-case HF id → *Model
+var parsed sync.Map // HF id → *Model
+
+// byRef remembers the references Open resolved to a catalog entry or an
+// HF cache snapshot (both immutable), so that the next Open of the same
+// reference does no file-system call at all.
+var byRef sync.Map // reference as given → *Model
 
 // Open resolves a model reference in this order: an existing config.json
 // or model directory, a catalog name, an HF id ("org/name[@revision]") in
 // the local HuggingFace cache (never the network). A reference that looks
 // like a path (starts with "/", "./", "../" or "~", or ends in ".json") is
 // only read as a path. Unknown names get an error listing close catalog
-// names. Catalog entries are parsed once per process.
+// names.
+//
+// Catalog entries are parsed once per process, and a reference that
+// resolved to a catalog entry or an HF cache snapshot is remembered: later
+// calls with it touch no file (a directory of the same name created later
+// in the same process is not noticed). Files and directories are read on
+// every call.
 func Open(ref string) (*Model, error) {
 	if strings.TrimSpace(ref) == "" {
 		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
 	}
+	if m, ok := byRef.Load(ref); ok {
+		return m.(*Model), nil
+	}
 	if _, err := os.Stat(ref); err == nil || looksLikePath(ref) {
 		return openPath(ref, SourceFile) // a path reports its own stat error
 	}
+	var m *Model
+	var err error
 	if e, ok := lookup(ref); ok {
-		return openEntry(e)
+		m, err = openEntry(e)
+	} else if snap, serr := CachedSnapshot(ref); serr == nil {
+		m, err = openPath(snap, SourceHFCache)
+	} else {
+		return nil, unknownRef(ref)
 	}
-	if snap, err := CachedSnapshot(ref); err == nil {
-		return openPath(snap, SourceHFCache)
+	if err != nil {
+		return nil, err
 	}
-	return nil, unknownRef(ref)
+	byRef.Store(ref, m)
+	return m, nil
 }
 
 // Inline parses a config given as bytes; name only names it ("inline-config"
