@@ -72,7 +72,7 @@ scale code and the payload bytes in memory order.`,
 			}
 			res, err := runQuant(c, name, cmd.InOrStdin())
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &exitError{code: 2, err: err}
 			}
 			w := cmd.OutOrStdout()
 			if ok, err := writeStructured(w, output, res); ok {

@@ -118,7 +118,7 @@ out of the other columns.`,
 			} else {
 				x, bf, source, err = loadKVTensor(input, tensor)
 				if err != nil {
-					return &exitError{code: 1, err: err}
+					return &exitError{code: 2, err: err}
 				}
 			}
 			if bf != nil {
@@ -129,7 +129,7 @@ out of the other columns.`,
 			}
 			n := len(x) / 64 * 64
 			if n == 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%s: %d elements; need at least 64", source, len(x))}
+				return &exitError{code: 2, err: fmt.Errorf("%s: %d elements; need at least 64", source, len(x))}
 			}
 			rep := quantErrorReport{Source: source, Elements: n}
 			for i, c := range codecs {

@@ -76,12 +76,15 @@ func TestQuantCmdTableAndErrors(t *testing.T) {
 		code  int
 		msg   string
 	}{
-		{"short block", "1 2 3", []string{"quant", "--dtype", "nvfp4"}, 1, "needs exactly 16"},
-		{"bad value", "1 two", []string{"quant", "--dtype", "bf16"}, 1, `bad value "two"`},
-		{"empty", "", []string{"quant", "--dtype", "bf16"}, 1, "no values"},
+		{"short block", "1 2 3", []string{"quant", "--dtype", "nvfp4"}, 2, "needs exactly 16"},
+		{"bad value", "1 two", []string{"quant", "--dtype", "bf16"}, 2, `bad value "two"`},
+		{"empty", "", []string{"quant", "--dtype", "bf16"}, 2, "no values"},
 		{"unknown dtype", "1", []string{"quant", "--dtype", "fp7"}, 2, "unknown codec"},
 		{"bad overflow", "1", []string{"quant", "--dtype", "fp8_e4m3", "--overflow", "wrap"}, 2, "overflow policy"},
-		{"missing dtype", "1", []string{"quant"}, 1, "dtype"},
+		{"missing dtype", "1", []string{"quant"}, 2, "dtype"},
+		{"unknown flag", "1", []string{"quant", "--format", "x"}, 2, "unknown flag"},
+		{"too many args", "", []string{"plan", "a", "b"}, 2, "accepts at most 1 arg"},
+		{"unknown command", "", []string{"plann"}, 2, "unknown command"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,8 +181,8 @@ func TestQuantErrorFiles(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs, code := runCLI(t, "", append([]string{"quant-error"}, tc.args...)...)
-			if code != 1 || !strings.Contains(errs, tc.msg) {
-				t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, tc.msg)
+			if code != 2 || !strings.Contains(errs, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want 2 (bad input) and %q", code, errs, tc.msg)
 			}
 		})
 	}

@@ -27,9 +27,41 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return ee.code
 		}
 		fmt.Fprintln(stderr, "kvcfg:", err)
+		if usageError(err) {
+			return 2
+		}
 		return 1
 	}
 	return 0
+}
+
+// usageError reports the errors cobra itself returns for a command line it
+// cannot take (an unknown command, a required flag missing): bad input, so
+// exit status 2 like every other input problem.
+func usageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command ", "required flag(s) ", "unknown flag: ", "unknown shorthand flag: "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// argsAreInput makes every command's positional-argument check report
+// bad input (exit status 2), recursively.
+func argsAreInput(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreInput(sub)
+	}
 }
 
 // NewRootCommand builds the kvcfg command tree writing to the given streams.
@@ -40,12 +72,16 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A flag that does not parse or does not exist is bad input on every
+	// command: exit status 2 (subcommands inherit this).
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, mk := range commands {
 		root.AddCommand(mk())
 	}
+	argsAreInput(root)
 	return root
 }
 
