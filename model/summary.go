@@ -14,16 +14,20 @@ type Summary struct {
 	NumLayers    int    `json:"num_layers"`
 	HiddenSize   *int   `json:"hidden_size"`
 	// AttentionKind is mha, mla or dsa; null for a model without attention layers.
-	AttentionKind     *AttentionKind `json:"attention_kind"`
-	NumAttentionHeads *int           `json:"num_attention_heads"`
-	NumKVHeads        *int           `json:"num_kv_heads"`
-	HeadDim           *int           `json:"head_dim"`
-	VHeadDim          *int           `json:"v_head_dim"`
-	KVLoraRank        *int           `json:"kv_lora_rank"`
-	QKRopeHeadDim     *int           `json:"qk_rope_head_dim"`
-	QKNopeHeadDim     *int           `json:"qk_nope_head_dim"`
-	IndexHeadDim      *int           `json:"index_head_dim"`
-	IndexTopK         *int           `json:"index_topk"`
+	AttentionKind *AttentionKind `json:"attention_kind"`
+	// Attention is AttentionLabel: mha, gqa, mqa, mla, dsa or none.
+	Attention string `json:"attention"`
+	// KVBytesPerToken is KVBytesPerToken in the model dtype (0: none).
+	KVBytesPerToken   int64 `json:"kv_bytes_per_token"`
+	NumAttentionHeads *int  `json:"num_attention_heads"`
+	NumKVHeads        *int  `json:"num_kv_heads"`
+	HeadDim           *int  `json:"head_dim"`
+	VHeadDim          *int  `json:"v_head_dim"`
+	KVLoraRank        *int  `json:"kv_lora_rank"`
+	QKRopeHeadDim     *int  `json:"qk_rope_head_dim"`
+	QKNopeHeadDim     *int  `json:"qk_nope_head_dim"`
+	IndexHeadDim      *int  `json:"index_head_dim"`
+	IndexTopK         *int  `json:"index_topk"`
 	// SlidingWindow is the configured window; EngineSlidingWindow the one
 	// SGLang's model code reports. Null without sliding layers.
 	SlidingWindow       *int `json:"sliding_window"`
@@ -56,6 +60,8 @@ func (s *Spec) Summary() Summary {
 	nFull, nSWA := s.CountLayers(FullAttention), s.CountLayers(SlidingAttention)
 	sum := Summary{
 		Name:                     s.Name,
+		Attention:                s.AttentionLabel(),
+		KVBytesPerToken:          s.KVBytesPerToken(s.ModelDType.Size()),
 		Architecture:             s.Architecture,
 		ModelType:                s.ModelType,
 		NumLayers:                s.NumLayers,
@@ -145,4 +151,47 @@ func (s *Spec) SWAVDim() int {
 // KVLayers is the number of layers that keep per-token KV (full plus sliding).
 func (s *Spec) KVLayers() int {
 	return s.CountLayers(FullAttention) + s.CountLayers(SlidingAttention)
+}
+
+// AttentionLabel names the model's attention as operators say it: "mha"
+// (as many KV heads as query heads), "gqa" (fewer, more than one), "mqa"
+// (one KV head), "mla" or "dsa" for the latent kinds, and "none" for a
+// model without attention layers (pure Mamba).
+func (s *Spec) AttentionLabel() string {
+	if s.CountLayers(FullAttention)+s.CountLayers(SlidingAttention) == 0 && len(s.LayerKinds) > 0 {
+		return "none"
+	}
+	switch {
+	case s.Attention == MLA || s.Attention == DSA:
+		return string(s.Attention)
+	case s.NumKVHeads == 1:
+		return "mqa"
+	case s.NumKVHeads > 0 && s.NumAttentionHeads > s.NumKVHeads:
+		return "gqa"
+	}
+	return "mha"
+}
+
+// KVBytesPerToken is the model's raw KV cost of one token on one GPU with
+// elemBytes-byte elements: every full and sliding layer's K and V rows
+// (MLA and DSA: the latent row), before any engine's page, scale or
+// window rules. Linear-attention state is per request and not counted.
+func (s *Spec) KVBytesPerToken(elemBytes int) int64 {
+	e := int64(elemBytes)
+	full, swa := int64(s.CountLayers(FullAttention)), int64(s.CountLayers(SlidingAttention))
+	if len(s.LayerKinds) == 0 {
+		full = int64(s.NumLayers)
+	}
+	if s.Attention == MLA || s.Attention == DSA {
+		return (full + swa) * int64(s.KVLoraRank+s.QKRopeHeadDim) * e
+	}
+	vdim := s.VHeadDim
+	if vdim == 0 {
+		vdim = s.HeadDim
+	}
+	b := full * int64(s.NumKVHeads) * int64(s.HeadDim+vdim) * e
+	if swa > 0 {
+		b += swa * int64(s.SWAKVHeads()) * int64(s.SWAKDim()+s.SWAVDim()) * e
+	}
+	return b
 }

@@ -222,7 +222,7 @@ var modelList = sync.OnceValue(func() []ModelSummary {
 			m.NumLayers = spec.NumLayers
 			m.NumKVHeads = spec.NumKVHeads
 			m.HeadDim = spec.HeadDim
-			m.Attention = string(spec.Attention)
+			m.Attention = spec.AttentionLabel()
 			m.ContextLength = spec.ContextLength
 			m.ParamsTotal = spec.Params.Total
 		}

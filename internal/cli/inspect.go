@@ -73,13 +73,12 @@ func writeSummaryTable(w io.Writer, s model.Summary) error {
 	row("architecture", s.Architecture)
 	row("model type", s.ModelType)
 	row("layers", layerBreakdown(s))
-	kind := "-"
-	if s.AttentionKind != nil {
-		kind = string(*s.AttentionKind)
-	}
-	row("attention", kind)
+	row("attention", s.Attention)
 	row("attention heads", opt(s.NumAttentionHeads))
 	row("kv heads", opt(s.NumKVHeads))
+	if s.KVBytesPerToken > 0 {
+		row("kv bytes per token", group(s.KVBytesPerToken)+" (K+V of all attention layers on one GPU in the model dtype, before engine rules)")
+	}
 	row("head dim (k/v)", opt(s.HeadDim)+" / "+opt(s.VHeadDim))
 	if s.KVLoraRank != nil {
 		row("mla kv_lora_rank", opt(s.KVLoraRank))
