@@ -205,9 +205,12 @@ func (c *Configurator) Reset(in Input) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
-	prof, err := ResolveProfile(in.Version)
-	if err != nil {
-		return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest"}
+	prof := c.prof // a sweep resolves the same version again and again
+	if prof.Era == "" || prof.Version != in.Version {
+		var err error
+		if prof, err = ResolveProfile(in.Version); err != nil {
+			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the default profile"}
+		}
 	}
 	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
 	s := in.Spec
@@ -318,6 +321,7 @@ func (c *Configurator) Reset(in Input) error {
 		req.KVCacheQuantAlgo = s.Quant.KVCacheQuantAlgo
 	}
 	var kv KVResolution
+	var err error
 	if in.KV != nil {
 		kv = *in.KV
 		if kv.ElementSize <= 0 {

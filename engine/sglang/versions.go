@@ -47,7 +47,8 @@ const (
 // Eras lists the eras, oldest first.
 func Eras() []Era { return []Era{Era04, Era048, Era053, Era0510, EraLatest} }
 
-// DefaultEra is the era a plan without a version uses.
+// DefaultEra is the era a plan without a version uses. It stays the 0.5.3
+// rules the repository's golden reports pin; EraLatest is "latest"/"main".
 const DefaultEra = Era053
 
 // Profile is the SGLang release a plan is sized for: the era's rules plus
@@ -207,6 +208,10 @@ var versionGates = []struct {
 	{v(0, 4, 9), func(r *rules) { r.vlmAdjust, r.hybridSWA, r.kvLineTokens = true, true, true }},
 }
 
+// defaultProfile is ResolveProfile(""), built once.
+var defaultProfile = Profile{Era: DefaultEra, rules: eraRules(DefaultEra, nil),
+	Reason: fmt.Sprintf("no --sglang-version: sized with the default %s profile (%s)", DefaultEra, eraSpan(DefaultEra))}
+
 // ResolveProfile maps a version string to a profile. "" gives DefaultEra;
 // "latest", "main" and "nightly" give EraLatest; an era's own name gives
 // that era; any other version maps to the era whose releases include it.
@@ -215,8 +220,7 @@ func ResolveProfile(version string) (Profile, error) {
 	s := strings.ToLower(strings.TrimSpace(version))
 	switch s {
 	case "":
-		return Profile{Era: DefaultEra, rules: eraRules(DefaultEra, nil),
-			Reason: fmt.Sprintf("no --sglang-version: sized with the newest SGLang profile (%s)", DefaultEra)}, nil
+		return defaultProfile, nil
 	case "latest", "main", "nightly":
 		return Profile{Era: EraLatest, Version: version, rules: eraRules(EraLatest, nil),
 			Reason: fmt.Sprintf("SGLang %s is sized with the %s profile", s, EraLatest)}, nil

@@ -308,3 +308,22 @@ func TestBadVersionIsAFixError(t *testing.T) {
 		t.Fatalf("err %v, want a --sglang-version FixError wrapping ErrUnknownVersion", err)
 	}
 }
+
+// Reset resolves the version of each input, reusing the last profile only
+// for the same version.
+func TestResetFollowsVersion(t *testing.T) {
+	var c sglang.Configurator
+	for _, ver := range []string{"", "0.4.3", "0.4.3", "latest", "0.4.9", ""} {
+		in := sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: gibBytes(60), Version: ver}
+		fresh, err := sglang.New(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Reset(in); err != nil {
+			t.Fatal(err)
+		}
+		if c.Profile().Era != fresh.Profile().Era || c.Profile().Reason != fresh.Profile().Reason || c.Derived() != fresh.Derived() {
+			t.Errorf("%q: reused %s %+v, fresh %s %+v", ver, c.Profile().Era, c.Derived(), fresh.Profile().Era, fresh.Derived())
+		}
+	}
+}
