@@ -105,6 +105,12 @@ type ServerArgs struct {
 	MambaSSMDType             string
 	// SWAEvictionInterval is SGLANG_SWA_EVICTION_INTERVAL (128 when 0).
 	SWAEvictionInterval int
+	// AttentionBackend is --attention-backend ("" = SGLang's default
+	// choice for the platform and model, see DefaultAttentionBackend).
+	AttentionBackend string
+	// DisablePiecewiseCudaGraph is --disable-piecewise-cuda-graph: no
+	// prefill CUDA-graph reserve where the profile captures them by default.
+	DisablePiecewiseCudaGraph bool
 }
 
 // Hardware is what the configurator needs to know about the GPU.
@@ -137,6 +143,9 @@ type Input struct {
 	// KV, when set, is an already resolved KV cache dtype; New then skips
 	// resolving Args.KVCacheDType itself.
 	KV *KVResolution
+	// Version is the SGLang release to size for ("0.4.7", "0.5.3rc0",
+	// "latest"); "" = the newest profile (see ResolveProfile).
+	Version string
 }
 
 // Derived are the server-args values after SGLang's defaults.
@@ -173,6 +182,8 @@ type Configurator struct {
 	ssmDT   dtype.DType
 	dsaFP8  bool
 	attnMLA bool
+	prof    Profile
+	backend string
 }
 
 // New validates the input, derives SGLang's server-args defaults and
@@ -194,7 +205,14 @@ func (c *Configurator) Reset(in Input) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
-	*c = Configurator{in: in, notes: c.notes[:0]}
+	prof := c.prof // a sweep resolves the same version again and again
+	if prof.Era == "" || prof.Version != in.Version {
+		var err error
+		if prof, err = ResolveProfile(in.Version); err != nil {
+			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the default profile"}
+		}
+	}
+	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
 	s := in.Spec
 	a := in.Args
 	p := in.Parallel
@@ -247,13 +265,22 @@ func (c *Configurator) Reset(in Input) error {
 		}
 	}
 
+	// Attention backend (--attention-backend or SGLang's default choice).
+	if err := c.resolveBackend(); err != nil {
+		return err
+	}
+
 	// Hybrid SWA and mambaish detection (§a.4, §a.7, k.10).
 	d.Mambaish = s.Linear != nil
 	d.HybridSWA = s.HybridSWAPool && !a.DisableHybridSWAMemory
 	gptOSS := strings.HasPrefix(s.Architecture, "GptOss")
-	if d.HybridSWA && gptOSS && blackwell {
+	if d.HybridSWA && !c.prof.hybridSWA {
 		d.HybridSWA = false
-		c.notes = append(c.notes, "GPT-OSS on Blackwell uses the trtllm_mha backend, which disables the hybrid SWA pool (full-size pool)")
+		c.notes = append(c.notes, "this SGLang release has no hybrid sliding-window pool (0.4.9 added it): full-size pool")
+	}
+	if d.HybridSWA && gptOSS && c.backend == BackendTRTLLMMHA {
+		d.HybridSWA = false
+		c.notes = append(c.notes, "GPT-OSS with the trtllm_mha backend disables the hybrid SWA pool (full-size pool)")
 	}
 	if d.HybridSWA {
 		d.SWAWindow = c.window()
@@ -327,17 +354,15 @@ func (c *Configurator) Reset(in Input) error {
 		d.PageSize = 64
 	case s.Attention == model.DSA:
 		d.PageSize = 1
-	case d.PageSize == 0 && s.Attention == model.MLA && blackwell:
-		d.PageSize = 64 // trtllm_mla
-	case d.PageSize == 0 && gptOSS && blackwell:
-		d.PageSize = 64 // trtllm_mha
+	default:
+		d.PageSize = c.backendPageSize(d.PageSize)
 	}
 	if d.PageSize == 0 {
 		d.PageSize = 1
 	}
 
 	// Server-args memory defaults (§d.1, k.2).
-	tier := DefaultTier(in.Hardware.MemoryMiB, p.TP)
+	tier := c.prof.Tier(in.Hardware.MemoryMiB, p.TP)
 	d.ChunkedPrefillSize = a.ChunkedPrefillSize
 	if d.ChunkedPrefillSize == 0 {
 		d.ChunkedPrefillSize = tier.ChunkedPrefillSize
@@ -353,22 +378,29 @@ func (c *Configurator) Reset(in Input) error {
 	d.MemFractionStatic = a.MemFractionStatic
 	if d.MemFractionStatic == 0 {
 		d.MemFractionDerived = true
-		d.MemFractionStatic = DefaultMemFraction(MemFractionInput{
+		d.MemFractionStatic = c.prof.MemFraction(MemFractionInput{
 			GPUMemoryMiB: in.Hardware.MemoryMiB, TPSize: p.TP, PPSize: p.PP, DPSize: p.DP,
 			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
 			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: d.CudaGraphMaxBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
+			MLA: c.attnMLA, DisablePrefillGraph: a.DisablePiecewiseCudaGraph,
 		})
-		if s.Multimodal && !in.NoVisionConfig {
+		if s.Multimodal && !in.NoVisionConfig && c.prof.vlmAdjust {
 			f := VLMMemFractionFactor(in.VisionLayers, in.VisionHidden)
 			d.MemFractionStatic *= f
 			c.notes = append(c.notes, fmt.Sprintf("multimodal model: mem_fraction_static scaled by %.4f for the vision tower (SGLang adjust_mem_fraction_for_vlm)", f))
 		}
 	}
-	if platform == "hip" && d.ContextLength > 8192 {
-		// The aiter attention backend (ROCm default) scales the fraction,
-		// a user-supplied one included (§d.1, §g.12).
+	if s.Multimodal && !c.prof.vlmAdjust {
+		// Before 0.4.9 the model runner scaled every fraction of a
+		// multimodal model by 0.90, a user-supplied one included.
+		d.MemFractionStatic *= 0.90
+		c.notes = append(c.notes, fmt.Sprintf("multimodal model: mem_fraction_static scaled by 0.90 to %.4f (SGLang before 0.4.9)", d.MemFractionStatic))
+	}
+	if c.aiterScales() {
+		// aiter scales the fraction, a user-supplied one included (§d.1,
+		// §g.12); other backends (triton, dcu_mla) never do.
 		d.MemFractionStatic *= 0.85
-		c.notes = append(c.notes, fmt.Sprintf("ROCm aiter attention with context length %d above 8192: mem_fraction_static scaled by 0.85 to %.4f", d.ContextLength, d.MemFractionStatic))
+		c.notes = append(c.notes, fmt.Sprintf("aiter attention with context length %d above 8192: mem_fraction_static scaled by 0.85 to %.4f", d.ContextLength, d.MemFractionStatic))
 	}
 	if p.EnableDPAttention && p.DP > 1 && d.ChunkedPrefillSize > 0 {
 		d.ChunkedPrefillSize /= p.DP

@@ -384,6 +384,7 @@ func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {
 	return MaxReqsInput{
 		TokenCapacity: tokens, ContextLen: c.d.ContextLength, MaxRunningRequests: c.in.Args.MaxRunningRequests,
 		AttnDP: c.in.Parallel.AttnDP(), Mambaish: c.d.Mambaish, MaxMambaCacheSize: mambaSlots, MambaRatio: c.d.MambaSlotRatio,
+		ReqPoolPlusOne: c.prof.reqPoolPlusOne,
 	}
 }
 
@@ -598,6 +599,8 @@ type MaxReqsInput struct {
 	Mambaish           bool
 	MaxMambaCacheSize  int64
 	MambaRatio         int
+	// ReqPoolPlusOne is the rule of SGLang before 0.5.3 (resolveMaxNumReqsPool).
+	ReqPoolPlusOne bool
 }
 
 // ErrNoRequests reports a configuration that can run no request at all.
@@ -612,10 +615,13 @@ func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
 	est = max(min(est, 4096), 2048)
 	dp := int64(max(in.AttnDP, 1))
 	var n, requested int64
-	if in.MaxRunningRequests > 0 {
+	switch {
+	case in.ReqPoolPlusOne:
+		n, requested = resolveMaxNumReqsPool(in, est)
+	case in.MaxRunningRequests > 0:
 		requested = int64(in.MaxRunningRequests) / dp
 		n = min(requested, in.TokenCapacity/2)
-	} else {
+	default:
 		n = min(est, in.TokenCapacity/2)
 	}
 	capped := false
@@ -668,11 +674,12 @@ func (c *Configurator) maxChunkCapRequests(p stagePlan, budget int64) int {
 }
 
 // reading converts a free-memory reading to GiB as get_available_gpu_memory
-// does: with more than one rank the byte count goes through a float32
-// all-reduce (MIN), which rounds it to float32 precision (§g.13).
+// does: with more than one rank in the engine's world (TP × PP) the byte
+// count goes through a float32 all-reduce (MIN), which rounds it to
+// float32 precision (§g.13).
 func (c *Configurator) reading(bytes int64) float64 {
 	b := float64(bytes)
-	if c.in.Parallel.TP*c.in.Parallel.PP*max(c.in.Parallel.DP, 1) > 1 {
+	if c.distributedReading() {
 		b = float64(float32(b))
 	}
 	return b / gib

@@ -50,7 +50,15 @@ type MemFractionInput struct {
 	MaxPrefillTokens     int
 	CudaGraphMaxBS       int
 	SpeculativeAlgorithm string
+	// PiecewiseGraphTokens is the number of prefill (piecewise) CUDA-graph
+	// capture sizes; 0 = the profile's default (none before 0.5.10).
 	PiecewiseGraphTokens int
+	// MLA marks an MLA model (its prefill-graph reserve is fixed in the
+	// newest SGLang).
+	MLA bool
+	// DisablePrefillGraph is --disable-piecewise-cuda-graph: no prefill
+	// CUDA-graph reserve in the profiles that capture them by default.
+	DisablePrefillGraph bool
 }
 
 // UnknownGPUMemFraction is the default for a GPU of unknown memory.
@@ -140,4 +148,185 @@ func StageRanges(numLayers, pp int) [][2]int {
 		start += n
 	}
 	return out
+}
+
+// fractionByTP is the mem_fraction_static of SGLang 0.4.0–0.4.7: by
+// tensor-parallel size alone, whatever the GPU.
+func fractionByTP(in MemFractionInput) float64 {
+	switch tp := in.TPSize; {
+	case tp >= 16:
+		return 0.79
+	case tp >= 8:
+		return 0.81
+	case tp >= 4:
+		return 0.85
+	case tp >= 2:
+		return 0.87
+	}
+	return 0.88
+}
+
+// ReservedGiB is the activation/graph reserve (GiB) of SGLang
+// 0.4.7.post1–0.5.2: a tier by GPU memory and tp·pp, plus speculative
+// decoding (6 GiB STANDALONE, none NGRAM, else 2) and DP attention (4).
+func ReservedGiB(in MemFractionInput) float64 {
+	par := float64(max(in.TPSize, 1) * max(in.PPSize, 1))
+	var r float64
+	switch g := in.GPUMemoryMiB; {
+	case g < 35*1024:
+		r = 2.8 + par/10
+	case g < 90*1024:
+		r = 9.5 + par/2
+	case g < 160*1024:
+		r = 12 + par/2
+	default:
+		r = 32
+	}
+	switch alg := strings.ToUpper(in.SpeculativeAlgorithm); {
+	case alg == "" || alg == "NONE" || alg == "NGRAM" || alg == "LOOKAHEAD":
+	case alg == "STANDALONE":
+		r += 6
+	default:
+		r += 2
+	}
+	if in.EnableDPAttention {
+		r += 4
+	}
+	return r
+}
+
+// fractionGiBTiers is the mem_fraction_static of SGLang 0.4.7.post1–0.5.2:
+// round((gpu − reserve)/gpu, 3), 0.88 for an unknown GPU.
+func fractionGiBTiers(in MemFractionInput) float64 {
+	if in.GPUMemoryMiB <= 0 {
+		return UnknownGPUMemFraction
+	}
+	g := float64(in.GPUMemoryMiB)
+	return round3((g - ReservedGiB(in)*1024) / g)
+}
+
+// PrefillGraphSizes is the number of prefill (piecewise) CUDA-graph
+// capture sizes up to maxTokens: 4…32 by 4, 48…256 by 16, 288…512 by 32,
+// 576…1024 by 64, 1280…4096 by 256, then by 512.
+func PrefillGraphSizes(maxTokens int) int {
+	n := 0
+	steps := [][3]int{{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, maxTokens, 512}}
+	for _, s := range steps {
+		for x := s[0]; x <= s[1] && x <= maxTokens; x += s[2] {
+			n++
+		}
+	}
+	return n
+}
+
+// defaultPiecewiseMaxTokens is piecewise_cuda_graph_max_tokens' default in
+// SGLang 0.5.10–0.5.18.
+const defaultPiecewiseMaxTokens = 8192
+
+// fraction0510 is the 0.5.3 formula with the prefill (piecewise) CUDA
+// graphs SGLang 0.5.10 captures by default: 8 MiB per capture size.
+func fraction0510(in MemFractionInput) float64 {
+	if in.PiecewiseGraphTokens == 0 && !in.DisablePrefillGraph {
+		in.PiecewiseGraphTokens = PrefillGraphSizes(defaultPiecewiseMaxTokens)
+	}
+	return DefaultMemFraction(in)
+}
+
+// UnknownGPUMemFractionLatest is the newest SGLang's default for a GPU of
+// unknown memory.
+const UnknownGPUMemFractionLatest = 0.95
+
+// ReservedMiBLatest is the newest SGLang's reserve (handle_gpu_memory_settings):
+// 512 + 1.5·max(chunk or max_prefill, 2048) + tp·pp/8 GiB + the graph
+// reserve (decode batch·2, DP-attention padding, prefill graphs: 8 MiB a
+// capture size up to the chunk, 1.5 GiB for MLA), at least 10 GiB on GPUs
+// above 60 GiB.
+func ReservedMiBLatest(in MemFractionInput) float64 {
+	act := in.MaxPrefillTokens
+	if in.ChunkedPrefillSize > 0 {
+		act = in.ChunkedPrefillSize
+	}
+	reserved := 512 + 1.5*float64(max(act, 2048))
+	reserved += float64(max(in.TPSize, 1)*max(in.PPSize, 1)) / 8 * 1024
+	reserved += float64(in.CudaGraphMaxBS * 2)
+	if in.EnableDPAttention {
+		reserved += float64(in.CudaGraphMaxBS * in.DPSize * 3)
+		if in.CudaGraphMaxBS > 300 {
+			reserved += float64(in.CudaGraphMaxBS*in.DPSize) * 1.5
+		}
+	}
+	switch {
+	case in.DisablePrefillGraph:
+	case in.PiecewiseGraphTokens > 0:
+		reserved += float64(in.PiecewiseGraphTokens * 8)
+	case in.MLA:
+		reserved += 1.5 * 1024
+	default:
+		reserved += float64(PrefillGraphSizes(in.ChunkedPrefillSize) * 8)
+	}
+	if in.GPUMemoryMiB > 60*1024 {
+		reserved = math.Max(reserved, 10*1024)
+	}
+	return reserved
+}
+
+// fractionLatest is the newest SGLang's default mem_fraction_static.
+func fractionLatest(in MemFractionInput) float64 {
+	if in.GPUMemoryMiB <= 0 {
+		return UnknownGPUMemFractionLatest
+	}
+	g := float64(in.GPUMemoryMiB)
+	return round3((g - ReservedMiBLatest(in)) / g)
+}
+
+// tier04 is SGLang 0.4.0–0.4.7's chunked prefill and CUDA-graph defaults:
+// below 25,000 MiB 2048 and 8 (80 at TP ≥ 4), else 8192 and 160.
+func tier04(gpuMiB int64, tp int) Tier {
+	if gpuMiB > 0 && gpuMiB < 25000 {
+		if tp >= 4 {
+			return Tier{2048, 80}
+		}
+		return Tier{2048, 8}
+	}
+	return Tier{8192, 160}
+}
+
+// tier048 is SGLang 0.4.7.post1–0.5.2's: chunk 2048 below 35 GiB, 8192
+// below 160 GiB, else 16384 (4096 unknown); the CUDA-graph batch 8|80
+// below 35 GiB, else the capture list's top: 160, 256 above 96 GiB, 512
+// above 180,000 MiB.
+func tier048(gpuMiB int64, tp int) Tier {
+	switch {
+	case gpuMiB <= 0:
+		return Tier{4096, 160}
+	case gpuMiB < 35*1024:
+		if tp >= 4 {
+			return Tier{2048, 80}
+		}
+		return Tier{2048, 8}
+	}
+	chunk := 8192
+	if gpuMiB >= 160*1024 {
+		chunk = 16384
+	}
+	bs := 160
+	if gpuMiB > 96*1024 {
+		bs = 256
+	}
+	if gpuMiB > 180*1000 {
+		bs = 512
+	}
+	return Tier{chunk, bs}
+}
+
+// tierLatest is DefaultTier with the newest <35 GiB rung (chunk 4096,
+// batch 48|160, PR #37898).
+func tierLatest(gpuMiB int64, tp int) Tier {
+	if gpuMiB >= 20*1024 && gpuMiB < 35*1024 {
+		if tp >= 4 {
+			return Tier{4096, 160}
+		}
+		return Tier{4096, 48}
+	}
+	return DefaultTier(gpuMiB, tp)
 }

@@ -39,6 +39,20 @@ func kvLine(size, k, v int64) string {
 	return string(b)
 }
 
+// kvLine is the profile's MHA pool line: before 0.4.9 SGLang printed no
+// #tokens ("KV Cache is allocated. K size: %.2f GB, V size: %.2f GB.").
+func (c *Configurator) kvLine(size, k, v int64) string {
+	if c.prof.kvLineTokens {
+		return kvLine(size, k, v)
+	}
+	b := make([]byte, 0, 80)
+	b = append(b, "KV Cache is allocated. K size: "...)
+	b = appendGB(b, k)
+	b = append(b, " GB, V size: "...)
+	b = appendGB(b, v)
+	return string(append(b, " GB."...))
+}
+
 // poolLogs fills the K/V sizes of res and returns the pool allocation log
 // lines in SGLang's order (mamba, SWA sub-pool, full pool, SWA wrapper).
 func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
@@ -74,7 +88,7 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 		}
 		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
 		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
-		logs = append(logs, kvLine(res.SWAMaxTotalNumTokens, sk, sv), kvLine(res.FullMaxTotalNumTokens, fk, fv),
+		logs = append(logs, c.kvLine(res.SWAMaxTotalNumTokens, sk, sv), c.kvLine(res.FullMaxTotalNumTokens, fk, fv),
 			fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
 		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
 	case a.MLA:
@@ -86,17 +100,24 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 		}
 		res.KSizeBytes = kv
 		b := make([]byte, 0, 80)
-		b = append(b, "KV Cache is allocated. #tokens: "...)
-		b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
-		b = append(b, ", KV size: "...)
-		b = appendGB(b, kv)
-		logs = append(logs, string(append(b, " GB"...)))
+		if c.prof.kvLineTokens {
+			b = append(b, "KV Cache is allocated. #tokens: "...)
+			b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
+			b = append(b, ", KV size: "...)
+			b = appendGB(b, kv)
+			b = append(b, " GB"...)
+		} else {
+			b = append(b, "KV Cache is allocated. KV size: "...)
+			b = appendGB(b, kv)
+			b = append(b, " GB."...)
+		}
+		logs = append(logs, string(b))
 	default:
 		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
 		pt, _ := a.PerToken() // a was validated when the cell was computed
 		k, v := rows*pt.KRow(), rows*pt.VRow()
 		res.KSizeBytes, res.VSizeBytes = k, v
-		logs = append(logs, kvLine(res.MaxTotalNumTokens, k, v))
+		logs = append(logs, c.kvLine(res.MaxTotalNumTokens, k, v))
 	}
 	return logs
 }
