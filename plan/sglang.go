@@ -312,11 +312,11 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 }
 
 // overheadNotes are the modelled-overhead notes of one rank and of more
-// than one (sglang.RuntimeOverheadMiB has two values), built once.
+// than one (gpu.RuntimeOverheadMiB has two values), built once.
 var overheadNotes = sync.OnceValue(func() [2]string {
 	var out [2]string
 	for i, world := range []int{1, 2} {
-		out[i] = fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.RuntimeOverheadMiB(world))
+		out[i] = fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", gpu.RuntimeOverheadMiB(world))
 	}
 	return out
 })
