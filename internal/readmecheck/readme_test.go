@@ -119,7 +119,8 @@ func TestLibraryProgram(t *testing.T) {
 	// Offline: the module cache already holds every dependency (the
 	// repository's own build needed them); -mod=mod lets go add the
 	// requirements the replaced module brings.
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	build.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
+		"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("the README program does not build outside the module: %v\n%s\n--- go.mod\n%s--- main.go\n%s", err, out, gomod, program)
 	}
