@@ -38,8 +38,8 @@ func ExampleResolveKV() {
 	// nvfp4: nvfp4, torch float4_e2m1fn_x2, 1 B per element
 }
 
-// Spec §c.11 Ex.1: Llama-3.1-8B on an H100 that logged 78.50 GiB free
-// before loading the weights and 63.54 GiB after.
+// Worked example 1 (docs/sglang.md#ex1): Llama-3.1-8B on an H100 that
+// logged 78.50 GiB free before loading the weights and 63.54 GiB after.
 func ExampleNew() {
 	pre, _ := units.ParseSize("78.50GiB")
 	post, _ := units.ParseSize("63.54GiB")
