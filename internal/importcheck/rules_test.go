@@ -310,3 +310,70 @@ func TestRulesFire(t *testing.T) {
 		}
 	}
 }
+
+// docCell is how docs/ARCHITECTURE.md writes an import pattern: module
+// packages relative to the module, in backticks; "any kvcfg package" for
+// the whole module.
+func docCell(pattern string) string {
+	switch {
+	case pattern == library:
+		return library
+	case pattern == module+"/...":
+		return "any kvcfg package"
+	}
+	if r, ok := strings.CutPrefix(pattern, module+"/"); ok {
+		return "`" + r + "`"
+	}
+	return "`" + pattern + "`"
+}
+
+// TestRulesDocumented keeps the rule table of docs/ARCHITECTURE.md in step
+// with rules: each rule has a row whose first cell names its packages and
+// whose second names everything it denies and allows.
+func TestRulesDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Import rules\n")
+	if !ok {
+		t.Fatal("docs/ARCHITECTURE.md has no \"## Import rules\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	type row struct{ from, deny string }
+	var rows []row
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) >= 4 && !strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+			rows = append(rows, row{strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])})
+		}
+	}
+	documented := func(from []string, mentions ...string) bool {
+		cells := make([]string, len(from))
+		for i, f := range from {
+			cells[i] = docCell(f)
+		}
+		want := strings.Join(cells, ", ")
+		for _, r := range rows {
+			if r.from != want {
+				continue
+			}
+			all := true
+			for _, m := range mentions {
+				all = all && strings.Contains(r.deny, docCell(m))
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rules {
+		if !documented(r.From, append(slices.Clone(r.Deny), r.Allow...)...) {
+			t.Errorf("docs/ARCHITECTURE.md has no import-rule row for %v → %v (allowing %v)", r.From, r.Deny, r.Allow)
+		}
+	}
+	if !documented(own("engine/A/..."), own("engine/B/...")...) {
+		t.Error("docs/ARCHITECTURE.md has no row saying no engine imports another (engine/A/... → engine/B/...)")
+	}
+}
