@@ -9,8 +9,10 @@ package plan
 // engine's log lines and warnings (Logs), the per-rank budget (Breakdown),
 // the vLLM-only results (VLLM) and what to change when the engine would
 // refuse (Fix). Every field is promoted, so rep.MaxTotalNumTokens reads the
-// same as rep.Pools.MaxTotalNumTokens; the JSON form is flat (MarshalJSON),
-// with the keys in the order the groups are listed here.
+// same as rep.Pools.MaxTotalNumTokens. The JSON form is flat: the keys
+// follow the groups in this order, except the five MarshalJSON always
+// writes (the optional pool sizes as null, log lines and warnings as
+// arrays), which come last.
 //
 // WriteText and WriteMarkdown print a Report the way `kvcfg plan` does.
 type Report struct {
