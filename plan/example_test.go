@@ -3,6 +3,7 @@ package plan_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
@@ -28,4 +29,53 @@ func ExampleRun() {
 	// Output:
 	// 0.835 414412 2048
 	// KV Cache is allocated. #tokens: 414412, K size: 25.29 GB, V size: 25.29 GB
+}
+
+// Print a plan the way `kvcfg plan` does: the same run with an FP8 KV
+// cache, which halves the bytes per token and so doubles the tokens.
+func ExampleReport_WriteText() {
+	pre, _ := units.ParseSize("78.50GiB")
+	post, _ := units.ParseSize("63.54GiB")
+	r, err := plan.Run(context.Background(), plan.Request{
+		Model:              "meta-llama/Llama-3.1-8B-Instruct",
+		GPU:                "H100-80GB",
+		KVCacheDType:       "fp8_e4m3",
+		PreLoadFreeMemory:  pre,
+		PostLoadFreeMemory: post,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.WriteText(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// engine                             sglang
+	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, mha attention)
+	// gpu                                1 × H100-80GB (79.65 GiB), tp 1, pp 1, dp 1
+	// kv_cache_dtype                     fp8_e4m3 → fp8_e4m3 (torch.float8_e4m3fn)
+	// mem_fraction_static                0.835
+	// page_size                          1
+	// context_length                     131,072
+	// configurator                       DefaultPoolConfigurator, 32 KV layers per GPU
+	// cell_size                          65536 bytes per token per GPU
+	// max_total_num_tokens               828,825
+	// max_running_requests               3,237
+	// max concurrency at context length  6
+	// K / V size                         25.29 GiB / 25.29 GiB
+	//
+	// MEMORY PER GPU
+	//   total                                79.65 GiB
+	//   runtime overhead                     1.15 GiB
+	//   free before weights                  78.50 GiB
+	//   weights                              14.96 GiB (measured)
+	//   free after weights                   63.54 GiB
+	//   reserved (activations, CUDA graphs)  12.95 GiB
+	//   KV budget                            50.59 GiB
+	//   KV pool                              50.59 GiB
+	//   unused                               38.40 KiB
+	//
+	// ENGINE LOG
+	//   KV Cache is allocated. #tokens: 828825, K size: 25.29 GB, V size: 25.29 GB
 }

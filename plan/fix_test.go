@@ -16,11 +16,11 @@ func TestWithFix(t *testing.T) {
 		rep  *plan.Report
 		want string
 	}{
-		{"hint appended", infeasible, &plan.Report{FixFlag: "--tp-size", FixHint: "use --tp-size 2"}, infeasible.Error() + "\nfix: use --tp-size 2"},
-		{"flag only", infeasible, &plan.Report{FixFlag: "--mem-fraction-static"}, infeasible.Error() + "\nfix: change --mem-fraction-static"},
-		{"hint already said", fmt.Errorf("%w: raise it; use --tp-size 2", plan.ErrInfeasible), &plan.Report{FixFlag: "--tp-size", FixHint: "use --tp-size 2"}, "plan: infeasible: raise it; use --tp-size 2"},
+		{"hint appended", infeasible, &plan.Report{Fix: plan.Fix{FixFlag: "--tp-size", FixHint: "use --tp-size 2"}}, infeasible.Error() + "\nfix: use --tp-size 2"},
+		{"flag only", infeasible, &plan.Report{Fix: plan.Fix{FixFlag: "--mem-fraction-static"}}, infeasible.Error() + "\nfix: change --mem-fraction-static"},
+		{"hint already said", fmt.Errorf("%w: raise it; use --tp-size 2", plan.ErrInfeasible), &plan.Report{Fix: plan.Fix{FixFlag: "--tp-size", FixHint: "use --tp-size 2"}}, "plan: infeasible: raise it; use --tp-size 2"},
 		{"no fix", infeasible, &plan.Report{}, infeasible.Error()},
-		{"not infeasible", errors.New("boom"), &plan.Report{FixFlag: "--tp-size"}, "boom"},
+		{"not infeasible", errors.New("boom"), &plan.Report{Fix: plan.Fix{FixFlag: "--tp-size"}}, "boom"},
 	}
 	for _, tt := range tests {
 		got := plan.WithFix(tt.err, tt.rep)

@@ -2,8 +2,34 @@ package plan
 
 // Report is the outcome of a plan. Byte counts and token counts are per
 // rank (and, with DP attention, per DP worker), as the engine logs them.
+//
+// Its fields come in groups, each a struct type embedded in Report: the
+// inputs as resolved (Inputs), the KV dtype and engine settings
+// (KVSettings), the pool sizes (Pools), the memory readings (Memory), the
+// engine's log lines and warnings (Logs), the per-rank budget (Breakdown),
+// the vLLM-only results (VLLM) and what to change when the engine would
+// refuse (Fix). Every field is promoted, so rep.MaxTotalNumTokens reads the
+// same as rep.Pools.MaxTotalNumTokens. The JSON form is flat: the keys
+// follow the groups in this order, except the five MarshalJSON always
+// writes (the optional pool sizes as null, log lines and warnings as
+// arrays), which come last.
+//
+// WriteText and WriteMarkdown print a Report the way `kvcfg plan` does.
 type Report struct {
-	// Inputs as resolved.
+	Inputs
+	KVSettings
+	Pools
+	Memory
+	Logs
+	// Breakdown is the per-rank memory budget.
+	Breakdown Breakdown `json:"breakdown"`
+	VLLM
+	Fix
+}
+
+// Inputs are the request's inputs as resolved: the engine, the model, the
+// GPU and the parallel layout.
+type Inputs struct {
 	Engine       string `json:"engine"`
 	Model        string `json:"model"`
 	Architecture string `json:"architecture,omitempty"`
@@ -16,12 +42,17 @@ type Report struct {
 	NumGPUs      int    `json:"num_gpus"`
 	// KVCacheDType is the --kv-cache-dtype as given ("auto" when empty).
 	KVCacheDType string `json:"kv_cache_dtype"`
+}
 
+// KVSettings are the KV cache's storage format and the engine settings the
+// pools were sized with (given or defaulted).
+type KVSettings struct {
 	// ResolvedKVCacheDType is the canonical storage format the pool uses
 	// ("bf16", "fp8_e4m3", "nvfp4", ...); KVCacheTorchDType its torch dtype.
 	ResolvedKVCacheDType string `json:"resolved_kv_cache_dtype"`
 	KVCacheTorchDType    string `json:"kv_cache_torch_dtype,omitempty"`
-	// Configurator names SGLang's pool configurator.
+	// Configurator names SGLang's pool configurator (for vLLM: the
+	// version's sizing rules and KV cache groups).
 	Configurator       string  `json:"configurator,omitempty"`
 	AttentionKind      string  `json:"attention_kind,omitempty"`
 	MemFractionStatic  float64 `json:"mem_fraction_static"`
@@ -34,7 +65,10 @@ type Report struct {
 	CellSizeBytes float64 `json:"cell_size_bytes"`
 	// KVLayers is the number of KV layers of the bounding rank.
 	KVLayers int `json:"kv_layers,omitempty"`
+}
 
+// Pools are the sizes of the pools the engine builds and what they admit.
+type Pools struct {
 	AvailableKVBytes      int64 `json:"available_kv_bytes"`
 	MaxTotalNumTokens     int64 `json:"max_total_num_tokens"`
 	FullMaxTotalNumTokens int64 `json:"full_max_total_num_tokens,omitempty"`
@@ -52,7 +86,11 @@ type Report struct {
 	// MaxConcurrencyAtContextLength is how many requests of the full
 	// context length can be resident at once (see Run).
 	MaxConcurrencyAtContextLength int64 `json:"max_concurrency_at_context_length"`
+}
 
+// Memory is the weight memory and the free-memory readings the plan
+// started from.
+type Memory struct {
 	// WeightsBytes is the weight memory per rank; WeightsEstimated is true
 	// when it was estimated from the config rather than measured, given or
 	// read from safetensors headers (WeightsSource says which).
@@ -64,15 +102,19 @@ type Report struct {
 	PreLoadFreeBytes  int64 `json:"pre_load_free_bytes"`
 	PostLoadFreeBytes int64 `json:"post_load_free_bytes"`
 	Measured          bool  `json:"measured"`
+}
 
-	// LogLines are the lines SGLang would print while building the pools.
+// Logs are what the engine would print.
+type Logs struct {
+	// LogLines are the lines the engine would print while building the
+	// pools.
 	LogLines []string `json:"log_lines"`
 	// Warnings say what the engine warns about and what to change.
 	Warnings []string `json:"warnings,omitempty"`
-	// Breakdown is the per-rank memory budget.
-	Breakdown Breakdown `json:"breakdown"`
+}
 
-	// vLLM results (empty for sglang).
+// VLLM holds the vLLM-only results (empty for sglang).
+type VLLM struct {
 	VLLMVersion       string  `json:"vllm_version,omitempty"`
 	NumGPUBlocks      int64   `json:"num_gpu_blocks,omitempty"`
 	BlockSize         int     `json:"block_size,omitempty"`
@@ -83,10 +125,15 @@ type Report struct {
 	// budget with (the version's default when not given); 0 when the KV
 	// budget was given directly (kv_cache_memory_bytes, kv_cache_memory).
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+}
 
-	// Error is the engine-equivalent error of an infeasible plan, with the
-	// flag and value that fix it when one does.
-	Error    string `json:"error,omitempty"`
+// Fix is the engine-equivalent error of an infeasible plan, with the flag
+// and value that fix it when one does (all empty for a plan that starts).
+type Fix struct {
+	// Error is the error the engine would stop with.
+	Error string `json:"error,omitempty"`
+	// FixFlag and FixValue are the flag to change and its new value
+	// ("--tp-size", "4"); FixHint says it in words.
 	FixFlag  string `json:"fix_flag,omitempty"`
 	FixValue string `json:"fix_value,omitempty"`
 	FixHint  string `json:"fix_hint,omitempty"`

@@ -7,6 +7,9 @@ import "encoding/json"
 // model, Mamba state slots) are null when they do not apply instead of
 // missing, and warnings and log lines are always arrays.
 func (r Report) MarshalJSON() ([]byte, error) {
+	// plain drops this method. The groups' fields sit deeper than the
+	// same-named fields below, so those win; encoding/json writes the keys
+	// in field order: the groups' fields in Report order, then these five.
 	type plain Report
 	nullable := func(v int64) *int64 {
 		if v == 0 {

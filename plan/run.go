@@ -213,9 +213,10 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	}
 	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
 	rep := &Report{
-		Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
-		Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp,
-		KVCacheDType: req.KVCacheDType, AttentionKind: string(spec.Attention), LogLines: []string{},
+		Inputs: Inputs{Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+			Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp, KVCacheDType: req.KVCacheDType},
+		KVSettings: KVSettings{AttentionKind: string(spec.Attention)},
+		Logs:       Logs{LogLines: []string{}},
 	}
 	if rep.KVCacheDType == "" {
 		rep.KVCacheDType = dtype.Auto

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -136,9 +134,11 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 				return werr
 			}
 		} else if strings.EqualFold(format, outMarkdown) {
-			writePlanMarkdown(out, rep)
-		} else {
-			writePlanTable(out, rep)
+			if werr := rep.WriteMarkdown(out); werr != nil {
+				return werr
+			}
+		} else if werr := rep.WriteText(out); werr != nil {
+			return werr
 		}
 	}
 	if err == nil {
@@ -153,8 +153,10 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 	return &exitError{code: 1, err: err}
 }
 
+// gibs formats a byte count as the plan printer does ("25.29 GiB").
 func gibs(n int64) string { return units.FormatBytes(n) }
 
+// group writes n with thousands separators, as the plan printer does.
 func group(n int64) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
@@ -172,150 +174,5 @@ func group(n int64) string {
 	return b.String()
 }
 
-// planRows returns the summary rows shared by the table and markdown views.
-func planRows(r *plan.Report) [][2]string {
-	rows := [][2]string{
-		{"engine", r.Engine},
-		{"model", fmt.Sprintf("%s (%s, %s attention)", r.Model, r.Architecture, r.AttentionKind)},
-		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, gibs(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
-		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
-	}
-	cell := [2]string{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))}
-	if r.Engine == plan.EngineVLLM {
-		util := "— (KV budget given)"
-		if r.GPUMemoryUtilization > 0 {
-			util = strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64)
-		}
-		return append(rows,
-			[2]string{"vllm_version", r.VLLMVersion},
-			[2]string{"gpu_memory_utilization", util},
-			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
-			[2]string{"max_model_len", group(int64(r.MaxModelLen))},
-			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
-			cell,
-			[2]string{"num_gpu_blocks", group(r.NumGPUBlocks)},
-			[2]string{"kv_cache_size_tokens", group(r.KVCacheSizeTokens)},
-			[2]string{"max_concurrency", strconv.FormatFloat(r.MaxConcurrency, 'f', 2, 64) + "x at max_model_len"},
-			[2]string{"max_num_seqs", group(int64(r.MaxRunningRequests))},
-			kvSizeRow(r),
-		)
-	}
-	rows = append(rows,
-		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
-		[2]string{"page_size", fmt.Sprint(r.PageSize)},
-		[2]string{"context_length", group(int64(r.ContextLength))},
-		[2]string{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
-		cell,
-		[2]string{"max_total_num_tokens", group(r.MaxTotalNumTokens)},
-	)
-	if r.FullMaxTotalNumTokens > 0 || r.SWAMaxTotalNumTokens > 0 {
-		rows = append(rows, [2]string{"full / swa tokens", group(r.FullMaxTotalNumTokens) + " / " + group(r.SWAMaxTotalNumTokens)})
-	}
-	rows = append(rows, [2]string{"max_running_requests", group(int64(r.MaxRunningRequests))})
-	if r.MaxMambaCacheSize > 0 {
-		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", group(r.MaxMambaCacheSize), gibs(r.MambaStateBytesPerRequest))})
-	}
-	rows = append(rows,
-		[2]string{"max concurrency at context length", group(r.MaxConcurrencyAtContextLength)},
-		kvSizeRow(r),
-	)
-	return rows
-}
-
-// kvSizeRow shows the pool size as the engine logs it: one latent buffer
-// ("KV size") for MLA/DSA pools, else separate K and V sizes.
-func kvSizeRow(r *plan.Report) [2]string {
-	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
-		return [2]string{"KV size", gibs(r.KSizeBytes)}
-	}
-	return [2]string{"K / V size", gibs(r.KSizeBytes) + " / " + gibs(r.VSizeBytes)}
-}
-
-func memoryRows(r *plan.Report) [][2]string {
-	b := r.Breakdown
-	w := gibs(b.WeightsBytes) + " (" + r.WeightsSource + ")"
-	rows := [][2]string{
-		{"total", gibs(b.TotalBytes)},
-		{"runtime overhead", gibs(b.RuntimeOverheadBytes)},
-		{"free before weights", gibs(b.PreLoadFreeBytes)},
-		{"weights", w},
-		{"free after weights", gibs(b.PostLoadFreeBytes)},
-		{"reserved (activations, CUDA graphs)", gibs(b.ReservedBytes)},
-	}
-	if b.MultimodalCacheBytes > 0 {
-		rows = append(rows, [2]string{"multimodal cache", gibs(b.MultimodalCacheBytes)})
-	}
-	if b.StateBytes > 0 {
-		rows = append(rows, [2]string{"mamba state", gibs(b.StateBytes)})
-	}
-	rows = append(rows,
-		[2]string{"KV budget", gibs(b.KVBudgetBytes)},
-		[2]string{"KV pool", gibs(b.KVPoolBytes)},
-		[2]string{"unused", gibs(b.UnusedBytes)},
-	)
-	return rows
-}
-
-func writePlanTable(w io.Writer, r *plan.Report) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range planRows(r) {
-		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nMEMORY PER GPU")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range memoryRows(r) {
-		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
-	}
-	tw.Flush()
-	if len(r.LogLines) > 0 {
-		fmt.Fprintln(w, "\nENGINE LOG")
-		for _, l := range r.LogLines {
-			fmt.Fprintln(w, "  "+l)
-		}
-	}
-	if len(r.Warnings) > 0 {
-		fmt.Fprintln(w, "\nWARNINGS")
-		for _, l := range r.Warnings {
-			fmt.Fprintln(w, "  - "+l)
-		}
-	}
-	if r.Error != "" {
-		fmt.Fprintln(w, "\nERROR\n  "+r.Error)
-		if r.FixHint != "" {
-			fmt.Fprintln(w, "  fix: "+r.FixHint)
-		}
-	}
-}
-
-func writePlanMarkdown(w io.Writer, r *plan.Report) {
-	fmt.Fprintf(w, "## KV cache plan: %s on %s\n\n| | |\n|---|---|\n", r.Model, r.GPU)
-	for _, row := range planRows(r) {
-		fmt.Fprintf(w, "| %s | %s |\n", row[0], mdEscape(row[1]))
-	}
-	fmt.Fprint(w, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
-	for _, row := range memoryRows(r) {
-		fmt.Fprintf(w, "| %s | %s |\n", row[0], mdEscape(row[1]))
-	}
-	if len(r.LogLines) > 0 {
-		fmt.Fprint(w, "\n### Engine log\n\n```\n")
-		for _, l := range r.LogLines {
-			fmt.Fprintln(w, l)
-		}
-		fmt.Fprintln(w, "```")
-	}
-	if len(r.Warnings) > 0 {
-		fmt.Fprint(w, "\n### Warnings\n\n")
-		for _, l := range r.Warnings {
-			fmt.Fprintln(w, "- "+mdEscape(l))
-		}
-	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "\n### Error\n\n%s\n", mdEscape(r.Error))
-		if r.FixHint != "" {
-			fmt.Fprintf(w, "\n**Fix:** %s\n", mdEscape(r.FixHint))
-		}
-	}
-}
-
+// mdEscape keeps a markdown table cell's pipes from ending the cell.
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,0 +1,206 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kvcfg/kvcfg/units"
+)
+
+// WriteText prints r as `kvcfg plan` does: a two-column summary (settings,
+// pool sizes, concurrency), the memory budget per GPU, then the engine's
+// log lines, the warnings and the error with its fix when there are any.
+// It returns the first error writing to w.
+func (r *Report) WriteText(w io.Writer) error {
+	sw := &stickyWriter{w: w}
+	tw := tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
+	for _, row := range r.summaryRows() {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	fmt.Fprintln(sw, "\nMEMORY PER GPU")
+	tw = tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
+	for _, row := range r.memoryRows() {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	if len(r.LogLines) > 0 {
+		fmt.Fprintln(sw, "\nENGINE LOG")
+		for _, l := range r.LogLines {
+			fmt.Fprintln(sw, "  "+l)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(sw, "\nWARNINGS")
+		for _, l := range r.Warnings {
+			fmt.Fprintln(sw, "  - "+l)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintln(sw, "\nERROR\n  "+r.Error)
+		if r.FixHint != "" {
+			fmt.Fprintln(sw, "  fix: "+r.FixHint)
+		}
+	}
+	return sw.err
+}
+
+// WriteMarkdown prints r as `kvcfg plan -o markdown` does: the rows of
+// WriteText as Markdown tables, the log lines in a code block, then the
+// warnings and the error with its fix. It returns the first error writing
+// to w.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	sw := &stickyWriter{w: w}
+	fmt.Fprintf(sw, "## KV cache plan: %s on %s\n\n| | |\n|---|---|\n", r.Model, r.GPU)
+	for _, row := range r.summaryRows() {
+		fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
+	}
+	fmt.Fprint(sw, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
+	for _, row := range r.memoryRows() {
+		fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
+	}
+	if len(r.LogLines) > 0 {
+		fmt.Fprint(sw, "\n### Engine log\n\n```\n")
+		for _, l := range r.LogLines {
+			fmt.Fprintln(sw, l)
+		}
+		fmt.Fprintln(sw, "```")
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprint(sw, "\n### Warnings\n\n")
+		for _, l := range r.Warnings {
+			fmt.Fprintln(sw, "- "+mdEscape(l))
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(sw, "\n### Error\n\n%s\n", mdEscape(r.Error))
+		if r.FixHint != "" {
+			fmt.Fprintf(sw, "\n**Fix:** %s\n", mdEscape(r.FixHint))
+		}
+	}
+	return sw.err
+}
+
+// stickyWriter remembers the first write error and writes nothing after
+// it, so a printer can write freely and report the error once.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// summaryRows returns the summary rows shared by the text and markdown
+// views: the engine's settings, pool sizes and concurrency.
+func (r *Report) summaryRows() [][2]string {
+	rows := [][2]string{
+		{"engine", r.Engine},
+		{"model", fmt.Sprintf("%s (%s, %s attention)", r.Model, r.Architecture, r.AttentionKind)},
+		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, units.FormatBytes(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
+		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
+	}
+	cell := [2]string{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))}
+	if r.Engine == EngineVLLM {
+		util := "— (KV budget given)"
+		if r.GPUMemoryUtilization > 0 {
+			util = strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64)
+		}
+		return append(rows,
+			[2]string{"vllm_version", r.VLLMVersion},
+			[2]string{"gpu_memory_utilization", util},
+			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
+			[2]string{"max_model_len", digits(int64(r.MaxModelLen))},
+			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+			cell,
+			[2]string{"num_gpu_blocks", digits(r.NumGPUBlocks)},
+			[2]string{"kv_cache_size_tokens", digits(r.KVCacheSizeTokens)},
+			[2]string{"max_concurrency", strconv.FormatFloat(r.MaxConcurrency, 'f', 2, 64) + "x at max_model_len"},
+			[2]string{"max_num_seqs", digits(int64(r.MaxRunningRequests))},
+			r.kvSizeRow(),
+		)
+	}
+	rows = append(rows,
+		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
+		[2]string{"page_size", fmt.Sprint(r.PageSize)},
+		[2]string{"context_length", digits(int64(r.ContextLength))},
+		[2]string{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+		cell,
+		[2]string{"max_total_num_tokens", digits(r.MaxTotalNumTokens)},
+	)
+	if r.FullMaxTotalNumTokens > 0 || r.SWAMaxTotalNumTokens > 0 {
+		rows = append(rows, [2]string{"full / swa tokens", digits(r.FullMaxTotalNumTokens) + " / " + digits(r.SWAMaxTotalNumTokens)})
+	}
+	rows = append(rows, [2]string{"max_running_requests", digits(int64(r.MaxRunningRequests))})
+	if r.MaxMambaCacheSize > 0 {
+		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", digits(r.MaxMambaCacheSize), units.FormatBytes(r.MambaStateBytesPerRequest))})
+	}
+	return append(rows,
+		[2]string{"max concurrency at context length", digits(r.MaxConcurrencyAtContextLength)},
+		r.kvSizeRow(),
+	)
+}
+
+// kvSizeRow shows the pool size as the engine logs it: one latent buffer
+// ("KV size") for MLA/DSA pools, else separate K and V sizes.
+func (r *Report) kvSizeRow() [2]string {
+	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
+		return [2]string{"KV size", units.FormatBytes(r.KSizeBytes)}
+	}
+	return [2]string{"K / V size", units.FormatBytes(r.KSizeBytes) + " / " + units.FormatBytes(r.VSizeBytes)}
+}
+
+// memoryRows is the per-GPU budget, top down (see Breakdown).
+func (r *Report) memoryRows() [][2]string {
+	b := r.Breakdown
+	gib := units.FormatBytes
+	rows := [][2]string{
+		{"total", gib(b.TotalBytes)},
+		{"runtime overhead", gib(b.RuntimeOverheadBytes)},
+		{"free before weights", gib(b.PreLoadFreeBytes)},
+		{"weights", gib(b.WeightsBytes) + " (" + r.WeightsSource + ")"},
+		{"free after weights", gib(b.PostLoadFreeBytes)},
+		{"reserved (activations, CUDA graphs)", gib(b.ReservedBytes)},
+	}
+	if b.MultimodalCacheBytes > 0 {
+		rows = append(rows, [2]string{"multimodal cache", gib(b.MultimodalCacheBytes)})
+	}
+	if b.StateBytes > 0 {
+		rows = append(rows, [2]string{"mamba state", gib(b.StateBytes)})
+	}
+	return append(rows,
+		[2]string{"KV budget", gib(b.KVBudgetBytes)},
+		[2]string{"KV pool", gib(b.KVPoolBytes)},
+		[2]string{"unused", gib(b.UnusedBytes)},
+	)
+}
+
+// digits writes n with thousands separators: 1250238 → "1,250,238".
+func digits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// mdEscape keeps a table cell's pipes from ending the cell.
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
