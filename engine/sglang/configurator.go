@@ -1,8 +1,14 @@
-// Package configurator is SGLang's KVCacheConfigurator as a pure value:
-// from a model spec, the KV dtype, parallelism, server arguments and the
-// measured (or modelled) free memory it derives the server-args defaults,
-// profiles the KV budget, sizes the pools and resolves
-// max_running_requests — and reports what the engine would log.
+// Package sglang is SGLang's KV-cache subsystem as pure values.
+//
+// The Configurator is SGLang's KVCacheConfigurator: from a model spec, the
+// KV dtype, parallelism, server arguments and the measured (or modelled)
+// free memory it derives the server-args defaults, profiles the KV budget,
+// sizes the pools and resolves max_running_requests — and reports what the
+// engine would log. Next to it: the KV dtype rules (ResolveKV), the version
+// profiles and attention-backend choice that change the defaults, the
+// pre-load free-memory model, and the glue that builds package pool's pools
+// from a result (PoolConfig, NewPools, ResizePools). The pure pool formulas
+// live in engine/sglang/sizing.
 //
 // The numeric domains are kept apart as SGLang does: MiB for server-args
 // heuristics, GiB floats for profiling (converted once with

@@ -135,7 +135,7 @@ type KVResolution struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Resolve reproduces SGLang's configure_kv_cache_dtype (newest rules) as a
+// ResolveKV reproduces SGLang's configure_kv_cache_dtype (newest rules) as a
 // pure function. Unlike the engine it never falls back silently: a fallback
 // (KVRequest.FallbackToAuto) runs the real "auto" logic and says so, and every
 // resolved dtype maps back to a canonical string.
