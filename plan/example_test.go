@@ -51,6 +51,8 @@ func ExampleReport_WriteText() {
 		fmt.Println(err)
 	}
 	// Output:
+	// Serves: 6 requests of 131,072 tokens fit at once (target 1).
+	//
 	// engine                             sglang
 	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, mha attention)
 	// gpu                                1 × H100-80GB (79.65 GiB), tp 1, pp 1, dp 1

@@ -4,7 +4,8 @@ package plan
 // rank (and, with DP attention, per DP worker), as the engine logs them.
 //
 // Its fields come in groups, each a struct type embedded in Report: the
-// inputs as resolved (Inputs), the KV dtype and engine settings
+// answer first (Outcome: does it serve the target), the inputs as resolved
+// (Inputs), the KV dtype and engine settings
 // (KVSettings), the pool sizes (Pools), the memory readings (Memory), the
 // engine's log lines and warnings (Logs), the per-rank budget (Breakdown),
 // the vLLM-only results (VLLM) and what to change when the engine would
@@ -16,6 +17,7 @@ package plan
 //
 // WriteText and WriteMarkdown print a Report the way `kvcfg plan` does.
 type Report struct {
+	Outcome
 	Inputs
 	KVSettings
 	Pools
@@ -25,6 +27,22 @@ type Report struct {
 	Breakdown Breakdown `json:"breakdown"`
 	VLLM
 	Fix
+}
+
+// Outcome answers the operator's question before any number: does the
+// engine start, and does it hold the target (TargetConcurrency requests of
+// the context length at once)?
+type Outcome struct {
+	// Verdict is VerdictServes, VerdictMisses or VerdictRefuses.
+	Verdict string `json:"verdict"`
+	// ServesContextLength is true when the engine starts and its pools hold
+	// at least one request of context_length tokens.
+	ServesContextLength bool `json:"serves_context_length"`
+	// TargetConcurrency is the concurrency asked for (--concurrency; 1 when
+	// not given).
+	TargetConcurrency int `json:"target_concurrency"`
+	// Answer says the verdict in one sentence.
+	Answer string `json:"answer"`
 }
 
 // Inputs are the request's inputs as resolved: the engine, the model, the
@@ -137,6 +155,10 @@ type Fix struct {
 	FixFlag  string `json:"fix_flag,omitempty"`
 	FixValue string `json:"fix_value,omitempty"`
 	FixHint  string `json:"fix_hint,omitempty"`
+	// FixArgs are the engine flags to add, in order, when kvcfg re-planned
+	// with them and saw the target met (FixFlag and FixValue are the
+	// first two); empty when no verified change exists.
+	FixArgs []string `json:"fix_args,omitempty"`
 }
 
 // Breakdown is one rank's memory budget, in bytes:

@@ -84,6 +84,11 @@ type Request struct {
 	// Searches that try every TP size themselves (fit) set it.
 	NoAdvice bool `json:"-"`
 
+	// Concurrency is the target: how many requests of the context length
+	// must fit at once for the plan to serve (default 1). It feeds the
+	// verdict and the advice, not the engine.
+	Concurrency int `json:"concurrency,omitempty"`
+
 	// GPU is a catalog GPU name (`kvcfg gpus`); default H100-80GB.
 	GPU string `json:"gpu,omitempty"`
 	// GPUMemory overrides the GPU's total memory.
@@ -207,7 +212,7 @@ func (r Request) Validate() error {
 		name string
 		v    int64
 	}{
-		{"page_size", int64(r.PageSize)}, {"context_length", int64(r.ContextLength)}, {"max_total_tokens", r.MaxTotalTokens},
+		{"concurrency", int64(r.Concurrency)}, {"page_size", int64(r.PageSize)}, {"context_length", int64(r.ContextLength)}, {"max_total_tokens", r.MaxTotalTokens},
 		{"max_running_requests", int64(r.MaxRunningRequests)}, {"cuda_graph_max_bs", int64(r.CudaGraphMaxBS)},
 		{"speculative_num_draft_tokens", int64(r.SpeculativeNumDraftTokens)}, {"speculative_draft_num_layers", int64(r.SpeculativeDraftNumLayers)},
 		{"max_mamba_cache_size", int64(r.MaxMambaCacheSize)}, {"block_size", int64(r.BlockSize)},

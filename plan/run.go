@@ -9,8 +9,6 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
-	"github.com/kvcfg/kvcfg/engine/sglang"
-	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
@@ -46,7 +44,18 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	if rep == nil {
+		return nil, err
+	}
+	if err != nil && !errors.Is(err, ErrInfeasible) {
+		return rep, err
+	}
+	judge(rep, req, err != nil)
+	if o.advise {
+		advise(ctx, req, m, rep, o)
+	}
+	return rep, err
 }
 
 // engine is one inference engine as plan drives it. Each engine has one
@@ -59,6 +68,8 @@ type engine interface {
 	// refusal returns the partial report and an error wrapping
 	// ErrInfeasible; bad input a *FieldError.
 	plan(ctx context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, o runOpts) (*Report, error)
+	// knobs are the settings advice may change for req, whose plan is rep.
+	knobs(req Request, rep *Report) knobs
 	// capacity is how many requests of contextLen tokens the pools of rep
 	// (a plan of spec by this engine) hold at once, by the engine's rule
 	// and without its running-request cap.
@@ -225,25 +236,12 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	return m, g, rep, nil
 }
 
-func infeasible(rep *Report, err error) error {
-	var fe *sglang.FixError
-	if errors.As(err, &fe) {
-		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
-	}
-	if errors.Is(err, sglang.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
-		fe := &FieldError{Err: err}
-		rep.Error = fe.Error()
-		return fe
-	}
-	const prefix = "plan: infeasible: " // ErrInfeasible's text and ": "
-	var msg string
-	if fe, ok := err.(*sglang.FixError); ok && fe.Hint != "" {
-		msg = prefix + fe.Err.Error() + " (" + fe.Hint + ")" // fe.Error() in one allocation
-	} else {
-		msg = prefix + err.Error()
-	}
-	rep.Error = msg[len(prefix):] // shares msg's bytes
-	return &infeasibleError{err: err, msg: msg}
+// refuse records an engine refusal in rep (words: the engine's own
+// message) and returns the error Run gives for it: ErrInfeasible and err,
+// worded "plan: infeasible: <words>".
+func refuse(rep *Report, err error, words string) error {
+	rep.Error = words
+	return &infeasibleError{err: err, msg: "plan: infeasible: " + words}
 }
 
 // infeasibleError is fmt.Errorf("%w: %w", ErrInfeasible, err) with the

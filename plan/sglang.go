@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
@@ -107,69 +108,59 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 		fillResult(rep, res, cfgr)
 	}
 	if cerr != nil {
-		var fe *sglang.FixError
-		if o.advise && !rep.Measured && errors.As(cerr, &fe) && fe.Flag == "--tp-size" && fe.Value == "" {
-			r := req
-			r.Resolved = m // parse the model once, not once per TP size tried
-			if t := smallestFittingTP(ctx, r, tp, o); t > 0 {
-				fe.Value = fmt.Sprint(t)
-				fe.Hint = fmt.Sprintf("the weights do not fit with tp %d: use --tp-size %d (or more GPUs with --pp-size), a larger GPU, or a quantized checkpoint", tp, t)
-			}
-		}
-		return rep, infeasible(rep, cerr)
+		return rep, sglangRefusal(rep, cerr)
 	}
 	return rep, nil
 }
 
-// smallestFittingTP returns the smallest power-of-two TP size above tp
-// (up to 64) with which the plan succeeds, or 0.
-func smallestFittingTP(ctx context.Context, req Request, tp int, o runOpts) int {
-	for t := tp * 2; t <= 64; t *= 2 {
-		r := req
-		r.TPSize, r.TensorParallelSize = t, 0
-		if r.EnableDPAttention && r.DPSize > 1 && t%r.DPSize != 0 {
-			continue
+// sglangRefusal records a configurator error in rep: an input problem is a
+// *FieldError, anything else the engine's refusal with the flag it names.
+func sglangRefusal(rep *Report, err error) error {
+	var fe *sglang.FixError
+	if errors.As(err, &fe) {
+		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
+	}
+	if errors.Is(err, sglang.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
+		fe := &FieldError{Err: err}
+		rep.Error = fe.Error()
+		return fe
+	}
+	words := err.Error()
+	if fe, ok := err.(*sglang.FixError); ok {
+		words = fe.Err.Error() // the engine's words; the hint is the fix
+	}
+	return refuse(rep, err, engineWords(words))
+}
+
+// kvcfgPrefixes are the package and sentinel prefixes kvcfg's errors put
+// before the engine's own message.
+var kvcfgPrefixes = []error{
+	sglang.ErrNoKVMemory, sglang.ErrNotEnoughMemory, sglang.ErrPoolTooSmall, sglang.ErrContextLength, sglang.ErrNoRequests,
+	sizing.ErrNoMemory, sizing.ErrSWAFloor, sizing.ErrSWAChunkCap, sizing.ErrMamba,
+}
+
+// engineWords strips kvcfg's prefixes from an engine refusal, leaving the
+// engine's message as it prints it.
+func engineWords(msg string) string {
+	for changed := true; changed; {
+		changed = false
+		for _, p := range kvcfgPrefixes {
+			if t := strings.TrimPrefix(msg, p.Error()+": "); t != msg {
+				msg, changed = t, true
+			}
 		}
-		if fitsAt(ctx, r, o) {
-			return t
+		if t := strings.TrimPrefix(msg, "sglang: "); t != msg {
+			msg, changed = t, true
 		}
 	}
-	return 0
+	return msg
 }
 
-// fitsAt reports whether the plan r succeeds, remembered in o.memo.
-func fitsAt(ctx context.Context, r Request, o runOpts) bool {
-	if fits, known := o.memo.load(o.group, r.TPSize); known {
-		return fits
-	}
-	ok := weightsMayFit(r) && planFits(ctx, r, o)
-	if ctx.Err() == nil {
-		o.memo.store(o.group, r.TPSize, ok)
-	}
-	return ok
-}
-
-// planFits reports whether the plan r succeeds with a KV pool.
-func planFits(ctx context.Context, r Request, o runOpts) bool {
-	rep, err := planValid(ctx, r, runOpts{notes: o.notes})
-	return err == nil && rep.MaxTotalNumTokens > 0
-}
-
-// weightsMayFit is false when r's weights leave no free memory at all, so
-// the plan must fail (nothing is left for the KV cache whatever the memory
-// fraction): the cheap first check of fitsAt, before the whole plan.
-func weightsMayFit(r Request) bool {
-	m, err := OpenModel(r)
-	if err != nil {
-		return false
-	}
-	g, err := ResolveGPU(r)
-	if err != nil {
-		return false
-	}
-	tp, pp := max(r.TPSize, 1), max(r.PPSize, 1)
-	mem, err := memoryReadings(r, m, g, tp, pp, runOpts{})
-	return err == nil && mem.post > 0
+// knobs: SGLang's memory share is --mem-fraction-static, safe up to 0.93
+// (activations and CUDA graphs need the rest); fp8 KV is fp8_e4m3.
+func (sglangEngine) knobs(_ Request, rep *Report) knobs {
+	return knobs{share: "mem_fraction_static", shareMax: 0.93, current: rep.MemFractionStatic,
+		requestCap: "max_running_requests", fp8: "fp8_e4m3"}
 }
 
 // scratch is what one sweep worker reuses from plan to plan.

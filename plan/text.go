@@ -16,6 +16,16 @@ import (
 // It returns the first error writing to w.
 func (r *Report) WriteText(w io.Writer) error {
 	sw := &stickyWriter{w: w}
+	if r.Verdict != "" {
+		fmt.Fprintln(sw, r.Answer) // the answer names the verdict
+		if r.Verdict != VerdictServes && r.FixHint != "" {
+			fmt.Fprintln(sw, "fix: "+r.FixHint)
+			if len(r.FixArgs) > 0 {
+				fmt.Fprintln(sw, "  flags: "+strings.Join(r.FixArgs, " "))
+			}
+		}
+		fmt.Fprintln(sw)
+	}
 	tw := tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
@@ -40,8 +50,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if r.Error != "" {
-		fmt.Fprintln(sw, "\nERROR\n  "+r.Error)
-		if r.FixHint != "" {
+		fmt.Fprintln(sw, "\nENGINE ERROR\n  "+r.Error)
+		if r.FixHint != "" && r.Verdict == "" { // else the fix heads the page
 			fmt.Fprintln(sw, "  fix: "+r.FixHint)
 		}
 	}
@@ -54,7 +64,14 @@ func (r *Report) WriteText(w io.Writer) error {
 // to w.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	sw := &stickyWriter{w: w}
-	fmt.Fprintf(sw, "## KV cache plan: %s on %s\n\n| | |\n|---|---|\n", r.Model, r.GPU)
+	fmt.Fprintf(sw, "## KV cache plan: %s on %s\n\n", r.Model, r.GPU)
+	if r.Verdict != "" {
+		fmt.Fprintf(sw, "**%s**\n\n", mdEscape(r.Answer))
+		if r.Verdict != VerdictServes && r.FixHint != "" {
+			fmt.Fprintf(sw, "**Fix:** %s\n\n", mdEscape(r.FixHint))
+		}
+	}
+	fmt.Fprint(sw, "| | |\n|---|---|\n")
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
 	}
@@ -76,8 +93,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if r.Error != "" {
-		fmt.Fprintf(sw, "\n### Error\n\n%s\n", mdEscape(r.Error))
-		if r.FixHint != "" {
+		fmt.Fprintf(sw, "\n### Engine error\n\n%s\n", mdEscape(r.Error))
+		if r.FixHint != "" && r.Verdict == "" {
 			fmt.Fprintf(sw, "\n**Fix:** %s\n", mdEscape(r.FixHint))
 		}
 	}

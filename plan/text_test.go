@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -19,7 +20,26 @@ import (
 // printer moved into this package; the printer must keep them byte for
 // byte. The JSON is re-encoded too, so the fixtures also pin the key set
 // and order of the vLLM fields, which testdata/golden does not cover.
+//
+// With -update the fixtures are planned again from textFixtures and
+// rewritten (review the diff: only intended changes may show).
 func TestWriteTextFixtures(t *testing.T) {
+	if *update {
+		for name, req := range textFixtures {
+			r, _ := plan.Run(context.Background(), req)
+			js, err := json.MarshalIndent(r, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var txt, md bytes.Buffer
+			_, _ = r.WriteText(&txt), r.WriteMarkdown(&md)
+			for ext, b := range map[string][]byte{".json": append(js, '\n'), ".txt": txt.Bytes(), ".md": md.Bytes()} {
+				if err := os.WriteFile(filepath.Join("testdata", "text", name+ext), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	files, err := filepath.Glob(filepath.Join("testdata", "text", "*.json"))
 	if err != nil || len(files) < 9 {
 		t.Fatalf("fixtures: %v, %d files", err, len(files))
@@ -96,4 +116,17 @@ func TestWriteTextReportsWriteErrors(t *testing.T) {
 	if err := r.WriteText(&full); err != nil || !strings.HasSuffix(full.String(), "ERROR\n  boom\n  fix: do less\n") {
 		t.Errorf("WriteText: %v\n%s", err, full.String())
 	}
+}
+
+// textFixtures are the requests of the fixtures in testdata/text.
+var textFixtures = map[string]plan.Request{
+	"default":              {},
+	"ex1-measured":         {PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("63.54GiB")},
+	"gpt-oss-120b":         {Model: "openai/gpt-oss-120b"},
+	"qwen3-next-tp4":       {Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4},
+	"deepseek-v3-h200-tp8": {Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8},
+	"llama-70b-infeasible": {Model: "meta-llama/Llama-3.1-70B-Instruct"},
+	"vllm-default":         {Engine: "vllm"},
+	"vllm-gpt-oss-120b":    {Engine: "vllm", Model: "openai/gpt-oss-120b"},
+	"vllm-70b-infeasible":  {Engine: "vllm", Model: "meta-llama/Llama-3.1-70B-Instruct"},
 }

@@ -30,6 +30,18 @@ func (vllmEngine) capacity(rep *Report, _ *model.Spec, _ int) int64 {
 	return rep.MaxConcurrencyAtContextLength
 }
 
+// knobs: vLLM's memory share is --gpu-memory-utilization, safe up to 0.95
+// (0 when the KV budget was given in bytes: no share to raise); fp8 KV is
+// fp8; its flags are vLLM's.
+func (vllmEngine) knobs(_ Request, rep *Report) knobs {
+	k := knobs{requestCap: "max_num_seqs", fp8: "fp8",
+		flags: map[string]string{"tp_size": "--tensor-parallel-size", "pp_size": "--pipeline-parallel-size"}}
+	if rep.GPUMemoryUtilization > 0 {
+		k.share, k.shareMax, k.current = "gpu_memory_utilization", 0.95, rep.GPUMemoryUtilization
+	}
+	return k
+}
+
 // vllmEngine is the vLLM adapter: Request → vllm.Config, then vllm.Plan's
 // result → Report.
 type vllmEngine struct{}
@@ -113,9 +125,8 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	if perr != nil {
 		var re *vllm.RefusalError
 		if errors.As(perr, &re) {
-			rep.Error = re.Message
 			fixVLLM(rep, res, spec, int64(req.PreLoadFreeMemory))
-			return rep, fmt.Errorf("%w: %w", ErrInfeasible, perr)
+			return rep, refuse(rep, perr, re.Message)
 		}
 		return nil, vllmInputError(perr)
 	}

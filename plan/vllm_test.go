@@ -54,7 +54,7 @@ func TestRunVLLM(t *testing.T) {
 			want: got{Version: "0.11", BlockSize: 16, Cell: 131072, MaxLen: 29000,
 				Lines:    []string{"Available KV cache memory: 2.89 GiB"},
 				Error:    "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23648. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-				FixValue: "23648"},
+				FixValue: "fp8"}, // verified: fp8 KV holds one 29k request
 			wantErr: plan.ErrInfeasible,
 		},
 		{
@@ -63,7 +63,7 @@ func TestRunVLLM(t *testing.T) {
 			want: got{Version: "0.6", Blocks: 1478, Tokens: 23648, Capacity: 23648, Concurrency: 23648.0 / 29000, BlockSize: 16, Cell: 131072, MaxLen: 29000,
 				Lines:    []string{"# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 29000 tokens per request: 0.82x"},
 				Error:    "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-				FixValue: "23648"},
+				FixValue: "fp8"}, // verified: fp8 KV holds one 29k request
 			wantErr: plan.ErrInfeasible,
 		},
 		{
@@ -128,7 +128,8 @@ func TestRunVLLMFixes(t *testing.T) {
 	}{
 		{"max_model_len above the model's", plan.Request{Engine: "vllm", MaxModelLen: 200000, KVCacheMemoryBytes: llamaKV}, "--max-model-len", "131072"},
 		{"busy GPU", plan.Request{Engine: "vllm", VLLMVersion: "0.11", GPU: "H100-80GB", MaxModelLen: 8192, PreLoadFreeMemory: units.Size(40 << 30)}, "--gpu-memory-utilization", "0.5"},
-		{"no KV memory left", plan.Request{Engine: "vllm", MaxModelLen: 8192, GPUMemoryUtilization: 0.1}, "--gpu-memory-utilization", ""},
+		// Verified: the smallest utilization that holds one 8k request.
+		{"no KV memory left", plan.Request{Engine: "vllm", MaxModelLen: 8192, GPUMemoryUtilization: 0.1}, "--gpu-memory-utilization", "0.228"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

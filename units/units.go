@@ -158,3 +158,21 @@ func FormatBytes(n int64) string {
 // EngineGB formats n bytes the way SGLang logs sizes: n / 2^30 with two
 // decimals and no unit ("25.29").
 func EngineGB(n int64) string { return fmt.Sprintf("%.2f", float64(n)/float64(GiB)) }
+
+// Group writes n in decimal with a comma between thousands ("1,379,200").
+func Group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

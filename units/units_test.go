@@ -105,3 +105,11 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+func TestGroup(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 1379200: "1,379,200"} {
+		if got := units.Group(n); got != want {
+			t.Errorf("Group(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -33,16 +33,16 @@ import (
 // one of these (or a sizing sentinel).
 var (
 	// ErrInvalid reports inputs that are inconsistent or out of range.
-	ErrInvalid = errors.New("configurator: invalid input")
+	ErrInvalid = errors.New("sglang: invalid input")
 	// ErrNoKVMemory reports loaded weights that leave no memory for the KV
 	// cache under the static memory fraction.
-	ErrNoKVMemory = errors.New("configurator: no memory left for the KV cache")
+	ErrNoKVMemory = errors.New("sglang: no memory left for the KV cache")
 	// ErrNotEnoughMemory reports a KV budget below one page of tokens.
-	ErrNotEnoughMemory = errors.New("configurator: not enough memory")
+	ErrNotEnoughMemory = errors.New("sglang: not enough memory")
 	// ErrPoolTooSmall reports a pool that cannot admit one request.
-	ErrPoolTooSmall = errors.New("configurator: memory pool too small")
+	ErrPoolTooSmall = errors.New("sglang: memory pool too small")
 	// ErrContextLength reports a --context-length above the model's.
-	ErrContextLength = errors.New("configurator: context length too long")
+	ErrContextLength = errors.New("sglang: context length too long")
 )
 
 // FixError is an engine error together with the flag that fixes it.

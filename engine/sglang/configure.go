@@ -208,7 +208,7 @@ func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
 		sp.attn = c.attention(kvs[i])
 		cell, err := sp.attn.Cell()
 		if err != nil {
-			return nil, fmt.Errorf("configurator: %w", err)
+			return nil, fmt.Errorf("sglang: %w", err)
 		}
 		switch {
 		case c.eagleFamily():
@@ -216,7 +216,7 @@ func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
 		case c.d.SpeculativeAlgo == "DFLASH" && cell > 0:
 			cell, err = sizing.ScaleDFlash(cell, kvs[i], c.d.DraftLayers, 0, c.in.Parallel.DCP)
 			if err != nil {
-				return nil, fmt.Errorf("configurator: %w", err)
+				return nil, fmt.Errorf("sglang: %w", err)
 			}
 		}
 		other := false
@@ -572,7 +572,7 @@ func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, 
 		}
 		return fe
 	}
-	return fmt.Errorf("configurator: %w", err)
+	return fmt.Errorf("sglang: %w", err)
 }
 
 func (c *Configurator) checkAdmission(res *Result, p stagePlan) error {
@@ -604,7 +604,7 @@ type MaxReqsInput struct {
 }
 
 // ErrNoRequests reports a configuration that can run no request at all.
-var ErrNoRequests = errors.New("configurator: no request fits")
+var ErrNoRequests = errors.New("sglang: no request fits")
 
 // ResolveMaxNumReqs is resolve_max_num_reqs (§e.2, [V3]).
 func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {

@@ -8,7 +8,7 @@ import (
 )
 
 // ErrUnknownVersion reports an SGLang version string that names no release.
-var ErrUnknownVersion = errors.New("configurator: unknown SGLang version")
+var ErrUnknownVersion = errors.New("sglang: unknown SGLang version")
 
 // Era names a generation of SGLang whose memory defaults differ from the
 // next one's. Each era is one rule set (eraRules); a few single changes

@@ -36,7 +36,7 @@ func newModelsCmd() *cobra.Command {
 none; KV B/TOKEN is the K+V bytes of one token on one GPU in the model dtype,
 all attention layers, before any engine's page, scale or window rules (run
 kvcfg plan for the engine's own figure).`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}

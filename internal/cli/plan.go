@@ -141,10 +141,26 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 			return werr
 		}
 	}
+	// A table or markdown report already opens with the verdict and the
+	// fix; the structured formats leave them to standard error too.
+	structured := strings.EqualFold(format, outJSON) || strings.EqualFold(format, outYAML)
 	if err == nil {
+		if rep != nil && rep.Verdict == plan.VerdictMisses {
+			if !structured {
+				return &exitError{code: 3}
+			}
+			msg := rep.Answer
+			if rep.FixHint != "" {
+				msg += "\nfix: " + rep.FixHint
+			}
+			return &exitError{code: 3, err: errors.New(msg)}
+		}
 		return nil
 	}
 	if errors.Is(err, plan.ErrInfeasible) {
+		if !structured && rep != nil {
+			return &exitError{code: 1}
+		}
 		return &exitError{code: 1, err: plan.WithFix(err, rep)}
 	}
 	if errors.Is(err, plan.ErrInvalid) {

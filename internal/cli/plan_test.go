@@ -66,9 +66,14 @@ func TestPlanDefaultsAndAliases(t *testing.T) {
 }
 
 func TestPlanTableAndMarkdown(t *testing.T) {
+	// gpt-oss-120b starts on one H100 but its full pool holds 78,554 tokens,
+	// not one 131k request: exit 3, the verdict and the verified fix first.
 	out, _, code := run(t, "plan", "--model", "openai/gpt-oss-120b")
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (starts but misses the target)", code)
+	}
+	if !strings.HasPrefix(out, "Starts, but cannot hold one request of 131,072 tokens") || !strings.Contains(out, "\nfix: set --mem-fraction-static ") {
+		t.Errorf("table does not open with the verdict and fix:\n%s", out)
 	}
 	for _, want := range []string{"max_total_num_tokens", "full / swa tokens", "MEMORY PER GPU", "ENGINE LOG", "Use sliding window memory pool.", "WARNINGS"} {
 		if !strings.Contains(out, want) {
@@ -96,9 +101,11 @@ func TestPlanInfeasible(t *testing.T) {
 	if !strings.Contains(errOut, "Loaded weights leave no GPU memory for the KV cache") || !strings.Contains(errOut, "--tp-size 4") {
 		t.Errorf("stderr %q", errOut)
 	}
-	_, errOut, code = run(t, "plan", "--model", "openai/gpt-oss-120b", "--swa-full-tokens-ratio", "0.0005")
-	if code != 1 || !strings.Contains(errOut, "cannot hold even one request") || !strings.Contains(errOut, "--swa-full-tokens-ratio 0.001") {
-		t.Errorf("swa floor: exit %d %q", code, errOut)
+	// The table says the refusal and the fix once, on standard output.
+	out, errOut, code := run(t, "plan", "--model", "openai/gpt-oss-120b", "--swa-full-tokens-ratio", "0.0005")
+	if code != 1 || !strings.HasPrefix(out, "Refuses to start: SWA pool (70 tokens) cannot hold even one request") ||
+		!strings.Contains(out, "\nfix: set --swa-full-tokens-ratio 0.001: re-planned") || errOut != "" {
+		t.Errorf("swa floor: exit %d stdout %q stderr %q", code, out, errOut)
 	}
 }
 
