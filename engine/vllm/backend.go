@@ -332,18 +332,23 @@ func (b backendSpec) reasons(q backendQuery) []string {
 func priorities(r rules, q backendQuery, numHeads int) []string {
 	if q.mla {
 		if q.major == 10 {
-			if !r.backendBlocks {
-				// 0.13 to 0.17: CUTLASS MLA first on Blackwell.
+			if !r.rel.atLeast(0, 15, 0) {
+				// 0.13 and 0.14: CUTLASS MLA first on Blackwell.
 				return []string{BackendCutlassMLA, BackendFlashInferMLA, BackendFlashAttnMLA, BackendFlashMLA, BackendTritonMLA, BackendFlashMLASparse}
 			}
 			sparse := []string{BackendFlashMLASparse, BackendFlashInferMLASpar}
 			switch {
-			case strings.HasPrefix(q.kvDType, "fp8") || strings.HasSuffix(q.kvDType, "per_token_head") || q.kvDType == "nvfp4":
+			case r.backendBlocks && (strings.HasPrefix(q.kvDType, "fp8") || strings.HasSuffix(q.kvDType, "per_token_head") || q.kvDType == "nvfp4"):
 				sparse = []string{BackendFlashInferMLASpar, BackendFlashMLASparse}
 			case numHeads > 0 && numHeads <= 16:
 				sparse = []string{BackendFlashInferMLASpar, BackendFlashMLASparse}
 			}
-			return append([]string{BackendFlashInferMLA, BackendTokenspeedMLA, BackendCutlassMLA, BackendFlashAttnMLA, BackendFlashMLA, BackendTritonMLA}, sparse...)
+			head := []string{BackendFlashInferMLA, BackendCutlassMLA, BackendFlashAttnMLA, BackendFlashMLA, BackendTritonMLA}
+			if r.rel.atLeast(0, 21, 0) {
+				// TOKENSPEED_MLA (PR #41778) sits behind FlashInfer MLA.
+				head = []string{BackendFlashInferMLA, BackendTokenspeedMLA, BackendCutlassMLA, BackendFlashAttnMLA, BackendFlashMLA, BackendTritonMLA}
+			}
+			return append(head, sparse...)
 		}
 		return []string{BackendFlashAttnMLA, BackendFlashMLA, BackendFlashInferMLA, BackendTritonMLA, BackendFlashMLASparse}
 	}

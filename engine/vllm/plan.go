@@ -437,9 +437,9 @@ func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp i
 		q.blockSize = a.block
 	}
 	requested := c.AttentionBackend
-	if requested == "" && b.name == BackendCutlassMLA {
-		// The platform sets the backend itself on Blackwell.
-		requested = BackendCutlassMLA
+	if requested == "" && (b.name == BackendCutlassMLA && !r.rel.atLeast(0, 15, 0) || b.name == BackendFlashInferMLA) {
+		// The platform sets the MLA backend itself on Blackwell.
+		requested = b.name
 	}
 	sel, err := selectBackend(r, q, requested, heads)
 	if err != nil {
@@ -453,9 +453,10 @@ func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp i
 }
 
 // defaultBackend is the backend releases before 0.18 choose: the requested
-// one, else for MLA the platform's (FlashMLA sparse for DSA, CUTLASS MLA on
-// Blackwell from 0.10.2, FlashMLA on Hopper, Triton MLA elsewhere), else
-// FlashInfer on Blackwell and FlashAttention otherwise.
+// one, else for MLA the platform's (FlashMLA sparse for DSA; on Blackwell
+// FlashInfer MLA from 0.15 when qk_nope_head_dim is 128, else CUTLASS MLA
+// from 0.10.2; FlashMLA on Hopper; Triton MLA elsewhere), else FlashInfer
+// on Blackwell and FlashAttention otherwise.
 func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (backendSpec, error) {
 	if c.AttentionBackend != "" {
 		b, ok := lookupBackend(c.AttentionBackend)
@@ -468,6 +469,8 @@ func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (b
 	switch {
 	case q.mla && q.sparse:
 		name = BackendFlashMLASparse
+	case q.mla && sm/10 == 10 && r.rel.atLeast(0, 15, 0) && q.qkNope == 128:
+		name = BackendFlashInferMLA
 	case q.mla && sm/10 == 10 && r.rel.atLeast(0, 10, 2):
 		name = BackendCutlassMLA
 	case q.mla && sm/10 == 9:

@@ -352,7 +352,8 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 		t.Errorf("blocks %d capacity %d block %d, want %d, %d and 64", res.NumGPUBlocks, res.TokenCapacity, res.BlockSize, nb, nb*64)
 	}
 	// 0.13 to 0.17 force the MLA page: the sparse backend's 64 over any
-	// --block-size, CUTLASS MLA's 128 on SM100, FlashMLA's 64 on Hopper.
+	// --block-size, CUTLASS MLA's 128 on SM100 (FlashInfer MLA's 64 from
+	// 0.15), FlashMLA's 64 on Hopper.
 	// From 0.18 the backend's preferred block applies: FlashInfer MLA's 32
 	// on SM100 and FlashAttention MLA's 16 on Hopper; V0 uses 16.
 	for _, tt := range []struct {
@@ -362,6 +363,7 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 	}{
 		{deepseekV32(), vllm.Config{Version: "0.13", BlockSize: 16}, 64},
 		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 100}, 128},
+		{deepseekV3(), vllm.Config{Version: "0.15.1", GPUSM: 100}, 64},
 		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 90}, 64},
 		{deepseekV3(), vllm.Config{GPUSM: 100}, 32},
 		{deepseekV3(), vllm.Config{GPUSM: 90}, 16},
