@@ -3,6 +3,7 @@ package sglang
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -107,7 +108,12 @@ func checkTensorParallel(in Input) error {
 	fe := &FixError{Err: e, Flag: "--tp-size"}
 	if n := e.Nearest(); n > 0 {
 		fe.Value = fmt.Sprint(n * p.AttnDP())
-		fe.Hint = fmt.Sprintf("the attention heads do not split over attention TP %d; use --tp-size %s (attention TP sizes that work: %v)", tp, fe.Value, valid)
+		sizes := make([]string, len(valid))
+		for i, v := range valid {
+			sizes[i] = fmt.Sprint(v)
+		}
+		fe.Hint = fmt.Sprintf("the attention heads do not split over attention TP %d; use --tp-size %s; attention TP sizes that work: %s",
+			tp, fe.Value, strings.Join(sizes, ", "))
 	}
 	return fe
 }
