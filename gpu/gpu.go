@@ -28,7 +28,9 @@ type GPU struct {
 	// Arch is the architecture family ("hopper", "blackwell", "ampere",
 	// "ada", "cdna3", ...).
 	Arch string `json:"arch"`
-	// SM is the CUDA compute capability times ten (90 for Hopper); 0 for AMD.
+	// SM is the CUDA compute capability times ten (90 for Hopper, 100 for
+	// B200/GB200, 103 for B300, 120 for RTX Blackwell); 0 for AMD. See
+	// ComputeCapability.
 	SM int `json:"sm"`
 	// MemoryMiB is the total memory in MiB as nvidia-smi
 	// (memory.total) or torch (total_memory // 2^20) reports it. This is
@@ -42,6 +44,21 @@ type GPU struct {
 
 // MemoryBytes returns the total memory in bytes.
 func (g GPU) MemoryBytes() int64 { return g.MemoryMiB << 20 }
+
+// ComputeCapability returns the CUDA compute capability as
+// torch.cuda.get_device_capability reports it (9, 0 for Hopper; 10, 3 for
+// B300); 0, 0 for AMD. Engines pick attention backends by it: vLLM's
+// FlashAttention MLA needs 9.x, FlashInfer's NVFP4 KV pages 10.x.
+func (g GPU) ComputeCapability() (major, minor int) { return g.SM / 10, g.SM % 10 }
+
+// ComputeCapabilityString is the capability as "9.0", "" for AMD.
+func (g GPU) ComputeCapabilityString() string {
+	if g.SM <= 0 {
+		return ""
+	}
+	major, minor := g.ComputeCapability()
+	return fmt.Sprintf("%d.%d", major, minor)
+}
 
 // Sources of the memory figures. Unless noted, a figure is memory.total of
 // `nvidia-smi --query-gpu=memory.total --format=csv` as printed on that card

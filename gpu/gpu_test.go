@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvcfg/kvcfg/gpu"
 )
 
@@ -78,6 +79,32 @@ func TestCatalogConsistent(t *testing.T) {
 				t.Errorf("name %q used by %s and %s", n, prev, g.Name)
 			}
 			seen[k] = g.Name
+		}
+	}
+}
+
+// Each CUDA GPU's compute capability, as torch.cuda.get_device_capability
+// reports it; vLLM's backend selection and kvcfg's NVFP4 rule read it.
+func TestComputeCapability(t *testing.T) {
+	want := map[string]string{
+		"H100-80GB": "9.0", "H100-PCIe": "9.0", "H100-NVL": "9.0", "H800": "9.0", "H200": "9.0", "H200-NVL": "9.0",
+		"H20": "9.0", "GH200": "9.0", "B200": "10.0", "GB200": "10.0", "B300": "10.3", "RTX-PRO-6000": "12.0",
+		"RTX-5090": "12.0", "A100-40GB": "8.0", "A100-80GB": "8.0", "A10": "8.6", "A6000": "8.6", "RTX-3090": "8.6",
+		"L40S": "8.9", "L40": "8.9", "L4": "8.9", "RTX-6000-Ada": "8.9", "RTX-4090": "8.9", "T4": "7.5",
+		"MI300X": "", "MI325X": "", "MI355X": "",
+	}
+	for _, g := range gpu.All() {
+		w, ok := want[g.Name]
+		if !ok {
+			t.Errorf("%s: no expected compute capability; add it to the table", g.Name)
+			continue
+		}
+		if got := g.ComputeCapabilityString(); got != w {
+			t.Errorf("%s: compute capability %q, want %q", g.Name, got, w)
+		}
+		major, minor := g.ComputeCapability()
+		if major*10+minor != g.SM {
+			t.Errorf("%s: (%d, %d) does not match SM %d", g.Name, major, minor, g.SM)
 		}
 	}
 }

@@ -169,7 +169,9 @@ func (p *parser) patternLayers(kinds []LayerKind) {
 		return
 	}
 	if s.ContextLength > 0 && p.window >= s.ContextLength {
-		// A window as long as the context (Phi-4-mini) never slides.
+		// A window as long as the context (Phi-4-mini) never slides; vLLM
+		// still applies it to every layer (UniformSlidingWindow).
+		s.UniformSlidingWindow = p.window
 		return
 	}
 	for i := range kinds {

@@ -93,6 +93,12 @@ type Spec struct {
 	// Gemma2/3, attention_chunk_size for Llama-4, else SlidingWindow. The
 	// hybrid SWA admission floor uses it.
 	EngineSlidingWindow int `json:"engine_sliding_window"`
+	// UniformSlidingWindow is a model-level sliding_window, in a config
+	// without layer_types, that is at least the context length: the layers
+	// stay FullAttention (the window never slides, and SGLang sizes them as
+	// full attention), but vLLM makes every layer a sliding-window layer
+	// with it (CacheConfig.sliding_window). 0 otherwise.
+	UniformSlidingWindow int `json:"uniform_sliding_window,omitempty"`
 	// SWANumKVHeads, SWAHeadDim and SWAVHeadDim describe sliding layers when
 	// they differ from full layers (MiMo-V2-Flash); 0 means "same as full".
 	SWANumKVHeads int `json:"swa_num_kv_heads"`

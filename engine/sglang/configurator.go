@@ -456,6 +456,8 @@ func (in Input) validate() error {
 	}
 	if p.EnableDPAttention && p.DP > 1 && p.TP > 0 && p.TP%p.DP != 0 {
 		bad("with DP attention, tp size %d must be a multiple of dp size %d", p.TP, p.DP)
+	} else if err := checkTensorParallel(in); err != nil {
+		errs = append(errs, err)
 	}
 	a := in.Args
 	if a.MemFractionStatic < 0 || a.MemFractionStatic >= 1 || math.IsNaN(a.MemFractionStatic) {

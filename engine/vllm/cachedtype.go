@@ -54,11 +54,15 @@ func AcceptedDTypes(p Profile) []string { return slices.Clone(p.rules().dtypes) 
 // otherwise the model dtype; DeepSeek-V3.2 (DSA) turns fp8 and auto into
 // fp8_ds_mla and bfloat16 into the bf16 latent.
 func ResolveCacheDType(name string, s *model.Spec, p Profile) (CacheDType, error) {
+	return resolveCacheDType(name, s, p, p.rules())
+}
+
+// resolveCacheDType is ResolveCacheDType under the rules of one release.
+func resolveCacheDType(name string, s *model.Spec, p Profile, r rules) (CacheDType, error) {
 	req := strings.ToLower(strings.TrimSpace(name))
 	if req == "" {
 		req = "auto"
 	}
-	r := p.rules()
 	if !slices.Contains(r.dtypes, req) {
 		switch {
 		case slices.Contains(knownUnmodelled, req):

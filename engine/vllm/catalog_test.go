@@ -29,7 +29,11 @@ func TestCatalogModels(t *testing.T) {
 			if err != nil {
 				t.Skipf("catalog: %v", err)
 			}
-			res, err := vllm.Plan(s, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 32768,
+			sm := 0
+			if tt.dtype == "nvfp4" {
+				sm = 100 // a B200: NVFP4 pages need SM 10.x
+			}
+			res, err := vllm.Plan(s, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 32768, GPUSM: sm,
 				Memory: vllm.Memory{AvailableKVBytes: 60 * gib}})
 			if err != nil {
 				t.Fatal(err)

@@ -4,15 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Config is a vLLM launch as kvcfg sees it: vLLM's own flags (same names,
 // snake_case) plus the memory figures that vLLM measures at startup. Zero
 // values take vLLM's defaults or kvcfg's estimates.
 type Config struct {
-	// Version is --vllm-version: "0.6", "0.11", "latest" (default) or any
-	// version number, mapped to the nearest profile.
+	// Version is --vllm-version: "latest" (default), a profile name ("0.6",
+	// "0.7", "0.8", "0.11", "0.13", "0.18") or any version number, mapped to
+	// its profile (see ResolveProfile).
 	Version string `json:"vllm_version,omitempty"`
+	// AttentionBackend is --attention-backend (VLLM_ATTENTION_BACKEND before
+	// 0.11): one of AttentionBackends(); empty takes vLLM's default
+	// selection for the release and GPU.
+	AttentionBackend string `json:"attention_backend,omitempty"`
+	// UseV0 is VLLM_USE_V1=0: the V0 engine on 0.8 to 0.10 (earlier
+	// releases always run V0, later ones have no V0).
+	UseV0 bool `json:"use_v0,omitempty"`
+	// Platform is the GPU's software stack, "cuda" (default) or "hip"; the
+	// attention backends are modelled for CUDA only.
+	Platform string `json:"platform,omitempty"`
 	// KVCacheDType is --kv-cache-dtype ("auto" when empty).
 	KVCacheDType string `json:"kv_cache_dtype,omitempty"`
 	// BlockSize is --block-size (16 when 0).
@@ -61,8 +73,9 @@ type Config struct {
 	// GPUName is the device's name; vLLM's scheduler defaults treat A100s
 	// as small GPUs whatever their memory.
 	GPUName string `json:"gpu_name,omitempty"`
-	// GPUSM is the device's compute capability as 90, 100, 120 (0 when
-	// unknown); it only adds notes (NVFP4 KV needs an SM100 backend).
+	// GPUSM is the device's compute capability as 80, 90, 100, 103, 120
+	// (gpu.GPU.SM); it picks the attention backend. 0 (unknown) is taken
+	// for a Hopper (90).
 	GPUSM int `json:"gpu_sm,omitempty"`
 	// SwapSpaceBytes is the V0 CPU swap space per GPU (4 GiB when 0).
 	SwapSpaceBytes int64 `json:"swap_space_bytes,omitempty"`
@@ -126,6 +139,15 @@ func (c Config) Validate() error {
 	}
 	if c.KVCacheMemoryBytes < 0 || c.NumGPUBlocksOverride < 0 || c.SwapSpaceBytes < 0 || c.NumSpeculativeTokens < 0 || c.MaxNumEncoderInputTokens < 0 || c.DraftLayers < 0 || c.DraftLayers > 64 {
 		bad("byte and count settings must not be negative (draft_layers at most 64)")
+	}
+	if c.AttentionBackend != "" && !slices.Contains(AttentionBackends(), c.AttentionBackend) {
+		bad("attention_backend %q (accepted: %s)", c.AttentionBackend, strings.Join(AttentionBackends(), ", "))
+	}
+	if c.Platform != "" && c.Platform != "cuda" && c.Platform != "hip" {
+		bad("platform %q (accepted: cuda, hip)", c.Platform)
+	}
+	if c.GPUSM < 0 || c.GPUSM > 199 {
+		bad("gpu_sm %d must be a compute capability × 10 such as 90", c.GPUSM)
 	}
 	if c.MambaCacheMode != "" && !slices.Contains([]string{"none", "align", "all"}, c.MambaCacheMode) {
 		bad("mamba_cache_mode %q (accepted: none, align, all)", c.MambaCacheMode)

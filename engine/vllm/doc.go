@@ -14,9 +14,16 @@
 // pipeline stages; and the report lines are rendered the way the chosen vLLM
 // generation prints them.
 //
-// Three version profiles cover what users run (see Profile): "0.6" (the V0
-// engine, up to 0.10), "0.11" (V1 with 0.11.x reporting) and "latest" (the
-// newest main). The same memory yields different logged numbers on each.
+// Seven version profiles cover the releases users run (see Profile and
+// ResolveProfile): "0.6" and "0.7" (the V0 engine), "0.8" (0.8.0 to 0.10.x,
+// V1 by default with its fallbacks to V0), "0.11", "0.13", "0.18" and
+// "latest" (0.28 and main). A version number selects the rules of that
+// exact release within its profile. The same memory yields different
+// logged numbers on each. On CUDA the V1 engine's attention backend is
+// modelled explicitly (Config.AttentionBackend, or vLLM's default
+// selection for the release and compute capability): it fixes the KV
+// block size, the hybrid Mamba alignment and which KV dtypes start.
+// docs/vllm-rules.md lists every rule with its source.
 //
 // The package is a pure library: it takes a model.Spec and byte figures and
 // returns values. It never prints, reads flags or exits.

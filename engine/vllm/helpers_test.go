@@ -24,3 +24,6 @@ func commasI(n int64) string {
 func isExpected(err error) bool {
 	return errors.Is(err, vllm.ErrRefused) || errors.Is(err, vllm.ErrUnsupportedModel) || errors.Is(err, vllm.ErrUnsupportedDType)
 }
+
+// strconvFormat2 formats f with two decimals, as vLLM's "%.2fx".
+func strconvFormat2(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }

@@ -44,6 +44,56 @@ func stageOf(n, pp int) []int {
 // kvHeadsPerRank is vLLM's get_num_kv_heads: max(1, total // tp).
 func kvHeadsPerRank(total, tp int) int { return max(1, total/max(tp, 1)) }
 
+// engineMLA reports whether the release serves model s with MLA
+// (ModelConfig.use_mla / is_deepseek_mla): from 0.7.1 for deepseek_v2 and
+// deepseek_v3, deepseek_mtp from 0.8.0, kimi_k2 from 0.10.0, and every
+// latent-attention model kvcfg reads from 0.11 on.
+func engineMLA(s *model.Spec, r rules) bool {
+	if s.Attention != model.MLA && s.Attention != model.DSA {
+		return false
+	}
+	if r.rel.atLeast(0, 11, 0) {
+		return true
+	}
+	switch strings.ToLower(s.ModelType) {
+	case "deepseek_v2", "deepseek_v3":
+		return r.rel.atLeast(0, 7, 1)
+	case "deepseek_mtp":
+		return r.rel.atLeast(0, 8, 0)
+	case "kimi_k2":
+		return r.rel.atLeast(0, 10, 0)
+	}
+	return false
+}
+
+// legacyHeadSize is get_head_size for a latent-attention model that the
+// release does not serve with MLA: DeepSeek-V2 (and V3 from 0.6.6) padded
+// to 256 in 0.6.x, qk_nope + qk_rope in 0.7.0, else hidden / heads.
+func legacyHeadSize(s *model.Spec, r rules) int {
+	switch strings.ToLower(s.ModelType) {
+	case "deepseek_v2", "deepseek_v3":
+		if !r.rel.atLeast(0, 7, 0) {
+			return 256
+		}
+		if s.QKNopeHeadDim+s.QKRopeHeadDim > 0 {
+			return s.QKNopeHeadDim + s.QKRopeHeadDim
+		}
+	}
+	if s.NumAttentionHeads > 0 {
+		return s.HiddenSize / s.NumAttentionHeads
+	}
+	return 0
+}
+
+// v0MLATokenBytes is one MLA token of one layer in the V0 cache engine:
+// 0.7.2 and 0.7.3 align the latent row to 256 bytes (VLLM_CUDA_MEM_ALIGN_KV_CACHE).
+func v0MLATokenBytes(latent int64, r rules) int64 {
+	if r.v0 && r.rel.atLeast(0, 7, 2) && !r.rel.atLeast(0, 8, 0) {
+		return (latent + 255) / 256 * 256
+	}
+	return latent
+}
+
 // isChunkedLocal reports whether the model's "sliding" layers are Llama-4
 // chunked local attention (attention_chunk_size).
 func isChunkedLocal(s *model.Spec) bool {
@@ -80,7 +130,19 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 	if dv <= 0 {
 		dv = dk
 	}
-	mla := s.Attention == model.MLA || s.Attention == model.DSA
+	mla := engineMLA(s, in.rules)
+	if (s.Attention == model.MLA || s.Attention == model.DSA) && !mla {
+		if !in.rules.v0 {
+			return nil, fmt.Errorf("%w: vLLM %s does not serve %s (model_type %s) with MLA; kvcfg sizes it from 0.11 on (or on the V0 engine)", ErrUnsupportedModel, in.rules.rel, s.Name, s.ModelType)
+		}
+		// Full per-head K and V with the release's head size.
+		hkvTotal = s.NumKVHeads
+		if hkvTotal <= 0 {
+			hkvTotal = s.NumAttentionHeads
+		}
+		dk = legacyHeadSize(s, in.rules)
+		dv = dk
+	}
 	if in.rules.v0 && s.Attention == model.DSA {
 		return nil, fmt.Errorf("%w: DeepSeek sparse attention (DSA) needs the V1 engine; use --vllm-version 0.11 or latest", ErrUnsupportedModel)
 	}
@@ -101,7 +163,7 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 			mlaTok = DSMLATokenBytes
 		} else {
 			// One latent row, never sharded across TP; no separate V.
-			mlaTok = int64(s.KVLoraRank+s.QKRopeHeadDim) * int64(in.cache.Format.ElementBits) / 8
+			mlaTok = v0MLATokenBytes(int64(s.KVLoraRank+s.QKRopeHeadDim)*int64(in.cache.Format.ElementBits)/8, in.rules)
 		}
 		if s.Attention == model.DSA {
 			d := s.IndexHeadDim
@@ -135,6 +197,12 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 
 	var mambaBytes int64
 	var out []LayerSpec
+	uniformWindow := 0
+	if s.UniformSlidingWindow > 0 && in.rules.swaSpec {
+		// CacheConfig.sliding_window: every layer without a window of its
+		// own slides, however long the window.
+		uniformWindow = s.UniformSlidingWindow
+	}
 	for i, k := range kinds {
 		base := LayerSpec{Name: fmt.Sprintf("layers.%d.attn", i), Stage: stages[i], BlockSize: in.blockSize}
 		switch k {
@@ -165,10 +233,14 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 			}
 			base.TokenBytes = swaTok
 			switch {
-			case in.rules.v0:
-				// V0 sizes every layer for the full context.
+			case in.rules.v0 || !in.rules.swaSpec || (isChunkedLocal(s) && !in.rules.hybridGroups):
+				// V0 (and V1 before SlidingWindowSpec, or before chunked
+				// local attention had a spec) sizes every layer for the
+				// full context.
 				base.Kind = FullAttention
-				base.Window = s.SlidingWindow
+				if in.rules.v0 {
+					base.Window = s.SlidingWindow
+				}
 			case isChunkedLocal(s):
 				base.Kind = ChunkedLocalAttention
 				base.ChunkSize = s.SlidingWindow
@@ -180,10 +252,15 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 				base.TokenBytes = mlaTok
 			}
 		default:
-			if mla {
+			switch {
+			case mla:
 				base.Kind = MLAAttention
 				base.TokenBytes = mlaTok
-			} else {
+			case uniformWindow > 0:
+				base.Kind = SlidingWindow
+				base.Window = uniformWindow
+				base.TokenBytes = fullTok
+			default:
 				base.Kind = FullAttention
 				base.TokenBytes = fullTok
 			}
@@ -203,7 +280,7 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 	// layer (with its indexer), on the last stage.
 	var proto []LayerSpec
 	for i := len(out) - 1; i >= 0 && len(proto) == 0; i-- {
-		if out[i].Kind == FullAttention || (out[i].Kind == MLAAttention && out[i].Variant == "") {
+		if out[i].Kind == FullAttention || (out[i].Kind == MLAAttention && out[i].Variant == "") || (out[i].Kind == SlidingWindow && uniformWindow > 0) {
 			proto = append(proto, out[i])
 			if i+1 < len(out) && out[i+1].Variant == "indexer" {
 				proto = append(proto, out[i+1])
@@ -255,6 +332,11 @@ func mambaStateBytes(s *model.Spec, in layerInputs) (int64, error) {
 		convBytes = 4
 	}
 	ssmBytes := convBytes
+	if l.Kind == "kda" {
+		// mamba_utils.kda_state_dtype: the recurrent state is float32
+		// whatever the model dtype (conv states follow the cache dtype).
+		return conv*convBytes + ssm*4, nil
+	}
 	switch strings.ToLower(l.ConfigSSMDType) {
 	case "float32", "fp32":
 		ssmBytes = 4

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -18,6 +19,12 @@ type Result struct {
 	// requested version was not a profile name.
 	Profile     Profile `json:"vllm_version"`
 	ProfileNote string  `json:"profile_note,omitempty"`
+	// Engine is "V1", or "V0" for the V0 engine (0.6, 0.7, and 0.8 to 0.10
+	// when V1 falls back).
+	Engine string `json:"engine"`
+	// AttentionBackend is the attention backend the V1 engine selects on
+	// CUDA ("FLASH_ATTN", "FLASHMLA", ...); empty for V0 and other platforms.
+	AttentionBackend string `json:"attention_backend,omitempty"`
 	// KVCacheDType is the resolved cache dtype.
 	KVCacheDType CacheDType `json:"kv_cache_dtype"`
 	// BlockSize is the attention block size in tokens (after Mamba
@@ -108,11 +115,17 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	prof, note, _ := ResolveProfile(c.Version)
-	r := prof.rules()
-	res := &Result{Profile: prof, ProfileNote: note}
+	prof, rel, note, _ := resolve(c.Version)
+	r := rulesFor(prof, rel)
+	res := &Result{Profile: prof, ProfileNote: note, Engine: "V1"}
+	if r.v0 {
+		res.Engine = "V0"
+	}
 	if note != "" {
 		res.Notes = append(res.Notes, note)
+	}
+	if s.Architecture == "DeepseekV3ForCausalLM" && !rel.atLeast(0, 6, 6) {
+		return nil, fmt.Errorf("%w: vLLM %s does not register DeepseekV3ForCausalLM (\"Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.\"); it runs from 0.6.6", ErrUnsupportedModel, rel)
 	}
 
 	tp, pp := max(c.TensorParallelSize, 1), max(c.PipelineParallelSize, 1)
@@ -121,14 +134,11 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	if block == 0 {
 		block = 16
 	}
-	bigGPU := c.Memory.TotalBytes >= 70*GiB && !strings.Contains(strings.ToLower(c.GPUName), "a100")
-	res.MaxNumSeqs = c.MaxNumSeqs
-	if res.MaxNumSeqs == 0 {
-		res.MaxNumSeqs = 256
-		if bigGPU && !r.v0 {
-			res.MaxNumSeqs = 1024
-		}
+	sm := c.GPUSM
+	if sm == 0 {
+		sm = 90 // an unknown CUDA device is taken for a Hopper
 	}
+	cuda := c.Platform == "" || c.Platform == "cuda"
 
 	// max_model_len.
 	L := c.MaxModelLen
@@ -152,39 +162,58 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	}
 	res.MaxModelLen = L
 
-	res.MaxNumBatchedTokens = c.MaxNumBatchedTokens
-	if res.MaxNumBatchedTokens == 0 {
-		switch {
-		case r.v0 && L > 32768:
-			// V0 turns chunked prefill on for long contexts, with 512-token chunks.
-			res.MaxNumBatchedTokens = 512
-		case r.v0:
-			res.MaxNumBatchedTokens = max(L, 2048)
-		case bigGPU:
-			res.MaxNumBatchedTokens = 8192
-		default:
-			res.MaxNumBatchedTokens = 2048
+	// 0.8 to 0.10: the V1 engine falls back to V0 for what it lacks.
+	if r.v1Oracle {
+		if feature, line := v1Fallback(s, c, r, sm); feature != "" {
+			r = r.v0Fallback()
+			res.Engine = "V0"
+			if line != "" {
+				res.LogLines = append(res.LogLines, line)
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s runs this launch on the V0 engine (%s)", rel, feature))
 		}
 	}
 
-	cache, err := ResolveCacheDType(c.KVCacheDType, s, prof)
+	if err := checkTensorParallel(s, tp, engineMLA(s, r)); err != nil {
+		var te *TPError
+		if errors.As(err, &te) {
+			res.Error = te.Message
+		}
+		return res, err
+	}
+
+	res.MaxNumSeqs, res.MaxNumBatchedTokens = schedulerDefaults(r, c, L)
+
+	cache, err := resolveCacheDType(c.KVCacheDType, s, prof, r)
 	if err != nil {
 		return nil, err
 	}
 	res.KVCacheDType = cache
-	if cache.Name == "nvfp4" && c.GPUSM > 0 && c.GPUSM/10 != 10 {
-		res.Notes = append(res.Notes, fmt.Sprintf("vLLM's NVFP4 KV cache needs an SM100 backend (FlashInfer / trtllm-gen); SM%d support is still open work (vllm#46963, #49011)", c.GPUSM))
-	}
 
-	if !r.v0 && c.BlockSize == 0 && (s.Attention == model.MLA || s.Attention == model.DSA) {
-		// MLA backends force their page: FlashMLA (and FlashMLA sparse for
-		// DSA) 64 tokens, CUTLASS MLA on SM100 128.
-		block = 64
-		backend := "FlashMLA"
-		if s.Attention == model.MLA && c.GPUSM/10 == 10 {
-			block, backend = 128, "CUTLASS MLA"
+	if cuda && !r.v0 {
+		a, err := attentionSetup(s, c, r, cache, sm, tp)
+		if err != nil {
+			var re *RefusalError
+			if errors.As(err, &re) {
+				res.Error = re.Message
+				return res, err
+			}
+			return nil, err
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("the %s attention backend uses %d-token KV blocks", backend, block))
+		res.AttentionBackend = a.backend.name
+		if a.block > 0 {
+			block = a.block
+		}
+		if a.line != "" {
+			res.LogLines = append(res.LogLines, a.line)
+		}
+		if a.note != "" {
+			res.Notes = append(res.Notes, a.note)
+		}
+	} else if cuda && r.v0 && c.BlockSize != 64 && engineMLA(s, r) && rel.atLeast(0, 8, 0) && sm/10 == 9 {
+		// The platform forces FlashMLA's page on V0 too.
+		block = 64
+		res.Notes = append(res.Notes, "the FlashMLA attention backend uses 64-token KV blocks")
 	}
 
 	var notes []string
@@ -202,7 +231,8 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	// Mamba hybrids: grow the attention block until one attention page holds
 	// a Mamba state, then pad the Mamba page to match.
 	if !r.v0 {
-		block = inflateForMamba(layers, block, s.Attention != model.MHA, &res.LogLines)
+		align := hybridAlignment(s, c, r, res.AttentionBackend, block, sm, cache)
+		block = inflateForMamba(layers, block, align, &res.LogLines)
 	}
 	res.BlockSize = block
 
@@ -213,7 +243,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	avail := res.Memory.AvailableKVBytes
 
 	if r.v0 {
-		return res, planV0(res, layers, c, pp, avail, v0BlocksLabel(c.Version))
+		return res, planV0(res, layers, c, pp, avail, r.v0Label)
 	}
 	return planV1(res, layers, c, r, pp, avail, autoFit)
 }
@@ -225,9 +255,333 @@ func refuse(res *Result, msg string) error {
 	return &RefusalError{Message: msg}
 }
 
-// inflateForMamba applies vLLM's HybridAttentionMambaModelConfig rule and
-// returns the attention block size.
-func inflateForMamba(layers []LayerSpec, block int, mla bool, logs *[]string) int {
+// v1Fallback returns the feature for which release r's V1 engine falls back
+// to V0 (EngineArgs._is_v1_supported_oracle, 0.8.0 to 0.10.x) and the line
+// vLLM logs for it; "" when V1 serves the launch.
+func v1Fallback(s *model.Spec, c Config, r rules, sm int) (feature, line string) {
+	fallback := func(f string) (string, string) {
+		return f, f + " is not supported by the V1 Engine. Falling back to V0. "
+	}
+	rel := r.rel
+	if c.UseV0 {
+		return "VLLM_USE_V1=0", ""
+	}
+	if sm < 80 && !rel.atLeast(0, 10, 2) {
+		return fallback("Compute Capability < 8.0")
+	}
+	if dt := strings.ToLower(strings.TrimSpace(c.KVCacheDType)); dt != "" && dt != "auto" && !v1AcceptsKVDType(s, c, r, dt, sm) {
+		return fallback("--kv-cache-dtype")
+	}
+	if c.DraftLayers > 0 && !rel.atLeast(0, 8, 5) {
+		return fallback("Speculative Decoding")
+	}
+	if slices.Contains(s.LayerKinds, model.LinearAttention) && !rel.atLeast(0, 10, 2) {
+		if !rel.atLeast(0, 9, 2) {
+			return fallback(fmt.Sprintf("['%s']", s.Architecture))
+		}
+		return "Mamba", "Mamba is experimental on VLLM_USE_V1=1. Falling back to V0 Engine."
+	}
+	return "", ""
+}
+
+// v1AcceptsKVDType is the oracle's --kv-cache-dtype check: fp8 with
+// FlashAttention 3 (Hopper) from 0.8.5, anything on SM 10.0 from 0.10.0,
+// and from 0.10.2 any dtype for MLA (FlashMLA / CUTLASS MLA by default).
+func v1AcceptsKVDType(s *model.Spec, c Config, r rules, dt string, sm int) bool {
+	rel := r.rel
+	fp8 := strings.HasPrefix(dt, "fp8")
+	defaultFA := c.AttentionBackend == "" || c.AttentionBackend == BackendFlashAttn
+	switch {
+	case !rel.atLeast(0, 8, 5):
+		return false
+	case !rel.atLeast(0, 10, 0):
+		return fp8 && defaultFA && sm/10 == 9
+	case !rel.atLeast(0, 10, 2):
+		return sm == 100 || fp8 && defaultFA && sm/10 == 9
+	}
+	if engineMLA(s, r) {
+		switch c.AttentionBackend {
+		case "", BackendFlashMLA, BackendCutlassMLA, BackendFlashInferMLA:
+			return true
+		}
+		return !fp8
+	}
+	switch {
+	case sm == 100:
+		return true
+	case defaultFA:
+		return !fp8 || sm/10 == 9
+	case c.AttentionBackend == BackendFlashInfer:
+		return true
+	case c.AttentionBackend == BackendTritonAttn:
+		return sm >= 89
+	}
+	return false
+}
+
+// schedulerDefaults returns max_num_seqs and max_num_batched_tokens for
+// `vllm serve` (EngineArgs.get_batch_defaults and its predecessors).
+func schedulerDefaults(r rules, c Config, L int) (seqs, batched int) {
+	seqs, batched = c.MaxNumSeqs, c.MaxNumBatchedTokens
+	name := strings.ToLower(c.GPUName)
+	mem := c.Memory.TotalBytes
+	var dSeqs, dBatched int
+	switch {
+	case r.v0:
+		dSeqs = 256
+		dBatched = max(L, 2048)
+		if L > 32768 {
+			// V0 turns chunked prefill on for long contexts, with 512-token chunks.
+			dBatched = 512
+		}
+	case r.batchDefaults == "name":
+		dSeqs, dBatched = 1024, 2048
+		if strings.Contains(name, "h100") || strings.Contains(name, "h200") {
+			dBatched = 8192
+		}
+	case r.batchDefaults == "mem160" && mem >= 160*GiB:
+		// "For GPUs like B200/B300 with >= 160GB memory, use the largest defaults".
+		dSeqs, dBatched = 1024, 16384
+	case mem >= 70*GiB && (r.batchDefaults == "mem70" || !strings.Contains(name, "a100")):
+		dSeqs, dBatched = 1024, 8192
+	default:
+		dSeqs, dBatched = 256, 2048
+	}
+	if seqs == 0 {
+		seqs = dSeqs
+	}
+	if batched == 0 {
+		batched = dBatched
+	}
+	return seqs, batched
+}
+
+// selectorQuery builds the backend selector's view of the launch.
+func selectorQuery(s *model.Spec, c Config, cache CacheDType, sm int) backendQuery {
+	q := backendQuery{
+		modelDType: modelCacheName(s),
+		kvDType:    cache.Requested,
+		blockSize:  c.BlockSize,
+		mla:        s.Attention == model.MLA || s.Attention == model.DSA,
+		sparse:     s.Attention == model.DSA,
+		sink:       strings.HasPrefix(strings.ToLower(s.ModelType), "gpt_oss"),
+		major:      sm / 10, minor: sm % 10,
+		qkNope: s.QKNopeHeadDim, qkRope: s.QKRopeHeadDim, vHead: s.VHeadDim,
+		indexTopK: s.IndexTopK > 0,
+	}
+	switch {
+	case q.kvDType == "" || q.kvDType == "auto" && cache.Name == "fp8_ds_mla":
+		q.kvDType = "auto"
+	case q.kvDType == "auto" && cache.Name == "nvfp4":
+		// resolve_kv_cache_dtype_string: "auto" follows the checkpoint's
+		// kv_cache_quant_algo before the backend is chosen.
+		q.kvDType = "nvfp4"
+	case q.kvDType == "auto" && strings.HasPrefix(cache.Name, "fp8"):
+		q.kvDType = "fp8"
+	}
+	if q.mla {
+		q.headSize = s.KVLoraRank + s.QKRopeHeadDim
+	} else {
+		q.headSize = s.HeadDim
+		if q.headSize <= 0 && s.NumAttentionHeads > 0 {
+			q.headSize = s.HiddenSize / s.NumAttentionHeads
+		}
+	}
+	if s.Linear != nil && slices.Contains(s.LayerKinds, model.LinearAttention) {
+		q.hybridFP32 = s.Linear.Kind == "kda" || strings.EqualFold(s.Linear.ConfigSSMDType, "float32")
+	}
+	return q
+}
+
+// attention is the attention backend of a V1 launch and the block size it
+// sets.
+type attention struct {
+	backend    backendSpec
+	block      int    // 0: keep the default (or --block-size)
+	line, note string // what vLLM logs, what kvcfg notes
+}
+
+// attentionSetup resolves the attention backend and the KV block size of a
+// V1 launch on CUDA. Up to 0.17 the platform picks the MLA backend and
+// forces its block size first (check_and_update_config), and from 0.13 the
+// selector then validates the configuration with that block; from 0.18 the
+// selector runs first with the user's --block-size (None when not given)
+// and the block follows the selected backend's preference
+// (update_block_size_for_backend).
+func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp int) (attention, error) {
+	q := selectorQuery(s, c, cache, sm)
+	heads := max(s.NumAttentionHeads/max(tp, 1), 1)
+	if r.backendBlocks {
+		b, err := selectBackend(r, q, c.AttentionBackend, heads)
+		if err != nil {
+			if be, ok := err.(*BackendError); ok {
+				be.alternatives(r, q, heads)
+			}
+			return attention{}, err
+		}
+		a := attention{backend: b}
+		a.block, a.line, a.note = backendBlockSize(s, c, r, b, sm)
+		return a, nil
+	}
+	b, err := defaultBackend(s, c, r, q, sm)
+	if err != nil {
+		return attention{}, err
+	}
+	a := attention{backend: b}
+	a.block, a.line, a.note = backendBlockSize(s, c, r, b, sm)
+	if !r.backendCheck {
+		return a, nil
+	}
+	q.blockSize = max(c.BlockSize, 16)
+	if a.block > 0 {
+		q.blockSize = a.block
+	}
+	requested := c.AttentionBackend
+	if requested == "" && (b.name == BackendCutlassMLA && !r.rel.atLeast(0, 15, 0) || b.name == BackendFlashInferMLA) {
+		// The platform sets the MLA backend itself on Blackwell.
+		requested = b.name
+	}
+	sel, err := selectBackend(r, q, requested, heads)
+	if err != nil {
+		if be, ok := err.(*BackendError); ok {
+			be.alternatives(r, q, heads)
+		}
+		return attention{}, err
+	}
+	a.backend = sel
+	return a, nil
+}
+
+// defaultBackend is the backend releases before 0.18 choose: the requested
+// one, else for MLA the platform's (FlashMLA sparse for DSA; on Blackwell
+// FlashInfer MLA from 0.15 when qk_nope_head_dim is 128, else CUTLASS MLA
+// from 0.10.2; FlashMLA on Hopper; Triton MLA elsewhere), else FlashInfer
+// on Blackwell and FlashAttention otherwise.
+func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (backendSpec, error) {
+	if c.AttentionBackend != "" {
+		b, ok := lookupBackend(c.AttentionBackend)
+		if !ok {
+			return backendSpec{}, fmt.Errorf("%w: attention backend %q (accepted: %s)", ErrInvalidConfig, c.AttentionBackend, strings.Join(AttentionBackends(), ", "))
+		}
+		return b, nil
+	}
+	name := BackendFlashAttn
+	switch {
+	case q.mla && q.sparse:
+		name = BackendFlashMLASparse
+	case q.mla && sm/10 == 10 && r.rel.atLeast(0, 15, 0) && q.qkNope == 128:
+		name = BackendFlashInferMLA
+	case q.mla && sm/10 == 10 && r.rel.atLeast(0, 10, 2):
+		name = BackendCutlassMLA
+	case q.mla && sm/10 == 9:
+		name = BackendFlashMLA
+	case q.mla:
+		name = BackendTritonMLA
+	case sm/10 == 10 && r.rel.atLeast(0, 9, 2):
+		name = BackendFlashInfer
+	}
+	b, _ := lookupBackend(name)
+	return b, nil
+}
+
+// backendBlockSize returns the KV block size the platform sets for the
+// chosen backend (0 to keep the default), the line vLLM logs and kvcfg's
+// note. From 0.18 the backend's preferred kernel block (16 when it supports
+// 16, else its smallest) applies unless --block-size is given; before, the
+// platform forced FlashMLA's 64 on Hopper, the sparse backend's 64 and,
+// from 0.10.2, CUTLASS MLA's 128 on Blackwell, over --block-size too.
+func backendBlockSize(s *model.Spec, c Config, r rules, b backendSpec, sm int) (block int, line, note string) {
+	if r.backendBlocks {
+		if c.BlockSize != 0 {
+			return 0, "", ""
+		}
+		q := selectorQuery(s, c, CacheDType{Requested: c.KVCacheDType}, sm)
+		p := b.preferredBlock(q)
+		if p == 16 {
+			return 0, "", ""
+		}
+		return p, fmt.Sprintf("Setting kv cache block size to %d for %s backend.", p, b.name), ""
+	}
+	if !b.mla {
+		return 0, "", ""
+	}
+	cur := c.BlockSize
+	fits := func(n int) bool {
+		if cur == 0 {
+			return false
+		}
+		if r.rel.atLeast(0, 13, 0) {
+			return cur%n == 0
+		}
+		return cur == n
+	}
+	uses := func(name string, n int) (int, string, string) {
+		return n, "", fmt.Sprintf("the %s attention backend uses %d-token KV blocks", name, n)
+	}
+	switch b.name {
+	case BackendFlashMLASparse:
+		// "TODO(Chen): remove this hacky code": always 64.
+		if cur == 64 {
+			return 0, "", ""
+		}
+		return uses("FlashMLA", 64)
+	case BackendFlashInferMLA:
+		if cur == 32 || fits(64) || (cur == 64 && !r.rel.atLeast(0, 13, 0)) {
+			return 0, "", ""
+		}
+		return uses("FlashInfer MLA", 64)
+	case BackendFlashMLA:
+		if fits(64) || sm/10 != 9 {
+			return 0, "", ""
+		}
+		return uses("FlashMLA", 64)
+	case BackendCutlassMLA:
+		if fits(128) {
+			return 0, "", ""
+		}
+		return uses("CUTLASS MLA", 128)
+	}
+	return 0, "", ""
+}
+
+// hybridAlignment returns the kernel block alignment of a Mamba hybrid's
+// attention block (Platform._align_hybrid_block_size from 0.18, the
+// HybridAttentionMambaModelConfig constants before).
+func hybridAlignment(s *model.Spec, c Config, r rules, backend string, block, sm int, cache CacheDType) int {
+	mla := engineMLA(s, r)
+	switch r.hybridAlign {
+	case "16":
+		return 16
+	case "backend", "backend-mla128":
+		b, ok := lookupBackend(backend)
+		align := 16
+		if ok {
+			align = b.minKernelBlock(selectorQuery(s, c, cache, sm))
+		}
+		align = max(align, block)
+		if mla && r.hybridAlign == "backend-mla128" {
+			// TRTLLM / FlashInfer MLA decode needs the kernel blocks
+			// aligned to 128 tokens.
+			align = max(align, 128)
+		}
+		return align
+	}
+	switch {
+	case mla && c.AttentionBackend == BackendCutlassMLA:
+		return 128
+	case mla:
+		return 64
+	case sm/10 == 10 && s.HeadDim == 256 && (c.AttentionBackend == "" || c.AttentionBackend == BackendFlashInfer):
+		// FlashInfer on Blackwell cannot run head size 256 with 16-token blocks.
+		return 32
+	}
+	return 16
+}
+
+// inflateForMamba applies vLLM's hybrid block rule and returns the
+// attention block size: align × cdiv(mamba page, align × attention page
+// per token), kept when the block is already larger.
+func inflateForMamba(layers []LayerSpec, block, align int, logs *[]string) int {
 	mi := slices.IndexFunc(layers, func(l LayerSpec) bool { return l.Kind == Mamba })
 	ai := slices.IndexFunc(layers, func(l LayerSpec) bool { return l.Kind != Mamba && l.Variant == "" && l.TokenBytes > 0 })
 	if mi < 0 || ai < 0 {
@@ -235,11 +589,8 @@ func inflateForMamba(layers []LayerSpec, block int, mla bool, logs *[]string) in
 	}
 	mambaPage := layers[mi].StateBytes
 	tok := layers[ai].TokenBytes
-	align := int64(16)
-	if mla {
-		align = 64
-	}
-	attnBlock := int(align * cdiv(mambaPage, align*tok))
+	a := int64(max(align, 1))
+	attnBlock := int(a * cdiv(mambaPage, a*tok))
 	if block < attnBlock {
 		block = attnBlock
 		*logs = append(*logs, fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", block))
@@ -311,30 +662,16 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 				strings.Join(m.Estimated, ", ")))
 		}
 	}
-	if !r.v0 {
+	if r.availLine {
 		res.LogLines = append(res.LogLines, fmt.Sprintf("Available KV cache memory: %s GiB", gibFor(r, m.AvailableKVBytes)))
 	}
 	return nil
 }
 
 // planV0 is the V0 engine: one cache block of all attention layers of a
-// stage, the minimum over stages, the max-seq-len check after sizing.
-// v0BlocksLabel is the device word of V0's "# GPU blocks" line: "GPU" up
-// to 0.6, the platform's dispatch key "CUDA" in 0.7, its device type "cuda"
-// from 0.8.
-func v0BlocksLabel(version string) string {
-	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(version)), "v")
-	major, minor, ok := parseVersion(v)
-	switch {
-	case !ok || major != 0 || minor <= 6:
-		return "GPU"
-	case minor == 7:
-		return "CUDA"
-	default:
-		return "cuda"
-	}
-}
-
+// stage, the minimum over stages, the max-seq-len check after sizing. label
+// is the device word of "# GPU blocks": "GPU" up to 0.6, the platform's
+// dispatch key "CUDA" in 0.7, its device type "cuda" from 0.8.
 func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, label string) error {
 	B := int64(res.BlockSize)
 	var worst int64
@@ -391,6 +728,21 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			if layers[i].Kind == Mamba {
 				layers[i].BlockSize = res.MaxModelLen
 			}
+		}
+	}
+	if !r.hybridGroups {
+		// Before the hybrid allocator (0.9.2) a model had one KV cache
+		// type: sliding layers next to full ones became full attention
+		// (unify_hybrid_kv_cache_specs, 0.8.5), anything else raised.
+		if slices.ContainsFunc(layers, func(l LayerSpec) bool { return l.Kind.fullType() }) {
+			for i, l := range layers {
+				if l.Kind == SlidingWindow || l.Kind == ChunkedLocalAttention {
+					layers[i].Kind, layers[i].Window, layers[i].ChunkSize = FullAttention, 0, 0
+				}
+			}
+		}
+		if len(layers) > 0 && !allEqual(layers) {
+			return nil, fmt.Errorf("%w: vLLM %s supports models with one KV cache type only (its V1 engine raises NotImplementedError for %s)", ErrUnsupportedModel, r.rel, kindsOf(layers))
 		}
 	}
 	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
@@ -495,14 +847,7 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 			if est > 0 {
 				estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
 			}
-			// 0.11 prints "models's"; newer versions fixed the typo and
-			// added the CPU-backend remark and the docs link.
-			model, knob := "models's", "`gpu_memory_utilization`"
-			if r.ceilRequested {
-				model, knob = "model's", "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend)"
-			}
-			return res, refuse(res, fmt.Sprintf("To serve at least one request with the %s max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing %s or decreasing `max_model_len` when initializing the engine.%s",
-				model, L, gibFor(r, need), gibFor(r, ca), estMsg, knob, seeDocs))
+			return res, refuse(res, admissionMessage(r, L, need, ca, est, estMsg, seeDocs))
 		}
 	}
 
@@ -546,7 +891,15 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 	case perReq > 0:
 		res.TokenCapacity = mulDiv(nb, int64(L), perReq)
 	}
-	if r.combinedLine {
+	if r.tokenConcurrency {
+		// 0.8.0 to 0.9.1: num_blocks × block_size tokens, concurrency
+		// tokens / max_model_len.
+		res.KVCacheSizeTokens = nb * int64(minBlock)
+		res.MaxConcurrency = float64(res.KVCacheSizeTokens) / float64(L)
+		res.LogLines = append(res.LogLines,
+			fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
+			fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(int64(L)), res.MaxConcurrency))
+	} else if r.combinedLine {
 		if perReq > 0 {
 			res.MaxConcurrency = float64(nb) / float64(perReq)
 		}
@@ -581,6 +934,44 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 		}
 	}
 	return res, nil
+}
+
+// admissionMessage is check_enough_kv_cache_memory's refusal in the
+// release's wording: "GB" and no estimate up to 0.8.4; from 0.8.5 an
+// estimate whose sentence 0.8.5 to 0.9.1 cut off after "memory,"; the
+// "models's" typo up to 0.12; the CPU-backend remark and docs link after.
+func admissionMessage(r rules, L int, need, avail int64, est int, estMsg, seeDocs string) string {
+	switch r.msg {
+	case "gb":
+		return fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%.2f GB KV cache is needed, which is larger than the available KV cache memory (%.2f GB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			L, float64(need)/float64(GiB), float64(avail)/float64(GiB))
+	case "half":
+		cut := ""
+		if est > 0 {
+			cut = " Based on the available memory,"
+		}
+		return fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB).%s  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			L, gib(need), gib(avail), cut)
+	case "v011":
+		// The estimate sentence is followed by a space either way, so an
+		// empty one leaves two.
+		est := strings.TrimSuffix(estMsg, " ")
+		return fmt.Sprintf("To serve at least one request with the models's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %s Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			L, gib(need), gib(avail), est)
+	}
+	return fmt.Sprintf("To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). %sTry increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine.%s",
+		L, formatGiB(need), formatGiB(avail), estMsg, seeDocs)
+}
+
+// kindsOf lists the distinct spec kinds of layers, for messages.
+func kindsOf(layers []LayerSpec) string {
+	var out []string
+	for _, l := range layers {
+		if !slices.Contains(out, string(l.Kind)) {
+			out = append(out, string(l.Kind))
+		}
+	}
+	return strings.Join(out, " + ")
 }
 
 // mulDiv is a·b/c without overflow (saturating at MaxInt64), for

@@ -31,7 +31,7 @@ func TestBytesPerToken(t *testing.T) {
 		{"llama-3.1-8b bf16", llama31_8B(), vllm.Config{}, 131072, "bfloat16"},
 		{"llama-3.1-8b fp8", llama31_8B(), vllm.Config{KVCacheDType: "fp8"}, 65536, "fp8_e4m3"},
 		{"llama-3.1-8b fp8_e5m2", llama31_8B(), vllm.Config{KVCacheDType: "fp8_e5m2"}, 65536, "fp8_e5m2"},
-		{"llama-3.1-8b nvfp4: 9/32 of bf16", llama31_8B(), vllm.Config{KVCacheDType: "nvfp4"}, 36864, "nvfp4"},
+		{"llama-3.1-8b nvfp4: 9/32 of bf16", llama31_8B(), vllm.Config{KVCacheDType: "nvfp4", GPUSM: 100}, 36864, "nvfp4"},
 		{"llama-3.1-8b fp8 per token head: +8 B per head", llama31_8B(), vllm.Config{KVCacheDType: "fp8_per_token_head"}, 32 * 8 * (256 + 8), "fp8_per_token_head"},
 		{"llama-3.1-8b int8 per token head", llama31_8B(), vllm.Config{KVCacheDType: "int8_per_token_head"}, 32 * 8 * (256 + 8), "int8_per_token_head"},
 		{"llama-3.1-8b v0 auto", llama31_8B(), vllm.Config{Version: "0.6"}, 131072, "bfloat16"},
@@ -351,16 +351,24 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 	if res.NumGPUBlocks != nb || res.TokenCapacity != nb*64 || res.BlockSize != 64 {
 		t.Errorf("blocks %d capacity %d block %d, want %d, %d and 64", res.NumGPUBlocks, res.TokenCapacity, res.BlockSize, nb, nb*64)
 	}
-	// An explicit --block-size wins; CUTLASS MLA on SM100 uses 128.
+	// 0.13 to 0.17 force the MLA page: the sparse backend's 64 over any
+	// --block-size, CUTLASS MLA's 128 on SM100 (FlashInfer MLA's 64 from
+	// 0.15), FlashMLA's 64 on Hopper.
+	// From 0.18 the backend's preferred block applies: FlashInfer MLA's 32
+	// on SM100 and FlashAttention MLA's 16 on Hopper; V0 uses 16.
 	for _, tt := range []struct {
 		spec      *model.Spec
 		cfg       vllm.Config
 		wantBlock int
 	}{
-		{deepseekV32(), vllm.Config{BlockSize: 16}, 16},
-		{deepseekV3(), vllm.Config{GPUSM: 100}, 128},
-		{deepseekV3(), vllm.Config{GPUSM: 90}, 64},
-		{deepseekV3(), vllm.Config{Version: "0.6"}, 16},
+		{deepseekV32(), vllm.Config{Version: "0.13", BlockSize: 16}, 64},
+		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 100}, 128},
+		{deepseekV3(), vllm.Config{Version: "0.15.1", GPUSM: 100}, 64},
+		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 90}, 64},
+		{deepseekV3(), vllm.Config{GPUSM: 100}, 32},
+		{deepseekV3(), vllm.Config{GPUSM: 90}, 16},
+		{deepseekV3(), vllm.Config{GPUSM: 90, BlockSize: 64}, 64},
+		{deepseekV3(), vllm.Config{Version: "0.7.3"}, 16},
 	} {
 		tt.cfg.MaxModelLen = 4096
 		tt.cfg.Memory.AvailableKVBytes = avail
@@ -490,10 +498,19 @@ func TestResolveProfile(t *testing.T) {
 		{"0.6", vllm.V06, false, false},
 		{"0.11", vllm.V011, false, false},
 		{"0.6.3.post1", vllm.V06, true, false},
-		{"v0.10.1", vllm.V06, true, false},
+		{"v0.10.1", vllm.V08, true, false},
+		{"0.7.3", vllm.V07, true, false},
+		{"0.7", vllm.V07, false, false},
+		{"0.8.0", vllm.V08, true, false},
+		{"0.9", vllm.V08, true, false},
 		{"0.11.0rc2", vllm.V011, true, false},
 		{"0.12.0", vllm.V011, true, false},
-		{"0.19.1", vllm.Latest, true, false},
+		{"0.13.0", vllm.V013, true, false},
+		{"0.17.1", vllm.V013, true, false},
+		{"0.18", vllm.V018, false, false},
+		{"0.19.1", vllm.V018, true, false},
+		{"0.27.0", vllm.V018, true, false},
+		{"0.28.0", vllm.Latest, true, false},
 		{"1.0", vllm.Latest, true, false},
 		{"banana", "", false, true},
 	}
@@ -697,6 +714,7 @@ func TestV0RealLogs(t *testing.T) {
 	}
 	tests := []struct {
 		name, version string
+		useV0         bool // VLLM_USE_V1=0 (0.8 to 0.10 default to V1)
 		spec          *model.Spec
 		kv            int64 // "the rest of the memory reserved for KV Cache is X GiB"
 		want          []string
@@ -708,7 +726,7 @@ func TestV0RealLogs(t *testing.T) {
 		},
 		{
 			// 24 layers × 2 KV heads × 64: 196,608 B per block; 7.57 GiB.
-			name: "0.9 prints cuda", version: "0.9.2", spec: qwen(24, 64, 32768), kv: 41345*196608 + 5000,
+			name: "0.9 on V0 prints cuda", version: "0.9.2", useV0: true, spec: qwen(24, 64, 32768), kv: 41345*196608 + 5000,
 			want: []string{"# cuda blocks: 41345, # CPU blocks: 21845", "Maximum concurrency for 32768 tokens per request: 20.19x"},
 		},
 		{
@@ -718,7 +736,7 @@ func TestV0RealLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, Memory: vllm.Memory{AvailableKVBytes: tt.kv}})
+			res, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, UseV0: tt.useV0, Memory: vllm.Memory{AvailableKVBytes: tt.kv}})
 			if err != nil {
 				t.Fatal(err)
 			}
