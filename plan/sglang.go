@@ -85,6 +85,9 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	} else {
 		cfgr, err = sglang.New(in)
 	}
+	if errors.Is(err, sglang.ErrTensorParallel) && !errors.Is(err, sglang.ErrInvalid) {
+		return rep, sglangRefusal(rep, err) // the engine refuses while loading the model
+	}
 	if err != nil {
 		return nil, inputError(err)
 	}
@@ -126,7 +129,7 @@ func sglangRefusal(rep *Report, err error) error {
 		return fe
 	}
 	words := err.Error()
-	if fe, ok := err.(*sglang.FixError); ok {
+	if fe != nil {
 		words = fe.Err.Error() // the engine's words; the hint is the fix
 	}
 	return refuse(rep, err, engineWords(words))

@@ -126,6 +126,11 @@ func (r *Report) summaryRows() [][2]string {
 		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, units.FormatBytes(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
 		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
 	}
+	if r.Error != "" && r.CellSizeBytes == 0 {
+		// Refused before any pool was sized: the sizing rows would be zeros.
+		rows[3][1] = r.KVCacheDType
+		return rows
+	}
 	cell := [2]string{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))}
 	if r.Engine == EngineVLLM {
 		util := "— (KV budget given)"

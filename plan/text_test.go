@@ -104,6 +104,7 @@ func TestWriteTextReportsWriteErrors(t *testing.T) {
 	r := &plan.Report{Inputs: plan.Inputs{Engine: plan.EngineSGLang, Model: "m", GPU: "g"},
 		Logs: plan.Logs{LogLines: []string{"line"}, Warnings: []string{"careful"}},
 		Fix:  plan.Fix{Error: "boom", FixHint: "do less"}}
+	r.CellSizeBytes = 1 // sized, so every row prints
 	for _, n := range []int{0, 10, 200, 600} {
 		if err := r.WriteText(&failAfter{n: n}); !errors.Is(err, errFull) {
 			t.Errorf("WriteText after %d bytes: %v, want %v", n, err, errFull)

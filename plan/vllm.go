@@ -125,7 +125,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	if perr != nil {
 		var re *vllm.RefusalError
 		if errors.As(perr, &re) {
-			fixVLLM(rep, res, spec, int64(req.PreLoadFreeMemory))
+			fixVLLM(rep, res, perr, spec, int64(req.PreLoadFreeMemory))
 			return rep, refuse(rep, perr, re.Message)
 		}
 		return nil, vllmInputError(perr)
@@ -219,8 +219,23 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 }
 
 // fixVLLM names the flag that gets a refused vLLM launch started.
-func fixVLLM(rep *Report, res *vllm.Result, spec *model.Spec, free int64) {
+func fixVLLM(rep *Report, res *vllm.Result, err error, spec *model.Spec, free int64) {
+	var tpe *vllm.TPError
+	var be *vllm.BackendError
 	switch {
+	case errors.As(err, &tpe):
+		if n := tpe.Nearest(); n > 0 {
+			rep.FixFlag, rep.FixValue = "--tensor-parallel-size", strconv.Itoa(n)
+			rep.FixHint = "use --tensor-parallel-size " + rep.FixValue + "; sizes that split the heads: " + joinInts(tpe.ValidSizes)
+		}
+	case errors.As(err, &be):
+		if d := be.SuggestedKVCacheDType(); d != "" {
+			rep.FixFlag, rep.FixValue = "--kv-cache-dtype", d
+			rep.FixHint = "use --kv-cache-dtype " + d + "; an attention backend on this GPU accepts " + strings.Join(be.ValidKVCacheDTypes, ", ")
+		} else if be.DropBlockSize {
+			rep.FixFlag = "--block-size"
+			rep.FixHint = "drop --block-size: the default block size has a backend on this GPU"
+		}
 	case strings.HasPrefix(res.Error, "User-specified max_model_len"):
 		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(spec.ContextLength)
 		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower (the model's context length)"
@@ -240,4 +255,13 @@ func fixVLLM(rep *Report, res *vllm.Result, spec *model.Spec, free int64) {
 		rep.FixFlag = "--gpu-memory-utilization"
 		rep.FixHint = "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)"
 	}
+}
+
+// joinInts prints ns as "1, 2, 4".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }

@@ -11,7 +11,7 @@ import (
 // ErrTensorParallel reports an attention tensor-parallel size that does not
 // split the model's attention heads; SGLang's attention layers assert on it
 // while the model loads.
-var ErrTensorParallel = errors.New("configurator: attention heads do not split over the tensor-parallel size")
+var ErrTensorParallel = errors.New("sglang: attention heads do not split over the tensor-parallel size")
 
 // TPError is SGLang's refusal of an attention tensor-parallel size (tp_size
 // / dp_size with DP attention) that does not split the query heads, or
@@ -31,7 +31,7 @@ type TPError struct {
 	Message string `json:"message"`
 }
 
-func (e *TPError) Error() string { return "configurator: " + e.Message }
+func (e *TPError) Error() string { return "sglang: " + e.Message }
 
 // Unwrap returns ErrTensorParallel.
 func (e *TPError) Unwrap() error { return ErrTensorParallel }
