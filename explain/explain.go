@@ -62,7 +62,7 @@ type rule struct {
 const num = `(-?[\d][\d,]*(?:\.\d+)?|-?\.\d+)`
 
 var rules = []rule{
-	// SGLang §d.5.
+	// SGLang docs/sglang.md#profile-kv-budget.
 	{SGLang, "no_kv_memory", regexp.MustCompile(`Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=` + num + `\.?\s*Raise --mem-fraction-static above ` + num + `\s*\(minimum viable = 1 - available/pre = ` + num + `\)`),
 		[]string{"mem_fraction_static", "suggested", "minimum_viable"},
 		func(e *Explanation, n map[string]float64, _ []string) {
@@ -81,7 +81,7 @@ var rules = []rule{
 			}
 			e.Alternatives = []string{"--tp-size / --pp-size (weights per GPU shrink)", "a quantized checkpoint (FP8/FP4 weights)", "stop other processes using the GPU"}
 		}},
-	// SGLang §a.9 / §e.4.
+	// SGLang docs/sglang.md#errors / docs/sglang.md#errors.
 	{SGLang, "not_enough_memory", regexp.MustCompile(`Not enough memory\. Please try to increase --mem-fraction-static\.?(?:\s*Current value: mem_fraction_static=` + num + `)?`),
 		[]string{"mem_fraction_static"},
 		func(e *Explanation, n map[string]float64, s []string) {
@@ -95,7 +95,7 @@ var rules = []rule{
 			}
 			e.Alternatives = []string{"--tp-size / --pp-size", "--kv-cache-dtype fp8_e4m3 (halves the bytes per token)", "--max-total-tokens (if it was set too low)"}
 		}},
-	// SGLang §c.8.
+	// SGLang docs/sglang.md#hybrid-swa-pool.
 	{SGLang, "swa_pool_too_small", regexp.MustCompile(`SWA pool \(` + num + ` tokens\) cannot hold even one request: the prefill admission floor is sliding_window_size \(` + num + `\) \+ page_size \(` + num + `\)`),
 		[]string{"swa_tokens", "sliding_window_size", "page_size"},
 		func(e *Explanation, n map[string]float64, _ []string) {
@@ -109,7 +109,7 @@ var rules = []rule{
 			}
 			e.Alternatives = []string{"--mem-fraction-static", "--tp-size", "--disable-hybrid-swa-memory (one full-size pool)"}
 		}},
-	// SGLang §c.9.
+	// SGLang docs/sglang.md#swa-chunk-cap.
 	{SGLang, "swa_chunk_cap", regexp.MustCompile(`SWA pool cap \(` + num + ` tokens, ` + num + ` GiB\) leaves no room for the full KV pool within the available ` + num + ` GiB`),
 		[]string{"swa_tokens", "swa_gib", "available_gib"},
 		func(e *Explanation, n map[string]float64, _ []string) {
@@ -119,7 +119,7 @@ var rules = []rule{
 			e.Advice = fmt.Sprintf("The cap grows with --max-running-requests: scale it to well below %.2f× its current value (half of that leaves as much for the full pool as for the SWA pool), lower SGLANG_SWA_EVICTION_INTERVAL, or raise --mem-fraction-static.", f)
 			e.Alternatives = []string{"SGLANG_SWA_EVICTION_INTERVAL (default 128)", "--mem-fraction-static", "--chunked-prefill-size"}
 		}},
-	// SGLang §d.7.
+	// SGLang docs/sglang.md#mamba-budget.
 	{SGLang, "mamba_state_too_small", regexp.MustCompile(`Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache\. Computed max_mamba_cache_size=` + num + ` \(total_rest_memory=` + num + ` GB, mamba_cache_per_req=` + num + ` MB\)`),
 		[]string{"max_mamba_cache_size", "total_rest_gib", "mamba_cache_per_req_mib"},
 		func(e *Explanation, n map[string]float64, _ []string) {
@@ -137,7 +137,7 @@ var rules = []rule{
 			}
 			e.Alternatives = []string{"--mamba-full-memory-ratio", "--max-running-requests", "--mamba-ssm-dtype bfloat16", "--tp-size"}
 		}},
-	// SGLang §e.2.
+	// SGLang docs/sglang.md#max-running-requests.
 	{SGLang, "mamba_no_requests", regexp.MustCompile(`Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests`),
 		nil,
 		func(e *Explanation, _ map[string]float64, _ []string) {
@@ -228,7 +228,7 @@ var rules = []rule{
 			e.Alternatives = []string{"--gpu-memory-utilization (vLLM)", "--chunked-prefill-size", "--cuda-graph-max-bs", "--max-num-batched-tokens (vLLM)"}
 		}},
 
-	// vLLM (peers §1.2-1.3).
+	// vLLM (docs/vllm.md#memory-budget).
 	{VLLM, "max_seq_len_too_long", regexp.MustCompile(`To serve at least one request with the models?'?s'? max seq len \(` + num + `\),?\s*\(?` + num + ` GiB KV cache is needed, which is larger than the available KV cache memory \(` + num + ` GiB\)\.?(?:\s*Based on the available memory, the estimated maximum model length is ` + num + `)?`),
 		[]string{"max_model_len", "needed_gib", "available_gib", "estimated_max_model_len"},
 		func(e *Explanation, n map[string]float64, s []string) {

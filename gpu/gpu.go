@@ -70,7 +70,7 @@ func (g GPU) ComputeCapabilityString() string {
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3"}, // nvidia-smi 81559MiB (spec §c.11)
+		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3"}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
 	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e"}, // nvidia-smi 81559MiB
 	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
@@ -78,7 +78,7 @@ var catalog = []GPU{
 	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3"}, // same board memory as H100 SXM: 81559MiB
 	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e"}, // nvidia-smi 143771MiB (spec §c.11)
+		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e"}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
 	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e"}, // same HBM stack as H200 SXM: 143771MiB
 	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
@@ -117,7 +117,7 @@ var catalog = []GPU{
 	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
 		MemoryMiB: 49140, Description: "NVIDIA RTX 6000 Ada 48GB GDDR6"}, // nvidia-smi 49140MiB
 	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X"}, // nvidia-smi 24564MiB (spec §d.1)
+		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X"}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
 	// Turing.
 	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75,
 		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6"}, // nvidia-smi 15360MiB

@@ -123,7 +123,7 @@ var mlaArchs = map[string]bool{
 }
 
 // dsaArchs are the architectures on which index_topk turns MLA into DSA
-// (is_deepseek_dsa, spec §a.6).
+// (is_deepseek_dsa, docs/sglang.md#model-dsa).
 var dsaArchs = map[string]bool{
 	"DeepseekV3ForCausalLM":           true,
 	"DeepseekV32ForCausalLM":          true,
@@ -134,7 +134,7 @@ var dsaArchs = map[string]bool{
 }
 
 // hybridSWAArchs are SGLang's HYBRID_SWA_ARCHS: the only architectures that
-// get separate full and sliding pools (spec §a.4).
+// get separate full and sliding pools (docs/sglang.md#model-sliding-window).
 var hybridSWAArchs = map[string]bool{
 	"Llama4ForConditionalGeneration": true,
 	"GptOssForCausalLM":              true,
@@ -147,7 +147,7 @@ var hybridSWAArchs = map[string]bool{
 }
 
 // languageOnlyByDefault are multimodal architectures SGLang serves as
-// language-only unless multimodal is enabled (spec §k.6).
+// language-only unless multimodal is enabled (docs/sglang.md#model-multimodal).
 var languageOnlyByDefault = map[string]bool{
 	"Gemma3ForConditionalGeneration":  true,
 	"Llama4ForConditionalGeneration":  true,

@@ -55,13 +55,13 @@ func TestFamilies(t *testing.T) {
 		name string
 		want shape
 	}{
-		// Llama-3.1: GQA 8 KV heads, llama3 rope keeps 131072 (spec §a.3).
+		// Llama-3.1: GQA 8 KV heads, llama3 rope keeps 131072 (docs/sglang.md#model-context-length).
 		{"meta-llama/Llama-3.1-8B-Instruct", shape{Arch: "LlamaForCausalLM", Layers: 32, Full: 32, Heads: 32, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 131072, ModelDType: bf16}},
 		{"meta-llama/Llama-3.1-70B-Instruct", shape{Arch: "LlamaForCausalLM", Layers: 80, Full: 80, Heads: 64, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 131072, ModelDType: bf16}},
 		// Llama-3.2-1B has an explicit head_dim 64 (2048/32 also 64).
 		{"meta-llama/Llama-3.2-1B-Instruct", shape{Arch: "LlamaForCausalLM", Layers: 16, Full: 16, Heads: 32, KVHeads: 8, HeadDim: 64, VHeadDim: 64, Attention: model.MHA, Context: 131072, ModelDType: bf16}},
 		{"meta-llama/Llama-3.2-3B-Instruct", shape{Arch: "LlamaForCausalLM", Layers: 28, Full: 28, Heads: 24, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 131072, ModelDType: bf16}},
-		// Llama-4 Scout: chunked attention 8192 on 3 of every 4 layers; hybrid pool; served language-only (§k.6).
+		// Llama-4 Scout: chunked attention 8192 on 3 of every 4 layers; hybrid pool; served language-only (docs/sglang.md#model-multimodal).
 		{"meta-llama/Llama-4-Scout-17B-16E", shape{Arch: "Llama4ForConditionalGeneration", Layers: 48, Full: 12, SWA: 36, Heads: 40, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Window: 8192, EngineWindow: 8192, HybridPool: true, Context: 262144, ModelDType: bf16}},
 		// Mistral-7B v0.3: sliding_window null => no sliding layers.
 		{"mistralai/Mistral-7B-Instruct-v0.3", shape{Arch: "MistralForCausalLM", Layers: 32, Full: 32, Heads: 32, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 32768, ModelDType: bf16}},
@@ -104,7 +104,7 @@ func TestFamilies(t *testing.T) {
 		{"moonshotai/Kimi-K2-Instruct", shape{Arch: "DeepseekV3ForCausalLM", Layers: 61, Full: 61, Heads: 64, KVHeads: 64, HeadDim: 192, VHeadDim: 128, Attention: model.MLA, KVLoraRank: 512, QKRope: 64, Context: 131072, ModelDType: bf16}},
 		// Kimi-Linear: 7 MLA layers (4,8,...,24,27 1-based) and 20 KDA layers, 1M context.
 		{"moonshotai/Kimi-Linear-48B-A3B-Instruct", shape{Arch: "KimiLinearForCausalLM", Layers: 27, Full: 7, Linear: 20, Heads: 32, KVHeads: 32, HeadDim: 192, VHeadDim: 128, Attention: model.MLA, KVLoraRank: 512, QKRope: 64, Context: 1048576, ModelDType: bf16}},
-		// gpt-oss-120b: alternating 128-window / full, engine window 127 (§k.3), mxfp4 without a dtype runs bf16.
+		// gpt-oss-120b: alternating 128-window / full, engine window 127 (docs/sglang.md#model-sliding-window), mxfp4 without a dtype runs bf16.
 		{"openai/gpt-oss-120b", shape{Arch: "GptOssForCausalLM", Layers: 36, Full: 18, SWA: 18, Heads: 64, KVHeads: 8, HeadDim: 64, VHeadDim: 64, Attention: model.MHA, Window: 128, EngineWindow: 127, HybridPool: true, Context: 131072, ModelDType: bf16}},
 		// MiMo-V2-Flash: 9 full (4 KV heads) + 39 sliding (8 KV heads), qk 192 / v 128.
 		{"XiaomiMiMo/MiMo-V2-Flash", shape{Arch: "MiMoV2FlashForCausalLM", Layers: 48, Full: 9, SWA: 39, Heads: 64, KVHeads: 4, HeadDim: 192, VHeadDim: 128, Attention: model.MHA, Window: 128, EngineWindow: 128, HybridPool: true, Context: 262144, ModelDType: bf16}},
@@ -138,7 +138,7 @@ func TestFamilies(t *testing.T) {
 	}
 }
 
-// TestLayerIDs pins the layer-id rules of spec §a.4 and the notes.
+// TestLayerIDs pins the layer-id rules of docs/sglang.md#model-sliding-window and the notes.
 func TestLayerIDs(t *testing.T) {
 	tests := []struct {
 		name string
@@ -184,7 +184,7 @@ func TestLayerIDs(t *testing.T) {
 	}
 }
 
-// TestMiMoSWAHeads checks the asymmetric sliding-layer heads (spec §a.4).
+// TestMiMoSWAHeads checks the asymmetric sliding-layer heads (docs/sglang.md#model-sliding-window).
 func TestMiMoSWAHeads(t *testing.T) {
 	s, err := catalog.Load("XiaomiMiMo/MiMo-V2-Flash")
 	if err != nil {
@@ -203,7 +203,7 @@ func TestMiMoSWAHeads(t *testing.T) {
 	}
 }
 
-// TestStateShapes uses spec §c.7 and Ex.5 / G12.
+// TestStateShapes uses docs/sglang.md#mamba-state and Ex.5 / G12.
 func TestStateShapes(t *testing.T) {
 	next, err := catalog.Load("Qwen/Qwen3-Next-80B-A3B-Instruct")
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 const maxLayers = 100000
 
 // readLayers fills LayerKinds, the sliding window, the hybrid-pool flag and
-// the linear-attention description (spec §a.4, §a.7, §c.7).
+// the linear-attention description (docs/sglang.md#model-sliding-window, docs/sglang.md#model-linear-attention, docs/sglang.md#mamba-state).
 func (p *parser) readLayers() {
 	s, t := p.s, p.text
 	n := s.NumLayers
@@ -304,7 +304,7 @@ func (p *parser) readMamba2(t object, kind string) {
 	p.s.Linear = ls
 }
 
-// readGDN reads Qwen3-Next gated delta net dims (spec §c.7).
+// readGDN reads Qwen3-Next gated delta net dims (docs/sglang.md#mamba-state).
 func (p *parser) readGDN(t object) {
 	ls := &LinearSpec{Kind: "gdn", LayerIDs: p.s.LayerIDs(LinearAttention)}
 	ls.NumHeads = p.needInt(t, "linear_num_value_heads")

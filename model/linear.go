@@ -8,7 +8,7 @@ import (
 )
 
 // StateShapes returns the per-request state shapes of one linear-attention
-// layer on one rank, as SGLang's Mamba2StateShape builds them (spec §c.7):
+// layer on one rank, as SGLang's Mamba2StateShape builds them (docs/sglang.md#mamba-state):
 // the conv state shapes and the temporal (SSM) state shape. tp is the
 // attention tensor-parallel size. A shape that does not split evenly over tp
 // is an error wrapping ErrShape.

@@ -21,7 +21,7 @@ const ConfigFile = "config.json"
 const maxConfigSize = 16 << 20
 
 // Parse reads one HuggingFace config.json into a Spec following SGLang's
-// rules (spec §a). name becomes Spec.Name and appears in errors. Bare
+// rules (docs/sglang.md#model-inputs). name becomes Spec.Name and appears in errors. Bare
 // Infinity/NaN tokens, which transformers writes, are accepted. Every
 // problem found is reported at once (errors.Join of FieldErrors); the
 // returned Spec has passed Validate.
@@ -219,7 +219,7 @@ func (p *parser) read() {
 // to null in the config stay null.
 var classDefaults = map[string]map[string]any{
 	// Gemma3TextConfig: Gemma-3-27B's text_config omits the length, so the
-	// linear x8 rope gives 131072*8 = 1,048,576 (spec §k.8).
+	// linear x8 rope gives 131072*8 = 1,048,576 (docs/sglang.md#model-context-length).
 	"gemma3_text": {"max_position_embeddings": json.Number("131072"), "sliding_window": json.Number("4096"), "sliding_window_pattern": json.Number("6"), "head_dim": json.Number("256")},
 	"gemma2":      {"max_position_embeddings": json.Number("8192"), "sliding_window": json.Number("4096"), "head_dim": json.Number("256")},
 	"llama4_text": {"max_position_embeddings": json.Number("131072"), "attention_chunk_size": json.Number("8192"), "head_dim": json.Number("128")},
@@ -277,7 +277,7 @@ func archOrType(s *Spec) string {
 	return "this model"
 }
 
-// readShape reads layers, heads and head dims (spec §a.1, §a.6).
+// readShape reads layers, heads and head dims (docs/sglang.md#model-shape, docs/sglang.md#model-dsa).
 func (p *parser) readShape() {
 	s, t := p.s, p.text
 	if n, _, ok := t.firstInt("num_hidden_layers", "n_layer", "n_layers", "num_layers"); ok {
@@ -298,7 +298,7 @@ func (p *parser) readShape() {
 		p.need(t.field("num_attention_heads"))
 	}
 
-	// KV heads (spec §a.1).
+	// KV heads (docs/sglang.md#model-shape).
 	newDecoderFalcon := false
 	if p.fam == famFalcon || s.ModelType == "falcon" || s.ModelType == "RefinedWeb" || s.ModelType == "RefinedWebModel" {
 		newDecoderFalcon, _ = t.bool("new_decoder_architecture")
@@ -372,18 +372,18 @@ func (p *parser) readShape() {
 	s.SWANumKVHeads, _ = t.int("swa_num_key_value_heads")
 	if v, ok := t.int("swa_head_dim"); ok {
 		s.SWAHeadDim = v
-		s.SWAVHeadDim = v // spec §k.1: swa_v_head_dim defaults to swa_head_dim
+		s.SWAVHeadDim = v // docs/sglang.md#model-shape: swa_v_head_dim defaults to swa_head_dim
 	}
 	if v, ok := t.int("swa_v_head_dim"); ok {
 		s.SWAVHeadDim = v
 	}
 }
 
-// contextKeys are scanned in order; the first present one wins (spec §a.3).
+// contextKeys are scanned in order; the first present one wins (docs/sglang.md#model-context-length).
 var contextKeys = []string{"max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"}
 
 // readContext derives the context length with SGLang's rope-scaling rule
-// (spec §a.3, §k.8).
+// (docs/sglang.md#model-context-length, docs/sglang.md#model-context-length).
 func (p *parser) readContext() {
 	t := p.text
 	val, found := 2048, false
@@ -419,7 +419,7 @@ func (p *parser) readContext() {
 	p.s.ContextLength = int(ctx)
 }
 
-// readDType resolves the model dtype of --dtype auto (spec §a.2, §k.9).
+// readDType resolves the model dtype of --dtype auto (docs/sglang.md#model-dtype, docs/sglang.md#model-dtype).
 func (p *parser) readDType() {
 	s := p.s
 	field := ""
@@ -437,7 +437,7 @@ func (p *parser) readDType() {
 	cfg := dtype.Float32
 	if s.ConfigDType == "" && p.quantMethod() == "mxfp4" {
 		// MXFP4 checkpoints (gpt-oss) ship without a dtype; the engines run
-		// their unquantized parts in bfloat16 (spec §c.11 Ex.4b).
+		// their unquantized parts in bfloat16 (docs/sglang.md#ex4b).
 		s.ModelDType = dtype.BFloat16
 		return
 	}

@@ -116,7 +116,7 @@ const gemma3_27b = `{
   "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model", "num_hidden_layers": 27}
 }`
 
-// TestGemma3ConditionalGeneration covers §k.6, §k.8 and §k.9 at once.
+// TestGemma3ConditionalGeneration covers docs/sglang.md#model-multimodal, docs/sglang.md#model-context-length and docs/sglang.md#model-dtype at once.
 func TestGemma3ConditionalGeneration(t *testing.T) {
 	s, err := model.Parse([]byte(gemma3_27b), "google/gemma-3-27b-it")
 	if err != nil {

@@ -128,7 +128,7 @@ type Spec struct {
 	// checkpoint ships; 0 if none.
 	NumNextNPredictLayers int `json:"num_nextn_predict_layers"`
 	// Multimodal reports whether SGLang serves the model as multimodal by
-	// default (spec §k.6): a multimodal architecture or a text_config
+	// default (docs/sglang.md#model-multimodal): a multimodal architecture or a text_config
 	// wrapper, except Gemma3, Llama4 and Step3-VL ConditionalGeneration,
 	// which run language-only unless multimodal is enabled.
 	Multimodal bool `json:"multimodal"`

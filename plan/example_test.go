@@ -10,7 +10,7 @@ import (
 )
 
 // Reproduce a real run: the engine logged 78.50 GiB free before loading
-// Llama-3.1-8B-Instruct on an H100 and 63.54 GiB after (spec §c.11 Ex.1).
+// Llama-3.1-8B-Instruct on an H100 and 63.54 GiB after (docs/sglang.md#ex1).
 func ExampleRun() {
 	pre, _ := units.ParseSize("78.50GiB")
 	post, _ := units.ParseSize("63.54GiB")

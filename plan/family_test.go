@@ -20,7 +20,7 @@ import (
 
 // Per-architecture-family cells over the embedded catalog configs. Each
 // expected cell is written as the spec's formula with the config's numbers
-// (§c.2–§c.8), not copied from the planner's output.
+// (docs/sglang.md#cell-size-mha through #hybrid-swa-pool), not copied from the planner's output.
 func TestFamilies(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -42,33 +42,33 @@ func TestFamilies(t *testing.T) {
 		{"Qwen3-30B-A3B MoE", plan.Request{Model: "Qwen/Qwen3-30B-A3B"}, sizing.KindDefault, 4 * 256 * 48 * 2, 1, "bf16"},
 		{"falcon-7b MQA", plan.Request{Model: "tiiuae/falcon-7b"}, sizing.KindDefault, 1 * 128 * 32 * 2, 1, "bf16"},
 		{"Mixtral-8x7B", plan.Request{Model: "mistralai/Mixtral-8x7B-v0.1", TPSize: 2}, sizing.KindDefault, 4 * 256 * 32 * 2, 1, "bf16"},
-		// Sliding-window models SGLang pools at full size (§a.4, G10).
+		// Sliding-window models SGLang pools at full size (docs/sglang.md#model-sliding-window, G10).
 		{"Gemma-2-9B (G10)", plan.Request{Model: "google/gemma-2-9b-it"}, sizing.KindDefault, 344064, 1, "bf16"},
 		{"Gemma-3-1B full pool", plan.Request{Model: "google/gemma-3-1b-pt"}, sizing.KindDefault, 1 * 512 * 26 * 2, 1, "bf16"},
 		{"OLMo-2 full pool", plan.Request{Model: "allenai/OLMo-2-1124-7B-Instruct"}, sizing.KindDefault, 32 * 256 * 32 * 2, 1, "bf16"},
-		// Hybrid SWA (§c.8): full_pt·F + r·swa_pt·S.
+		// Hybrid SWA (docs/sglang.md#hybrid-swa-pool): full_pt·F + r·swa_pt·S.
 		{"gpt-oss-120b (G11)", plan.Request{Model: "openai/gpt-oss-120b"}, sizing.KindHybridSWA, 2048*18 + 0.8*2048*18, 1, "bf16"},
 		{"gpt-oss-120b ratio 0.5", plan.Request{Model: "openai/gpt-oss-120b", SWAFullTokensRatio: 0.5}, sizing.KindHybridSWA, 2048*18 + 0.5*2048*18, 1, "bf16"},
 		{"gpt-oss-120b hybrid disabled", plan.Request{Model: "openai/gpt-oss-120b", DisableHybridSWAMemory: true}, sizing.KindDefault, 8 * 128 * 36 * 2, 1, "bf16"},
 		{"gpt-oss-120b on B200 (trtllm_mha)", plan.Request{Model: "openai/gpt-oss-120b", GPU: "B200"}, sizing.KindDefault, 8 * 128 * 36 * 2, 64, "bf16"},
 		{"gpt-oss-120b chunk cap", plan.Request{Model: "openai/gpt-oss-120b", MaxRunningRequests: 64, DisableRadixCache: true}, sizing.KindSWAChunkCap, 2048*18 + 0.8*2048*18, 1, "bf16"},
 		{"Llama-4-Scout chunked attention TP8", plan.Request{Model: "meta-llama/Llama-4-Scout-17B-16E", TPSize: 8, GPU: "H200"}, sizing.KindHybridSWA, 512*12 + 0.8*512*36, 1, "bf16"},
-		// MLA (§c.3, G7/G9): (kv_lora_rank+rope)·L·s, never divided by TP.
+		// MLA (docs/sglang.md#cell-size-mla, G7/G9): (kv_lora_rank+rope)·L·s, never divided by TP.
 		{"DeepSeek-V3 TP8 (G7)", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "H200"}, sizing.KindDefault, 576 * 61 * 2, 1, "bf16"},
 		{"DeepSeek-V3 fp8 (G7)", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3"}, sizing.KindDefault, 576 * 61, 1, "fp8_e4m3"},
 		{"DeepSeek-V3 nvfp4 (G9)", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "H200", KVCacheDType: "nvfp4"}, sizing.KindDefault, 19764, 1, "nvfp4"},
 		{"DeepSeek-V3 on B200 page 64", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "B200"}, sizing.KindDefault, 576 * 61 * 2, 64, "bf16"},
 		{"Kimi-K2 MLA", plan.Request{Model: "moonshotai/Kimi-K2-Instruct", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3"}, sizing.KindDefault, 576 * 61, 1, "fp8_e4m3"},
-		// DSA (§c.3, G8): + 132 B/layer indexer, page 64.
+		// DSA (docs/sglang.md#cell-size-mla, G8): + 132 B/layer indexer, page 64.
 		{"DeepSeek-V3.2 bf16 Hopper (G8)", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200"}, sizing.KindDefault, (1152 + 132) * 61, 64, "bf16"},
 		{"DeepSeek-V3.2 fp8 row (G8)", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
 		{"DeepSeek-V3.2 Blackwell default fp8", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
-		// Mamba hybrids (§c.1): only full-attention layers hold KV.
+		// Mamba hybrids (docs/sglang.md#cell-size-layers): only full-attention layers hold KV.
 		{"Qwen3-Next TP4 (G6)", plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4}, sizing.KindDefault, 12288, 1, "bf16"},
 		{"Nemotron-H-56B", plan.Request{Model: "nvidia/Nemotron-H-56B-Base-8K", TPSize: 4}, sizing.KindDefault, 2 * 256 * 10 * 2, 1, "bf16"},
 		{"Kimi-Linear MLA + KDA", plan.Request{Model: "moonshotai/Kimi-Linear-48B-A3B-Instruct", TPSize: 2}, sizing.KindDefault, 576 * 7 * 2, 1, "bf16"},
 		{"mamba2-130m zero KV", plan.Request{Model: "AntonV/mamba2-130m-hf", GPU: "L4"}, sizing.KindDefault, 0, 1, "fp16"},
-		// Speculative decoding (§c.5).
+		// Speculative decoding (docs/sglang.md#cell-size-speculative-decoding).
 		{"DeepSeek-V3 EAGLE MTP", plan.Request{Model: "deepseek-ai/DeepSeek-V3", TPSize: 8, GPU: "H200", SpeculativeAlgorithm: "EAGLE", SpeculativeNumDraftTokens: 4}, sizing.KindDefault, float64(int64(70272 * (1 + 1.0/61))), 1, "bf16"},
 		{"Llama-3.1-8B DFLASH 2 layers", plan.Request{SpeculativeAlgorithm: "DFLASH", SpeculativeDraftNumLayers: 2}, sizing.KindDefault, (131072*34 + 31) / 32, 1, "bf16"},
 		// PP: the last stages get the extra layers (k.7): 61 over 2 → 30 + 31.

@@ -36,7 +36,7 @@ func summary(r *plan.Report) golden {
 	return golden{r.MemFractionStatic, r.CellSizeBytes, r.MaxTotalNumTokens, r.FullMaxTotalNumTokens, r.SWAMaxTotalNumTokens, r.MaxRunningRequests, r.MaxMambaCacheSize, r.LogLines}
 }
 
-// The spec's worked examples (§c.11) run through the public entry point in
+// The spec's worked examples (docs/sglang.md#worked-examples) run through the public entry point in
 // measured mode over the embedded catalog configs.
 func TestWorkedExamples(t *testing.T) {
 	tests := []struct {
@@ -74,7 +74,7 @@ func TestWorkedExamples(t *testing.T) {
 			if diff := cmp.Diff(tt.want, summary(r)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if tt.name == "Ex.1" && r.ReqToTokenBytes != 2049*131076*4 { // §c.11: ≈ 1.00 GiB out of the slack
+			if tt.name == "Ex.1" && r.ReqToTokenBytes != 2049*131076*4 { // docs/sglang.md#worked-examples: ≈ 1.00 GiB out of the slack
 				t.Errorf("req_to_token %d", r.ReqToTokenBytes)
 			}
 			if !r.Measured || r.WeightsEstimated || r.WeightsSource != "measured" {
@@ -203,7 +203,7 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
-// Spec §d.1 / k.6: a VLM's default mem_fraction_static is scaled for its
+// docs/sglang.md#defaults-tier-table / k.6: a VLM's default mem_fraction_static is scaled for its
 // vision tower (vision_config.hidden_size 1280, num_hidden_layers absent →
 // 24) and 100 MB is reserved for the multimodal cache.
 func TestVLMInlineConfig(t *testing.T) {
@@ -228,7 +228,7 @@ func TestVLMInlineConfig(t *testing.T) {
 }
 
 // The grouped-int KV dtypes are budgeted at the pools' real layout: spec
-// §c.11 Ex.1 (rest 54,317,914,521 B, Llama-3.1-8B: 32 layers, K and V rows
+// docs/sglang.md#ex1 (rest 54,317,914,521 B, Llama-3.1-8B: 32 layers, K and V rows
 // of 8·128 elements):
 //
 //	int8_g64: 2·(1024 + 1024/64·2)·32 = 67,584 B → ⌊rest / 67,584⌋ = 803,709 tokens

@@ -15,7 +15,7 @@ import (
 	"github.com/kvcfg/kvcfg/units"
 )
 
-// Known answers from the SGLang spec §c.11 Ex.1 (Llama-3.1-8B, H100, TP1,
+// Known answers from the SGLang docs/sglang.md#ex1 (Llama-3.1-8B, H100, TP1,
 // pre 78.50 GiB, weights 14.96 GiB, mem_fraction_static 0.835):
 // rest = 63.54 − 78.50·0.165 = 50.5875 GiB = 54,317,914,521 B.
 //

@@ -13,7 +13,7 @@ import (
 
 const mib = int64(1) << 20
 
-// The Llama-3.1-8B run of peers.md §1.6: 2.89 GiB of KV cache.
+// The Llama-3.1-8B run of docs/vllm.md#known-answers: 2.89 GiB of KV cache.
 const llamaKV = units.Size(1478*2*mib + mib)
 
 func TestRunVLLM(t *testing.T) {
@@ -147,7 +147,7 @@ func TestRunVLLMFixes(t *testing.T) {
 // The vLLM-only request fields: a measured "Available KV cache memory"
 // (kv_cache_memory), auto-fit max_model_len -1, --num-gpu-blocks-override,
 // and the effective gpu_memory_utilization in the report. Known answers:
-// the 2.89 GiB Llama-3.1-8B run of peers.md §1.6 (1478 blocks of 16 tokens,
+// the 2.89 GiB Llama-3.1-8B run of docs/vllm.md#known-answers (1478 blocks of 16 tokens,
 // estimated maximum model length 23,648 on 0.11).
 func TestRunVLLMMeasuredAndOverrides(t *testing.T) {
 	type got struct {
@@ -169,7 +169,7 @@ func TestRunVLLMMeasuredAndOverrides(t *testing.T) {
 		{"kv_cache_memory wins over kv_cache_memory_bytes", plan.Request{Engine: "vllm", VLLMVersion: "latest", MaxModelLen: 8192,
 			KVCacheMemory: llamaKV, KVCacheMemoryBytes: 2 * llamaKV},
 			got{1478, 23648, 8192, 0, []string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens, Maximum concurrency for 8,192 tokens per request: 2.89x"}}},
-		// latest reserves one null block before the auto-fit (peers.md §1.6
+		// latest reserves one null block before the auto-fit (docs/vllm.md#known-answers
 		// profile table): (1478 − 1) × 16 = 23,632 tokens.
 		{"max_model_len -1 fits the budget", plan.Request{Engine: "vllm", VLLMVersion: "latest", MaxModelLen: -1, KVCacheMemory: llamaKV},
 			got{1478, 23648, 23632, 0, nil}},

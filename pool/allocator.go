@@ -587,7 +587,7 @@ func (a *PagedAllocator) FreeGroupEnd() error {
 	return err
 }
 
-// Resize implements Allocator: the post-capture shrink (§d.8) that keeps
+// Resize implements Allocator: the post-capture shrink (docs/sglang.md#post-capture-resize) that keeps
 // live allocations. size is rounded down to whole pages and may not exceed
 // the size the allocator was built with. Free pages beyond the new size are
 // dropped from the free list (the order of the others is kept); pages that

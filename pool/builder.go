@@ -24,7 +24,7 @@ type Config struct {
 	// MaxRunningRequests is the number of request slots.
 	MaxRunningRequests int `json:"max_running_requests"`
 	// ReqToTokenWidth is the request table's row width (context length plus
-	// the extra of §e.3).
+	// the extra of docs/sglang.md#request-table-width).
 	ReqToTokenWidth int `json:"req_to_token_width"`
 
 	// Format is the KV storage format name (bf16, fp8_e4m3, nvfp4, ...).
@@ -265,7 +265,7 @@ func (p *Pools) GetValue(dst []float32, layer int, locs []int32) error {
 }
 
 // Resize shrinks the pools to new token sizes (swa ignored without hybrid
-// SWA), keeping live allocations: the post-capture resize of §d.8
+// SWA), keeping live allocations: the post-capture resize of docs/sglang.md#post-capture-resize
 // (finalize_backing + allocator.resize). It fails with ErrLiveOutside, and
 // changes nothing, when a live slot lies beyond a new size.
 func (p *Pools) Resize(full, swa int) error {

@@ -1,5 +1,5 @@
 // Package pool holds the KV cache memory pools of an inference engine, with
-// SGLang's semantics (spec §f): the request-to-token table
+// SGLang's semantics (docs/sglang.md#pools-overview): the request-to-token table
 // (ReqToTokenPool), the token and paged slot allocators (PagedAllocator),
 // the hybrid sliding-window allocator (SWAAllocator), the Mamba /
 // linear-attention state slot pool (StatePool), quantized KV buffers (KV)
@@ -18,9 +18,9 @@
 //
 // KV buffers quantize on write and dequantize on read through the quant
 // codecs; Bytes reports memory by purpose (K, V, scales, workspace, state,
-// request table) and equals what the sizing package budgets for the same
-// configuration (the grouped-int formats excepted: sizing budgets them at
-// one byte per element, the pools store their real geometry).
+// request table) and equals what engine/sglang/sizing budgets for the same
+// configuration, the grouped-int formats (int8_g64, int4_g32) included:
+// both count their real layout, data plus one fp16 scale per group.
 //
 // With AllocatorConfig.Events, the paged allocator reports blocks an engine
 // registers with Store as BlockStored and their release as BlockRemoved, in

@@ -8,7 +8,7 @@ import (
 )
 
 // A prefill batch continues a request's partially filled page, then takes
-// whole pages from the free list (spec §h.2 G19 layout).
+// whole pages from the free list (docs/sglang.md#golden-vectors G19 layout).
 func ExamplePagedAllocator_AllocExtend() {
 	a, _ := pool.NewPagedAllocator(64, 4) // pages 1..16; page 0 is padding
 	prompt, _ := a.AllocExtend(nil, []pool.Extend{{PrefixLen: 0, SeqLen: 5, LastLoc: -1}})

@@ -19,7 +19,7 @@ func mustPaged(t testing.TB, size, page int) *pool.PagedAllocator {
 	return a
 }
 
-// TestG19AllocExtend is spec §h.2 G19: P=4, prefix 5, seq 14, last_loc 28.
+// TestG19AllocExtend is docs/sglang.md#golden-vectors G19: P=4, prefix 5, seq 14, last_loc 28.
 // n1 = 3 slots at 29..31, n2 = one whole new page, n3 = 2 slots on one more
 // page; 2 new pages.
 func TestG19AllocExtend(t *testing.T) {
@@ -59,7 +59,7 @@ func TestG19AllocExtend(t *testing.T) {
 	}
 }
 
-// TestG20AllocDecode is spec §h.2 G20: P=16, seq_len 17 / 18 / 16 →
+// TestG20AllocDecode is docs/sglang.md#golden-vectors G20: P=16, seq_len 17 / 18 / 16 →
 // new page / last_loc+1 / last_loc+1.
 func TestG20AllocDecode(t *testing.T) {
 	a := mustPaged(t, 16*8, 16)
@@ -85,7 +85,7 @@ func TestG20AllocDecode(t *testing.T) {
 	}
 }
 
-// TestReuseOrder pins the free-list orders of §f.4/§f.5: FIFO for page 1,
+// TestReuseOrder pins the free-list orders of docs/sglang.md#pools-token-allocator and #pools-paged-allocator: FIFO for page 1,
 // LIFO (sorted prepend) for P > 1, and need_sort's merge.
 func TestReuseOrder(t *testing.T) {
 	t.Run("token FIFO", func(t *testing.T) {

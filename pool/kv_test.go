@@ -31,7 +31,7 @@ func randRows(rng *rand.Rand, n int) []float32 {
 	return out
 }
 
-// TestKVGeometry pins the buffer shapes of §c.2/§c.3/§f.3: MHA K/V
+// TestKVGeometry pins the buffer shapes of docs/sglang.md#cell-size-mha, #cell-size-mla and #pools-kv-buffers: MHA K/V
 // [size+page, H, D], FP4 data [m, H, D/2] + scales [m, H*D/16], MXFP8 one
 // E8M0 per 32 of head_dim, MLA [m, 1, lora+rope] and its FP4 variant
 // [m, 1, dim/2] + [m, dim/16]. Numbers written out from the spec's shapes.

@@ -16,7 +16,7 @@ type ReqToTokenPool struct {
 }
 
 // NewReqToTokenPool returns a table of size request slots of width tokens
-// (context length plus the extra of §e.3).
+// (context length plus the extra of docs/sglang.md#request-table-width).
 func NewReqToTokenPool(size, width int) (*ReqToTokenPool, error) {
 	if size < 0 || width <= 0 || size >= maxRows || (float64(size)+1)*float64(width)*4 > maxHostBytes {
 		return nil, fmt.Errorf("%w: request table %d slots x %d tokens", ErrConfig, size, width)

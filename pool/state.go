@@ -8,7 +8,7 @@ import (
 )
 
 // StateConfig configures a StatePool: the Mamba / linear-attention state
-// slots of a hybrid model (§c.7, §f.8).
+// slots of a hybrid model (docs/sglang.md#mamba-state, docs/sglang.md#pools-mamba-state).
 type StateConfig struct {
 	// Size is max_mamba_cache_size: the number of state slots (slot 0, the
 	// padding slot, comes on top).
@@ -24,7 +24,7 @@ type StateConfig struct {
 	ConvDType dtype.DType `json:"conv_dtype"`
 	SSMDType  dtype.DType `json:"ssm_dtype"`
 	// SlotRatio is the number of state slots budgeted per running request
-	// (§e.2: 1 without radix cache, 3 or more with it); 0 means 1.
+	// (docs/sglang.md#max-running-requests: 1 without radix cache, 3 or more with it); 0 means 1.
 	SlotRatio int `json:"slot_ratio,omitempty"`
 	// SpecStateSize and DraftTokens add the speculative intermediate state
 	// buffers [layers, SpecStateSize+1, DraftTokens, *shape]; 0 means none.
@@ -147,7 +147,7 @@ func (s *StatePool) Size() int { return s.slots.Size() }
 func (s *StatePool) Available() int { return s.slots.Available() }
 
 // MaxRequests is the number of running requests the slots support at the
-// configured slot ratio: Size / SlotRatio (§e.2's cap).
+// configured slot ratio: Size / SlotRatio (docs/sglang.md#max-running-requests's cap).
 func (s *StatePool) MaxRequests() int { return s.Size() / max(s.cfg.SlotRatio, 1) }
 
 // Alloc takes n state slots, appended to dst; an *OutOfMemoryError (unit

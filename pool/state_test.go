@@ -53,7 +53,7 @@ func TestReqToTokenPool(t *testing.T) {
 }
 
 func TestStatePool(t *testing.T) {
-	// Qwen3-Next TP4 per-slot shapes (§c.11 Ex.5, G12): conv (2048, 3)
+	// Qwen3-Next TP4 per-slot shapes (docs/sglang.md#ex5, G12): conv (2048, 3)
 	// bf16, SSM (8, 128, 128) fp32; 36 layers → 19,316,736 B per slot.
 	// Two slots plus padding keep the test small.
 	cfg := pool.StateConfig{Size: 2, Layers: 36, Conv: [][]int{{2048, 3}}, Temporal: []int{8, 128, 128},

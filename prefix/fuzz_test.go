@@ -9,7 +9,7 @@ import (
 )
 
 // refCBOR is an independent canonical CBOR encoder for the value kinds
-// BlockHash accepts, written from RFC 8949 §3 and §4.2.1.
+// BlockHash accepts, written from RFC 8949 sections 3 and 4.2.1.
 func refCBOR(b []byte, v any) []byte {
 	head := func(major byte, n uint64) {
 		switch {

@@ -11,7 +11,7 @@ import (
 	"github.com/kvcfg/kvcfg/dtype"
 )
 
-// Slow block references, written from the spec's §2–3 pseudo-code with
+// Slow block references, written from the block recipes of docs/quant.md#block-formats with
 // float64 log2 and plain comparisons; the codecs use integer exponent
 // arithmetic and lookup tables instead.
 

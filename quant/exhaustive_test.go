@@ -247,7 +247,7 @@ func TestRandomF32(t *testing.T) {
 }
 
 // TestLongF32 runs every table encoder over all 2^32 float32 inputs against
-// Encode (the spec's §1.8 routine), and BF16FromF32 against BF16.Encode.
+// Encode (the routine of docs/quant.md#encoding-from-float32), and BF16FromF32 against BF16.Encode.
 // Enabled by -long or KVCFG_LONG=1 (minutes of CPU).
 func TestLongF32(t *testing.T) {
 	if !longTests() {

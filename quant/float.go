@@ -132,7 +132,7 @@ func FloatFor(d dtype.DType) (Float, error) {
 }
 
 // Encode narrows x to the format with round-to-nearest-even and the given
-// overflow policy (§1.8 of the spec). E2M1 always saturates (it has neither
+// overflow policy (docs/quant.md#encoding-from-float32). E2M1 always saturates (it has neither
 // Inf nor NaN); it maps +NaN to 0x8 and -NaN to 0x0 as ml_dtypes does.
 // bf16 and fp16 NaN follow PyTorch: 0x7FC0 for bf16 (sign dropped), 0x7E00
 // with the sign for fp16.

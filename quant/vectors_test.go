@@ -16,7 +16,7 @@ import (
 )
 
 // vector is one line of testdata/quant_vectors.jsonl (a copy of the spec's
-// vectors; see the spec §4 for the schema).
+// vectors; see docs/quant.md#test-vectors for the schema).
 type vector struct {
 	ID           string          `json:"id"`
 	Format       string          `json:"format"`

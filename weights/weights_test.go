@@ -45,7 +45,7 @@ func TestPerRank(t *testing.T) {
 	}
 }
 
-// The Llama-3.1-8B estimate is the 14.96 GiB of spec §c.11 Ex.1.
+// The Llama-3.1-8B estimate is the 14.96 GiB of docs/sglang.md#ex1.
 func TestLlama8BEstimate(t *testing.T) {
 	s, err := catalog.Load(catalog.Default)
 	if err != nil {

@@ -234,7 +234,7 @@ func (c *Configurator) Reset(in Input) error {
 	c.attnMLA = s.Attention == model.MLA || s.Attention == model.DSA
 	d := &c.d
 
-	// Context length (§a.3).
+	// Context length (docs/sglang.md#model-context-length).
 	d.ContextLength = s.ContextLength
 	if a.ContextLength > 0 {
 		if a.ContextLength > s.ContextLength && s.ContextLength > 0 {
@@ -276,7 +276,7 @@ func (c *Configurator) Reset(in Input) error {
 		return err
 	}
 
-	// Hybrid SWA and mambaish detection (§a.4, §a.7, k.10).
+	// Hybrid SWA and mambaish detection (docs/sglang.md#model-sliding-window, #model-linear-attention).
 	d.Mambaish = s.Linear != nil
 	d.HybridSWA = s.HybridSWAPool && !a.DisableHybridSWAMemory
 	gptOSS := strings.HasPrefix(s.Architecture, "GptOss")
@@ -296,7 +296,7 @@ func (c *Configurator) Reset(in Input) error {
 		d.SWAFullTokensRatio = 0.8
 	}
 
-	// Radix cache, overlap scheduler, mamba slot ratio (§e.2, k.5).
+	// Radix cache, overlap scheduler, mamba slot ratio (docs/sglang.md#max-running-requests, #mamba-slot-ratio).
 	d.DisableRadixCache = a.DisableRadixCache
 	if d.Mambaish && s.Linear.Kind == "kda" {
 		d.DisableRadixCache = true
@@ -312,7 +312,7 @@ func (c *Configurator) Reset(in Input) error {
 		}
 	}
 
-	// KV dtype (§b, §a.6).
+	// KV dtype (docs/sglang.md#kv-dtype, docs/sglang.md#model-dsa).
 	kvStr := a.KVCacheDType
 	if s.Attention == model.DSA && (kvStr == "" || strings.EqualFold(kvStr, dtype.Auto)) {
 		if blackwell {
@@ -350,7 +350,7 @@ func (c *Configurator) Reset(in Input) error {
 	c.kv = kv
 	c.dsaFP8 = s.Attention == model.DSA && kv.DType == dtype.FP8E4M3FN && platform == "cuda"
 
-	// Page size (§d.3, k.10).
+	// Page size (docs/sglang.md#defaults-page_size, docs/sglang.md#model-linear-attention).
 	d.PageSize = a.PageSize
 	switch {
 	case s.Attention == model.DSA && platform == "cuda":
@@ -367,7 +367,7 @@ func (c *Configurator) Reset(in Input) error {
 		d.PageSize = 1
 	}
 
-	// Server-args memory defaults (§d.1, k.2).
+	// Server-args memory defaults (docs/sglang.md#defaults-tier-table, #defaults-mem_fraction_static).
 	tier := c.prof.Tier(in.Hardware.MemoryMiB, p.TP)
 	d.ChunkedPrefillSize = a.ChunkedPrefillSize
 	if d.ChunkedPrefillSize == 0 {
@@ -403,8 +403,8 @@ func (c *Configurator) Reset(in Input) error {
 		c.notes = append(c.notes, fmt.Sprintf("multimodal model: mem_fraction_static scaled by 0.90 to %.4f (SGLang before 0.4.9)", d.MemFractionStatic))
 	}
 	if c.aiterScales() {
-		// aiter scales the fraction, a user-supplied one included (§d.1,
-		// §g.12); other backends (triton, dcu_mla) never do.
+		// aiter scales the fraction, a user-supplied one included (docs/sglang.md#defaults-tier-table,
+		// docs/sglang.md#defaults-hardware); other backends (triton, dcu_mla) never do.
 		d.MemFractionStatic *= 0.85
 		c.notes = append(c.notes, fmt.Sprintf("aiter attention with context length %d above 8192: mem_fraction_static scaled by 0.85 to %.4f", d.ContextLength, d.MemFractionStatic))
 	}
@@ -415,7 +415,7 @@ func (c *Configurator) Reset(in Input) error {
 		d.MultimodalReserveMB = 100
 	}
 
-	// PP stages and mamba state (§c.7, §d.7).
+	// PP stages and mamba state (docs/sglang.md#mamba-state, docs/sglang.md#mamba-budget).
 	c.stages = StageRanges(s.NumLayers, p.PP)
 	if d.Mambaish {
 		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {

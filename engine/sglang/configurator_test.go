@@ -99,7 +99,7 @@ type example struct {
 	logs      []string
 }
 
-// Spec §c.11 worked examples.
+// docs/sglang.md#worked-examples worked examples.
 func TestWorkedExamples(t *testing.T) {
 	tests := []example{
 		{name: "Ex.1 Llama-3.1-8B H100 TP1", spec: llama8B(), tp: 1, hw: h100, pre: 78.50, post: 78.50 - 14.96,
@@ -186,7 +186,7 @@ func TestQwen3NextMambaCap(t *testing.T) {
 	}
 }
 
-// Spec §d.1 / G13.
+// docs/sglang.md#defaults-tier-table / G13.
 func TestDefaultMemFraction(t *testing.T) {
 	tests := []struct {
 		gpu  int64
@@ -217,7 +217,7 @@ func TestDefaultMemFraction(t *testing.T) {
 	}
 }
 
-// Spec §h.2 G14–G18 and §h.1 mamba concurrency cap.
+// docs/sglang.md#golden-vectors G14–G18 and docs/sglang.md#engine-unit-test-cases mamba concurrency cap.
 func TestResolveMaxNumReqs(t *testing.T) {
 	tests := []struct {
 		name string
@@ -286,7 +286,7 @@ func fixFlag(t *testing.T, err error, sentinel error, flag string) *sglang.FixEr
 	return fe
 }
 
-// §e.4 error paths.
+// docs/sglang.md#errors error paths.
 func TestErrors(t *testing.T) {
 	// Weights leave nothing: 70B bf16 on one H100.
 	c := newC(t, sglang.Input{Spec: llama8B(), PostLoadFreeBytes: gibBytes(10)})
@@ -455,7 +455,7 @@ func TestSpeculativeMambaNeedsMaxRunning(t *testing.T) {
 	}
 }
 
-// The suggested values of §e.4 errors really work.
+// The suggested values of docs/sglang.md#errors errors really work.
 func TestSuggestedValuesWork(t *testing.T) {
 	// SWA chunk cap: the suggested --max-running-requests fits.
 	in := sglang.Input{Spec: gptOSS(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,

@@ -180,7 +180,7 @@ func (c *Configurator) eagleFamily() bool {
 	return false
 }
 
-// plans builds each PP stage's configurator (the factory of §c).
+// plans builds each PP stage's configurator (the factory of docs/sglang.md#configurator-factory).
 func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
 	out := make([]stagePlan, len(c.stages))
 	kvs := make([]int, len(c.stages))
@@ -309,8 +309,8 @@ func (c *Configurator) chunkCapFor(maxRunning int) int64 {
 }
 
 // Configure runs SGLang's configure() for a rank whose free memory before
-// weight load was preLoadFreeBytes: profile the KV budget (§d.5), size the
-// pools (§d.6), resolve max_running_requests (§e.2). On an error the
+// weight load was preLoadFreeBytes: profile the KV budget (docs/sglang.md#profile-kv-budget), size the
+// pools (docs/sglang.md#profile-config-from-budget), resolve max_running_requests (docs/sglang.md#max-running-requests). On an error the
 // partial result gathered so far is returned with it.
 func (c *Configurator) Configure(preLoadFreeBytes int64) (*Result, error) {
 	res := new(Result)
@@ -606,7 +606,7 @@ type MaxReqsInput struct {
 // ErrNoRequests reports a configuration that can run no request at all.
 var ErrNoRequests = errors.New("sglang: no request fits")
 
-// ResolveMaxNumReqs is resolve_max_num_reqs (§e.2, [V3]).
+// ResolveMaxNumReqs is resolve_max_num_reqs (docs/sglang.md#max-running-requests; the newest generation).
 func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
 	var warns []string
 	ctx := max(in.ContextLen, 1)
@@ -676,7 +676,7 @@ func (c *Configurator) maxChunkCapRequests(p stagePlan, budget int64) int {
 // reading converts a free-memory reading to GiB as get_available_gpu_memory
 // does: with more than one rank in the engine's world (TP × PP) the byte
 // count goes through a float32 all-reduce (MIN), which rounds it to
-// float32 precision (§g.13).
+// float32 precision (docs/sglang.md#profile-free-memory).
 func (c *Configurator) reading(bytes int64) float64 {
 	b := float64(bytes)
 	if c.distributedReading() {

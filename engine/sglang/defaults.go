@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Tier is one row of SGLang's GPU-memory tier table (§d.1): the defaults
+// Tier is one row of SGLang's GPU-memory tier table (docs/sglang.md#defaults-tier-table): the defaults
 // for chunked_prefill_size and cuda_graph_max_bs.
 type Tier struct {
 	ChunkedPrefillSize int
@@ -65,7 +65,7 @@ type MemFractionInput struct {
 const UnknownGPUMemFraction = 0.88
 
 // ReservedMiB is the activation/graph reserve (MiB) of SGLang's 0.5.x
-// mem_fraction_static formula (§d.1).
+// mem_fraction_static formula (docs/sglang.md#defaults-tier-table).
 func ReservedMiB(in MemFractionInput) float64 {
 	reserved := 512.0
 	if in.ChunkedPrefillSize > 0 {

@@ -29,7 +29,7 @@ func TestResolveDecisionTable(t *testing.T) {
 		req  sglang.KVRequest
 		want want
 	}{
-		// Spec §b.2, CUDA column.
+		// docs/sglang.md#kv-dtype, CUDA column.
 		{"auto model bf16", sglang.KVRequest{KVCacheDType: "auto", ModelDType: bf16},
 			want{"auto", "", "bf16", dtype.BFloat16, dtype.BFloat16, 2}},
 		{"empty is auto", sglang.KVRequest{ModelDType: dtype.Float16},
@@ -75,14 +75,14 @@ func TestResolveDecisionTable(t *testing.T) {
 			want{"fp8_e4m3", "fp8_e4m3", "fp8_e4m3", dtype.FP8E4M3FNUZ, dtype.UInt8, 1}},
 		{"hip bf16", sglang.KVRequest{KVCacheDType: "bf16", ModelDType: bf16, Platform: sglang.HIP, FNUZ: true},
 			want{"bf16", "", "bf16", dtype.BFloat16, dtype.BFloat16, 2}},
-		// Draft override (§b.2 step 0).
+		// Draft override (docs/sglang.md#kv-dtype step 0).
 		{"draft override fp8", sglang.KVRequest{KVCacheDType: "bf16", ModelDType: bf16, IsDraftWorker: true, DraftKVCacheDType: "fp8_e5m2"},
 			want{"fp8_e5m2", "fp8_e5m2", "fp8_e5m2", dtype.FP8E5M2, dtype.UInt8, 1}},
 		{"draft override auto follows checkpoint", sglang.KVRequest{KVCacheDType: "bf16", ModelDType: bf16, IsDraftWorker: true, DraftKVCacheDType: "auto", KVCacheQuantAlgo: "FP8"},
 			want{"fp8_e4m3", "fp8_e4m3", "fp8_e4m3", dtype.FP8E4M3FN, dtype.UInt8, 1}},
 		{"draft override ignored on target", sglang.KVRequest{KVCacheDType: "bf16", ModelDType: bf16, DraftKVCacheDType: "fp8_e5m2"},
 			want{"bf16", "", "bf16", dtype.BFloat16, dtype.BFloat16, 2}},
-		// DFLASH draft (§b.3).
+		// DFLASH draft (docs/sglang.md#kv-dtype-draft-workers).
 		{"dflash fa4 draft reverts to model dtype", sglang.KVRequest{KVCacheDType: "fp8_e4m3", ModelDType: bf16, IsDraftWorker: true, SpeculativeAlgorithm: "DFLASH", DraftAttentionBackend: "fa4"},
 			want{"auto", "auto", "bf16", dtype.BFloat16, dtype.BFloat16, 2}},
 		{"dflash fa4 same dtype untouched", sglang.KVRequest{KVCacheDType: "bf16", ModelDType: bf16, IsDraftWorker: true, SpeculativeAlgorithm: "DFLASH", DraftAttentionBackend: "fa4"},

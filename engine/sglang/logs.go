@@ -15,7 +15,7 @@ func appendGB(b []byte, n int64) []byte { return strconv.AppendFloat(b, float64(
 
 // swaSizes returns the K and V bytes of one of SWAKVPool's sub-pools of
 // size tokens (plus a page of padding rows), which use the plain MHA class
-// even for FP4 (one uint8 per element, §g.5).
+// even for FP4 (one uint8 per element, docs/sglang.md#kv-dtype-element-sizes).
 func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int64) {
 	rows := size + int64(c.d.PageSize)
 	if f := c.kv.Format; sizing.RealLayout(f) {
@@ -122,7 +122,7 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 	return logs
 }
 
-// PostCaptureResize is the post-CUDA-graph-capture KV resize (§d.8) as a
+// PostCaptureResize is the post-CUDA-graph-capture KV resize (docs/sglang.md#post-capture-resize) as a
 // pure function: with freeBytes measured after capture and backedBytes of
 // pool memory already backed, it recomputes the budget and returns a result
 // that can only shrink (the current token count caps it).

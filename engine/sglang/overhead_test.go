@@ -7,7 +7,7 @@ import (
 )
 
 func TestPreLoadFree(t *testing.T) {
-	// Calibrated on spec §c.11 Ex.1: H100 reads 78.50 GiB before load.
+	// Calibrated on docs/sglang.md#ex1: H100 reads 78.50 GiB before load.
 	if got, want := sglang.PreLoadFreeBytes(81559, 1), int64(785)<<30/10; got != want {
 		t.Errorf("PreLoadFreeBytes(H100, 1) = %d, want %d", got, want)
 	}

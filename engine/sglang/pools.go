@@ -36,7 +36,7 @@ func PoolConfig(in Input, c *Configurator, res *Result) (pool.Config, error) {
 		PageSize:           d.PageSize,
 		MaxTotalTokens:     int(res.MaxTotalNumTokens),
 		MaxRunningRequests: res.MaxRunningRequests,
-		ReqToTokenWidth:    d.ContextLength + 4 + d.DraftTokens, // §e.3
+		ReqToTokenWidth:    d.ContextLength + 4 + d.DraftTokens, // docs/sglang.md#request-table-width
 		Format:             kv.Format.Name,
 		Attention:          pool.MHA,
 		Heads:              sizing.KVHeadsPerRank(s.NumKVHeads, in.Parallel.AttnTP(), in.Parallel.DCP),
@@ -113,7 +113,7 @@ func elemDType(size int) dtype.DType {
 }
 
 // ResizePools applies a post-capture result (PostCaptureResize,
-// §d.8) to the pools: the allocator and KV buffers shrink to its token
+// docs/sglang.md#post-capture-resize) to the pools: the allocator and KV buffers shrink to its token
 // counts, keeping live allocations (ErrLiveOutside otherwise, with nothing
 // changed). Pass p.Bytes().KV() as PostCaptureResize's backedBytes.
 func ResizePools(p *pool.Pools, res *Result) error {

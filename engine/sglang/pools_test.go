@@ -16,7 +16,7 @@ import (
 
 // TestBytesMatchSizing ties every pool's bytes to the sizing package's
 // cell for the same configuration: (size + page) rows × cell, for every
-// format and both attention kinds (§c.2, §c.3).
+// format and both attention kinds (docs/sglang.md#cell-size-mha, docs/sglang.md#cell-size-mla).
 func TestBytesMatchSizing(t *testing.T) {
 	const size, page = 96, 16
 	type geo struct {

@@ -69,7 +69,7 @@ func TestBytesPerToken(t *testing.T) {
 }
 
 // llamaRunKV is a Llama-3.1-8B run with 2.89 GiB of KV cache: 1478.5 V0
-// cache blocks of 16 tokens × 32 layers × 4 KiB (peers.md §1.6).
+// cache blocks of 16 tokens × 32 layers × 4 KiB (docs/vllm.md#known-answers).
 const llamaRunKV = 1478*2*mib + mib
 
 type runSummary struct {

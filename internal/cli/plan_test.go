@@ -20,7 +20,7 @@ func planJSON(t *testing.T, args ...string) (*plan.Report, string, int) {
 	return &r, errOut, code
 }
 
-// Spec §c.11 Ex.1 through the command line, in measured mode.
+// docs/sglang.md#ex1 through the command line, in measured mode.
 func TestPlanMeasuredEx1(t *testing.T) {
 	r, errOut, code := planJSON(t, "--pre-load-free-memory", "78.50GiB", "--post-load-free-memory", "63.54GiB")
 	if code != 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 // `kvcfg plan` with comma lists plans every combination. Known answers:
-// spec §c.11 Ex.1 (pre 78.50 GiB, post 63.54 GiB) gives bf16 414,412 and
+// docs/sglang.md#ex1 (pre 78.50 GiB, post 63.54 GiB) gives bf16 414,412 and
 // fp8 828,825 tokens at mem_fraction_static 0.835, 456,212 and 912,424 at
 // 0.9 (plan's sweep tests derive them).
 func TestPlanCommaLists(t *testing.T) {
@@ -110,7 +110,7 @@ func TestPlanCommaListErrors(t *testing.T) {
 
 // The vLLM table shows vLLM's own figures, not SGLang's; --kv-cache-memory,
 // --max-model-len -1 and --num-gpu-blocks-override reach the planner
-// (known answers: peers.md §1.6, 2.89 GiB → 1478 blocks; latest keeps one
+// (known answers: docs/vllm.md#known-answers, 2.89 GiB → 1478 blocks; latest keeps one
 // null block out of the auto-fit: 1477 × 16 = 23,632 tokens).
 func TestPlanVLLMTable(t *testing.T) {
 	tests := []struct {

@@ -94,8 +94,8 @@ func (a Attention) validate() error {
 }
 
 // Cell returns the DefaultPoolConfigurator cell (bytes per token) before
-// speculative scaling: MHA (§c.2) with the scale terms of a.Format, or
-// MLA/DSA (§c.3).
+// speculative scaling: MHA (docs/sglang.md#cell-size-mha) with the scale terms of a.Format, or
+// MLA/DSA (docs/sglang.md#cell-size-mla).
 func (a Attention) Cell() (int64, error) {
 	p, err := a.PerToken()
 	return p.Total(), err
@@ -248,7 +248,7 @@ func (a Attention) mlaPerToken() PerToken {
 	return p
 }
 
-// ScaleEAGLE applies the EAGLE/STANDALONE draft budget (§c.5):
+// ScaleEAGLE applies the EAGLE/STANDALONE draft budget (docs/sglang.md#cell-size-speculative-decoding):
 // int(cell*(1+draft_layers*dcp/L)); unchanged when draftLayers ≤ 0 or L ≤ 0.
 func ScaleEAGLE(cell int64, layers, draftLayers, dcp int) int64 {
 	if dcp < 1 {
@@ -261,7 +261,7 @@ func ScaleEAGLE(cell int64, layers, draftLayers, dcp int) int64 {
 	return int64(float64(cell) * (1 + float64(d)/float64(layers)))
 }
 
-// ScaleDFlash applies the DFLASH draft budget (§c.5):
+// ScaleDFlash applies the DFLASH draft budget (docs/sglang.md#cell-size-speculative-decoding):
 // ceil(cell*(L+draft)/L), or cell + draftCell*dcp with an explicit draft cell.
 func ScaleDFlash(cell int64, layers, draftLayers int, draftCell int64, dcp int) (int64, error) {
 	if dcp < 1 {
@@ -284,7 +284,7 @@ func ScaleDFlash(cell int64, layers, draftLayers int, draftCell int64, dcp int) 
 	return (cell*(l+d) + l - 1) / l, nil
 }
 
-// ZeroKVTokens is the zero-KV stage guard (§c.6): INT64_MAX when another
+// ZeroKVTokens is the zero-KV stage guard (docs/sglang.md#cell-size-zero-kv-stage): INT64_MAX when another
 // PP stage has full-attention layers (the PP minimum picks the real value),
 // else max_total_tokens or the context length.
 func ZeroKVTokens(otherStagesHaveKV bool, maxTotalTokens int64, contextLen int) int64 {
@@ -300,7 +300,7 @@ func ZeroKVTokens(otherStagesHaveKV bool, maxTotalTokens int64, contextLen int) 
 // TokenBytes returns the bytes one token of one layer takes in the plain
 // MHA pool class that SGLang's SWAKVPool builds its sub-pools from:
 // heads·(dk+dv) elements of elementSize bytes (FP4 too: one uint8 per
-// element, §g.5), plus SGLang's MXFP8 block scales; a grouped-int format
+// element, docs/sglang.md#kv-dtype-element-sizes), plus SGLang's MXFP8 block scales; a grouped-int format
 // (int8_g64, int4_g32) takes its real layout, data plus group scales.
 func TokenBytes(f dtype.Format, elementSize, heads, dk, dv int) int64 {
 	h, s := int64(heads), int64(elementSize)

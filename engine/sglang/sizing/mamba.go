@@ -6,7 +6,7 @@ import (
 )
 
 // MambaState is the per-request state of a model's linear-attention
-// layers on one rank (§c.7).
+// layers on one rank (docs/sglang.md#mamba-state).
 type MambaState struct {
 	// Conv are the conv-state shapes of one layer; Temporal the SSM shape.
 	Conv     [][]int `json:"conv"`
@@ -46,7 +46,7 @@ func prod(s []int) int64 {
 	return p
 }
 
-// MambaBudget is the input of HandleMaxMambaCache (§d.7, [V3]).
+// MambaBudget is the input of HandleMaxMambaCache (docs/sglang.md#mamba-budget; the newest generation).
 type MambaBudget struct {
 	// PerRequest is the stage-scaled state bytes per slot (stage_per_req).
 	PerRequest int64
@@ -64,7 +64,7 @@ type MambaBudget struct {
 	AttnDPSize int
 	// DraftTokens is speculative_num_draft_tokens (D), 0 without speculation.
 	DraftTokens int
-	// SlotRatio is the mamba slot ratio (§e.2), used with speculation.
+	// SlotRatio is the mamba slot ratio (docs/sglang.md#max-running-requests), used with speculation.
 	SlotRatio int
 }
 

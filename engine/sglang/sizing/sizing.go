@@ -112,7 +112,7 @@ type Default struct {
 	// Cell is the bytes per token (from MHACell, MLACell, ... and the draft
 	// scaling).
 	Cell int64
-	// ZeroKVTokens is the zero-KV stage guard (§c.6): the token count used
+	// ZeroKVTokens is the zero-KV stage guard (docs/sglang.md#cell-size-zero-kv-stage): the token count used
 	// when Cell is 0 (a stage without full-attention layers).
 	ZeroKVTokens int64
 }

@@ -15,7 +15,7 @@ func mha(h, d, l, s int) sizing.Attention {
 	return sizing.Attention{KVHeads: h, HeadDim: d, VHeadDim: d, Layers: l, ElementSize: s}
 }
 
-// Spec §h.2 G1–G10.
+// docs/sglang.md#golden-vectors G1–G10.
 func TestCells(t *testing.T) {
 	format := func(name string) dtype.Format {
 		f, err := dtype.LookupFormat(name)
@@ -109,7 +109,7 @@ func TestKVHeadsPerRank(t *testing.T) {
 	}
 }
 
-// Spec §h.1 EAGLE draft DCP budgeting.
+// docs/sglang.md#engine-unit-test-cases EAGLE draft DCP budgeting.
 func TestScaleEAGLE(t *testing.T) {
 	for dcp, want := range map[int]int64{1: 1033, 2: 1066, 4: 1133, 8: 1266} {
 		if got := sizing.ScaleEAGLE(1000, 60, 2, dcp); got != want {
@@ -147,7 +147,7 @@ func pw(c sizing.PoolConfig) poolWant {
 	return poolWant{c.MaxTotalNumTokens, c.FullMaxTotalNumTokens, c.SWAMaxTotalNumTokens}
 }
 
-// Spec §h.1 pool_configurator CPU test.
+// docs/sglang.md#engine-unit-test-cases pool_configurator CPU test.
 func TestDefaultPool(t *testing.T) {
 	d := sizing.Default{Cell: 32768}
 	check := func(name string, c sizing.PoolConfig, err error, want int64) {
@@ -223,7 +223,7 @@ func TestHybridSWAPool(t *testing.T) {
 	}
 }
 
-// Spec §c.11 Ex.4 (hypothetical split) and Ex.4b / G11.
+// docs/sglang.md#ex4 (hypothetical split) and Ex.4b / G11.
 func TestHybridSWAExamples(t *testing.T) {
 	g := sizing.HybridSWA{FullPerToken: 8192, SWAPerToken: 8192, FullLayers: 21, SWALayers: 21, Ratio: 0.8}
 	c, err := g.FromBytes(51_901_995_417, 1)
@@ -306,7 +306,7 @@ func qwen3Next() *model.LinearSpec {
 	return &model.LinearSpec{Kind: "gdn", LayerIDs: ids, NumHeads: 32, HeadDim: 128, StateSize: 128, NGroups: 16, ConvKernel: 4, IntermediateSize: 4096}
 }
 
-// Spec §c.11 Ex.5 / G12.
+// docs/sglang.md#ex5 / G12.
 func TestMambaState(t *testing.T) {
 	ls := qwen3Next()
 	for tp, want := range map[int]int64{4: 19_316_736, 1: 77_266_944} {
@@ -340,7 +340,7 @@ func TestMambaState(t *testing.T) {
 	}
 }
 
-// Spec §c.11 Ex.5: auto split of 27.434 GiB with ratio 0.9.
+// docs/sglang.md#ex5: auto split of 27.434 GiB with ratio 0.9.
 func TestHandleMaxMambaCache(t *testing.T) {
 	rest := 78.50 - 37.25 - 78.50*(1-0.824)
 	r, err := sizing.HandleMaxMambaCache(sizing.MambaBudget{PerRequest: 19_316_736, FullMemoryRatio: 0.9, AttnDPSize: 1}, rest)
@@ -366,7 +366,7 @@ func TestHandleMaxMambaCache(t *testing.T) {
 	}
 }
 
-// Spec §h.1: DSA (GLM-5-like: 78 layers, page 64) sizes for 32/64/96 GiB —
+// docs/sglang.md#engine-unit-test-cases: DSA (GLM-5-like: 78 layers, page 64) sizes for 32/64/96 GiB —
 // pool bytes within budget, tokens page aligned; 32 GiB ⇒ 343,040 tokens.
 func TestDSAPoolSizes(t *testing.T) {
 	a := sizing.Attention{MLA: true, DSA: true, Layers: 78, KVLoraRank: 512, QKRopeHeadDim: 64, IndexHeadDim: 128, ElementSize: 2}
@@ -385,7 +385,7 @@ func TestDSAPoolSizes(t *testing.T) {
 	}
 }
 
-// Spec §h.1: a hybrid constraint at half the profiled full pool uses about
+// docs/sglang.md#engine-unit-test-cases: a hybrid constraint at half the profiled full pool uses about
 // half the memory.
 func TestHybridConstraintHalf(t *testing.T) {
 	h := hyb(16, 16, 0.5)
@@ -407,7 +407,7 @@ func TestHybridConstraintHalf(t *testing.T) {
 
 // TokenBytes: the SWA sub-pools' bytes per token and layer for H = 8,
 // D = 128 (2·1024 elements): bf16 4096; fp8 2048; mxfp8 2048 + 2048//32;
-// FP4 one uint8 per element (§g.5) 2048; int8_g64 2·(1024 + 32) = 2112;
+// FP4 one uint8 per element (docs/sglang.md#kv-dtype-element-sizes) 2048; int8_g64 2·(1024 + 32) = 2112;
 // int4_g32 2·(512 + 64) = 1152.
 func TestTokenBytes(t *testing.T) {
 	tests := []struct {

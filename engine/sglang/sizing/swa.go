@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// HybridSWA is HybridSWAPoolConfigurator (§c.8): a full pool for
+// HybridSWA is HybridSWAPoolConfigurator (docs/sglang.md#hybrid-swa-pool): a full pool for
 // full-attention layers and a sliding-window pool sized at
 // swa_full_tokens_ratio of it.
 type HybridSWA struct {
@@ -118,7 +118,7 @@ func (h HybridSWA) MinRatio(full int64, page int) float64 {
 	return 0
 }
 
-// SWAChunkCap is SWAChunkCapPoolConfigurator (§c.9): the SWA pool is sized
+// SWAChunkCap is SWAChunkCapPoolConfigurator (docs/sglang.md#swa-chunk-cap): the SWA pool is sized
 // from a hard cap (running requests × per-request window footprint plus
 // in-flight prefill chunks) and the rest goes to the full pool.
 type SWAChunkCap struct {
@@ -143,7 +143,7 @@ type ChunkCapInput struct {
 	ExtraSlots int
 }
 
-// ChunkCap computes the SWA token cap of §c.9.
+// ChunkCap computes the SWA token cap of docs/sglang.md#swa-chunk-cap.
 func ChunkCap(in ChunkCapInput) int64 {
 	draft := max(in.DraftTokens, 1)
 	ev := max(in.EvictionInterval, 1)
