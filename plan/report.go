@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/kvcfg/kvcfg/engine/trtllm"
+
 // Report is the outcome of a plan. Byte counts and token counts are per
 // rank (and, with DP attention, per DP worker), as the engine logs them.
 //
@@ -26,6 +28,7 @@ type Report struct {
 	// Breakdown is the per-rank memory budget.
 	Breakdown Breakdown `json:"breakdown"`
 	VLLM
+	TRTLLM
 	Fix
 }
 
@@ -143,6 +146,32 @@ type VLLM struct {
 	// budget with (the version's default when not given); 0 when the KV
 	// budget was given directly (kv_cache_memory_bytes, kv_cache_memory).
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+}
+
+// TRTLLM holds the TensorRT-LLM-only results (empty for the other engines).
+type TRTLLM struct {
+	// TRTLLMVersion is the version profile the plan used; TRTLLMProfile says
+	// why when the requested version was not a profile name.
+	TRTLLMVersion string `json:"trtllm_version,omitempty"`
+	TRTLLMProfile string `json:"trtllm_profile,omitempty"`
+	// TokensPerBlock, NumBlocks and MaxTokens are the paged pool: the N of
+	// "[MemUsageChange] Allocated X GiB for max tokens in paged KV cache (N)"
+	// is NumBlocks × TokensPerBlock; KVCacheBytes is its X in bytes.
+	TokensPerBlock int   `json:"tokens_per_block,omitempty"`
+	NumBlocks      int64 `json:"num_blocks,omitempty"`
+	MaxTokens      int64 `json:"max_tokens,omitempty"`
+	KVCacheBytes   int64 `json:"kv_cache_bytes,omitempty"`
+	// MaxSeqLen is max_seq_len after TensorRT-LLM's window clamp.
+	MaxSeqLen int `json:"max_seq_len,omitempty"`
+	// FreeGPUMemoryFraction is the free_gpu_memory_fraction the budget used.
+	FreeGPUMemoryFraction float64 `json:"free_gpu_memory_fraction,omitempty"`
+	// EstimateBytesPerToken is the estimate's bytes per token (the
+	// allocation's is cell_size_bytes).
+	EstimateBytesPerToken int64 `json:"estimate_bytes_per_token,omitempty"`
+	// MaxBeamWidth is the beam width each request reserves blocks for.
+	MaxBeamWidth int `json:"max_beam_width,omitempty"`
+	// Windows are the per-attention-window pools (several distinct windows).
+	Windows []trtllm.WindowPool `json:"trtllm_windows,omitempty"`
 }
 
 // Fix is the engine-equivalent error of an infeasible plan, with the flag

@@ -68,7 +68,7 @@ type Request struct {
 	// Config is an inline config.json (HTTP API); it wins over Model's
 	// config, and Model then only names it.
 	Config json.RawMessage `json:"config,omitempty"`
-	// Engine is "sglang" (default) or "vllm".
+	// Engine is "sglang" (default), "vllm" or "trtllm" (Engines lists them).
 	Engine string `json:"engine,omitempty"`
 	// Resolved, when set, is the model already resolved and parsed (Go
 	// callers only; OpenModel gives it): Run uses it instead of parsing
@@ -148,6 +148,42 @@ type Request struct {
 	EnforceEager bool `json:"enforce_eager,omitempty"`
 	// NumGPUBlocksOverride is vLLM's --num-gpu-blocks-override.
 	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
+
+	// TensorRT-LLM names (KvCacheConfig keys and trtllm-serve arguments).
+	// TRTLLMVersion is --trtllm-version (0.x engine builds, 1.0, 1.1,
+	// latest, or a version number).
+	TRTLLMVersion string `json:"trtllm_version,omitempty"`
+	// FreeGPUMemoryFraction is kv_cache_config.free_gpu_memory_fraction
+	// (default 0.9 of the memory free after loading).
+	FreeGPUMemoryFraction float64 `json:"free_gpu_memory_fraction,omitempty"`
+	// TokensPerBlock is kv_cache_config.tokens_per_block (32 PyTorch, 64
+	// engine builds).
+	TokensPerBlock int `json:"tokens_per_block,omitempty"`
+	// MaxTokens is kv_cache_config.max_tokens, a cap in tokens.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// MaxGPUTotalBytes is kv_cache_config.max_gpu_total_bytes.
+	MaxGPUTotalBytes units.Size `json:"max_gpu_total_bytes,omitempty"`
+	// MaxSeqLen is --max_seq_len (default: the model's context length, or
+	// context_length when given).
+	MaxSeqLen    int `json:"max_seq_len,omitempty"`
+	MaxBatchSize int `json:"max_batch_size,omitempty"`
+	MaxNumTokens int `json:"max_num_tokens,omitempty"`
+	MaxBeamWidth int `json:"max_beam_width,omitempty"`
+	// MaxInputLen is an engine build's max_input_len (0.x).
+	MaxInputLen int `json:"max_input_len,omitempty"`
+	// MaxAttentionWindow is kv_cache_config.max_attention_window, a
+	// per-layer pattern; several distinct windows give one pool each.
+	MaxAttentionWindow []int `json:"max_attention_window,omitempty"`
+	// HostCacheSize is kv_cache_config.host_cache_size (host blocks).
+	HostCacheSize           units.Size `json:"host_cache_size,omitempty"`
+	EnableChunkedPrefill    bool       `json:"enable_chunked_prefill,omitempty"`
+	DisableOverlapScheduler bool       `json:"disable_overlap_scheduler,omitempty"`
+	// MaxDraftLen is speculative_config.max_draft_len.
+	MaxDraftLen int `json:"max_draft_len,omitempty"`
+	// FreeMemoryAfterLoad is an engine build's "available" free memory of
+	// "Memory usage when calculating max tokens in paged kv cache" (measured
+	// mode for 0.x; the PyTorch backend's reading is kv_cache_memory).
+	FreeMemoryAfterLoad units.Size `json:"free_memory_after_load,omitempty"`
 }
 
 // Normalized returns a copy with aliases merged and the engine lowered;
@@ -205,6 +241,15 @@ func (r Request) Validate() error {
 	frac("mem_fraction_static", r.MemFractionStatic, false)
 	frac("swa_full_tokens_ratio", r.SWAFullTokensRatio, true)
 	frac("gpu_memory_utilization", r.GPUMemoryUtilization, true)
+	if f := r.FreeGPUMemoryFraction; math.IsNaN(f) || f < 0 || f > 1 {
+		add("free_gpu_memory_fraction", "%v must be between 0 and 1", f)
+	}
+	for _, w := range r.MaxAttentionWindow {
+		if w <= 0 {
+			add("max_attention_window", "%v: every window must be a positive token count", r.MaxAttentionWindow)
+			break
+		}
+	}
 	if math.IsNaN(r.MambaFullMemoryRatio) || r.MambaFullMemoryRatio < 0 || r.MambaFullMemoryRatio > 1000 {
 		add("mamba_full_memory_ratio", "%v must be positive", r.MambaFullMemoryRatio)
 	}
@@ -221,6 +266,10 @@ func (r Request) Validate() error {
 		{"post_load_free_memory", int64(r.PostLoadFreeMemory)}, {"weights_memory", int64(r.WeightsMemory)},
 		{"kv_cache_memory_bytes", int64(r.KVCacheMemoryBytes)}, {"kv_cache_memory", int64(r.KVCacheMemory)},
 		{"num_gpu_blocks_override", r.NumGPUBlocksOverride},
+		{"tokens_per_block", int64(r.TokensPerBlock)}, {"max_tokens", r.MaxTokens}, {"max_gpu_total_bytes", int64(r.MaxGPUTotalBytes)},
+		{"max_seq_len", int64(r.MaxSeqLen)}, {"max_batch_size", int64(r.MaxBatchSize)}, {"max_num_tokens", int64(r.MaxNumTokens)},
+		{"max_beam_width", int64(r.MaxBeamWidth)}, {"max_input_len", int64(r.MaxInputLen)}, {"host_cache_size", int64(r.HostCacheSize)},
+		{"max_draft_len", int64(r.MaxDraftLen)}, {"free_memory_after_load", int64(r.FreeMemoryAfterLoad)},
 	}
 	for _, f := range nonNeg {
 		if f.v < 0 {

@@ -268,7 +268,10 @@ func SweepFields() []string {
 	return out
 }
 
-var sizeType = reflect.TypeFor[units.Size]()
+var (
+	sizeType = reflect.TypeFor[units.Size]()
+	intsType = reflect.TypeFor[[]int]()
+)
 
 // SetField sets the request field whose JSON key is key ("tp_size") from
 // its command-line spelling ("2"): integers, decimals, booleans, sizes
@@ -307,6 +310,18 @@ func (r *Request) SetField(key, value string) error {
 			return fieldErr(key, "%q is not a number", value)
 		}
 		f.SetFloat(x)
+	case f.Type() == intsType:
+		// A list value ("128,131072" or "128 131072"): one setting, not a
+		// sweep axis.
+		var ns []int
+		for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return fieldErr(key, "%q is not a list of integers", value)
+			}
+			ns = append(ns, n)
+		}
+		f.Set(reflect.ValueOf(ns))
 	default:
 		return fieldErr(key, "cannot be set from text")
 	}
@@ -333,6 +348,12 @@ func (r Request) FieldString(key string) (string, error) {
 		return strconv.FormatInt(f.Int(), 10), nil
 	case f.CanFloat():
 		return strconv.FormatFloat(f.Float(), 'g', -1, 64), nil
+	case f.Type() == intsType:
+		parts := make([]string, f.Len())
+		for i := range parts {
+			parts[i] = strconv.FormatInt(f.Index(i).Int(), 10)
+		}
+		return strings.Join(parts, ","), nil
 	}
 	return fmt.Sprint(f.Interface()), nil
 }

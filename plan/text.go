@@ -151,6 +151,22 @@ func (r *Report) summaryRows() [][2]string {
 			r.kvSizeRow(),
 		)
 	}
+	if r.Engine == EngineTRTLLM {
+		return append(rows,
+			[2]string{"trtllm_version", r.TRTLLMVersion},
+			[2]string{"free_gpu_memory_fraction", strconv.FormatFloat(r.FreeGPUMemoryFraction, 'f', -1, 64)},
+			[2]string{"tokens_per_block", fmt.Sprint(r.TokensPerBlock)},
+			[2]string{"max_seq_len", digits(int64(r.MaxSeqLen))},
+			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
+			cell,
+			[2]string{"estimate bytes per token", digits(r.EstimateBytesPerToken)},
+			[2]string{"num_blocks", digits(r.NumBlocks)},
+			[2]string{"max_tokens", digits(r.MaxTokens)},
+			[2]string{"max_batch_size", digits(int64(r.MaxRunningRequests))},
+			[2]string{"max concurrency at max_seq_len", digits(r.MaxConcurrencyAtContextLength)},
+			r.kvSizeRow(),
+		)
+	}
 	rows = append(rows,
 		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
 		[2]string{"page_size", fmt.Sprint(r.PageSize)},

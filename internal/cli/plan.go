@@ -19,7 +19,7 @@ import (
 func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
 	fs.StringVar(&req.Model, "model", "", "model: catalog name (kvcfg models), config.json path or model directory (default "+defaultModelName+")")
 	fs.StringVar(&req.Model, "model-path", "", "alias of --model (SGLang's name)")
-	fs.StringVar(&req.Engine, "engine", "", "inference engine: sglang (default) or vllm")
+	fs.StringVar(&req.Engine, "engine", "", "inference engine: sglang (default), vllm or trtllm")
 
 	fs.StringVar(&req.GPU, "gpu", "", "GPU name (kvcfg gpus; default "+plan.DefaultGPU+")")
 	fs.Var(&req.GPUMemory, "gpu-memory", "total GPU memory, overriding the GPU's (80GiB, 80GB, 81559MiB or bytes)")
@@ -65,6 +65,23 @@ func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
 	fs.BoolVar(&req.EnforceEager, "enforce-eager", false, "vLLM: no CUDA graphs (nothing set aside for them)")
 	fs.Int64Var(&req.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "vLLM: number of KV blocks, overriding the profiled count")
 	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile")
+
+	fs.StringVar(&req.TRTLLMVersion, "trtllm-version", "", "TensorRT-LLM: sizing rules to follow: 0.x (engine builds), 1.0, 1.1 or latest (default); a version number such as 1.1.0rc3 maps to its profile")
+	fs.Float64Var(&req.FreeGPUMemoryFraction, "free-gpu-memory-fraction", 0, "TensorRT-LLM: share of the memory free after loading for the KV cache (default 0.9)")
+	fs.IntVar(&req.TokensPerBlock, "tokens-per-block", 0, "TensorRT-LLM: tokens per KV block (default 32; 64 for engine builds)")
+	fs.Int64Var(&req.MaxTokens, "max-tokens", 0, "TensorRT-LLM: kv_cache_config.max_tokens, a cap on the pool's tokens")
+	fs.Var(&req.MaxGPUTotalBytes, "max-gpu-total-bytes", "TensorRT-LLM: kv_cache_config.max_gpu_total_bytes, a cap on the pool's bytes")
+	fs.IntVar(&req.MaxSeqLen, "max-seq-len", 0, "TensorRT-LLM: max_seq_len (default: the model's context length)")
+	fs.IntVar(&req.MaxBatchSize, "max-batch-size", 0, "TensorRT-LLM: max_batch_size (default 2048)")
+	fs.IntVar(&req.MaxNumTokens, "max-num-tokens", 0, "TensorRT-LLM: max_num_tokens per iteration (default 8192)")
+	fs.IntVar(&req.MaxBeamWidth, "max-beam-width", 0, "TensorRT-LLM: max_beam_width (default 1)")
+	fs.IntVar(&req.MaxInputLen, "max-input-len", 0, "TensorRT-LLM: an engine build's max_input_len (0.x; default 1024)")
+	fs.IntSliceVar(&req.MaxAttentionWindow, "max-attention-window", nil, "TensorRT-LLM: per-layer attention windows, repeated over the layers (e.g. 128,131072)")
+	fs.Var(&req.HostCacheSize, "host-cache-size", "TensorRT-LLM: host (secondary) KV cache size")
+	fs.BoolVar(&req.EnableChunkedPrefill, "enable-chunked-prefill", false, "TensorRT-LLM: enable_chunked_prefill")
+	fs.BoolVar(&req.DisableOverlapScheduler, "disable-overlap-scheduler", false, "TensorRT-LLM: disable_overlap_scheduler")
+	fs.IntVar(&req.MaxDraftLen, "max-draft-len", 0, "TensorRT-LLM: speculative_config.max_draft_len")
+	fs.Var(&req.FreeMemoryAfterLoad, "free-memory-after-load", "TensorRT-LLM 0.x: the free memory of \"Memory usage when calculating max tokens in paged kv cache\" a run logged")
 
 	// A zero size means "not given": keep "(default 0 B)" out of the help.
 	fs.VisitAll(func(f *pflag.Flag) {
