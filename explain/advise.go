@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -126,6 +127,11 @@ func isError(kind string) bool {
 	switch kind {
 	case "mamba_capped", "max_running_reduced", "max_total_tokens_too_large", "memory_unbalanced":
 		return false
+	}
+	for _, p := range trtllm.Patterns() {
+		if p.Name == kind {
+			return p.Severity == trtllm.Fatal
+		}
 	}
 	return true
 }

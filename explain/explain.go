@@ -1,5 +1,5 @@
 // Package explain reads an inference engine's KV-cache error or warning
-// (a pasted log line or exception text from SGLang or vLLM), says what it
+// (a pasted log line or exception text from SGLang, vLLM or TensorRT-LLM), says what it
 // means and which knob to turn, with a value taken from the numbers in the
 // message. Advise goes further when the launch flags are known: it plans
 // the launch and searches the knob's value that makes it start.
@@ -303,7 +303,7 @@ func Explain(text string) (*Explanation, error) {
 		}
 	}
 	if best < 0 {
-		return nil, fmt.Errorf("%w: no SGLang or vLLM KV-cache message found (run `kvcfg explain --list` for the known ones)", ErrUnrecognized)
+		return nil, fmt.Errorf("%w: no SGLang, vLLM or TensorRT-LLM KV-cache message found (run `kvcfg explain --list` for the known ones)", ErrUnrecognized)
 	}
 	r := rules[best]
 	e := &Explanation{Engine: r.engine, Kind: r.kind, Match: t[bestLoc[0]:bestLoc[1]], Numbers: map[string]float64{}}

@@ -278,7 +278,7 @@ func TestKnown(t *testing.T) {
 		t.Errorf("only %d kinds", len(k))
 	}
 	for _, s := range k {
-		if !strings.HasPrefix(s, "sglang/") && !strings.HasPrefix(s, "vllm/") && !strings.HasPrefix(s, "any/") {
+		if !strings.HasPrefix(s, "sglang/") && !strings.HasPrefix(s, "vllm/") && !strings.HasPrefix(s, "trtllm/") && !strings.HasPrefix(s, "any/") {
 			t.Errorf("kind %q", s)
 		}
 	}
