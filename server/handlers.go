@@ -144,20 +144,54 @@ func present(v any) bool {
 // writeJSON writes v as the CLI's `-o json` does: two-space indent and a
 // final newline.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		s.writeError(w, nil, err)
-		return
+	bp := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 1<<20 { // keep the pool's buffers small
+			bufPool.Put(bp)
+		}
+	}()
+	var out []byte
+	if a, ok := v.(jsonAppender); ok {
+		// A report writes itself in one pass, already indented.
+		b, err := a.AppendJSON((*bp)[:0], "  ")
+		if err != nil {
+			s.writeError(w, nil, err)
+			return
+		}
+		out = append(b, '\n')
+	} else {
+		buf := bytes.NewBuffer((*bp)[:0])
+		enc := json.NewEncoder(buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			s.writeError(w, nil, err)
+			return
+		}
+		out = buf.Bytes()
 	}
+	*bp = out
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(out)
 }
+
+// jsonAppender is a value that appends its own JSON (plan.Report).
+type jsonAppender interface {
+	AppendJSON(dst []byte, indent string) ([]byte, error)
+}
+
+// bufPool holds response buffers between requests.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// Header values shared by every JSON response (never modified).
+var (
+	jsonContentType = []string{"application/json; charset=utf-8"}
+	noStore         = []string{"no-store"}
+	noSniff         = []string{"nosniff"}
+)
 
 // writeError classifies err and writes its JSON body; the middleware reads
 // the kind back for the error metric and the log.

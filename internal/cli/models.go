@@ -34,8 +34,8 @@ func newModelsCmd() *cobra.Command {
 		Short: "List the models of the built-in catalog (usable as --model NAME)",
 		Long: `models lists the built-in catalog. ATTENTION is mha, gqa, mqa, mla, dsa or
 none; KV B/TOKEN is the K+V bytes of one token on one GPU in the model dtype,
-all attention layers, before any engine's page, scale or window rules (run
-kvcfg plan for the engine's own figure).`,
+all attention layers, before any engine's page, scale or window rules (for
+the engine's own figure, run kvcfg plan).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
