@@ -127,6 +127,7 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 		judge(rp, r, err != nil)
 		return rp, rp.Verdict == VerdictServes && rp.ContextLength >= L
 	}
+	engineHint := rep.FixHint
 	found := func(rp *Report, ch ...change) {
 		ch = append(base[:len(base):len(base)], ch...)
 		rep.FixArgs = rep.FixArgs[:0]
@@ -145,6 +146,12 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 			strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
 		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.PostLoadFreeBytes == 0 {
 			rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
+		}
+		// A TP refusal's fix picks one size; the others stay named.
+		for _, marker := range []string{"sizes that split the heads: ", "attention TP sizes that work: "} {
+			if _, sizes, ok := strings.Cut(engineHint, marker); ok && rep.FixFlag != "" && strings.Contains(rep.FixFlag, "-size") {
+				rep.FixHint += "; " + marker + sizes
+			}
 		}
 	}
 

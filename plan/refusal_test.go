@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/plan"
@@ -47,6 +48,10 @@ func TestLoadTimeRefusals(t *testing.T) {
 			}
 			if rep.Verdict != tt.verdict || !slices.Equal(rep.FixArgs, tt.fixArgs) {
 				t.Errorf("verdict %q fix_args %q, want %q %q (hint %q)", rep.Verdict, rep.FixArgs, tt.verdict, tt.fixArgs, rep.FixHint)
+			}
+			// A TP refusal's fix names every size that splits the heads.
+			if tt.req.TPSize == 8 && !strings.Contains(rep.FixHint, "that work: 1, 2,") && !strings.Contains(rep.FixHint, "heads: 1, 2,") {
+				t.Errorf("fix %q does not name the TP sizes that work", rep.FixHint)
 			}
 		})
 	}

@@ -31,12 +31,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 	}
 	tw.Flush()
-	fmt.Fprintln(sw, "\nMEMORY PER GPU")
-	tw = tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
-	for _, row := range r.memoryRows() {
-		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	if !r.refusedBeforeSizing() {
+		fmt.Fprintln(sw, "\nMEMORY PER GPU")
+		tw = tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
+		for _, row := range r.memoryRows() {
+			fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	if len(r.LogLines) > 0 {
 		fmt.Fprintln(sw, "\nENGINE LOG")
 		for _, l := range r.LogLines {
@@ -49,7 +51,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintln(sw, "  - "+l)
 		}
 	}
-	if r.Error != "" {
+	if r.Error != "" && r.Verdict == "" { // else the answer quotes it
 		fmt.Fprintln(sw, "\nENGINE ERROR\n  "+r.Error)
 		if r.FixHint != "" && r.Verdict == "" { // else the fix heads the page
 			fmt.Fprintln(sw, "  fix: "+r.FixHint)
@@ -75,9 +77,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
 	}
-	fmt.Fprint(sw, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
-	for _, row := range r.memoryRows() {
-		fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
+	if !r.refusedBeforeSizing() {
+		fmt.Fprint(sw, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
+		for _, row := range r.memoryRows() {
+			fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
+		}
 	}
 	if len(r.LogLines) > 0 {
 		fmt.Fprint(sw, "\n### Engine log\n\n```\n")
@@ -92,7 +96,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(sw, "- "+mdEscape(l))
 		}
 	}
-	if r.Error != "" {
+	if r.Error != "" && r.Verdict == "" {
 		fmt.Fprintf(sw, "\n### Engine error\n\n%s\n", mdEscape(r.Error))
 		if r.FixHint != "" && r.Verdict == "" {
 			fmt.Fprintf(sw, "\n**Fix:** %s\n", mdEscape(r.FixHint))
@@ -126,7 +130,7 @@ func (r *Report) summaryRows() [][2]string {
 		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, units.FormatBytes(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
 		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
 	}
-	if r.Error != "" && r.CellSizeBytes == 0 {
+	if r.refusedBeforeSizing() {
 		// Refused before any pool was sized: the sizing rows would be zeros.
 		rows[3][1] = r.KVCacheDType
 		return rows
@@ -242,3 +246,9 @@ func digits(n int64) string {
 
 // mdEscape keeps a table cell's pipes from ending the cell.
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// refusedBeforeSizing reports whether the engine refused before it sized
+// anything: the sizing and memory rows would all be zeros.
+func (r *Report) refusedBeforeSizing() bool {
+	return r.Error != "" && r.CellSizeBytes == 0 && r.Breakdown.WeightsBytes == 0
+}
