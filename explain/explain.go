@@ -48,6 +48,10 @@ type Explanation struct {
 	Alternatives []string `json:"alternatives,omitempty"`
 	// Numbers are the figures read from the message.
 	Numbers map[string]float64 `json:"numbers,omitempty"`
+	// Readings are the memory measurements elsewhere in the pasted log
+	// (SGLang's "avail mem" before and after loading weights, vLLM's
+	// "Available KV cache memory"); Advise plans with them.
+	Readings *Readings `json:"readings,omitempty"`
 }
 
 // rule recognises one message.
@@ -294,6 +298,9 @@ var rules = []rule{
 // or a whole log: the first known message wins) and explains it.
 func Explain(text string) (*Explanation, error) {
 	t := strings.Join(strings.Fields(text), " ") // engines wrap long messages
+	if t == "" {
+		return nil, ErrNoInput
+	}
 	best, bestAt := -1, len(t)+1
 	var bestLoc []int
 	for i, r := range rules {
@@ -325,6 +332,9 @@ func Explain(text string) (*Explanation, error) {
 		e.Numbers = nil
 	}
 	r.build(e, e.Numbers, subs)
+	if rd := ReadMeasurements(t); !rd.Empty() {
+		e.Readings = &rd
+	}
 	return e, nil
 }
 
