@@ -39,6 +39,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/plan", cop.Handler(jsonEndpoint(s, "plan", s.plan)))
 	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
+	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", s.fit)))
+	mux.Handle("POST /api/v1/explain", cop.Handler(jsonEndpoint(s, "explain", s.explain)))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
@@ -72,7 +74,7 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			if ae.status >= 500 {
 				outcome = "error"
 			}
-			if ae.status == http.StatusBadRequest && present(resp) {
+			if (ae.status == http.StatusBadRequest || ae.status == http.StatusUnprocessableEntity) && present(resp) {
 				withReport := *ae
 				withReport.body.Report = resp
 				ae = &withReport
