@@ -8,8 +8,8 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
-	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
