@@ -63,6 +63,9 @@ func OpenContext(ctx context.Context, ref string, o Options) (*Model, error) {
 			return openEntry(e)
 		}
 	}
+	if !ValidHFID(id) {
+		return nil, unknownRef(ref)
+	}
 	if o.Resolver == nil {
 		snap, err := CachedSnapshot(id + "@" + rev)
 		if err != nil {

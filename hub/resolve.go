@@ -63,8 +63,8 @@ func (c *Client) Resolve(ctx context.Context, id, revision string) (*catalog.Mod
 		}
 	}
 	if c.opt.Offline {
-		return nil, fmt.Errorf("%w: %s at revision %s is not in the HF cache (%s) with its headers in kvcfg's cache (%s), and HF_HUB_OFFLINE is set: unset it to read the Hub, or pass --model DIR",
-			ErrOffline, id, rev, c.opt.CacheDir, c.opt.HeaderCacheDir)
+		return nil, fmt.Errorf("%w: %w %q: at revision %s it is not in the HF cache (%s) with its headers in kvcfg's cache (%s), and HF_HUB_OFFLINE is set: unset it to read the Hub, or pass --model DIR",
+			ErrOffline, catalog.ErrUnknownModel, id, rev, c.opt.CacheDir, c.opt.HeaderCacheDir)
 	}
 	s, err := c.fetch(ctx, id, rev)
 	if err != nil {

@@ -108,7 +108,7 @@ func pinCatalog(req *plan.Request) error {
 
 // compare runs the configured comparison on a catalog model.
 func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
-	if err := pinCatalog(&req.Request); err != nil {
+	if err := s.pinModel(ctx, &req.Request); err != nil {
 		return nil, err
 	}
 	return s.cfg.Compare(ctx, req)
@@ -116,7 +116,7 @@ func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Co
 
 // plan runs the configured planner on a catalog model.
 func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
-	if err := pinCatalog(&req); err != nil {
+	if err := s.pinModel(ctx, &req); err != nil {
 		return nil, err
 	}
 	rep, err := s.cfg.Plan(ctx, req)
@@ -272,6 +272,15 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	spec, err := catalog.Load(name)
+	if err != nil && s.hub != nil {
+		req := plan.Request{Model: name}
+		if err = s.pinModel(r.Context(), &req); err == nil {
+			spec = req.Resolved.Spec
+		} else if ae := classify(err); ae.status != http.StatusBadRequest {
+			s.writeError(w, r, ae)
+			return
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound, body: ErrorBody{Error: err.Error(), Field: "model"}})
 		return
