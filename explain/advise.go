@@ -24,6 +24,9 @@ type Advice struct {
 	// Note says what the planned change gives (tokens, requests) or why no
 	// value works.
 	Note string `json:"note"`
+	// Measured lists the request keys set from the log's readings
+	// (Explanation.Readings), so the plan reproduces the run.
+	Measured []string `json:"measured,omitempty"`
 	// Report is the plan with the change applied (or with the given flags
 	// when no change works).
 	Report *plan.Report `json:"report,omitempty"`
@@ -41,11 +44,15 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	if req.Engine == "" && e.Engine != Any {
 		req.Engine = e.Engine
 	}
+	var measured []string
+	if e.Readings != nil {
+		measured = e.Readings.Apply(&req)
+	}
 	rep, err := plan.Run(ctx, req)
 	if err != nil && !errors.Is(err, plan.ErrInfeasible) {
 		return nil, err
 	}
-	a := &Advice{Report: rep}
+	a := &Advice{Report: rep, Measured: measured}
 	if err != nil {
 		a.PlanError = err.Error()
 	}
@@ -118,7 +125,11 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 }
 
 func note(r *plan.Report) string {
-	return fmt.Sprintf("plans to %d tokens per GPU, %d requests of %d tokens at once", r.MaxTotalNumTokens, r.MaxConcurrencyAtContextLength, r.ContextLength)
+	reqs := "requests"
+	if r.MaxConcurrencyAtContextLength == 1 {
+		reqs = "request"
+	}
+	return fmt.Sprintf("plans to %d tokens per GPU, %d %s of %d tokens at once", r.MaxTotalNumTokens, r.MaxConcurrencyAtContextLength, reqs, r.ContextLength)
 }
 
 // isError reports whether the kind is an engine error (as opposed to a

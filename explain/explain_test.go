@@ -175,7 +175,7 @@ func TestExplain(t *testing.T) {
 }
 
 func TestExplainUnrecognized(t *testing.T) {
-	for _, s := range []string{"", "hello world", "CUDA error: an illegal memory access was encountered"} {
+	for _, s := range []string{"hello world", "CUDA error: an illegal memory access was encountered"} {
 		if _, err := explain.Explain(s); !errors.Is(err, explain.ErrUnrecognized) {
 			t.Errorf("%q: want ErrUnrecognized, got %v", s, err)
 		}
@@ -294,4 +294,55 @@ func FuzzExplain(f *testing.F) {
 			t.Fatalf("explanation without kind or knob: %+v", e)
 		}
 	})
+}
+
+// The memory readings of a pasted log are read and planned with, so the
+// advice reproduces the run instead of modelling its memory.
+func TestExplainUsesLogReadings(t *testing.T) {
+	log := `[2025-07-01 10:00:00 TP0] Load weight begin. avail mem=78.50 GB
+[2025-07-01 10:00:30 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=12.25 GB, mem usage=66.25 GB.
+RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.835`
+	e, err := explain.Explain(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &explain.Readings{PreLoadFreeMemory: units.Size(78.5 * (1 << 30)), PostLoadFreeMemory: units.Size(12.25 * (1 << 30)), Engine: explain.SGLang} // exact in binary
+	if diff := cmp.Diff(want, e.Readings); diff != "" {
+		t.Fatalf("readings (-want +got):\n%s", diff)
+	}
+	a, err := explain.Advise(context.Background(), e, plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "H100", TPSize: 2, ContextLength: 32768})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(a.Measured, ",") != "pre_load_free_memory,post_load_free_memory" {
+		t.Errorf("measured = %q", a.Measured)
+	}
+	if a.Report == nil || a.Report.Breakdown.PreLoadFreeBytes != int64(want.PreLoadFreeMemory) || a.Report.WeightsSource == "config_estimate" {
+		t.Errorf("plan did not use the readings: %+v", a.Report)
+	}
+	// A flag given explicitly wins over the log.
+	a, err = explain.Advise(context.Background(), e, plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "H100", TPSize: 2,
+		PreLoadFreeMemory: 79 << 30, PostLoadFreeMemory: 13 << 30})
+	if err != nil || len(a.Measured) != 0 {
+		t.Errorf("explicit readings overridden: measured %q, err %v", a.Measured, err)
+	}
+	// vLLM's budget line.
+	v := ReadMeasurementsOf(t, "INFO [gpu_worker.py:276] Available KV cache memory: 58.24 GiB\nValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (8.00 GiB).")
+	gib := 58.24
+	if v.KVCacheMemory != units.Size(gib*(1<<30)) || v.Engine != explain.VLLM {
+		t.Errorf("vllm readings = %+v", v)
+	}
+}
+
+func ReadMeasurementsOf(t *testing.T, s string) explain.Readings {
+	t.Helper()
+	return explain.ReadMeasurements(s)
+}
+
+func TestExplainEmptyInput(t *testing.T) {
+	for _, in := range []string{"", "  \n\t"} {
+		if _, err := explain.Explain(in); !errors.Is(err, explain.ErrNoInput) {
+			t.Errorf("Explain(%q) = %v, want ErrNoInput", in, err)
+		}
+	}
 }

@@ -40,6 +40,10 @@ type GPU struct {
 	FNUZ bool `json:"fnuz,omitempty"`
 	// Description is a one-line human description.
 	Description string `json:"description"`
+	// SMINames are the names the driver prints for the card
+	// (`nvidia-smi --query-gpu=name`, rocm-smi's product name), accepted
+	// by Lookup as they are pasted.
+	SMINames []string `json:"smi_names,omitempty"`
 }
 
 // MemoryBytes returns the total memory in bytes.
@@ -70,64 +74,64 @@ func (g GPU) ComputeCapabilityString() string {
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3"}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
 	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e"}, // nvidia-smi 81559MiB
+		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
 	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 95830, Description: "NVIDIA H100 NVL 94GB HBM3"}, // nvidia-smi 95830MiB
+		MemoryMiB: 95830, Description: "NVIDIA H100 NVL 94GB HBM3", SMINames: []string{"NVIDIA H100 NVL"}}, // nvidia-smi 95830MiB
 	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3"}, // same board memory as H100 SXM: 81559MiB
+		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
 	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e"}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
 	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e"}, // same HBM stack as H200 SXM: 143771MiB
+		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
 	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 97871, Description: "NVIDIA H20 96GB HBM3"}, // nvidia-smi 97871MiB
+		MemoryMiB: 97871, Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
 	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 97871, Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)"}, // nvidia-smi 97871MiB on the 96GB part
+		MemoryMiB: 97871, Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)", SMINames: []string{"NVIDIA GH200 480GB"}}, // nvidia-smi 97871MiB on the 96GB part
 	// Blackwell.
 	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
-		MemoryMiB: 183359, Description: "NVIDIA B200 180GB HBM3e"}, // nvidia-smi 183359MiB
+		MemoryMiB: 183359, Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
 	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
-		MemoryMiB: 189471, Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)"}, // nvidia-smi 189471MiB
+		MemoryMiB: 189471, Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
 	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103,
-		MemoryMiB: 275040, Description: "NVIDIA B300 SXM6 288GB HBM3e"}, // nvidia-smi 275040MiB
+		MemoryMiB: 275040, Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
 	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
-		MemoryMiB: 97887, Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7"}, // nvidia-smi 97887MiB
+		MemoryMiB: 97887, Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
 	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
-		MemoryMiB: 32607, Description: "NVIDIA GeForce RTX 5090 32GB GDDR7"}, // nvidia-smi 32607MiB
+		MemoryMiB: 32607, Description: "NVIDIA GeForce RTX 5090 32GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5090"}}, // nvidia-smi 32607MiB
 	// Ampere.
 	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 40960, Description: "NVIDIA A100 40GB HBM2"}, // nvidia-smi 40960MiB
+		MemoryMiB: 40960, Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
 	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 81920, Description: "NVIDIA A100 80GB HBM2e"}, // nvidia-smi 81920MiB
+		MemoryMiB: 81920, Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
 	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 23028, Description: "NVIDIA A10 / A10G 24GB GDDR6"}, // nvidia-smi 23028MiB (A10G on AWS g5)
+		MemoryMiB: 23028, Description: "NVIDIA A10 / A10G 24GB GDDR6", SMINames: []string{"NVIDIA A10", "NVIDIA A10G"}}, // nvidia-smi 23028MiB (A10G on AWS g5)
 	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 49140, Description: "NVIDIA RTX A6000 48GB GDDR6"}, // nvidia-smi 49140MiB
+		MemoryMiB: 49140, Description: "NVIDIA RTX A6000 48GB GDDR6", SMINames: []string{"NVIDIA RTX A6000"}}, // nvidia-smi 49140MiB
 	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 24576, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X"}, // nvidia-smi 24576MiB
+		MemoryMiB: 24576, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
 	// Ada Lovelace.
 	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 46068, Description: "NVIDIA L40S 48GB GDDR6"}, // nvidia-smi 46068MiB
+		MemoryMiB: 46068, Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
 	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 46068, Description: "NVIDIA L40 48GB GDDR6"}, // nvidia-smi 46068MiB
+		MemoryMiB: 46068, Description: "NVIDIA L40 48GB GDDR6", SMINames: []string{"NVIDIA L40"}}, // nvidia-smi 46068MiB
 	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 23034, Description: "NVIDIA L4 24GB GDDR6"}, // nvidia-smi 23034MiB
+		MemoryMiB: 23034, Description: "NVIDIA L4 24GB GDDR6", SMINames: []string{"NVIDIA L4"}}, // nvidia-smi 23034MiB
 	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 49140, Description: "NVIDIA RTX 6000 Ada 48GB GDDR6"}, // nvidia-smi 49140MiB
+		MemoryMiB: 49140, Description: "NVIDIA RTX 6000 Ada 48GB GDDR6", SMINames: []string{"NVIDIA RTX 6000 Ada Generation"}}, // nvidia-smi 49140MiB
 	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X"}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
+		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 4090"}}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
 	// Turing.
 	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75,
-		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6"}, // nvidia-smi 15360MiB
+		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6", SMINames: []string{"Tesla T4"}}, // nvidia-smi 15360MiB
 	// AMD Instinct (ROCm).
 	{Name: "MI300X", Aliases: []string{"MI300", "MI300X-192GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 196288, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3"}, // torch total_memory / rocm-smi VRAM Total 205822885888 B = 196288MiB
+		MemoryMiB: 196288, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3", SMINames: []string{"AMD Instinct MI300X"}}, // torch total_memory / rocm-smi VRAM Total 205822885888 B = 196288MiB
 	{Name: "MI325X", Aliases: []string{"MI325", "MI325X-256GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 261824, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)"}, // nominal: 256GiB minus the 320MiB the MI300X (same gfx942) reserves
+		MemoryMiB: 261824, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)", SMINames: []string{"AMD Instinct MI325X"}}, // nominal: 256GiB minus the 320MiB the MI300X (same gfx942) reserves
 	{Name: "MI355X", Aliases: []string{"MI355", "MI355X-288GB", "MI350X"}, Vendor: "amd", Platform: "hip", Arch: "cdna4", SM: 0,
-		MemoryMiB: 294896, Description: "AMD Instinct MI355X 288GB HBM3e (OCP fp8)"}, // torch total_memory / rocm-smi VRAM Total 309220868096 B = 294896MiB
+		MemoryMiB: 294896, Description: "AMD Instinct MI355X 288GB HBM3e (OCP fp8)", SMINames: []string{"AMD Instinct MI355X"}}, // torch total_memory / rocm-smi VRAM Total 309220868096 B = 294896MiB
 }
 
 // Lookup returns the GPU named name (case-insensitive; aliases and
@@ -162,7 +166,7 @@ func Lookup(name string) (GPU, error) {
 var byName = sync.OnceValue(func() map[string]int {
 	m := make(map[string]int, 8*len(catalog))
 	for i, g := range catalog {
-		for _, n := range append([]string{g.Name}, g.Aliases...) {
+		for _, n := range slices.Concat([]string{g.Name}, g.Aliases, g.SMINames) {
 			if _, dup := m[normalize(n)]; !dup {
 				m[normalize(n)] = i
 			}
@@ -178,6 +182,28 @@ var byName = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
+
+// ambiguous are the short names that stand for one of several cards with
+// different memory: Lookup takes the first, Note says so.
+var ambiguous = map[string]string{
+	"a100":     "A100-40GB",
+	"rtx-6000": "Quadro RTX 6000 (24 GB, not in the catalog)",
+}
+
+// Note returns, for a name that could mean several cards (--gpu A100), a
+// sentence naming the card Lookup took and how to ask for the other; ""
+// otherwise.
+func Note(name string) string {
+	other, ok := ambiguous[normalize(name)]
+	if !ok {
+		return ""
+	}
+	g, err := Lookup(name)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("GPU %q taken as %s (%s, %d MiB); for the %s pass its full name", name, g.Name, g.Description, g.MemoryMiB, other)
+}
 
 // All returns the catalog in display order.
 func All() []GPU {
@@ -199,6 +225,7 @@ func Names() []string {
 
 func clone(g GPU) GPU {
 	g.Aliases = slices.Clone(g.Aliases)
+	g.SMINames = slices.Clone(g.SMINames)
 	return g
 }
 

@@ -108,3 +108,42 @@ func TestComputeCapability(t *testing.T) {
 		}
 	}
 }
+
+// Names pasted from nvidia-smi / rocm-smi resolve to the card they name.
+func TestLookupSMINames(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"NVIDIA H100 80GB HBM3", "H100-80GB"},
+		{"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+		{"NVIDIA A100 80GB PCIe", "A100-80GB"},
+		{"NVIDIA GeForce RTX 4090", "RTX-4090"},
+		{"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"},
+		{"Tesla T4", "T4"},
+		{"NVIDIA H200", "H200"},
+		{"AMD Instinct MI300X", "MI300X"},
+		{"  nvidia l40s ", "L40S"},
+	} {
+		g, err := gpu.Lookup(tt.in)
+		if err != nil || g.Name != tt.want {
+			t.Errorf("Lookup(%q) = %q, %v; want %q", tt.in, g.Name, err, tt.want)
+		}
+	}
+	for _, g := range gpu.All() {
+		for _, n := range g.SMINames {
+			if got, err := gpu.Lookup(n); err != nil || got.Name != g.Name {
+				t.Errorf("SMI name %q of %s resolves to %q, %v", n, g.Name, got.Name, err)
+			}
+		}
+	}
+}
+
+// A short name that could mean cards of different memory says which it took.
+func TestNoteAmbiguous(t *testing.T) {
+	if n := gpu.Note("A100"); !strings.Contains(n, "A100-80GB") || !strings.Contains(n, "A100-40GB") {
+		t.Errorf("Note(A100) = %q, want both A100s named", n)
+	}
+	for _, name := range []string{"A100-80GB", "H100", "A100-40GB", "", "nope"} {
+		if n := gpu.Note(name); n != "" {
+			t.Errorf("Note(%q) = %q, want none", name, n)
+		}
+	}
+}

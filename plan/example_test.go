@@ -54,7 +54,7 @@ func ExampleReport_WriteText() {
 	// Serves: 6 requests of 131,072 tokens fit at once (target 1).
 	//
 	// engine                             sglang
-	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, mha attention)
+	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, gqa attention)
 	// gpu                                1 × H100-80GB (79.65 GiB), tp 1, pp 1, dp 1
 	// kv_cache_dtype                     fp8_e4m3 → fp8_e4m3 (torch.float8_e4m3fn)
 	// mem_fraction_static                0.835

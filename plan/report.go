@@ -77,7 +77,9 @@ type KVSettings struct {
 	KVCacheTorchDType    string `json:"kv_cache_torch_dtype,omitempty"`
 	// Configurator names SGLang's pool configurator (for vLLM: the
 	// version's sizing rules and KV cache groups).
-	Configurator       string  `json:"configurator,omitempty"`
+	Configurator string `json:"configurator,omitempty"`
+	// AttentionKind names the model's attention as operators say it (the
+	// model's AttentionLabel): mha, gqa, mqa, mla, dsa or none.
 	AttentionKind      string  `json:"attention_kind,omitempty"`
 	MemFractionStatic  float64 `json:"mem_fraction_static"`
 	PageSize           int     `json:"page_size"`

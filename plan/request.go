@@ -42,10 +42,13 @@ type FieldError struct {
 
 // Error implements error.
 func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return "plan: " + strings.TrimPrefix(e.Err.Error(), "plan: ")
+	msg := strings.TrimPrefix(e.Err.Error(), "plan: ")
+	// A package error already prefixed with the field's name ("gpu:
+	// unknown GPU", "model: ...") is not prefixed twice.
+	if e.Field != "" && !strings.HasPrefix(msg, e.Field+": ") {
+		msg = e.Field + ": " + msg
 	}
-	return "plan: " + e.Field + ": " + strings.TrimPrefix(e.Err.Error(), "plan: ")
+	return "plan: " + msg
 }
 
 // Unwrap returns the wrapped error.

@@ -231,13 +231,16 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	rep := &Report{
 		Inputs: Inputs{Engine: engine, Model: spec.Name, ModelRevision: m.Revision, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
 			Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp, KVCacheDType: req.KVCacheDType},
-		KVSettings: KVSettings{AttentionKind: string(spec.Attention)},
+		KVSettings: KVSettings{AttentionKind: spec.AttentionLabel()},
 		Logs:       Logs{LogLines: []string{}},
 	}
 	if rep.KVCacheDType == "" {
 		rep.KVCacheDType = dtype.Auto
 	}
 	rep.Warnings = append(rep.Warnings, spec.Warnings...)
+	if n := gpu.Note(req.GPU); n != "" {
+		rep.Warnings = append(rep.Warnings, n)
+	}
 	return m, g, rep, nil
 }
 

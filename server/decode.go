@@ -28,6 +28,9 @@ func decodeStrict(body []byte, v any) error {
 	if trimmed[0] != '{' {
 		return badRequest(kindMalformedBody, "", "request body must be a JSON object")
 	}
+	if key := duplicateKey(trimmed); key != "" {
+		return badRequest(kindInvalidInput, key, "duplicate key %q: send each key once", key)
+	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -53,7 +56,7 @@ func jsonError(err error, body []byte, v any) error {
 		if field == "" {
 			field = culprit(body, v)
 		}
-		return badRequest(kindInvalidInput, field, "%s: expected %s, got JSON %s", orBody(field), te.Type, te.Value)
+		return badRequest(kindInvalidInput, field, "%s: expected %s, got JSON %s", orBody(field), jsonKind(te.Type), te.Value)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
@@ -131,4 +134,78 @@ func jsonKeys(t reflect.Type) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// duplicateKey returns the first key that appears twice in one object of
+// body (at any depth), "" when none does or body is not valid JSON (the
+// decoder reports that). encoding/json keeps the last of duplicate keys
+// silently; a planning request that says two things is refused instead.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true // the value ends here; a key follows
+				}
+				stack = append(stack, frame{object: t == '{', keys: map[string]bool{}, key: t == '{'})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				if stack[top].keys[t] {
+					return t
+				}
+				stack[top].keys[t] = true
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true // a scalar value: a key follows
+		}
+	}
+}
+
+// jsonKind words a Go type as the JSON a client should send.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	if t.PkgPath() != "" && t.Name() == "Size" {
+		return `a size (bytes as a number, or a string such as "80GiB")`
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "an "), "a ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
@@ -57,8 +58,9 @@ func badRequest(kind, field, format string, args ...any) *apiError {
 
 // classify maps any error of decoding or planning to its status, kind and
 // body. It is the one place where errors become status codes: input
-// problems are 400 (an infeasible plan too: the input asks for the
-// impossible), an oversized body 413; only unknown errors are 500.
+// problems are 400, a well-formed request the engine would refuse or that
+// misses its target (an infeasible plan) 422 with the partial report, an
+// oversized body 413; only unknown errors are 500.
 func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -71,15 +73,16 @@ func classify(err error) *apiError {
 	}
 	var fe *plan.FieldError
 	if errors.As(err, &fe) {
-		kind := kindInvalidInput
 		if errors.Is(err, plan.ErrInfeasible) {
-			kind = kindInfeasible
+			return &apiError{status: http.StatusUnprocessableEntity, kind: kindInfeasible, body: ErrorBody{Error: err.Error(), Field: fe.Field}}
 		}
-		return &apiError{status: http.StatusBadRequest, kind: kind, body: ErrorBody{Error: err.Error(), Field: fe.Field}}
+		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error(), Field: fe.Field}}
 	}
 	switch {
+	case errors.Is(err, fit.ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error()}}
 	case errors.Is(err, plan.ErrInfeasible):
-		ae := &apiError{status: http.StatusBadRequest, kind: kindInfeasible, body: ErrorBody{Error: err.Error()}}
+		ae := &apiError{status: http.StatusUnprocessableEntity, kind: kindInfeasible, body: ErrorBody{Error: err.Error()}}
 		var fh *fieldHint
 		if errors.As(err, &fh) {
 			ae.body.Field = fh.field

@@ -118,7 +118,7 @@ func TestAPIMatchesCLI(t *testing.T) {
 					t.Errorf("API body differs from `kvcfg %s` (-cli +api):\n%s", strings.Join(args, " "), diff)
 				}
 				got = api.body
-			case 400:
+			case 400, 422:
 				var eb struct {
 					Error  string          `json:"error"`
 					Field  string          `json:"field"`
@@ -127,8 +127,10 @@ func TestAPIMatchesCLI(t *testing.T) {
 				if err := json.Unmarshal([]byte(api.body), &eb); err != nil {
 					t.Fatal(err)
 				}
-				if code == 0 {
-					t.Fatalf("API 400 but `kvcfg %s` succeeded", strings.Join(args, " "))
+				// 400 is bad input (CLI exit 2), 422 a plan the engine refuses
+				// or that misses its target (exit 1 or 3).
+				if (api.status == 400) != (code == 2) || code == 0 {
+					t.Fatalf("API %d but `kvcfg %s` exited %d", api.status, strings.Join(args, " "), code)
 				}
 				if want := "kvcfg: " + eb.Error + "\n"; stderr.String() != want {
 					t.Errorf("API error differs from the CLI's stderr:\ncli: %q\napi: %q", stderr.String(), want)
@@ -145,7 +147,7 @@ func TestAPIMatchesCLI(t *testing.T) {
 				} else if stdout.Len() > 0 {
 					t.Errorf("CLI printed a report but the API error has none")
 				}
-				got = fmt.Sprintf("status 400, CLI exit %d\n%s", code, api.body)
+				got = fmt.Sprintf("status %d, CLI exit %d\n%s", api.status, code, api.body)
 			default:
 				t.Fatalf("API status %d: %s", api.status, api.body)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
@@ -39,6 +40,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/plan", cop.Handler(jsonEndpoint(s, "plan", s.plan)))
 	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
+	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", s.fit)))
+	mux.Handle("POST /api/v1/explain", cop.Handler(jsonEndpoint(s, "explain", s.explain)))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
@@ -72,7 +75,7 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			if ae.status >= 500 {
 				outcome = "error"
 			}
-			if ae.status == http.StatusBadRequest && present(resp) {
+			if (ae.status == http.StatusBadRequest || ae.status == http.StatusUnprocessableEntity) && present(resp) {
 				withReport := *ae
 				withReport.body.Report = resp
 				ae = &withReport
@@ -317,6 +320,7 @@ func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
 		Engines: map[string][]string{
 			plan.EngineSGLang: sglang.AcceptedKVDTypes(),
 			plan.EngineVLLM:   vllm.AcceptedDTypes(vllm.Latest),
+			plan.EngineTRTLLM: trtllm.KVCacheDTypes(),
 		},
 	}
 	for _, n := range dtype.FormatNames() {

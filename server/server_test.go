@@ -171,7 +171,7 @@ func TestCatalogEndpoints(t *testing.T) {
 		if diff := cmp.Diff(sglang.AcceptedKVDTypes(), got.KVCacheDTypes); diff != "" {
 			t.Errorf("kv_cache_dtypes mismatch (-want +got):\n%s", diff)
 		}
-		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest)}
+		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest), "trtllm": {"auto", "fp8", "nvfp4"}}
 		if diff := cmp.Diff(wantEngines, got.Engines); diff != "" {
 			t.Errorf("engines mismatch (-want +got):\n%s", diff)
 		}
@@ -297,7 +297,7 @@ func TestPlanErrors(t *testing.T) {
 		{name: "unknown field", method: "POST", path: "/api/v1/plan", body: `{"modle": "x"}`, status: 400,
 			want: server.ErrorBody{Error: `unknown field "modle" (accepted: `, Field: "modle"}},
 		{name: "wrong type", method: "POST", path: "/api/v1/plan", body: `{"tp_size": "two"}`, status: 400,
-			want: server.ErrorBody{Error: "tp_size: expected int", Field: "tp_size"}},
+			want: server.ErrorBody{Error: "tp_size: expected an integer", Field: "tp_size"}},
 		{name: "bad size string", method: "POST", path: "/api/v1/plan", body: `{"gpu_memory": "80 parsecs"}`, status: 400,
 			want: server.ErrorBody{Error: "gpu_memory: units: invalid size", Field: "gpu_memory"}},
 		{name: "unknown model", method: "POST", path: "/api/v1/plan", body: `{"model": "no-such/model"}`, status: 400,
@@ -306,7 +306,7 @@ func TestPlanErrors(t *testing.T) {
 			want: server.ErrorBody{Error: "catalog: unknown model", Field: "model"}},
 		{name: "planner field error", method: "POST", path: "/api/v1/plan", body: body("field-error"), status: 400, planned: true,
 			want: server.ErrorBody{Error: "must divide the number of KV heads", Field: "tp_size"}},
-		{name: "infeasible", method: "POST", path: "/api/v1/plan", body: body("infeasible"), status: 400, planned: true,
+		{name: "infeasible", method: "POST", path: "/api/v1/plan", body: body("infeasible"), status: 422, planned: true,
 			want: server.ErrorBody{Error: "plan: infeasible: weights take 140.00 GiB"}},
 		{name: "unknown error", method: "POST", path: "/api/v1/plan", body: body("boom"), status: 500, planned: true,
 			want: server.ErrorBody{Error: "internal error: disk on fire"}},
@@ -321,10 +321,10 @@ func TestPlanErrors(t *testing.T) {
 		{name: "compare unknown field", method: "POST", path: "/api/v1/compare", body: `{"engine": "ok", "enignes": []}`, status: 400,
 			want: server.ErrorBody{Error: `unknown field "enignes"`, Field: "enignes"}},
 		{name: "compare wrong type", method: "POST", path: "/api/v1/compare", body: `{"tp_sizes": "1,2"}`, status: 400,
-			want: server.ErrorBody{Error: "tp_sizes: expected []int", Field: "tp_sizes"}},
+			want: server.ErrorBody{Error: "tp_sizes: expected an array of integers", Field: "tp_sizes"}},
 		{name: "compare model path refused", method: "POST", path: "/api/v1/compare", body: `{"model": "./config.json"}`, status: 400,
 			want: server.ErrorBody{Error: "catalog: unknown model", Field: "model"}},
-		{name: "compare infeasible", method: "POST", path: "/api/v1/compare", body: body("infeasible"), status: 400, planned: true,
+		{name: "compare infeasible", method: "POST", path: "/api/v1/compare", body: body("infeasible"), status: 422, planned: true,
 			want: server.ErrorBody{Error: "plan: infeasible"}},
 		{name: "GET compare", method: "GET", path: "/api/v1/compare", status: 405, allow: "POST",
 			want: server.ErrorBody{Error: "method GET not allowed on /api/v1/compare"}},

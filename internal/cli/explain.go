@@ -141,6 +141,9 @@ func writeExplain(w io.Writer, format string, res explainResult) error {
 	}
 	if a := res.Advice; a != nil {
 		fmt.Fprintf(w, "\nWITH YOUR FLAGS\n")
+		if len(a.Measured) > 0 {
+			fmt.Fprintf(w, "  planned with the log's readings: %s\n", strings.Join(a.Measured, ", "))
+		}
 		switch {
 		case a.PlanError != "":
 			fmt.Fprintf(w, "  kvcfg plans this launch to fail too: %s\n", oneLine(a.PlanError))

@@ -1,0 +1,71 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kvcfg/kvcfg/server"
+)
+
+// POST /api/v1/fit and /api/v1/explain run the CLI's code and answer its
+// JSON; bad input is 400, an infeasible plan 422, a repeated key 400.
+func TestFitExplainEndpoints(t *testing.T) {
+	ts := newTestServer(t, server.Config{})
+
+	r := do(t, ts, "POST", "/api/v1/fit", `{"base": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "concurrency": 8, "context_length": 8192, "gpus": ["H100"], "max_gpus": 2}`)
+	if r.status != 200 {
+		t.Fatalf("fit: %d %s", r.status, r.body)
+	}
+	var fr struct {
+		Configurations []struct {
+			Flags []string `json:"flags"`
+		} `json:"configurations"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &fr); err != nil || len(fr.Configurations) == 0 {
+		t.Fatalf("fit answer %s: %v", r.body, err)
+	}
+	if r := do(t, ts, "POST", "/api/v1/fit", `{"base": {}, "concurrency": 0, "context_length": 8192}`); r.status != 400 || !strings.Contains(r.body, "concurrency") {
+		t.Errorf("fit with concurrency 0: %d %s", r.status, r.body)
+	}
+
+	r = do(t, ts, "POST", "/api/v1/explain", `{"message": "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.835", "plan": {"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "H100", "tp_size": 2, "context_length": 32768}}`)
+	if r.status != 200 {
+		t.Fatalf("explain: %d %s", r.status, r.body)
+	}
+	var er struct {
+		Engine string `json:"engine"`
+		Knob   string `json:"knob"`
+		Advice struct {
+			Flag  string `json:"flag"`
+			Value string `json:"value"`
+		} `json:"plan_advice"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &er); err != nil {
+		t.Fatal(err)
+	}
+	if er.Engine != "sglang" || er.Knob != "--mem-fraction-static" || er.Advice.Flag != "--mem-fraction-static" || er.Advice.Value == "" {
+		t.Errorf("explain answer %s", r.body)
+	}
+	for _, body := range []string{`{"message": ""}`, `{"message": "hello"}`} {
+		if r := do(t, ts, "POST", "/api/v1/explain", body); r.status != 400 || !strings.Contains(r.body, `"field":"message"`) {
+			t.Errorf("explain %s: %d %s", body, r.status, r.body)
+		}
+	}
+
+	if r := do(t, ts, "POST", "/api/v1/plan", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "L4"}`); r.status != 422 || !strings.Contains(r.body, `"report"`) {
+		t.Errorf("infeasible plan: %d, want 422 with the report", r.status)
+	}
+	for _, body := range []string{
+		`{"tp_size": 2, "tp_size": 4}`,
+		`{"model": "meta-llama/Llama-3.1-8B-Instruct", "config": {"a": 1, "a": 2}}`,
+	} {
+		if r := do(t, ts, "POST", "/api/v1/plan", body); r.status != 400 || !strings.Contains(r.body, "duplicate key") {
+			t.Errorf("%s: %d %s, want 400 duplicate key", body, r.status, r.body)
+		}
+	}
+	// Keys repeated in different objects are fine.
+	if r := do(t, ts, "POST", "/api/v1/fit", `{"base": {"model": "meta-llama/Llama-3.1-8B-Instruct", "context_length": 4096}, "context_length": 4096, "concurrency": 1, "gpus": ["H100"], "max_gpus": 1}`); r.status != 200 {
+		t.Errorf("same key in nested objects: %d %s", r.status, r.body)
+	}
+}
