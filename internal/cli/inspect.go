@@ -63,10 +63,7 @@ only.`,
 			if ok, err := writeStructured(w, format, out); ok {
 				return err
 			}
-			if err := writeSummaryTable(w, out.Summary); err != nil {
-				return err
-			}
-			return writeWeightsTable(w, out)
+			return writeSummaryTable(w, out.Summary, weightRows(out)...)
 		},
 	}
 	cmd.Flags().StringVarP(&ref, "model", "m", catalog.Default, "config.json path, model directory, catalog name or Hugging Face id org/name")
@@ -84,21 +81,20 @@ type inspectOutput struct {
 	Weights       *weights.Totals `json:"weights,omitempty"`
 }
 
-// writeWeightsTable prints the revision and the checkpoint's tensor bytes.
-func writeWeightsTable(w io.Writer, o inspectOutput) error {
-	if o.ModelRevision == "" && o.Weights == nil {
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// weightRows are the table rows of the revision and the checkpoint's
+// tensor bytes.
+func weightRows(o inspectOutput) [][2]string {
+	var rows [][2]string
 	if o.ModelRevision != "" {
-		fmt.Fprintf(tw, "revision\t%s\n", o.ModelRevision)
+		rows = append(rows, [2]string{"revision", o.ModelRevision})
 	}
 	if t := o.Weights; t != nil {
-		fmt.Fprintf(tw, "weights (checkpoint)\t%s in %s tensors (%s)\n", gibs(t.Bytes), group(int64(t.Tensors)), o.WeightsSource)
-		fmt.Fprintf(tw, "  by dtype\t%s\n", byteMap(t.ByDType))
-		fmt.Fprintf(tw, "  by kind\t%s\n", byteMap(t.ByKind))
+		rows = append(rows,
+			[2]string{"weights (checkpoint)", fmt.Sprintf("%s in %s tensors (%s)", gibs(t.Bytes), group(int64(t.Tensors)), o.WeightsSource)},
+			[2]string{"  by dtype", byteMap(t.ByDType)},
+			[2]string{"  by kind", byteMap(t.ByKind)})
 	}
-	return tw.Flush()
+	return rows
 }
 
 // byteMap writes "BF16 15.26 GiB, F32 1.00 KiB", largest first.
@@ -120,8 +116,9 @@ func byteMap(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeSummaryTable prints a model summary as aligned key/value lines.
-func writeSummaryTable(w io.Writer, s model.Summary) error {
+// writeSummaryTable prints a model summary as aligned key/value lines,
+// then the extra rows.
+func writeSummaryTable(w io.Writer, s model.Summary, extra ...[2]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	opt := func(v *int) string {
@@ -195,6 +192,9 @@ func writeSummaryTable(w io.Writer, s model.Summary) error {
 	row("parameters (est.)", params)
 	for _, warn := range s.Warnings {
 		row("warning", warn)
+	}
+	for _, r := range extra {
+		row(r[0], r[1])
 	}
 	return tw.Flush()
 }
