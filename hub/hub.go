@@ -44,7 +44,8 @@ type Options struct {
 	// Timeout bounds one Resolve in total (0: no bound beyond the
 	// context's).
 	Timeout time.Duration
-	// RequestTimeout bounds one HTTP exchange (default 10s).
+	// RequestTimeout bounds the wait for one answer's headers (default
+	// 10s, as huggingface_hub); with HTTPClient set, its own timeouts apply.
 	RequestTimeout time.Duration
 	// MaxRetries is how often a 408/429/5xx answer or a network error is
 	// retried (default 5, with waits of 1, 2, 4, 8, 8 s).
@@ -158,9 +159,13 @@ func New(o Options) *Client {
 	if o.HTTPClient != nil {
 		c := *o.HTTPClient
 		hc = &c
-	}
-	if hc.Timeout == 0 {
-		hc.Timeout = o.RequestTimeout
+	} else if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		// RequestTimeout bounds the wait for an answer's headers; reading
+		// a body is bounded by Timeout (the whole Resolve) only, so a large
+		// header on a slow link is not cut off.
+		tr := t.Clone()
+		tr.ResponseHeaderTimeout = o.RequestTimeout
+		hc.Transport = tr
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{opt: o, hc: hc}

@@ -458,3 +458,47 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 }
+
+func TestProgress(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		srv := hubtest.New(t, qwenRepo(t, "acme/p", shards))
+		var buf strings.Builder
+		c, _, _ := client(t, srv.URL(), func(o *hub.Options) { o.Progress = &buf })
+		if _, err := c.Resolve(context.Background(), "acme/p", ""); err != nil {
+			t.Fatal(err)
+		}
+		got := buf.String()
+		if shards == 1 && got != "" || shards > 1 && !strings.HasSuffix(got, "reading safetensors headers of acme/p: 4/4 shards\n") {
+			t.Errorf("%d shards: progress %q", shards, got)
+		}
+	}
+}
+
+func TestOtherShardNames(t *testing.T) {
+	// No index, no model.safetensors: the paginated file listing finds
+	// consolidated.safetensors (5 entries, pages of 2).
+	repo := qwenRepo(t, "acme/mistral-like", 1)
+	repo.Shards["consolidated.safetensors"] = repo.Shards["model.safetensors"]
+	delete(repo.Shards, "model.safetensors")
+	repo.Files["params.json"] = []byte(`{}`)
+	repo.Files["README.md"] = []byte(`x`)
+	repo.Files["tokenizer.json"] = []byte(`{}`)
+	srv := hubtest.New(t, repo)
+	c, _, _ := client(t, srv.URL())
+	m, err := c.Resolve(context.Background(), "acme/mistral-like", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Headers) != 1 || weights.Sum(m.Headers, m.Spec).Bytes != repo.DataBytes() {
+		t.Errorf("headers %d", len(m.Headers))
+	}
+	pages := 0
+	for _, r := range srv.Requests() {
+		if strings.HasPrefix(r.Path, "/api/models/acme/mistral-like/tree/"+commit) {
+			pages++
+		}
+	}
+	if pages != 3 {
+		t.Errorf("%d listing pages read, want 3", pages)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"path"
 	"path/filepath"
 	"slices"
@@ -164,7 +166,14 @@ func (c *Client) fetch(ctx context.Context, id, rev string) (*summary, error) {
 		return nil, err
 	}
 	if len(s.Shards) == 1 && s.Shards[0].File == "" {
-		s.Shards = nil // no model.safetensors either: weights from the config
+		// No index and no model.safetensors: other names
+		// (consolidated.safetensors, ...) from the file listing.
+		if files, err = c.listSafetensors(ctx, id, commit); err != nil {
+			return nil, err
+		}
+		if s.Shards, err = c.readShards(ctx, id, commit, files); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkIndex(id, s.Shards, weightMap); err != nil {
 		return nil, err
@@ -195,7 +204,8 @@ func (c *Client) optionalFile(ctx context.Context, id, commit, file string) ([]b
 }
 
 // shardFiles lists the safetensors shards: the index's weight_map values
-// (sorted, unique), else model.safetensors alone. weightMap is the index's
+// (sorted, unique), else model.safetensors alone (else, when the HF cache
+// knows that file is absent, the listing's top-level *.safetensors). weightMap is the index's
 // (nil without one).
 func (c *Client) shardFiles(ctx context.Context, id, commit string) ([]string, map[string]string, error) {
 	b, err := c.optionalFile(ctx, id, commit, indexFile)
@@ -203,6 +213,10 @@ func (c *Client) shardFiles(ctx context.Context, id, commit string) ([]string, m
 		return nil, nil, err
 	}
 	if b == nil {
+		if _, absent, ok := c.cachedFile(id, commit, singleFile); ok && absent {
+			files, err := c.listSafetensors(ctx, id, commit)
+			return files, nil, err
+		}
 		return []string{singleFile}, nil, nil
 	}
 	var idx struct {
@@ -360,4 +374,61 @@ func checkIndex(id string, shards []shard, weightMap map[string]string) error {
 		return fmt.Errorf("%w: %s: %s maps tensors its shards lack: %s", ErrMalformed, id, indexFile, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// maxTreePages bounds the pages of a file listing followed.
+const maxTreePages = 100
+
+// listSafetensors lists the *.safetensors files at the repo's top level
+// through the tree API (an "API" request, rate-limited more tightly than
+// /resolve, so only used when neither the index nor model.safetensors
+// exists), following the Link rel="next" pages. None is not an error.
+func (c *Client) listSafetensors(ctx context.Context, id, commit string) ([]string, error) {
+	next := c.opt.Endpoint + "/api/models/" + id + "/tree/" + url.PathEscape(commit)
+	var files []string
+	for page := 0; next != ""; page++ {
+		if page == maxTreePages {
+			return nil, fmt.Errorf("%w: the file listing of %s has more than %d pages", ErrUpstream, id, maxTreePages)
+		}
+		resp, _, err := c.get(ctx, next, nil, id, "(file listing)")
+		if err != nil {
+			return nil, err
+		}
+		var entries []struct {
+			Type string `json:"type"`
+			Path string `json:"path"`
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, maxSmallFile)).Decode(&entries)
+		link := resp.Header.Get("Link")
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%w: the file listing of %s: %v", ErrUpstream, id, err)
+		}
+		for _, e := range entries {
+			if e.Type == "file" && !strings.Contains(e.Path, "/") && strings.HasSuffix(e.Path, ".safetensors") {
+				files = append(files, e.Path)
+			}
+		}
+		next = nextLink(link)
+		if next != "" && hostOf(next) != c.host {
+			return nil, fmt.Errorf("%w: the file listing of %s continues on another host", ErrUpstream, id)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files), nil
+}
+
+// nextLink returns the URL of the rel="next" entry of a Link header.
+func nextLink(h string) string {
+	for _, part := range strings.Split(h, ",") {
+		u, params, ok := strings.Cut(part, ";")
+		if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+			continue
+		}
+		u = strings.TrimSpace(u)
+		if strings.HasPrefix(u, "<") && strings.HasSuffix(u, ">") {
+			return u[1 : len(u)-1]
+		}
+	}
+	return ""
 }

@@ -196,6 +196,10 @@ func (s *Server) hub(w http.ResponseWriter, r *http.Request) {
 		s.resolveCache(w, r, rest)
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/api/models/"); ok {
+		s.tree(w, r, rest)
+		return
+	}
 	// /{org}/{name}/resolve/{rev}/{file...}
 	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 5)
 	if len(parts) < 5 || parts[2] != "resolve" {
@@ -283,6 +287,60 @@ func (s *Server) resolveCache(w http.ResponseWriter, r *http.Request, rest strin
 	}
 	w.Header().Set("X-Repo-Commit", repo.Commit)
 	serveGit(w, body)
+}
+
+// treePage is how many entries one page of the tree API holds, so that
+// tests see the Link pagination.
+const treePage = 2
+
+// tree answers /api/models/{org}/{name}/tree/{rev}?recursive=true, paginated
+// with Link rel="next" and a cursor.
+func (s *Server) tree(w http.ResponseWriter, r *http.Request, rest string) {
+	parts := strings.SplitN(rest, "/", 4)
+	if len(parts) < 4 || parts[2] != "tree" {
+		http.NotFound(w, r)
+		return
+	}
+	repo, ok := s.repos[parts[0]+"/"+parts[1]]
+	if !ok {
+		w.Header().Set("X-Error-Code", "RepoNotFound")
+		http.Error(w, "Repository not found", http.StatusUnauthorized)
+		return
+	}
+	type lfs struct {
+		OID         string `json:"oid"`
+		Size        int64  `json:"size"`
+		PointerSize int    `json:"pointerSize"`
+	}
+	type entry struct {
+		Type string `json:"type"`
+		OID  string `json:"oid"`
+		Size int64  `json:"size"`
+		Path string `json:"path"`
+		LFS  *lfs   `json:"lfs,omitempty"`
+	}
+	var all []entry
+	for p, b := range repo.Files {
+		all = append(all, entry{Type: "file", OID: gitSHA1(b), Size: int64(len(b)), Path: p})
+	}
+	for p, f := range repo.Shards {
+		all = append(all, entry{Type: "file", OID: gitSHA1([]byte(f.SHA256)), Size: f.Size, Path: p, LFS: &lfs{OID: f.SHA256, Size: f.Size, PointerSize: 134}})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Path < all[j].Path })
+	start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+	end := min(start+treePage, len(all))
+	if start > len(all) {
+		start = len(all)
+	}
+	if end < len(all) {
+		next := *r.URL
+		q := next.Query()
+		q.Set("cursor", strconv.Itoa(end))
+		next.RawQuery = q.Encode()
+		w.Header().Set("Link", "<"+s.Hub.URL+next.RequestURI()+`>; rel="next"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(all[start:end])
 }
 
 func serveGit(w http.ResponseWriter, body []byte) {
