@@ -239,6 +239,9 @@ type ModelList struct {
 	Default string `json:"default"`
 	// Models are the catalog entries, sorted by name.
 	Models []ModelSummary `json:"models"`
+	// Hub is true when the server also plans Hugging Face ids outside
+	// the catalog (`kvcfg serve --hub`).
+	Hub bool `json:"hub,omitempty"`
 }
 
 // modelList is built once: the catalog is embedded and never changes.
@@ -269,7 +272,7 @@ var modelList = sync.OnceValue(func() []ModelSummary {
 })
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList()})
+	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList(), Hub: s.hub != nil})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/hub"
 	"github.com/kvcfg/kvcfg/hub/hubtest"
@@ -110,5 +112,35 @@ func TestHubOffByDefault(t *testing.T) {
 	}
 	if n := len(fake.Requests()); n != 0 {
 		t.Errorf("%d requests reached the Hub", n)
+	}
+}
+
+// TestBrowserHubID: with --hub the page offers a Hugging Face id field,
+// and a plan of a Hub id shows its weights from the headers.
+func TestBrowserHubID(t *testing.T) {
+	ctx := browser(t, 60*time.Second, func(any) {}) // skips without Chromium
+	_, repo, c := hubServer(t)
+	ts := newTestServer(t, server.Config{Hub: c})
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(css(`body[data-state="done"]`)),
+		chromedp.WaitVisible(css(`#f-hub_model`)),
+		chromedp.SetValue(css(`#f-hub_model`), repo.ID),
+		chromedp.Click(css(`#submit`)),
+		chromedp.WaitVisible(css(`body[data-state="done"], body[data-state="error"]`)),
+	); err != nil {
+		t.Fatalf("driving the page: %v", err)
+	}
+	if st, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`body`), "data-state")); err != nil || st.Value != "done" {
+		msg, _ := chromedp.Run(ctx, chromedp.TextContent(css(`#error`)))
+		t.Fatalf("page ended in state %q (%v): %s", st.Value, err, msg)
+	}
+	page, err := chromedp.Run(ctx, chromedp.TextContent(css(`body`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page, repo.ID) {
+		t.Errorf("the page does not show the plan of %s", repo.ID)
 	}
 }
