@@ -62,7 +62,7 @@ var rules = []rule{
 		Why: "engines sit below plan: plan resolves the model and the GPU and calls them through its adapters"},
 	{From: []string{library}, Deny: apps,
 		Why: "library packages do not import the applications"},
-	{From: []string{library}, Deny: []string{"github.com/spf13/cobra/...", "github.com/spf13/pflag/...", "github.com/prometheus/..."},
+	{From: []string{library}, Deny: []string{"github.com/spf13/cobra/...", "github.com/spf13/pflag/...", "github.com/prometheus/...", "github.com/VictoriaMetrics/..."},
 		Why: "library packages do not parse flags or export metrics"},
 	{From: []string{library}, Except: httpLibraries, Deny: []string{"net/http/..."},
 		Why: "library packages do not serve or fetch over HTTP (an HTTP client package is listed in httpLibraries)"},
@@ -302,6 +302,8 @@ func TestRulesFire(t *testing.T) {
 		{k("cmd/kvcfg"), k("internal/cli"), false},
 		{k("server"), "net/http", false},
 		{k("server/metrics"), "github.com/prometheus/client_golang/prometheus", false},
+		{k("server/metrics"), "github.com/VictoriaMetrics/metrics", false},
+		{k("pool"), "github.com/VictoriaMetrics/metrics", true},
 		{k("server"), k("plan"), false},
 	}
 	for _, tt := range tests {
