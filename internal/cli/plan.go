@@ -17,8 +17,9 @@ import (
 // names are SGLang's (and vLLM's for the vLLM-only knobs); aliases write to
 // the same field. `plan`, `compare` and `fit` share it.
 func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
-	fs.StringVar(&req.Model, "model", "", "model: catalog name (kvcfg models), config.json path or model directory (default "+defaultModelName+")")
+	fs.StringVar(&req.Model, "model", "", "model: catalog name (kvcfg models), config.json path, model directory or Hugging Face id org/name (default "+defaultModelName+")")
 	fs.StringVar(&req.Model, "model-path", "", "alias of --model (SGLang's name)")
+	req.Resolver = bindHubFlags(fs, &req.Revision)
 	fs.StringVar(&req.Engine, "engine", "", "inference engine: sglang (default), vllm or trtllm")
 
 	fs.StringVar(&req.GPU, "gpu", "", "GPU name (kvcfg gpus; default "+plan.DefaultGPU+")")

@@ -33,9 +33,10 @@ const library = "library"
 // the HTTP server and its metrics and web page.
 var apps = own("internal/cli", "cmd/...", "server/...")
 
-// httpLibraries are library packages whose job is HTTP (a Hub client): they
-// may import net/http. None yet.
-var httpLibraries []string
+// httpLibraries are library packages whose job is HTTP: they may import
+// net/http. hub is the Hugging Face Hub client, hub/hubtest its fake Hub
+// for tests.
+var httpLibraries = own("hub/...")
 
 // A rule forbids the packages From matches to import what Deny matches,
 // unless Allow matches it too. Patterns are import paths; "X/..." matches X
