@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
@@ -32,18 +33,23 @@ type Readings struct {
 	Engine string `json:"engine,omitempty"`
 }
 
-var (
-	reSGLangBegin = regexp.MustCompile(`Load weight begin\. avail mem=([0-9.]+) GB`)
-	reSGLangEnd   = regexp.MustCompile(`Load weight end\..*?avail mem=([0-9.]+) GB`)
-	reVLLMAvail   = regexp.MustCompile(`Available KV cache memory: ([0-9.]+) GiB`)
-	reTRTTorch    = regexp.MustCompile(`available KV cache memory when calculating max tokens: ([0-9.]+) GiB`)
-	reTRTEngine   = regexp.MustCompile(`Memory usage when calculating max tokens in paged kv cache: total: [0-9.]+ GiB, available: ([0-9.]+) GiB`)
-)
+// readingRes are the reading patterns, compiled on first use.
+var readingRes = sync.OnceValue(func() [5]*regexp.Regexp {
+	return [5]*regexp.Regexp{
+		regexp.MustCompile(`Load weight begin\. avail mem=([0-9.]+) GB`),
+		regexp.MustCompile(`Load weight end\..*?avail mem=([0-9.]+) GB`),
+		regexp.MustCompile(`Available KV cache memory: ([0-9.]+) GiB`),
+		regexp.MustCompile(`available KV cache memory when calculating max tokens: ([0-9.]+) GiB`),
+		regexp.MustCompile(`Memory usage when calculating max tokens in paged kv cache: total: [0-9.]+ GiB, available: ([0-9.]+) GiB`),
+	}
+})
 
 // ReadMeasurements returns the memory readings in a pasted log: the last
 // of each kind wins (a log of several starts describes the last one).
 func ReadMeasurements(text string) Readings {
 	var r Readings
+	re := readingRes()
+	reSGLangBegin, reSGLangEnd, reVLLMAvail, reTRTTorch, reTRTEngine := re[0], re[1], re[2], re[3], re[4]
 	last := func(re *regexp.Regexp) (units.Size, bool) {
 		m := re.FindAllStringSubmatch(text, -1)
 		if len(m) == 0 {

@@ -14,7 +14,8 @@ const TRTLLM = "trtllm"
 // each pattern's meaning, and the knob as trtllm-serve users spell it (the
 // command-line flag when there is one, else the --extra_llm_api_options
 // YAML key).
-func init() {
+func trtllmRules() []rule {
+	var rules []rule
 	for _, p := range trtllm.Patterns() {
 		names := make([]string, p.Regexp.NumSubexp())
 		for i := range names {
@@ -41,4 +42,5 @@ func init() {
 				}
 			}})
 	}
+	return rules
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
@@ -310,6 +311,7 @@ func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
 		Engines: map[string][]string{
 			plan.EngineSGLang: sglang.AcceptedKVDTypes(),
 			plan.EngineVLLM:   vllm.AcceptedDTypes(vllm.Latest),
+			plan.EngineTRTLLM: trtllm.KVCacheDTypes(),
 		},
 	}
 	for _, n := range dtype.FormatNames() {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -145,5 +146,16 @@ func TestGPUs(t *testing.T) {
 	}
 	if _, _, code := run(t, "gpus", "-o", "csv"); code != 2 {
 		t.Errorf("bad format exit %d", code)
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/kvcfg/kvcfg", Version: "v0.4.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := versionLine(bi, true), "kvcfg v0.4.0 (github.com/kvcfg/kvcfg, commit 0123456789ab+dirty, go1.26.8)"; got != want {
+		t.Errorf("versionLine = %q, want %q", got, want)
+	}
+	if got := versionLine(nil, false); !strings.HasPrefix(got, "kvcfg (devel) (github.com/kvcfg/kvcfg, go") {
+		t.Errorf("versionLine without build info = %q", got)
 	}
 }
