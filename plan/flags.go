@@ -105,7 +105,7 @@ var (
 			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache",
 			"speculative_algorithm", "speculative_num_draft_tokens"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
-			"tp_size", "pp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+			"tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
 			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
 			"tp_size", "pp_size", "enable_dp_attention", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
@@ -130,6 +130,9 @@ var flagTable = []Flag{
 		Help: "model: catalog name (kvcfg models), config.json path or model directory (default " + catalog.Default + ")"},
 	{Key: "engine", Name: "--engine", Kind: KindString, Engines: allEngines,
 		Help: "inference engine: sglang (default), vllm or trtllm"},
+
+	{Key: "concurrency", Name: "--concurrency", Kind: KindInt, Engines: allEngines, NonZero: true,
+		Help: "target: requests of the context length that must fit at once (default 1)"},
 
 	{Key: "gpu", Name: "--gpu", Kind: KindString, Engines: allEngines,
 		Help: "GPU name (kvcfg gpus; default " + DefaultGPU + ")"},
@@ -174,7 +177,7 @@ var flagTable = []Flag{
 	{Key: "disable_hybrid_swa_memory", Name: "--disable-hybrid-swa-memory", Kind: KindBool, Engines: sglangOnly,
 		Help:     "use one full-size pool for sliding-window models",
 		Spelling: sp(EngineSGLang, "--disable-hybrid-swa-memory")},
-	{Key: "chunked_prefill_size", Name: "--chunked-prefill-size", Kind: KindInt, Engines: sglangOnly, NonZero: true, Role: "batched_tokens",
+	{Key: "chunked_prefill_size", Name: "--chunked-prefill-size", Kind: KindInt, Engines: sglangOnly, Role: "batched_tokens",
 		Help:     "chunked prefill size (default by GPU memory; -1 disables)",
 		Spelling: sp(EngineSGLang, "--chunked-prefill-size")},
 	{Key: "cuda_graph_max_bs", Name: "--cuda-graph-max-bs", Kind: KindInt, Engines: sglangOnly, NonZero: true,
@@ -250,7 +253,7 @@ var flagTable = []Flag{
 	{Key: "max_tokens", Name: "--max-tokens", Kind: KindInt, Engines: trtllmOnly, NonZero: true, Role: "token_cap",
 		Help:     "TensorRT-LLM: kv_cache_config.max_tokens, a cap on the pool's tokens",
 		Spelling: sp(EngineTRTLLM, "kv_cache_config.max_tokens")},
-	{Key: "max_gpu_total_bytes", Name: "--max-gpu-total-bytes", Kind: KindSize, Engines: trtllmOnly, NonZero: true, Role: "kv_bytes",
+	{Key: "max_gpu_total_bytes", Name: "--max-gpu-total-bytes", Kind: KindSize, Engines: trtllmOnly, Role: "kv_bytes",
 		Help:     "TensorRT-LLM: kv_cache_config.max_gpu_total_bytes, a cap on the pool's bytes",
 		Spelling: sp(EngineTRTLLM, "kv_cache_config.max_gpu_total_bytes")},
 	{Key: "max_seq_len", Name: "--max-seq-len", Kind: KindInt, Engines: trtllmOnly, NonZero: true, Role: "context",
@@ -280,7 +283,7 @@ var flagTable = []Flag{
 	{Key: "disable_overlap_scheduler", Name: "--disable-overlap-scheduler", Kind: KindBool, Engines: trtllmOnly,
 		Help:     "TensorRT-LLM: disable_overlap_scheduler",
 		Spelling: sp(EngineTRTLLM, "disable_overlap_scheduler")},
-	{Key: "max_draft_len", Name: "--max-draft-len", Kind: KindInt, Engines: trtllmOnly, NonZero: true,
+	{Key: "max_draft_len", Name: "--max-draft-len", Kind: KindInt, Engines: trtllmOnly,
 		Help:     "TensorRT-LLM: speculative_config.max_draft_len",
 		Spelling: sp(EngineTRTLLM, "speculative_config.max_draft_len")},
 	{Key: "free_memory_after_load", Name: "--free-memory-after-load", Kind: KindSize, Engines: trtllmOnly, NonZero: true,
