@@ -39,9 +39,13 @@ func TestFlagTableCoversRequest(t *testing.T) {
 		if len(f.Engines) == 0 || f.Help == "" || f.Kind == "" {
 			t.Errorf("%s: engines %v, help %q, kind %q", f.Key, f.Engines, f.Help, f.Kind)
 		}
-		for e := range f.Spelling {
+		for e, sp := range f.Spelling {
 			if !f.Accepts(e) {
 				t.Errorf("%s: spelled for %s, which does not take it", f.Key, e)
+			}
+			// kvcfg takes SGLang's and vLLM's spellings as its own flags.
+			if native := e != "trtllm"; native && sp != f.Name && !slices.ContainsFunc(f.Aliases, func(a plan.Alias) bool { return a.Name == sp }) {
+				t.Errorf("%s: %s's %s is no kvcfg flag", f.Key, e, sp)
 			}
 		}
 	}
