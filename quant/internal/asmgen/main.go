@@ -59,14 +59,14 @@ func konstW(v uint16) reg.VecVirtual {
 
 // Indices of the fp8 encode parameters (quant.fp8EncParams, uint32 each).
 const (
-	pOff     = iota // (127 − bias) << 23
-	pDrop           // 23 − mantissa bits
-	pHalfM1         // 1 << (drop − 1) − 1
-	pNormMin        // (128 − bias) << 23: smallest input with a normal result
-	pSubK           // drop + 128 − bias: subnormal shift = subK − exponent
-	pOvT            // first magnitude code that is not finite
-	pZeroSign       // 0x80 when the format has −0, else 0
-	pSpec           // 8 codes: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
+	pOff      = iota // (127 − bias) << 23
+	pDrop            // 23 − mantissa bits
+	pHalfM1          // 1 << (drop − 1) − 1
+	pNormMin         // (128 − bias) << 23: smallest input with a normal result
+	pSubK            // drop + 128 − bias: subnormal shift = subK − exponent
+	pOvT             // first magnitude code that is not finite
+	pZeroSign        // 0x80 when the format has −0, else 0
+	pSpec            // 8 codes: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
 )
 
 // fp8Encode emits func(dst *byte, src *T, n int, shifts *int32, bs int, p *uint32):
