@@ -135,7 +135,7 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
-	if c.encodeFP8Asm(dst, scales, src, nil) {
+	if c.encodeFP8Asm(dst, scales, src, nil) || c.encodeFP4Asm(dst, scales, src, nil) {
 		return nil
 	}
 	c.encodeF32Blocks(dst, scales, src)
@@ -198,7 +198,7 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
-	if c.encodeFP8Asm(dst, scales, nil, src) {
+	if c.encodeFP8Asm(dst, scales, nil, src) || c.encodeFP4Asm(dst, scales, nil, src) {
 		return nil
 	}
 	if c.encodeFP4BF16SIMD(dst, scales, src) {
@@ -304,7 +304,7 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeFP8Asm(nil, dst, src, scales) {
+	if c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
 		return nil
 	}
 	c.decodeF32Blocks(dst, src, scales)
@@ -335,7 +335,7 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeFP8Asm(dst, nil, src, scales) {
+	if c.decodeFP8Asm(dst, nil, src, scales) || c.decodeFP4Asm(dst, nil, src, scales) {
 		return nil
 	}
 	if c.decodeFP4BF16SIMD(dst, src, scales) {

@@ -57,6 +57,9 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeAsm(dst, scales, src, nil) {
+		return nil
+	}
 	g := c.g
 	for b := range len(src) / g {
 		blk := src[b*g : b*g+g]
@@ -90,6 +93,9 @@ func (c *intCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeAsm(dst, scales, nil, src) {
+		return nil
+	}
 	g := c.g
 	var buf [64]float32
 	for b := range len(src) / g {
@@ -109,6 +115,9 @@ func (c *intCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
+	}
+	if c.decodeAsm(nil, dst, src, scales) {
+		return nil
 	}
 	g := c.g
 	for b := range len(dst) / g {
@@ -132,7 +141,7 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeBF16SIMD(dst, src, scales) {
+	if c.decodeAsm(dst, nil, src, scales) || c.decodeBF16SIMD(dst, src, scales) {
 		return nil
 	}
 	g := c.g

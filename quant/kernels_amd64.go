@@ -58,3 +58,73 @@ func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)
 //
 //go:noescape
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)
+
+// e2m1ShiftEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1ShiftEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+
+// e2m1MulEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1MulEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+
+// e2m1DecF32AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
+
+// int8EncF32AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
+//
+//go:noescape
+func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+
+// int4EncF32AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
+//
+//go:noescape
+func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+
+// int8DecF32AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
+
+// int4DecF32AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
+
+// e2m1ShiftEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1ShiftEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
+
+// e2m1MulEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1MulEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
+
+// e2m1DecBF16AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
+
+// int8EncBF16AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
+//
+//go:noescape
+func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+
+// int4EncBF16AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
+//
+//go:noescape
+func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+
+// int8DecBF16AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// int4DecBF16AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)

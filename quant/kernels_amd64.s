@@ -530,3 +530,689 @@ amaxBF16AVX512_loop:
 	JNZ        amaxBF16AVX512_block
 	VZEROUPPER
 	RET
+
+// func e2m1ShiftEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+// Requires: AVX, AVX512F
+TEXT ·e2m1ShiftEncF32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         blk+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVQ         thr+40(FP), DI
+	VPBROADCASTD (DI), Z0
+	VPBROADCASTD 4(DI), Z1
+	VPBROADCASTD 8(DI), Z2
+	VPBROADCASTD 12(DI), Z3
+	VPBROADCASTD 16(DI), Z4
+	VPBROADCASTD 20(DI), Z5
+	VPBROADCASTD 24(DI), Z6
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z7
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z8
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z9
+	VPXORD       Z10, Z10, Z10
+
+e2m1ShiftEncF32AVX512_block:
+	VPBROADCASTD (BX), Z11
+	VPBROADCASTD 4(BX), Z12
+	MOVQ         SI, DI
+
+e2m1ShiftEncF32AVX512_loop:
+	VMOVDQU32 (CX), Z13
+	ADDQ      $0x40, CX
+	VPANDD    Z7, Z13, Z14
+	VPCMPD    $0x06, Z12, Z14, K1
+	VPSUBD    Z11, Z14, Z14
+	VPMAXSD   Z10, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPCMPUD   $0x05, Z0, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z1, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z2, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z3, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z4, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z5, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z6, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPD    $0x01, Z10, Z13, K2
+	KANDW     K2, K1, K1
+	VPORD     Z9, Z15, K1, Z15
+	VPSRLQ    $0x1c, Z15, Z13
+	VPORQ     Z13, Z15, Z15
+	VPMOVQB   Z15, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       e2m1ShiftEncF32AVX512_loop
+	ADDQ      $0x08, BX
+	SUBQ      SI, DX
+	JNZ       e2m1ShiftEncF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func e2m1MulEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+// Requires: AVX, AVX512F
+TEXT ·e2m1MulEncF32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         blk+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVQ         thr+40(FP), DI
+	VPBROADCASTD (DI), Z0
+	VPBROADCASTD 4(DI), Z1
+	VPBROADCASTD 8(DI), Z2
+	VPBROADCASTD 12(DI), Z3
+	VPBROADCASTD 16(DI), Z4
+	VPBROADCASTD 20(DI), Z5
+	VPBROADCASTD 24(DI), Z6
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z7
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z8
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z9
+	VPXORD       Z10, Z10, Z10
+
+e2m1MulEncF32AVX512_block:
+	VPBROADCASTD (BX), Z11
+	VPBROADCASTD 4(BX), Z12
+	MOVQ         SI, DI
+
+e2m1MulEncF32AVX512_loop:
+	VMOVDQU32 (CX), Z13
+	ADDQ      $0x40, CX
+	VMULPS    Z11, Z13, Z13
+	VPANDD    Z7, Z13, Z14
+	VPCMPD    $0x06, Z12, Z14, K1
+	VPXORD    Z15, Z15, Z15
+	VPCMPUD   $0x05, Z0, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z1, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z2, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z3, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z4, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z5, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z6, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPD    $0x01, Z10, Z13, K2
+	KANDW     K2, K1, K1
+	VPORD     Z9, Z15, K1, Z15
+	VPSRLQ    $0x1c, Z15, Z13
+	VPORQ     Z13, Z15, Z15
+	VPMOVQB   Z15, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       e2m1MulEncF32AVX512_loop
+	ADDQ      $0x08, BX
+	SUBQ      SI, DX
+	JNZ       e2m1MulEncF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·e2m1DecF32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         scales+24(FP), BX
+	MOVQ         tab+32(FP), SI
+	MOVQ         bs+40(FP), DI
+	MOVQ         $0x0000000f0000000f, R8
+	VPBROADCASTQ R8, Z0
+
+e2m1DecF32AVX512_block:
+	MOVBQZX   (BX), R8
+	SHLQ      $0x06, R8
+	VMOVDQU32 (SI)(R8*1), Z1
+	MOVQ      DI, R8
+
+e2m1DecF32AVX512_loop:
+	VPMOVZXBQ (CX), Z2
+	VPSLLQ    $0x1c, Z2, Z3
+	VPORQ     Z3, Z2, Z2
+	VPANDQ    Z0, Z2, Z2
+	ADDQ      $0x08, CX
+	VPERMD    Z1, Z2, Z2
+	VMOVDQU32 Z2, (AX)
+	ADDQ      $0x40, AX
+	SUBQ      $0x10, R8
+	JNZ       e2m1DecF32AVX512_loop
+	INCQ      BX
+	SUBQ      DI, DX
+	JNZ       e2m1DecF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int8EncF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         div+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x42fe0000, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0xc2fe0000, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z2
+
+int8EncF32AVX512_block:
+	VBROADCASTSS (BX), Z2
+	MOVQ         SI, DI
+
+int8EncF32AVX512_loop:
+	VMOVDQU32 (CX), Z4
+	ADDQ      $0x40, CX
+	VDIVPS    Z2, Z4, Z4
+	VCMPPS    $0x07, Z4, Z4, K1
+	VMAXPS    Z1, Z4, Z4
+	VMINPS    Z0, Z4, Z4
+	VPXORD    Z3, Z3, Z3
+	VCVTPS2DQ Z4, K1, Z3
+	VPMOVDB   Z3, (AX)
+	ADDQ      $0x10, AX
+	SUBQ      $0x10, DI
+	JNZ       int8EncF32AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int8EncF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int4EncF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         div+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x40e00000, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0xc0e00000, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z2
+
+int4EncF32AVX512_block:
+	VBROADCASTSS (BX), Z3
+	MOVQ         SI, DI
+
+int4EncF32AVX512_loop:
+	VMOVDQU32 (CX), Z4
+	ADDQ      $0x40, CX
+	VDIVPS    Z3, Z4, Z4
+	VCMPPS    $0x07, Z4, Z4, K1
+	VMAXPS    Z1, Z4, Z4
+	VMINPS    Z0, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VCVTPS2DQ Z4, K1, Z5
+	VPADDD    Z2, Z5, Z5
+	VPSRLQ    $0x1c, Z5, Z4
+	VPORQ     Z4, Z5, Z5
+	VPMOVQB   Z5, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       int4EncF32AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int4EncF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int8DecF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mul+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z0
+	MOVQ         $0x0000000f0000000f, DI
+	VPBROADCASTQ DI, Z0
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x7f800000, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x00007fff, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x00007fc0, DI
+	VPBROADCASTD DI, Z0
+
+int8DecF32AVX512_block:
+	VBROADCASTSS (BX), Z0
+	MOVQ         SI, DI
+
+int8DecF32AVX512_loop:
+	VPMOVSXBD (CX), Z1
+	ADDQ      $0x10, CX
+	VCVTDQ2PS Z1, Z1
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, (AX)
+	ADDQ      $0x40, AX
+	SUBQ      $0x10, DI
+	JNZ       int8DecF32AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int8DecF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int4DecF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mul+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z0
+	MOVQ         $0x0000000f0000000f, DI
+	VPBROADCASTQ DI, Z1
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x7f800000, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x00007fff, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x00007fc0, DI
+	VPBROADCASTD DI, Z2
+
+int4DecF32AVX512_block:
+	VBROADCASTSS (BX), Z2
+	MOVQ         SI, DI
+
+int4DecF32AVX512_loop:
+	VPMOVZXBQ (CX), Z3
+	VPSLLQ    $0x1c, Z3, Z4
+	VPORQ     Z4, Z3, Z3
+	VPANDQ    Z1, Z3, Z3
+	ADDQ      $0x08, CX
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   Z3, (AX)
+	ADDQ      $0x40, AX
+	SUBQ      $0x10, DI
+	JNZ       int4DecF32AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int4DecF32AVX512_block
+	VZEROUPPER
+	RET
+
+// func e2m1ShiftEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
+// Requires: AVX, AVX512F
+TEXT ·e2m1ShiftEncBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         blk+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVQ         thr+40(FP), DI
+	VPBROADCASTD (DI), Z0
+	VPBROADCASTD 4(DI), Z1
+	VPBROADCASTD 8(DI), Z2
+	VPBROADCASTD 12(DI), Z3
+	VPBROADCASTD 16(DI), Z4
+	VPBROADCASTD 20(DI), Z5
+	VPBROADCASTD 24(DI), Z6
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z7
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z8
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z9
+	VPXORD       Z10, Z10, Z10
+
+e2m1ShiftEncBF16AVX512_block:
+	VPBROADCASTD (BX), Z11
+	VPBROADCASTD 4(BX), Z12
+	MOVQ         SI, DI
+
+e2m1ShiftEncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z13
+	VPSLLD    $0x10, Z13, Z13
+	ADDQ      $0x20, CX
+	VPANDD    Z7, Z13, Z14
+	VPCMPD    $0x06, Z12, Z14, K1
+	VPSUBD    Z11, Z14, Z14
+	VPMAXSD   Z10, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPCMPUD   $0x05, Z0, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z1, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z2, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z3, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z4, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z5, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z6, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPD    $0x01, Z10, Z13, K2
+	KANDW     K2, K1, K1
+	VPORD     Z9, Z15, K1, Z15
+	VPSRLQ    $0x1c, Z15, Z13
+	VPORQ     Z13, Z15, Z15
+	VPMOVQB   Z15, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       e2m1ShiftEncBF16AVX512_loop
+	ADDQ      $0x08, BX
+	SUBQ      SI, DX
+	JNZ       e2m1ShiftEncBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func e2m1MulEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
+// Requires: AVX, AVX512F
+TEXT ·e2m1MulEncBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         blk+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVQ         thr+40(FP), DI
+	VPBROADCASTD (DI), Z0
+	VPBROADCASTD 4(DI), Z1
+	VPBROADCASTD 8(DI), Z2
+	VPBROADCASTD 12(DI), Z3
+	VPBROADCASTD 16(DI), Z4
+	VPBROADCASTD 20(DI), Z5
+	VPBROADCASTD 24(DI), Z6
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z7
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z8
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z9
+	VPXORD       Z10, Z10, Z10
+
+e2m1MulEncBF16AVX512_block:
+	VPBROADCASTD (BX), Z11
+	VPBROADCASTD 4(BX), Z12
+	MOVQ         SI, DI
+
+e2m1MulEncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z13
+	VPSLLD    $0x10, Z13, Z13
+	ADDQ      $0x20, CX
+	VMULPS    Z11, Z13, Z13
+	VPANDD    Z7, Z13, Z14
+	VPCMPD    $0x06, Z12, Z14, K1
+	VPXORD    Z15, Z15, Z15
+	VPCMPUD   $0x05, Z0, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z1, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z2, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z3, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z4, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z5, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPUD   $0x05, Z6, Z14, K2
+	VPADDD    Z8, Z15, K2, Z15
+	VPCMPD    $0x01, Z10, Z13, K2
+	KANDW     K2, K1, K1
+	VPORD     Z9, Z15, K1, Z15
+	VPSRLQ    $0x1c, Z15, Z13
+	VPORQ     Z13, Z15, Z15
+	VPMOVQB   Z15, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       e2m1MulEncBF16AVX512_loop
+	ADDQ      $0x08, BX
+	SUBQ      SI, DX
+	JNZ       e2m1MulEncBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·e2m1DecBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         scales+24(FP), BX
+	MOVQ         tab+32(FP), SI
+	MOVQ         bs+40(FP), DI
+	MOVQ         $0x0000000f0000000f, R8
+	VPBROADCASTQ R8, Z0
+
+e2m1DecBF16AVX512_block:
+	MOVBQZX   (BX), R8
+	SHLQ      $0x06, R8
+	VMOVDQU32 (SI)(R8*1), Z1
+	MOVQ      DI, R8
+
+e2m1DecBF16AVX512_loop:
+	VPMOVZXBQ (CX), Z2
+	VPSLLQ    $0x1c, Z2, Z3
+	VPORQ     Z3, Z2, Z2
+	VPANDQ    Z0, Z2, Z2
+	ADDQ      $0x08, CX
+	VPERMD    Z1, Z2, Z2
+	VPMOVDW   Z2, (AX)
+	ADDQ      $0x20, AX
+	SUBQ      $0x10, R8
+	JNZ       e2m1DecBF16AVX512_loop
+	INCQ      BX
+	SUBQ      DI, DX
+	JNZ       e2m1DecBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int8EncBF16AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         div+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x42fe0000, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0xc2fe0000, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z2
+
+int8EncBF16AVX512_block:
+	VBROADCASTSS (BX), Z2
+	MOVQ         SI, DI
+
+int8EncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z4
+	VPSLLD    $0x10, Z4, Z4
+	ADDQ      $0x20, CX
+	VDIVPS    Z2, Z4, Z4
+	VCMPPS    $0x07, Z4, Z4, K1
+	VMAXPS    Z1, Z4, Z4
+	VMINPS    Z0, Z4, Z4
+	VPXORD    Z3, Z3, Z3
+	VCVTPS2DQ Z4, K1, Z3
+	VPMOVDB   Z3, (AX)
+	ADDQ      $0x10, AX
+	SUBQ      $0x10, DI
+	JNZ       int8EncBF16AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int8EncBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int4EncBF16AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         div+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x40e00000, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0xc0e00000, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z2
+
+int4EncBF16AVX512_block:
+	VBROADCASTSS (BX), Z3
+	MOVQ         SI, DI
+
+int4EncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z4
+	VPSLLD    $0x10, Z4, Z4
+	ADDQ      $0x20, CX
+	VDIVPS    Z3, Z4, Z4
+	VCMPPS    $0x07, Z4, Z4, K1
+	VMAXPS    Z1, Z4, Z4
+	VMINPS    Z0, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VCVTPS2DQ Z4, K1, Z5
+	VPADDD    Z2, Z5, Z5
+	VPSRLQ    $0x1c, Z5, Z4
+	VPORQ     Z4, Z5, Z5
+	VPMOVQB   Z5, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, DI
+	JNZ       int4EncBF16AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int4EncBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int8DecBF16AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mul+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z0
+	MOVQ         $0x0000000f0000000f, DI
+	VPBROADCASTQ DI, Z0
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x7f800000, DI
+	VPBROADCASTD DI, Z1
+	MOVL         $0x00007fff, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z3
+	MOVL         $0x00007fc0, DI
+	VPBROADCASTD DI, Z4
+
+int8DecBF16AVX512_block:
+	VBROADCASTSS (BX), Z5
+	MOVQ         SI, DI
+
+int8DecBF16AVX512_loop:
+	VPMOVSXBD (CX), Z6
+	ADDQ      $0x10, CX
+	VCVTDQ2PS Z6, Z6
+	VMULPS    Z5, Z6, Z6
+	VPSRLD    $0x10, Z6, Z7
+	VPANDD    Z3, Z7, Z7
+	VPADDD    Z2, Z7, Z7
+	VPADDD    Z6, Z7, Z7
+	VPSRLD    $0x10, Z7, Z7
+	VPANDD    Z0, Z6, Z6
+	VPCMPUD   $0x06, Z1, Z6, K1
+	VMOVDQA32 Z4, K1, Z7
+	VPMOVDW   Z7, (AX)
+	ADDQ      $0x20, AX
+	SUBQ      $0x10, DI
+	JNZ       int8DecBF16AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int8DecBF16AVX512_block
+	VZEROUPPER
+	RET
+
+// func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+// Requires: AVX, AVX512F
+TEXT ·int4DecBF16AVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         mul+24(FP), BX
+	MOVQ         bs+32(FP), SI
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z0
+	MOVQ         $0x0000000f0000000f, DI
+	VPBROADCASTQ DI, Z1
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z2
+	MOVL         $0x7f800000, DI
+	VPBROADCASTD DI, Z3
+	MOVL         $0x00007fff, DI
+	VPBROADCASTD DI, Z4
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z5
+	MOVL         $0x00007fc0, DI
+	VPBROADCASTD DI, Z6
+
+int4DecBF16AVX512_block:
+	VBROADCASTSS (BX), Z7
+	MOVQ         SI, DI
+
+int4DecBF16AVX512_loop:
+	VPMOVZXBQ (CX), Z8
+	VPSLLQ    $0x1c, Z8, Z9
+	VPORQ     Z9, Z8, Z8
+	VPANDQ    Z1, Z8, Z8
+	ADDQ      $0x08, CX
+	VPSUBD    Z0, Z8, Z8
+	VCVTDQ2PS Z8, Z8
+	VMULPS    Z7, Z8, Z8
+	VPSRLD    $0x10, Z8, Z9
+	VPANDD    Z5, Z9, Z9
+	VPADDD    Z4, Z9, Z9
+	VPADDD    Z8, Z9, Z9
+	VPSRLD    $0x10, Z9, Z9
+	VPANDD    Z2, Z8, Z8
+	VPCMPUD   $0x06, Z3, Z8, K1
+	VMOVDQA32 Z6, K1, Z9
+	VPMOVDW   Z9, (AX)
+	ADDQ      $0x20, AX
+	SUBQ      $0x10, DI
+	JNZ       int4DecBF16AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       int4DecBF16AVX512_block
+	VZEROUPPER
+	RET

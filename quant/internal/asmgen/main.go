@@ -11,6 +11,8 @@
 package main
 
 import (
+	"math"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -29,6 +31,19 @@ func main() {
 	f32FromFP16()
 	amax("amaxF32AVX512", false)
 	amax("amaxBF16AVX512", true)
+	for _, bf16 := range []bool{false, true} {
+		in := "F32"
+		if bf16 {
+			in = "BF16"
+		}
+		e2m1Encode("e2m1ShiftEnc"+in+"AVX512", bf16, false)
+		e2m1Encode("e2m1MulEnc"+in+"AVX512", bf16, true)
+		e2m1Decode("e2m1Dec"+in+"AVX512", bf16)
+		intEncode("int8Enc"+in+"AVX512", bf16, false)
+		intEncode("int4Enc"+in+"AVX512", bf16, true)
+		intDecode("int8Dec"+in+"AVX512", bf16, false)
+		intDecode("int4Dec"+in+"AVX512", bf16, true)
+	}
 	Generate()
 }
 
@@ -476,3 +491,297 @@ func amax(name string, bf16 bool) {
 	VZEROUPPER()
 	RET()
 }
+
+// loadF32 loads 16 float32 (or bf16, widened) values at src into a new
+// register and advances src.
+func loadF32(src reg.Register, bf16 bool) reg.VecVirtual {
+	u := ZMM()
+	if bf16 {
+		VPMOVZXWD(Mem{Base: src}, u)
+		VPSLLD(U8(16), u, u)
+		ADDQ(U8(32), src)
+	} else {
+		VMOVDQU32(Mem{Base: src}, u)
+		ADDQ(U8(64), src)
+	}
+	return u
+}
+
+// packNibbles stores 16 dword codes (0..15) as 8 bytes, even element in
+// the low nibble, and advances dst.
+func packNibbles(v reg.VecVirtual, dst reg.Register) {
+	t := ZMM()
+	VPSRLQ(U8(28), v, t)
+	VPORQ(t, v, v)
+	VPMOVQB(v, Mem{Base: dst})
+	ADDQ(U8(8), dst)
+}
+
+// unpackNibbles loads 8 bytes at src as 16 dword nibbles (low nibble
+// first) into a new register and advances src.
+func unpackNibbles(src reg.Register, mask reg.VecVirtual) reg.VecVirtual {
+	b := ZMM()
+	VPMOVZXBQ(Mem{Base: src}, b)
+	t := ZMM()
+	VPSLLQ(U8(28), b, t)
+	VPORQ(t, b, b)
+	VPANDQ(mask, b, b)
+	ADDQ(U8(8), src)
+	return b
+}
+
+// e2m1Encode emits func(dst *byte, src *T, n int, blk *int32, bs int, thr *uint32):
+// n elements (a positive multiple of bs, bs of 16) to E2M1 codes two per
+// byte. Block b has the pair blk[2b], blk[2b+1] = (v, zt): with mul, y =
+// x·float32frombits(v); otherwise |y| bits = max(|x| bits − v, 0) (v = e<<23
+// for a scale 2^e). The magnitude code is the number of thr[0..6] (float32
+// bits) at or below |y|; the sign bit is set when x is negative and its
+// magnitude bits exceed zt (signed; −1 keeps every sign).
+func e2m1Encode(name string, bf16, mul bool) {
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	blk := Load(Param("blk"), GP64())
+	bs := Load(Param("bs"), GP64())
+	thr := Load(Param("thr"), GP64())
+	var T [7]reg.VecVirtual
+	for i := range T {
+		T[i] = bcast(thr, i)
+	}
+	absMask := konst(0x7FFFFFFF)
+	one := konst(1)
+	eight := konst(8)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+
+	Label(name + "_block")
+	v, zt := ZMM(), ZMM()
+	VPBROADCASTD(Mem{Base: blk}, v)
+	VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	u := loadF32(src, bf16)
+	a := ZMM()
+	if mul {
+		VMULPS(v, u, u)
+		VPANDD(absMask, u, a)
+	} else {
+		VPANDD(absMask, u, a)
+	}
+	kSign := K()
+	VPCMPD(U8(6), zt, a, kSign) // |x| > zt (signed)
+	if !mul {
+		VPSUBD(v, a, a)
+		VPMAXSD(zero, a, a)
+	}
+	code := ZMM()
+	VPXORD(code, code, code)
+	for i := range T {
+		k := K()
+		VPCMPUD(U8(5), T[i], a, k) // a >= thr
+		VPADDD(one, code, k, code)
+	}
+	kNeg := K()
+	VPCMPD(U8(1), zero, u, kNeg) // x < 0 (as signed bits)
+	KANDW(kNeg, kSign, kSign)
+	VPORD(eight, code, kSign, code)
+	packNibbles(code, dst)
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(8), blk)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// e2m1Decode emits func(dst *T, src *byte, n int, scales *byte, tab *uint32, bs int):
+// n elements (a positive multiple of bs, bs of 16) from E2M1 codes two per
+// byte; block b looks its codes up in the 16 dwords at tab + 64·scales[b]
+// (float32 bits, or bf16 values in the low halves).
+func e2m1Decode(name string, bf16 bool) {
+	sig := "func(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)"
+	if bf16 {
+		sig = "func(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	scales := Load(Param("scales"), GP64())
+	tab := Load(Param("tab"), GP64())
+	bs := Load(Param("bs"), GP64())
+	nib := ZMM()
+	t64 := GP64()
+	MOVQ(U64(0x0000000F0000000F), t64)
+	VPBROADCASTQ(t64, nib)
+
+	Label(name + "_block")
+	s := GP64()
+	MOVBQZX(Mem{Base: scales}, s)
+	SHLQ(U8(6), s)
+	tb := ZMM()
+	VMOVDQU32(Mem{Base: tab, Index: s, Scale: 1}, tb)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	idx := unpackNibbles(src, nib)
+	VPERMD(tb, idx, idx)
+	if bf16 {
+		VPMOVDW(idx, Mem{Base: dst})
+		ADDQ(U8(32), dst)
+	} else {
+		VMOVDQU32(idx, Mem{Base: dst})
+		ADDQ(U8(64), dst)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	INCQ(scales)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// intEncode emits func(dst *byte, src *T, n int, div *float32, bs int):
+// n elements (a positive multiple of bs, bs of 16) in groups of bs; group
+// b's codes are clamp(rint(x / div[b]), ±qmax) (NaN quotients give 0),
+// stored as int8, or as q+8 nibbles two per byte (four).
+func intEncode(name string, bf16, four bool) {
+	sig := "func(dst *byte, src *float32, n int, div *float32, bs int)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	div := Load(Param("div"), GP64())
+	bs := Load(Param("bs"), GP64())
+	qmax := float32(127)
+	if four {
+		qmax = 7
+	}
+	hi := konst(f32bits(qmax))
+	lo := konst(f32bits(-qmax))
+	eight := konst(8)
+
+	Label(name + "_block")
+	d := ZMM()
+	VBROADCASTSS(Mem{Base: div}, d)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	u := loadF32(src, bf16)
+	VDIVPS(d, u, u)
+	kOrd := K()
+	VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
+	VMAXPS(lo, u, u)
+	VMINPS(hi, u, u)
+	q := ZMM()
+	VPXORD(q, q, q)
+	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
+	if four {
+		VPADDD(eight, q, q)
+		packNibbles(q, dst)
+	} else {
+		VPMOVDB(q, Mem{Base: dst})
+		ADDQ(U8(16), dst)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), div)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// intDecode emits func(dst *T, src *byte, n int, mul *float32, bs int):
+// q·mul[b] in float32 for every code of group b (int8, or q+8 nibbles),
+// stored as float32 or rounded to bf16 (nearest even, NaN 0x7FC0).
+func intDecode(name string, bf16, four bool) {
+	sig := "func(dst *float32, src *byte, n int, mul *float32, bs int)"
+	if bf16 {
+		sig = "func(dst *uint16, src *byte, n int, mul *float32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	mul := Load(Param("mul"), GP64())
+	bs := Load(Param("bs"), GP64())
+	eight := konst(8)
+	nib := ZMM()
+	t64 := GP64()
+	MOVQ(U64(0x0000000F0000000F), t64)
+	VPBROADCASTQ(t64, nib)
+	absMask := konst(0x7FFFFFFF)
+	inf := konst(0x7F800000)
+	r7 := konst(0x7FFF)
+	one := konst(1)
+	nan := konst(0x7FC0)
+
+	Label(name + "_block")
+	m := ZMM()
+	VBROADCASTSS(Mem{Base: mul}, m)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	var q reg.VecVirtual
+	if four {
+		q = unpackNibbles(src, nib)
+		VPSUBD(eight, q, q)
+	} else {
+		q = ZMM()
+		VPMOVSXBD(Mem{Base: src}, q)
+		ADDQ(U8(16), src)
+	}
+	VCVTDQ2PS(q, q)
+	VMULPS(m, q, q)
+	if bf16 {
+		l := ZMM()
+		VPSRLD(U8(16), q, l)
+		VPANDD(one, l, l)
+		VPADDD(r7, l, l)
+		VPADDD(q, l, l)
+		VPSRLD(U8(16), l, l)
+		a := ZMM()
+		VPANDD(absMask, q, a)
+		k := K()
+		VPCMPUD(U8(6), inf, a, k)
+		VMOVDQA32(nan, k, l)
+		VPMOVDW(l, Mem{Base: dst})
+		ADDQ(U8(32), dst)
+	} else {
+		VMOVUPS(q, Mem{Base: dst})
+		ADDQ(U8(64), dst)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), mul)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+func f32bits(f float32) uint32 { return math.Float32bits(f) }
