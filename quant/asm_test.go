@@ -171,3 +171,26 @@ func TestPortablePaths(t *testing.T) {
 		t.Run("FP8Scale", TestFP8Scale)
 	})
 }
+
+// TestFP16FromPos checks the group-scale fast path against FP16.Encode.
+func TestFP16FromPos(t *testing.T) {
+	for _, x := range asmInputsF32() {
+		if got, want := fp16FromPos(x), FP16.Encode(x, NonSat); got != want {
+			t.Fatalf("fp16FromPos(%#08x) = %#04x, want %#04x", math.Float32bits(x), got, want)
+		}
+	}
+}
+
+// TestE2M1Lut checks the 16-bit-lane encoder's table against the E2M1
+// tables for every bf16 magnitude.
+func TestE2M1Lut(t *testing.T) {
+	for a := range uint32(0x7F81) {
+		k := keyMag(a << 16)
+		if got, want := e2m1LutCode(&e2m1LutRNE, uint16(a)), uint16(e2m1RNE[k]); got != want {
+			t.Fatalf("RNE %#04x: %d, want %d", a, got, want)
+		}
+		if got, want := e2m1LutCode(&e2m1LutUp, uint16(a)), uint16(e2m1HalfUp[k]); got != want {
+			t.Fatalf("half up %#04x: %d, want %d", a, got, want)
+		}
+	}
+}

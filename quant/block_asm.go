@@ -18,18 +18,19 @@ const asmChunk = 64
 // encodeFP8Asm encodes all blocks of mxfp8 from f32 (or bf16 when f32 is
 // nil) and reports whether it did.
 func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || !c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
+	et := c.expTableBF16()
 	var amax [asmChunk]uint32
-	var sh [asmChunk]int32
+	var sh, shW [asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
 			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
 		} else {
-			amaxBF16AVX512(&amax[0], &bf[b0*bs], m, bs)
+			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
 		for i, a := range amax[:m] {
@@ -38,9 +39,12 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				continue
 			}
 			var e int
-			if f32 != nil {
+			switch {
+			case f32 != nil:
 				e = c.blockExp(a)
-			} else {
+			case et != nil:
+				e = int(et[a>>16])
+			default:
 				e = c.blockExpBF16(uint16(a >> 16))
 			}
 			if e < -100 {
@@ -48,11 +52,12 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 			scales[b0+i] = uint8(e + 127)
 			sh[i] = int32(e) << 23
+			shW[i] = int32(e) << 7
 		}
 		if f32 != nil {
 			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kp[0])
 		} else {
-			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &sh[0], bs, &c.t.kp[0])
+			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
@@ -109,6 +114,14 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 // rule rounds every midpoint up.
 var e2m1ThrRNE, e2m1ThrUp [8]uint32
 
+// Tables of the 16-bit-lane E2M1 encoder (see internal/asmgen): entry
+// 2j + s is the magnitude code of the bf16 magnitudes t with t/32 = j +
+// e2m1LutBase and (t mod 32 ≠ 0) = s; entry 64 is the base and 65 the sign
+// limit (keep the sign of x < 0 when |x| > it, signed).
+const e2m1LutBase = 0x1F3
+
+var e2m1LutRNE, e2m1LutUp [66]uint16
+
 func init() {
 	for k, b := range e2m1Bounds {
 		u := math.Float32bits(b)
@@ -117,6 +130,45 @@ func init() {
 		if k%2 == 0 {
 			e2m1ThrRNE[k] = u + 1
 		}
+	}
+}
+
+// initE2M1Lut fills the encoder tables from e2m1RNE and e2m1HalfUp (called
+// by the init that builds those).
+func initE2M1Lut() {
+	for i := range 64 {
+		t := uint32(i/2+e2m1LutBase)<<5 | uint32(i%2)
+		e2m1LutRNE[i] = uint16(e2m1RNE[keyMag(t<<16)])
+		e2m1LutUp[i] = uint16(e2m1HalfUp[keyMag(t<<16)])
+	}
+	e2m1LutRNE[64], e2m1LutUp[64] = e2m1LutBase, e2m1LutBase
+	e2m1LutRNE[65], e2m1LutUp[65] = 0xFFFF, 0
+}
+
+// e2m1LutCode is the encoder's table lookup in Go (tested against the
+// tables for every bf16 magnitude).
+func e2m1LutCode(lut *[66]uint16, t uint16) uint16 {
+	j := min(max(int(t>>5)-int(lut[64]), 0), 31)
+	s := 0
+	if t&31 != 0 {
+		s = 1
+	}
+	return lut[2*j+s]
+}
+
+// amaxBF16 writes the block maxima of m blocks of bs bf16 values (bs a
+// multiple of 16) as float32 bits.
+func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
+	switch {
+	case bs%32 == 0:
+		amaxBF16x32AVX512(&out[0], &src[0], m, bs)
+	case bs == 16 && m > 1:
+		amaxBF16x16AVX512(&out[0], &src[0], m&^1, bs)
+		if m&1 != 0 {
+			amaxBF16AVX512(&out[m-1], &src[(m-1)*bs], 1, bs)
+		}
+	default:
+		amaxBF16AVX512(&out[0], &src[0], m, bs)
 	}
 }
 
@@ -159,19 +211,20 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
 		return false
 	}
-	thr := &e2m1ThrRNE
+	thr, thrW := &e2m1ThrRNE, &e2m1LutRNE
 	if c.halfUp {
-		thr = &e2m1ThrUp
+		thr, thrW = &e2m1ThrUp, &e2m1LutUp
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
 	var blk [2 * asmChunk]int32
+	var shW [asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
 			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
 		} else {
-			amaxBF16AVX512(&amax[0], &bf[b0*bs], m, bs)
+			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
 		for i, a := range amax[:m] {
@@ -190,6 +243,7 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 			scales[b0+i] = uint8(e + 127)
 			blk[2*i] = int32(e) << 23
+			shW[i] = int32(e) << 7
 			// the sign of x·2^-e: kept unless it rounds to zero (SGLang
 			// tests y < 0), that is unless |x| ≤ 2^(e−150)
 			switch {
@@ -202,10 +256,18 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 		}
 		h := bs / 2
-		if f32 != nil {
+		switch {
+		case f32 != nil:
 			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thr[0])
-		} else {
-			e2m1ShiftEncBF16AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &blk[0], bs, &thr[0])
+		case bs == 16:
+			if m&1 != 0 {
+				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
+			}
+			if m > 1 {
+				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &shW[0], bs, &thrW[0])
+			}
+		default:
+			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &shW[0], bs, &thrW[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
@@ -249,7 +311,7 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 		if f32 != nil {
 			amaxF32AVX512(&amax[0], &f32[b0*16], m, 16)
 		} else {
-			amaxBF16AVX512(&amax[0], &bf[b0*16], m, 16)
+			amaxBF16(&amax, bf[b0*16:], m, 16)
 		}
 		var bad uint64
 		for i, a := range amax[:m] {
@@ -310,7 +372,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 		if f32 != nil {
 			amaxF32AVX512(&amax[0], &f32[b0*g], m, g)
 		} else {
-			amaxBF16AVX512(&amax[0], &bf[b0*g], m, g)
+			amaxBF16(&amax, bf[b0*g:], m, g)
 		}
 		for i, a := range amax[:m] {
 			s16, s := c.groupScale(a)
@@ -356,4 +418,25 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		}
 	}
 	return true
+}
+
+var (
+	mxfp8ExpOnce sync.Once
+	mxfp8Exp     *[1 << 15]int8
+)
+
+// expTableBF16 returns blockExpBF16 for every finite bf16 magnitude of the
+// mxfp8 ceil rule (built on first use), or nil for other codecs.
+func (c *pow2Codec) expTableBF16() *[1 << 15]int8 {
+	if c.rule != ruleCeil || c.maxElem != 448 {
+		return nil
+	}
+	mxfp8ExpOnce.Do(func() {
+		t := new([1 << 15]int8)
+		for a := range uint16(0x7F80) {
+			t[a] = int8(c.blockExpBF16(a))
+		}
+		mxfp8Exp = t
+	})
+	return mxfp8Exp
 }

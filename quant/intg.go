@@ -36,7 +36,7 @@ func (c *intCodec) groupScale(amax uint32) (uint16, float32) {
 	if amax > 0 {
 		s = min(math.Float32frombits(amax)/c.qmax, 65504)
 	}
-	s16 := FP16.Encode(s, NonSat)
+	s16 := fp16FromPos(s)
 	return s16, fp16ToF32(s16)
 }
 
@@ -173,4 +173,15 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		}
 	}
 	return nil
+}
+
+// fp16FromPos is FP16.Encode(s, NonSat) with a fast path for s in the
+// normal fp16 range (the usual group scale).
+func fp16FromPos(s float32) uint16 {
+	u := math.Float32bits(s)
+	if u >= 0x38800000 && u < 0x477FF000 {
+		r := u - 112<<23
+		return uint16((r + 0xFFF + r>>13&1) >> 13)
+	}
+	return FP16.Encode(s, NonSat)
 }

@@ -32,7 +32,7 @@ const (
 )
 
 // fp8KernParams fills the encoder parameters of format f from its table.
-func fp8KernParams(p *[16]uint32, f Float, enc *[1 << 17]uint8) {
+func fp8KernParams(p *[16]uint32, w *[32]uint16, f Float, enc *[1 << 17]uint8) {
 	fp := &floats[f]
 	m, b := uint32(fp.mant), uint32(fp.bias)
 	d := 23 - m
@@ -53,7 +53,11 @@ func fp8KernParams(p *[16]uint32, f Float, enc *[1 << 17]uint8) {
 	}
 	for i, u := range []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, math.Float32bits(1e30), math.Float32bits(-1e30)} {
 		p[kpSpec+i] = uint32(enc[keyF32(u)])
+		w[16+i] = uint16(enc[keyF32(u)])
 	}
+	// 16-bit lanes: the same with the float32 exponent field moved to bit 7
+	w[0], w[1], w[2] = uint16((127-b)<<7), uint16(7-m), uint16(1<<(6-m)-1)
+	w[3], w[4], w[5], w[6] = uint16((128-b)<<7), uint16(7-m+128-b), uint16(p[kpOvT]), uint16(p[kpZeroSign])
 }
 
 // zeroShift is the block shift of unscaled formats.
@@ -62,11 +66,11 @@ var zeroShift int32
 // encodeFP8BF16Asm encodes the leading whole vectors of src (unscaled) and
 // returns how many elements it did.
 func encodeFP8BF16Asm(dst []byte, src []uint16, t *fp8Tables) int {
-	n := len(src) &^ 15
+	n := len(src) &^ 31
 	if !useAsm || n == 0 {
 		return 0
 	}
-	fp8EncBF16AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kp[0])
+	fp8EncBF16AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	return n
 }
 

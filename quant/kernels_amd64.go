@@ -9,10 +9,10 @@ package quant
 //go:noescape
 func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32)
 
-// fp8EncBF16AVX512 encodes float32 or bf16 (by name) to FP8 by integer round-to-nearest-even, 16 lanes per step.
+// fp8EncBF16AVX512 encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.
 //
 //go:noescape
-func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint32)
+func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
 
 // fp8DecBF16AVX512 decodes FP8 codes through a 256-word table with VPERMI2W, 32 lanes per step.
 //
@@ -59,6 +59,26 @@ func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)
 //go:noescape
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)
 
+// amaxBF16x16AVX512 writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.
+//
+//go:noescape
+func amaxBF16x16AVX512(out *uint32, src *uint16, nb int, bs int)
+
+// amaxBF16x32AVX512 writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.
+//
+//go:noescape
+func amaxBF16x32AVX512(out *uint32, src *uint16, nb int, bs int)
+
+// e2m1ShiftEncBF16x16AVX512 encodes bf16 blocks to E2M1 with a per-block exponent shift through a 64-entry table, 32 lanes per step.
+//
+//go:noescape
+func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
+
+// e2m1ShiftEncBF16x32AVX512 encodes bf16 blocks to E2M1 with a per-block exponent shift through a 64-entry table, 32 lanes per step.
+//
+//go:noescape
+func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
+
 // e2m1ShiftEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
 //
 //go:noescape
@@ -93,11 +113,6 @@ func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
 //
 //go:noescape
 func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
-
-// e2m1ShiftEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
-//
-//go:noescape
-func e2m1ShiftEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
 
 // e2m1MulEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
 //

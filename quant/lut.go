@@ -31,6 +31,7 @@ type fp8Tables struct {
 	// every FP8 value and NaN), for the assembly float32 decoder.
 	decHi [256]uint16
 	kp    [16]uint32 // assembly encoder parameters (fp8KernParams)
+	kpW   [32]uint16 // the same for the 16-bit-lane bf16 encoder
 }
 
 var (
@@ -57,7 +58,7 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 				t.nzBF[c] = 0xFFFF
 			}
 		}
-		fp8KernParams(&t.kp, f, &t.enc)
+		fp8KernParams(&t.kp, &t.kpW, f, &t.enc)
 		fp8Tabs[f][ov] = t
 	})
 	return fp8Tabs[f][ov]
@@ -143,6 +144,7 @@ func init() {
 		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1RNE[k], e2m1HalfUp[k]
 	}
 	initE2M1Shift()
+	initE2M1Lut()
 }
 
 // clampLow returns max(t, 0) without a branch.

@@ -21,7 +21,7 @@ import (
 func main() {
 	ConstraintExpr("amd64,!purego")
 	fp8Encode("fp8EncF32AVX512", false)
-	fp8Encode("fp8EncBF16AVX512", true)
+	fp8EncodeW("fp8EncBF16AVX512")
 	fp8Decode("fp8DecBF16AVX512", false)
 	fp8Decode("fp8DecF32AVX512", true)
 	bf16FromF32()
@@ -31,12 +31,18 @@ func main() {
 	f32FromFP16()
 	amax("amaxF32AVX512", false)
 	amax("amaxBF16AVX512", true)
+	amaxW("amaxBF16x16AVX512", true)
+	amaxW("amaxBF16x32AVX512", false)
+	e2m1EncodeW("e2m1ShiftEncBF16x16AVX512", true)
+	e2m1EncodeW("e2m1ShiftEncBF16x32AVX512", false)
 	for _, bf16 := range []bool{false, true} {
 		in := "F32"
 		if bf16 {
 			in = "BF16"
 		}
-		e2m1Encode("e2m1ShiftEnc"+in+"AVX512", bf16, false)
+		if !bf16 {
+			e2m1Encode("e2m1ShiftEnc"+in+"AVX512", bf16, false)
+		}
 		e2m1Encode("e2m1MulEnc"+in+"AVX512", bf16, true)
 		e2m1Decode("e2m1Dec"+in+"AVX512", bf16)
 		intEncode("int8Enc"+in+"AVX512", bf16, false)
@@ -785,3 +791,302 @@ func intDecode(name string, bf16, four bool) {
 }
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }
+
+// Indices of the 16-bit-lane fp8 encode parameters (uint16 each).
+const (
+	wOff = iota
+	wDrop
+	wHalfM1
+	wNormMin
+	wSubK
+	wOvT
+	wZeroSign
+	wSpec = 16 // 16 words: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
+)
+
+// bcastW broadcasts the uint16 at p+2*i into a new register.
+func bcastW(p reg.Register, i int) reg.VecVirtual {
+	z := ZMM()
+	VPBROADCASTW(Mem{Base: p, Disp: 2 * i}, z)
+	return z
+}
+
+// fp8EncodeW emits func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16):
+// fp8Encode for bf16 input in 16-bit lanes, 32 per step (bs a multiple of
+// 32); shifts[b] is the block scale 2^e as e<<7 (only its low 16 bits are
+// read).
+func fp8EncodeW(name string) {
+	TEXT(name, NOSPLIT, "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)")
+	Pragma("noescape")
+	Doc(name + " encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	shifts := Load(Param("shifts"), GP64())
+	bs := Load(Param("bs"), GP64())
+	p := Load(Param("p"), GP64())
+
+	absMask := konstW(0x7FFF)
+	off := bcastW(p, wOff)
+	drop := bcastW(p, wDrop)
+	halfM1 := bcastW(p, wHalfM1)
+	normMin := bcastW(p, wNormMin)
+	subK := bcastW(p, wSubK)
+	ovT := bcastW(p, wOvT)
+	zeroSign := bcastW(p, wZeroSign)
+	spec := ZMM()
+	VMOVDQU16(Mem{Base: p, Disp: 2 * wSpec}, spec.AsY())
+	one := konstW(1)
+	two := konstW(2)
+	four := konstW(4)
+	c15 := konstW(15)
+	mant := konstW(0x7F)
+	impl := konstW(0x80)
+	inf := konstW(0x7F80)
+	c80 := konstW(0x80)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+
+	Label(name + "_block")
+	shift := ZMM()
+	VPBROADCASTW(Mem{Base: shifts}, shift)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	u := ZMM()
+	VMOVDQU16(Mem{Base: src}, u)
+	a0 := ZMM()
+	VPANDD(absMask, u, a0)
+	a := ZMM()
+	VPSUBW(shift, a0, a)
+	VPMAXSW(zero, a, a)
+	sgn := ZMM()
+	VPSRLW(U8(8), u, sgn)
+	VPANDD(c80, sgn, sgn)
+
+	t := ZMM()
+	VPSUBW(off, a, t)
+	lsb := ZMM()
+	VPSRLVW(drop, t, lsb)
+	VPANDD(one, lsb, lsb)
+	VPADDW(halfM1, t, t)
+	VPADDW(lsb, t, t)
+	VPSRLVW(drop, t, t)
+
+	sh := ZMM()
+	VPSRLW(U8(7), a, sh)
+	VPSUBW(sh, subK, sh)
+	VPMINUW(c15, sh, sh)
+	sg := ZMM()
+	VPANDD(mant, a, sg)
+	VPORD(impl, sg, sg)
+	h := ZMM()
+	VPSLLVW(sh, one, h)
+	VPSRLW(U8(1), h, h)
+	VPSUBW(one, h, h)
+	l2 := ZMM()
+	VPSRLVW(sh, sg, l2)
+	VPANDD(one, l2, l2)
+	VPADDW(h, sg, sg)
+	VPADDW(l2, sg, sg)
+	VPSRLVW(sh, sg, sg)
+
+	kNorm := K()
+	VPCMPUW(U8(5), normMin, a, kNorm)
+	mag := ZMM()
+	VPBLENDMW(t, sg, kNorm, mag)
+
+	// sign: kept for nonzero magnitudes, and for zero where −0 exists
+	// (word-masked move: VPORD masks are per dword)
+	se := ZMM()
+	VPANDD(zeroSign, sgn, se)
+	kNZ := K()
+	VPTESTMW(mag, mag, kNZ)
+	VMOVDQU16(sgn, kNZ, se)
+	code := ZMM()
+	VPORD(se, mag, code)
+
+	idx := ZMM()
+	VPSRLW(U8(7), sgn, idx)
+	kOv := K()
+	VPCMPUW(U8(5), ovT, mag, kOv)
+	idx4 := ZMM()
+	VPORD(four, idx, idx4)
+	VPERMW(spec, idx4, kOv, code)
+	kNF := K()
+	VPCMPUW(U8(5), inf, a0, kNF)
+	kNaN := K()
+	VPCMPUW(U8(6), inf, a0, kNaN)
+	VPORD(two, idx, idx4)
+	VMOVDQU16(idx4, kNaN, idx)
+	VPERMW(spec, idx, kNF, code)
+
+	VPMOVWB(code, Mem{Base: dst})
+
+	ADDQ(U8(64), src)
+	ADDQ(U8(32), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), shifts)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// amaxW emits func(out *uint32, src *uint16, nb int, bs int) for bf16 in
+// 16-bit lanes: pair, bs = 16 (two blocks per 32-lane step; nb even);
+// otherwise bs a multiple of 32. out[b] is the largest magnitude of block
+// b as float32 bits (bf16 bits << 16).
+func amaxW(name string, pair bool) {
+	TEXT(name, NOSPLIT, "func(out *uint32, src *uint16, nb int, bs int)")
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	bs := Load(Param("bs"), GP64())
+	absMask := konstW(0x7FFF)
+	Label(name + "_block")
+	m := ZMM()
+	VPXORD(m, m, m)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		ADDQ(bs, cnt)
+	}
+	Label(name + "_loop")
+	u := ZMM()
+	VPANDD(Mem{Base: src}, absMask, u)
+	VPMAXUW(u, m, m)
+	ADDQ(U8(64), src)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	t := ZMM()
+	if !pair {
+		VSHUFI64X2(U8(0x4E), m, m, t)
+		VPMAXUW(t, m, m)
+	}
+	VSHUFI64X2(U8(0xB1), m, m, t)
+	VPMAXUW(t, m, m)
+	VPSHUFD(U8(0x4E), m, t)
+	VPMAXUW(t, m, m)
+	VPSHUFD(U8(0xB1), m, t)
+	VPMAXUW(t, m, m)
+	VPSRLD(U8(16), m, t)
+	VPMAXUW(t, m, m)
+	r := GP32()
+	VMOVD(m.AsX(), r)
+	SHLL(U8(16), r)
+	MOVL(r, Mem{Base: out})
+	if pair {
+		hi := ZMM()
+		VEXTRACTI64X4(U8(1), m, hi.AsY())
+		VMOVD(hi.AsX(), r)
+		SHLL(U8(16), r)
+		MOVL(r, Mem{Base: out, Disp: 4})
+		ADDQ(U8(8), out)
+		SUBQ(U8(2), nb)
+	} else {
+		ADDQ(U8(4), out)
+		DECQ(nb)
+	}
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// e2m1EncodeW emits func(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16):
+// the E2M1 shift encoder for bf16 in 16-bit lanes, 32 per step. |y| bits
+// t = max(|x| − sh[b], 0) (sh[b] = e<<7, low 16 bits read); every E2M1
+// decision point is a multiple of 32 in bf16 bits, so the code is
+// lut[2j + (t mod 32 ≠ 0)], j = clamp(t/32 − lut[64], 0, 31) (lut[0..63]
+// the codes, lut[64] the base); the sign (x < 0) is set when |x| > lut[65]
+// (0 for SGLang's rule, which keeps no sign on ±0; 0xFFFF otherwise: every
+// sign). pair: bs = 16, two blocks per step; otherwise bs a multiple of 32.
+func e2m1EncodeW(name string, pair bool) {
+	TEXT(name, NOSPLIT, "func(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)")
+	Pragma("noescape")
+	Doc(name + " encodes bf16 blocks to E2M1 with a per-block exponent shift through a 64-entry table, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	sh := Load(Param("sh"), GP64())
+	bs := Load(Param("bs"), GP64())
+	lut := Load(Param("lut"), GP64())
+	L0, L1 := ZMM(), ZMM()
+	VMOVDQU16(Mem{Base: lut}, L0)
+	VMOVDQU16(Mem{Base: lut, Disp: 64}, L1)
+	base := bcastW(lut, 64)
+	zt := bcastW(lut, 65)
+	absMask := konstW(0x7FFF)
+	one := konstW(1)
+	c31 := konstW(31)
+	c8 := konstW(8)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	kHi := K()
+	if pair {
+		t := GP32()
+		MOVL(U32(0xFFFF0000), t)
+		KMOVD(t, kHi)
+	}
+
+	Label(name + "_block")
+	v := ZMM()
+	VPBROADCASTW(Mem{Base: sh}, v)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		v2 := ZMM()
+		VPBROADCASTW(Mem{Base: sh, Disp: 4}, v2)
+		VMOVDQU16(v2, kHi, v)
+		ADDQ(bs, cnt)
+	}
+
+	Label(name + "_loop")
+	u := ZMM()
+	VMOVDQU16(Mem{Base: src}, u)
+	a0 := ZMM()
+	VPANDD(absMask, u, a0)
+	a := ZMM()
+	VPSUBW(v, a0, a)
+	VPMAXSW(zero, a, a)
+	j := ZMM()
+	VPSRLW(U8(5), a, j)
+	VPSUBW(base, j, j)
+	VPMAXSW(zero, j, j)
+	VPMINSW(c31, j, j)
+	l := ZMM()
+	VPANDD(c31, a, l)
+	VPMINUW(one, l, l)
+	VPADDW(j, j, j)
+	VPADDW(l, j, j)
+	VPERMI2W(L1, L0, j)
+	// sign: x < 0 and |x| > zt (signed)
+	kSign := K()
+	VPCMPW(U8(6), zt, a0, kSign)
+	s8 := ZMM()
+	VPSRLW(U8(12), u, s8)
+	VPANDD(c8, s8, s8)
+	VPADDW(s8, j, kSign, j)
+	t := ZMM()
+	VPSRLD(U8(12), j, t)
+	VPORD(t, j, j)
+	VPMOVDB(j, Mem{Base: dst})
+	ADDQ(U8(64), src)
+	ADDQ(U8(16), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if pair {
+		ADDQ(U8(8), sh)
+		SUBQ(bs, n)
+	} else {
+		ADDQ(U8(4), sh)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
