@@ -108,30 +108,14 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 	return true
 }
 
-// E2M1 thresholds for the assembly encoder as float32 bits: the magnitude
-// code is the number of thresholds at or below |y|. Round-to-nearest-even
-// keeps ties at 0.25, 1.25, 2.5 and 5.0 on the even code below; SGLang's
-// rule rounds every midpoint up.
-var e2m1ThrRNE, e2m1ThrUp [8]uint32
-
 // Tables of the 16-bit-lane E2M1 encoder (see internal/asmgen): entry
 // 2j + s is the magnitude code of the bf16 magnitudes t with t/32 = j +
 // e2m1LutBase and (t mod 32 ≠ 0) = s; entry 64 is the base and 65 the sign
 // limit (keep the sign of x < 0 when |x| > it, signed).
 const e2m1LutBase = 0x1F3
 
-var e2m1LutRNE, e2m1LutUp [66]uint16
-
-func init() {
-	for k, b := range e2m1Bounds {
-		u := math.Float32bits(b)
-		e2m1ThrUp[k] = u
-		e2m1ThrRNE[k] = u
-		if k%2 == 0 {
-			e2m1ThrRNE[k] = u + 1
-		}
-	}
-}
+// (72 entries: the float32-lane encoder loads eight words at entry 64.)
+var e2m1LutRNE, e2m1LutUp [72]uint16
 
 // initE2M1Lut fills the encoder tables from e2m1RNE and e2m1HalfUp (called
 // by the init that builds those).
@@ -147,7 +131,7 @@ func initE2M1Lut() {
 
 // e2m1LutCode is the encoder's table lookup in Go (tested against the
 // tables for every bf16 magnitude).
-func e2m1LutCode(lut *[66]uint16, t uint16) uint16 {
+func e2m1LutCode(lut *[72]uint16, t uint16) uint16 {
 	j := min(max(int(t>>5)-int(lut[64]), 0), 31)
 	s := 0
 	if t&31 != 0 {
@@ -211,9 +195,9 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
 		return false
 	}
-	thr, thrW := &e2m1ThrRNE, &e2m1LutRNE
+	thrW := &e2m1LutRNE
 	if c.halfUp {
-		thr, thrW = &e2m1ThrUp, &e2m1LutUp
+		thrW = &e2m1LutUp
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
@@ -227,6 +211,25 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
+		if f32 == nil && c.rule != ruleCeil {
+			// the integer rules of fp4Exp, inline: e = max(E + c0 + (f +
+			// r)>>7, lo) for amax = 1.f·2^E
+			c0, r, lo := -127-c.emax, 0, -127
+			if c.rule == ruleSGLangFP4 {
+				c0, r, lo = -129, 63, -33
+			}
+			sc := scales[b0 : b0+m]
+			for i, a := range amax[:m] {
+				h := int(a >> 16)
+				e := max(h>>7+c0+(h&0x7F+r)>>7, lo)
+				if h >= 0x7F80 || e < -100 || e > 16 {
+					bad |= 1 << i
+				}
+				sc[i] = uint8(e + 127)
+				shW[i] = int32(e) << 7
+			}
+			goto encode
+		}
 		for i, a := range amax[:m] {
 			if a >= 0x7F800000 {
 				bad |= 1 << i
@@ -255,10 +258,11 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				blk[2*i+1] = 0
 			}
 		}
+	encode:
 		h := bs / 2
 		switch {
 		case f32 != nil:
-			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thr[0])
+			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thrW[0])
 		case bs == 16:
 			if m&1 != 0 {
 				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
@@ -327,9 +331,9 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os)), -1
 		}
 		if f32 != nil {
-			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
+			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1LutRNE[0])
 		} else {
-			e2m1MulEncBF16AVX512(&dst[b0*8], &bf[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
+			e2m1MulEncBF16AVX512(&dst[b0*8], &bf[b0*16], m*16, &blk[0], 16, &e2m1LutRNE[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
@@ -367,6 +371,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 	g, nb := c.g, len(scales)/2
 	var amax [asmChunk]uint32
 	var div [asmChunk]float32
+	var s16 [asmChunk]uint16
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
@@ -374,11 +379,25 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 		} else {
 			amaxBF16(&amax, bf[b0*g:], m, g)
 		}
+		// groupScale for the chunk: the fp16 rounding (RNE, as
+		// FP16.Encode) and widening by the conversion kernels
+		var nanMask uint64
 		for i, a := range amax[:m] {
-			s16, s := c.groupScale(a)
-			put16(scales[2*(b0+i):], s16)
+			s := float32(1)
+			if a > 0x7F800000 {
+				nanMask |= 1 << i
+			} else if a > 0 {
+				s = min(math.Float32frombits(a)/c.qmax, 65504)
+			}
 			div[i] = s
 		}
+		n16 := (m + 15) &^ 15 // the arrays hold asmChunk entries
+		fp16FromF32AVX512(&s16[0], &div[0], n16)
+		for ; nanMask != 0; nanMask &= nanMask - 1 {
+			s16[bits.TrailingZeros64(nanMask)] = 0x7E00
+		}
+		f32FromFP16AVX512(&div[0], &s16[0], n16)
+		copy(scales[2*b0:2*(b0+m)], bytesOf(s16[:m]))
 		switch {
 		case c.four && f32 != nil:
 			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
@@ -403,9 +422,9 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 	var mul [asmChunk]float32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
-		for i := range m {
-			mul[i] = fp16ToF32(get16(scales[2*(b0+i):]))
-		}
+		var s16 [asmChunk]uint16
+		copy(bytesOf(s16[:m]), scales[2*b0:2*(b0+m)])
+		f32FromFP16AVX512(&mul[0], &s16[0], (m+15)&^15)
 		switch {
 		case c.four && f32 != nil:
 			int4DecF32AVX512(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)

@@ -536,33 +536,40 @@ func unpackNibbles(src reg.Register, mask reg.VecVirtual) reg.VecVirtual {
 	return b
 }
 
-// e2m1Encode emits func(dst *byte, src *T, n int, blk *int32, bs int, thr *uint32):
+// e2m1Encode emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
 // n elements (a positive multiple of bs, bs of 16) to E2M1 codes two per
-// byte. Block b has the pair blk[2b], blk[2b+1] = (v, zt): with mul, y =
-// x·float32frombits(v); otherwise |y| bits = max(|x| bits − v, 0) (v = e<<23
-// for a scale 2^e). The magnitude code is the number of thr[0..6] (float32
-// bits) at or below |y|; the sign bit is set when x is negative and its
-// magnitude bits exceed zt (signed; −1 keeps every sign).
+// byte, 16 lanes per step. Block b has the pair blk[2b], blk[2b+1] = (v,
+// zt): with mul, y = x·float32frombits(v); otherwise |y| bits = max(|x| bits
+// − v, 0) (v = e<<23 for a scale 2^e). The magnitude code comes from the
+// 64-entry table of e2m1EncodeW, read as 32 dwords of two codes: j =
+// clamp(|y| bits>>21 − lut[64], 0, 31), the high half when |y| has bits
+// below bit 21. The sign bit is set when y is negative and |x| bits exceed
+// zt (signed; −1 keeps every sign).
 func e2m1Encode(name string, bf16, mul bool) {
-	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)"
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
 	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)"
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 16 lanes per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
 	blk := Load(Param("blk"), GP64())
 	bs := Load(Param("bs"), GP64())
-	thr := Load(Param("thr"), GP64())
-	var T [7]reg.VecVirtual
-	for i := range T {
-		T[i] = bcast(thr, i)
-	}
+	lut := Load(Param("lut"), GP64())
+	L0, L1 := ZMM(), ZMM()
+	VMOVDQU32(Mem{Base: lut}, L0)
+	VMOVDQU32(Mem{Base: lut, Disp: 64}, L1)
+	base := ZMM()
+	VPMOVZXWD(Mem{Base: lut, Disp: 128}, base.AsX())
+	VPBROADCASTD(base.AsX(), base)
 	absMask := konst(0x7FFFFFFF)
+	low := konst(0x1FFFFF)
 	one := konst(1)
+	c31 := konst(31)
+	c15 := konst(15)
 	eight := konst(8)
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
@@ -579,28 +586,31 @@ func e2m1Encode(name string, bf16, mul bool) {
 	a := ZMM()
 	if mul {
 		VMULPS(v, u, u)
-		VPANDD(absMask, u, a)
-	} else {
-		VPANDD(absMask, u, a)
 	}
+	VPANDD(absMask, u, a)
 	kSign := K()
 	VPCMPD(U8(6), zt, a, kSign) // |x| > zt (signed)
 	if !mul {
 		VPSUBD(v, a, a)
 		VPMAXSD(zero, a, a)
 	}
-	code := ZMM()
-	VPXORD(code, code, code)
-	for i := range T {
-		k := K()
-		VPCMPUD(U8(5), T[i], a, k) // a >= thr
-		VPADDD(one, code, k, code)
-	}
+	j := ZMM()
+	VPSRLD(U8(21), a, j)
+	VPSUBD(base, j, j)
+	VPMAXSD(zero, j, j)
+	VPMINSD(c31, j, j)
+	VPERMI2D(L1, L0, j)
+	l := ZMM()
+	VPANDD(low, a, l)
+	VPMINUD(one, l, l)
+	VPSLLD(U8(4), l, l)
+	VPSRLVD(l, j, j)
+	VPANDD(c15, j, j)
 	kNeg := K()
-	VPCMPD(U8(1), zero, u, kNeg) // x < 0 (as signed bits)
+	VPCMPD(U8(1), zero, u, kNeg) // y < 0 (as signed bits)
 	KANDW(kNeg, kSign, kSign)
-	VPORD(eight, code, kSign, code)
-	packNibbles(code, dst)
+	VPORD(eight, j, kSign, j)
+	packNibbles(j, dst)
 	SUBQ(U8(16), cnt)
 	JNZ(LabelRef(name + "_loop"))
 	ADDQ(U8(8), blk)
