@@ -24,7 +24,7 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	bs, nb := c.bs, len(scales)
 	et := c.expTableBF16()
 	var amax [asmChunk]uint32
-	var sh, shW [asmChunk]int32
+	var shW [asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
@@ -51,11 +51,10 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				bad |= 1 << i
 			}
 			scales[b0+i] = uint8(e + 127)
-			sh[i] = int32(e) << 23
 			shW[i] = int32(e) << 7
 		}
 		if f32 != nil {
-			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kp[0])
+			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		} else {
 			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		}

@@ -4,12 +4,12 @@
 
 package quant
 
-// fp8EncF32AVX512 encodes float32 or bf16 (by name) to FP8 by integer round-to-nearest-even, 16 lanes per step.
+// fp8EncF32AVX512 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.
 //
 //go:noescape
-func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32)
+func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
 
-// fp8EncBF16AVX512 encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.
+// fp8EncBF16AVX512 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.
 //
 //go:noescape
 func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)

@@ -9,7 +9,7 @@ const hasAVX512 = false
 
 func noAsm() { panic("quant: assembly kernel called in a build without it") }
 
-func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32) { noAsm() }
+func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8DecBF16AVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
 func fp8DecF32AVX512(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }

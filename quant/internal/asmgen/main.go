@@ -20,8 +20,8 @@ import (
 
 func main() {
 	ConstraintExpr("amd64,!purego")
-	fp8Encode("fp8EncF32AVX512", false)
-	fp8EncodeW("fp8EncBF16AVX512")
+	fp8EncodeW("fp8EncF32AVX512", true)
+	fp8EncodeW("fp8EncBF16AVX512", false)
 	fp8Decode("fp8DecBF16AVX512", false)
 	fp8Decode("fp8DecF32AVX512", true)
 	bf16FromF32()
@@ -89,145 +89,6 @@ const (
 	pZeroSign        // 0x80 when the format has −0, else 0
 	pSpec            // 8 codes: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
 )
-
-// fp8Encode emits func(dst *byte, src *T, n int, shifts *int32, bs int, p *uint32):
-// n elements (n a positive multiple of bs, bs of 16) in blocks of bs; the
-// magnitude bits of block b are lowered by shifts[b] (a block scale 2^e as
-// e<<23, clamped at zero) before round-to-nearest-even into the FP8 format
-// p describes. Non-finite inputs encode by p's special codes (callers redo
-// non-finite blocks of scaled formats themselves).
-func fp8Encode(name string, bf16 bool) {
-	sig := "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32)"
-	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint32)"
-	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) to FP8 by integer round-to-nearest-even, 16 lanes per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	shifts := Load(Param("shifts"), GP64())
-	bs := Load(Param("bs"), GP64())
-	p := Load(Param("p"), GP64())
-
-	absMask := konst(0x7FFFFFFF)
-	off := bcast(p, pOff)
-	drop := bcast(p, pDrop)
-	halfM1 := bcast(p, pHalfM1)
-	normMin := bcast(p, pNormMin)
-	subK := bcast(p, pSubK)
-	ovT := bcast(p, pOvT)
-	zeroSign := bcast(p, pZeroSign)
-	spec := ZMM()
-	VMOVDQU32(Mem{Base: p, Disp: 4 * pSpec}, spec.AsY())
-	one := konst(1)
-	two := konst(2)
-	four := konst(4)
-	c31 := konst(31)
-	mant := konst(0x7FFFFF)
-	impl := konst(0x800000)
-	inf := konst(0x7F800000)
-	c80 := konst(0x80)
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-
-	Label(name + "_block")
-	shift := ZMM()
-	VPBROADCASTD(Mem{Base: shifts}, shift)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	u := ZMM()
-	if bf16 {
-		VPMOVZXWD(Mem{Base: src}, u)
-		VPSLLD(U8(16), u, u)
-	} else {
-		VMOVDQU32(Mem{Base: src}, u)
-	}
-	a0 := ZMM()
-	VPANDD(absMask, u, a0)
-	a := ZMM()
-	VPSUBD(shift, a0, a)
-	VPMAXSD(zero, a, a)
-	sgn := ZMM()
-	VPSRLD(U8(24), u, sgn)
-	VPANDD(c80, sgn, sgn)
-
-	// normal result: drop bits with round-to-nearest-even
-	t := ZMM()
-	VPSUBD(off, a, t)
-	lsb := ZMM()
-	VPSRLVD(drop, t, lsb)
-	VPANDD(one, lsb, lsb)
-	VPADDD(halfM1, t, t)
-	VPADDD(lsb, t, t)
-	VPSRLVD(drop, t, t)
-
-	// subnormal result: the significand shifted by subK − exponent
-	sh := ZMM()
-	VPSRLD(U8(23), a, sh)
-	VPSUBD(sh, subK, sh)
-	VPMINUD(c31, sh, sh)
-	sg := ZMM()
-	VPANDD(mant, a, sg)
-	VPORD(impl, sg, sg)
-	h := ZMM()
-	VPSLLVD(sh, one, h)
-	VPSRLD(U8(1), h, h)
-	VPSUBD(one, h, h)
-	l2 := ZMM()
-	VPSRLVD(sh, sg, l2)
-	VPANDD(one, l2, l2)
-	VPADDD(h, sg, sg)
-	VPADDD(l2, sg, sg)
-	VPSRLVD(sh, sg, sg)
-
-	kNorm := K()
-	VPCMPUD(U8(5), normMin, a, kNorm) // a >= normMin
-	mag := ZMM()
-	VPBLENDMD(t, sg, kNorm, mag)
-
-	// sign: kept for nonzero magnitudes, and for zero where −0 exists
-	code := ZMM()
-	VPANDD(zeroSign, sgn, code)
-	VPORD(mag, code, code)
-	kNZ := K()
-	VPTESTMD(mag, mag, kNZ)
-	VPORD(sgn, mag, kNZ, code)
-
-	// overflow and non-finite inputs take codes from the spec table
-	idx := ZMM()
-	VPSRLD(U8(7), sgn, idx)
-	kOv := K()
-	VPCMPUD(U8(5), ovT, mag, kOv) // mag >= ovT
-	idx4 := ZMM()
-	VPORD(four, idx, idx4)
-	VPERMD(spec, idx4, kOv, code)
-	kNF := K()
-	VPCMPUD(U8(5), inf, a0, kNF) // a0 >= Inf
-	kNaN := K()
-	VPCMPUD(U8(6), inf, a0, kNaN) // a0 > Inf
-	VPORD(two, idx, kNaN, idx)
-	VPERMD(spec, idx, kNF, code)
-
-	VPMOVDB(code, Mem{Base: dst})
-
-	if bf16 {
-		ADDQ(U8(32), src)
-	} else {
-		ADDQ(U8(64), src)
-	}
-	ADDQ(U8(16), dst)
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(4), shifts)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
-}
 
 // fp8Decode emits func(dst *T, src *byte, n int, tab *uint16, adds *int32, bs int):
 // n codes (n a positive multiple of bs, bs of 32) looked up in a 256-entry
@@ -825,10 +686,14 @@ func bcastW(p reg.Register, i int) reg.VecVirtual {
 // fp8Encode for bf16 input in 16-bit lanes, 32 per step (bs a multiple of
 // 32); shifts[b] is the block scale 2^e as e<<7 (only its low 16 bits are
 // read).
-func fp8EncodeW(name string) {
-	TEXT(name, NOSPLIT, "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)")
+func fp8EncodeW(name string, f32 bool) {
+	sig := "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)"
+	if f32 {
+		sig = "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.")
+	Doc(name + " encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
@@ -856,6 +721,11 @@ func fp8EncodeW(name string) {
 	c80 := konstW(0x80)
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
+	var low16, oneD reg.VecVirtual
+	if f32 {
+		low16 = konst(0xFFFF)
+		oneD = konst(1)
+	}
 
 	Label(name + "_block")
 	shift := ZMM()
@@ -865,7 +735,32 @@ func fp8EncodeW(name string) {
 
 	Label(name + "_loop")
 	u := ZMM()
-	VMOVDQU16(Mem{Base: src}, u)
+	var sticky reg.VecVirtual
+	if f32 {
+		// float32: the top halves as bf16 and a sticky word (low half
+		// nonzero). Every FP8 decision point lies on the bf16 grid, so
+		// rounding the top half with the sticky bit ORed into the
+		// round-to-even bit is exact.
+		lo, hi := ZMM(), ZMM()
+		VMOVDQU32(Mem{Base: src}, lo)
+		VMOVDQU32(Mem{Base: src, Disp: 64}, hi)
+		sticky = ZMM()
+		t0, t1 := ZMM(), ZMM()
+		VPSRLD(U8(16), lo, t0)
+		VPSRLD(U8(16), hi, t1)
+		VPMOVDW(t0, u.AsY())
+		VPMOVDW(t1, t1.AsY())
+		VINSERTI64X4(U8(1), t1.AsY(), u, u)
+		VPANDD(low16, lo, lo)
+		VPANDD(low16, hi, hi)
+		VPMINUD(oneD, lo, lo)
+		VPMINUD(oneD, hi, hi)
+		VPMOVDW(lo, sticky.AsY())
+		VPMOVDW(hi, hi.AsY())
+		VINSERTI64X4(U8(1), hi.AsY(), sticky, sticky)
+	} else {
+		VMOVDQU16(Mem{Base: src}, u)
+	}
 	a0 := ZMM()
 	VPANDD(absMask, u, a0)
 	a := ZMM()
@@ -880,6 +775,9 @@ func fp8EncodeW(name string) {
 	lsb := ZMM()
 	VPSRLVW(drop, t, lsb)
 	VPANDD(one, lsb, lsb)
+	if f32 {
+		VPORD(sticky, lsb, lsb)
+	}
 	VPADDW(halfM1, t, t)
 	VPADDW(lsb, t, t)
 	VPSRLVW(drop, t, t)
@@ -898,6 +796,9 @@ func fp8EncodeW(name string) {
 	l2 := ZMM()
 	VPSRLVW(sh, sg, l2)
 	VPANDD(one, l2, l2)
+	if f32 {
+		VPORD(sticky, l2, l2)
+	}
 	VPADDW(h, sg, sg)
 	VPADDW(l2, sg, sg)
 	VPSRLVW(sh, sg, sg)
@@ -924,17 +825,27 @@ func fp8EncodeW(name string) {
 	idx4 := ZMM()
 	VPORD(four, idx, idx4)
 	VPERMW(spec, idx4, kOv, code)
+	// non-finite: float32 NaNs may have a bf16 top half of Inf
+	a0n := a0
+	if f32 {
+		a0n = ZMM()
+		VPORD(sticky, a0, a0n)
+	}
 	kNF := K()
-	VPCMPUW(U8(5), inf, a0, kNF)
+	VPCMPUW(U8(5), inf, a0n, kNF)
 	kNaN := K()
-	VPCMPUW(U8(6), inf, a0, kNaN)
+	VPCMPUW(U8(6), inf, a0n, kNaN)
 	VPORD(two, idx, idx4)
 	VMOVDQU16(idx4, kNaN, idx)
 	VPERMW(spec, idx, kNF, code)
 
 	VPMOVWB(code, Mem{Base: dst})
 
-	ADDQ(U8(64), src)
+	if f32 {
+		ADDQ(U8(128), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
 	ADDQ(U8(32), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
