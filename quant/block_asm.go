@@ -28,7 +28,7 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+			amaxF32(&amax, f32[b0*bs:], m, bs)
 		} else {
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
@@ -139,6 +139,17 @@ func e2m1LutCode(lut *[72]uint16, t uint16) uint16 {
 	return lut[2*j+s]
 }
 
+// amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
+// multiple of 16) as float32 bits.
+func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
+	if k := m &^ 15; k > 0 {
+		amaxF32x16AVX512(&out[0], &src[0], k, bs)
+	}
+	if k := m &^ 15; k < m {
+		amaxF32AVX512(&out[k], &src[k*bs], m-k, bs)
+	}
+}
+
 // amaxBF16 writes the block maxima of m blocks of bs bf16 values (bs a
 // multiple of 16) as float32 bits.
 func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
@@ -205,7 +216,7 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+			amaxF32(&amax, f32[b0*bs:], m, bs)
 		} else {
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
@@ -312,7 +323,7 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*16], m, 16)
+			amaxF32(&amax, f32[b0*16:], m, 16)
 		} else {
 			amaxBF16(&amax, bf[b0*16:], m, 16)
 		}
@@ -374,7 +385,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*g], m, g)
+			amaxF32(&amax, f32[b0*g:], m, g)
 		} else {
 			amaxBF16(&amax, bf[b0*g:], m, g)
 		}

@@ -59,6 +59,11 @@ func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)
 //go:noescape
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)
 
+// amaxF32x16AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int)
+
 // amaxBF16x16AVX512 writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.
 //
 //go:noescape

@@ -552,6 +552,313 @@ amaxBF16AVX512_loop:
 	VZEROUPPER
 	RET
 
+// func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int)
+// Requires: AVX, AVX512F
+TEXT ·amaxF32x16AVX512(SB), NOSPLIT, $0-32
+	MOVQ         out+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVQ         bs+24(FP), BX
+	MOVL         $0x7fffffff, SI
+	VPBROADCASTD SI, Z0
+	VMOVDQU32    amaxTreePerm<>+0(SB), Z1
+
+amaxF32x16AVX512_group:
+	VPANDD (CX), Z0, Z2
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donea
+
+amaxF32x16AVX512_morea:
+	VPANDD  (CX), Z0, Z3
+	VPMAXUD Z3, Z2, Z2
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morea
+
+amaxF32x16AVX512_donea:
+	VPANDD (CX), Z0, Z3
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_doneb
+
+amaxF32x16AVX512_moreb:
+	VPANDD  (CX), Z0, Z4
+	VPMAXUD Z4, Z3, Z3
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moreb
+
+amaxF32x16AVX512_doneb:
+	VPANDD (CX), Z0, Z4
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donec
+
+amaxF32x16AVX512_morec:
+	VPANDD  (CX), Z0, Z5
+	VPMAXUD Z5, Z4, Z4
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morec
+
+amaxF32x16AVX512_donec:
+	VPANDD (CX), Z0, Z5
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_doned
+
+amaxF32x16AVX512_mored:
+	VPANDD  (CX), Z0, Z6
+	VPMAXUD Z6, Z5, Z5
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_mored
+
+amaxF32x16AVX512_doned:
+	VPANDD (CX), Z0, Z6
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donee
+
+amaxF32x16AVX512_moree:
+	VPANDD  (CX), Z0, Z7
+	VPMAXUD Z7, Z6, Z6
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moree
+
+amaxF32x16AVX512_donee:
+	VPANDD (CX), Z0, Z7
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donef
+
+amaxF32x16AVX512_moref:
+	VPANDD  (CX), Z0, Z8
+	VPMAXUD Z8, Z7, Z7
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moref
+
+amaxF32x16AVX512_donef:
+	VPANDD (CX), Z0, Z8
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_doneg
+
+amaxF32x16AVX512_moreg:
+	VPANDD  (CX), Z0, Z9
+	VPMAXUD Z9, Z8, Z8
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moreg
+
+amaxF32x16AVX512_doneg:
+	VPANDD (CX), Z0, Z9
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_doneh
+
+amaxF32x16AVX512_moreh:
+	VPANDD  (CX), Z0, Z10
+	VPMAXUD Z10, Z9, Z9
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moreh
+
+amaxF32x16AVX512_doneh:
+	VPANDD (CX), Z0, Z10
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donei
+
+amaxF32x16AVX512_morei:
+	VPANDD  (CX), Z0, Z11
+	VPMAXUD Z11, Z10, Z10
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morei
+
+amaxF32x16AVX512_donei:
+	VPANDD (CX), Z0, Z11
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donej
+
+amaxF32x16AVX512_morej:
+	VPANDD  (CX), Z0, Z12
+	VPMAXUD Z12, Z11, Z11
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morej
+
+amaxF32x16AVX512_donej:
+	VPANDD (CX), Z0, Z12
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donek
+
+amaxF32x16AVX512_morek:
+	VPANDD  (CX), Z0, Z13
+	VPMAXUD Z13, Z12, Z12
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morek
+
+amaxF32x16AVX512_donek:
+	VPANDD (CX), Z0, Z13
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donel
+
+amaxF32x16AVX512_morel:
+	VPANDD  (CX), Z0, Z14
+	VPMAXUD Z14, Z13, Z13
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morel
+
+amaxF32x16AVX512_donel:
+	VPANDD (CX), Z0, Z14
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donem
+
+amaxF32x16AVX512_morem:
+	VPANDD  (CX), Z0, Z15
+	VPMAXUD Z15, Z14, Z14
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morem
+
+amaxF32x16AVX512_donem:
+	VPANDD (CX), Z0, Z15
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donen
+
+amaxF32x16AVX512_moren:
+	VPANDD  (CX), Z0, Z16
+	VPMAXUD Z16, Z15, Z15
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moren
+
+amaxF32x16AVX512_donen:
+	VPANDD (CX), Z0, Z16
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_doneo
+
+amaxF32x16AVX512_moreo:
+	VPANDD  (CX), Z0, Z17
+	VPMAXUD Z17, Z16, Z16
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_moreo
+
+amaxF32x16AVX512_doneo:
+	VPANDD (CX), Z0, Z17
+	ADDQ   $0x40, CX
+	MOVQ   BX, SI
+	SUBQ   $0x10, SI
+	JZ     amaxF32x16AVX512_donep
+
+amaxF32x16AVX512_morep:
+	VPANDD  (CX), Z0, Z18
+	VPMAXUD Z18, Z17, Z17
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     amaxF32x16AVX512_morep
+
+amaxF32x16AVX512_donep:
+	VSHUFI64X2 $0x44, Z3, Z2, Z18
+	VSHUFI64X2 $0xee, Z3, Z2, Z2
+	VPMAXUD    Z2, Z18, Z18
+	VSHUFI64X2 $0x44, Z5, Z4, Z2
+	VSHUFI64X2 $0xee, Z5, Z4, Z3
+	VPMAXUD    Z3, Z2, Z2
+	VSHUFI64X2 $0x44, Z7, Z6, Z3
+	VSHUFI64X2 $0xee, Z7, Z6, Z4
+	VPMAXUD    Z4, Z3, Z3
+	VSHUFI64X2 $0x44, Z9, Z8, Z4
+	VSHUFI64X2 $0xee, Z9, Z8, Z5
+	VPMAXUD    Z5, Z4, Z4
+	VSHUFI64X2 $0x44, Z11, Z10, Z5
+	VSHUFI64X2 $0xee, Z11, Z10, Z6
+	VPMAXUD    Z6, Z5, Z5
+	VSHUFI64X2 $0x44, Z13, Z12, Z6
+	VSHUFI64X2 $0xee, Z13, Z12, Z7
+	VPMAXUD    Z7, Z6, Z6
+	VSHUFI64X2 $0x44, Z15, Z14, Z7
+	VSHUFI64X2 $0xee, Z15, Z14, Z8
+	VPMAXUD    Z8, Z7, Z7
+	VSHUFI64X2 $0x44, Z17, Z16, Z8
+	VSHUFI64X2 $0xee, Z17, Z16, Z9
+	VPMAXUD    Z9, Z8, Z8
+	VSHUFI64X2 $0x88, Z2, Z18, Z9
+	VSHUFI64X2 $0xdd, Z2, Z18, Z2
+	VPMAXUD    Z2, Z9, Z9
+	VSHUFI64X2 $0x88, Z4, Z3, Z2
+	VSHUFI64X2 $0xdd, Z4, Z3, Z3
+	VPMAXUD    Z3, Z2, Z2
+	VSHUFI64X2 $0x88, Z6, Z5, Z3
+	VSHUFI64X2 $0xdd, Z6, Z5, Z4
+	VPMAXUD    Z4, Z3, Z3
+	VSHUFI64X2 $0x88, Z8, Z7, Z4
+	VSHUFI64X2 $0xdd, Z8, Z7, Z5
+	VPMAXUD    Z5, Z4, Z4
+	VSHUFPS    $0x88, Z2, Z9, Z5
+	VSHUFPS    $0xdd, Z2, Z9, Z2
+	VPMAXUD    Z2, Z5, Z5
+	VSHUFPS    $0x88, Z4, Z3, Z2
+	VSHUFPS    $0xdd, Z4, Z3, Z3
+	VPMAXUD    Z3, Z2, Z2
+	VSHUFPS    $0x88, Z2, Z5, Z3
+	VSHUFPS    $0xdd, Z2, Z5, Z2
+	VPMAXUD    Z2, Z3, Z3
+	VPERMD     Z3, Z1, Z2
+	VMOVDQU32  Z2, (AX)
+	ADDQ       $0x40, AX
+	SUBQ       $0x10, DX
+	JNZ        amaxF32x16AVX512_group
+	VZEROUPPER
+	RET
+
+DATA amaxTreePerm<>+0(SB)/4, $0x00000000
+DATA amaxTreePerm<>+4(SB)/4, $0x00000004
+DATA amaxTreePerm<>+8(SB)/4, $0x00000008
+DATA amaxTreePerm<>+12(SB)/4, $0x0000000c
+DATA amaxTreePerm<>+16(SB)/4, $0x00000001
+DATA amaxTreePerm<>+20(SB)/4, $0x00000005
+DATA amaxTreePerm<>+24(SB)/4, $0x00000009
+DATA amaxTreePerm<>+28(SB)/4, $0x0000000d
+DATA amaxTreePerm<>+32(SB)/4, $0x00000002
+DATA amaxTreePerm<>+36(SB)/4, $0x00000006
+DATA amaxTreePerm<>+40(SB)/4, $0x0000000a
+DATA amaxTreePerm<>+44(SB)/4, $0x0000000e
+DATA amaxTreePerm<>+48(SB)/4, $0x00000003
+DATA amaxTreePerm<>+52(SB)/4, $0x00000007
+DATA amaxTreePerm<>+56(SB)/4, $0x0000000b
+DATA amaxTreePerm<>+60(SB)/4, $0x0000000f
+GLOBL amaxTreePerm<>(SB), RODATA|NOPTR, $64
+
 // func amaxBF16x16AVX512(out *uint32, src *uint16, nb int, bs int)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·amaxBF16x16AVX512(SB), NOSPLIT, $0-32

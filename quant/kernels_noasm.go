@@ -43,3 +43,4 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
 	noAsm()
 }
+func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int) { noAsm() }

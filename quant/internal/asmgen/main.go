@@ -31,6 +31,7 @@ func main() {
 	f32FromFP16()
 	amax("amaxF32AVX512", false)
 	amax("amaxBF16AVX512", true)
+	amaxTree()
 	amaxW("amaxBF16x16AVX512", true)
 	amaxW("amaxBF16x32AVX512", false)
 	e2m1EncodeW("e2m1ShiftEncBF16x16AVX512", true)
@@ -1008,6 +1009,73 @@ func e2m1EncodeW(name string, pair bool) {
 	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// amaxTree emits func(out *uint32, src *float32, nb int, bs int): amax of
+// float32 blocks sixteen at a time (nb a positive multiple of 16, bs of
+// 16): each block's vector maximum, then a four-level shuffle tree that
+// reduces sixteen vectors into one vector of sixteen maxima.
+func amaxTree() {
+	name := "amaxF32x16AVX512"
+	TEXT(name, NOSPLIT, "func(out *uint32, src *float32, nb int, bs int)")
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of float32 blocks, sixteen blocks per step.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	bs := Load(Param("bs"), GP64())
+	perm := GLOBL("amaxTreePerm", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15} {
+		DATA(4*i, U32(v))
+	}
+	absMask := konst(0x7FFFFFFF)
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
+	cnt := GP64()
+
+	Label(name + "_group")
+	var v [16]reg.VecVirtual
+	for b := range v {
+		v[b] = ZMM()
+		VPANDD(Mem{Base: src}, absMask, v[b])
+		ADDQ(U8(64), src)
+		MOVQ(bs, cnt)
+		SUBQ(U8(16), cnt)
+		JZ(LabelRef(name + "_done" + string(rune('a'+b))))
+		Label(name + "_more" + string(rune('a'+b)))
+		t := ZMM()
+		VPANDD(Mem{Base: src}, absMask, t)
+		VPMAXUD(t, v[b], v[b])
+		ADDQ(U8(64), src)
+		SUBQ(U8(16), cnt)
+		JNZ(LabelRef(name + "_more" + string(rune('a'+b))))
+		Label(name + "_done" + string(rune('a'+b)))
+	}
+	level := func(in []reg.VecVirtual, shuf func(imm uint8, b, a, dst reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
+		var outv []reg.VecVirtual
+		for i := 0; i < len(in); i += 2 {
+			x, y := ZMM(), ZMM()
+			shuf(lo, in[i+1], in[i], x)
+			shuf(hi, in[i+1], in[i], y)
+			VPMAXUD(y, x, x)
+			outv = append(outv, x)
+		}
+		return outv
+	}
+	shufi := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFI64X2(U8(imm), b, a, dst) }
+	shufps := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFPS(U8(imm), b, a, dst) }
+	r := level(v[:], shufi, 0x44, 0xEE)
+	r = level(r, shufi, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	res := ZMM()
+	VPERMD(r[0], idx, res)
+	VMOVDQU32(res, Mem{Base: out})
+	ADDQ(U8(64), out)
+	SUBQ(U8(16), nb)
+	JNZ(LabelRef(name + "_group"))
 	VZEROUPPER()
 	RET()
 }
