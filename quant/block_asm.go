@@ -33,6 +33,8 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
+		var ex [asmChunk]int32
+		vexp := f32 != nil && c.expF32(&ex, &amax, m)
 		for i, a := range amax[:m] {
 			if a >= 0x7F800000 {
 				bad |= 1 << i
@@ -40,6 +42,8 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 			var e int
 			switch {
+			case vexp:
+				e = int(ex[i])
 			case f32 != nil:
 				e = c.blockExp(a)
 			case et != nil:
@@ -139,6 +143,24 @@ func e2m1LutCode(lut *[72]uint16, t uint16) uint16 {
 	return lut[2*j+s]
 }
 
+// expF32 computes the scale exponents of m float32 block maxima with the
+// ceil rules (SGLang fp4, RCEIL) in the kernel and reports whether it did
+// (not for the floor rule).
+func (c *pow2Codec) expF32(ex *[asmChunk]int32, amax *[asmChunk]uint32, m int) bool {
+	var p [5]float32
+	switch c.rule {
+	case ruleSGLangFP4:
+		p = [5]float32{0, 6, 1e-10, math.Float32frombits(uint32(0xC0000000)), math.Float32frombits(1 << 30)}
+	case ruleCeil:
+		lo := int32(-127)
+		p = [5]float32{1e-30, c.maxElem, 0, math.Float32frombits(uint32(lo)), math.Float32frombits(127)}
+	default:
+		return false
+	}
+	pow2ExpAVX512(&ex[0], &amax[0], (m+15)&^15, &p[0])
+	return true
+}
+
 // amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
 // multiple of 16) as float32 bits.
 func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
@@ -221,6 +243,8 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
+		var ex [asmChunk]int32
+		vexp := f32 != nil && c.expF32(&ex, &amax, m)
 		if f32 == nil && c.rule != ruleCeil {
 			// the integer rules of fp4Exp, inline: e = max(E + c0 + (f +
 			// r)>>7, lo) for amax = 1.f·2^E
@@ -246,9 +270,12 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				continue
 			}
 			var e int
-			if f32 != nil {
+			switch {
+			case vexp:
+				e = int(ex[i])
+			case f32 != nil:
 				e = c.blockExp(a)
-			} else {
+			default:
 				e = c.fp4Exp(uint16(a >> 16))
 			}
 			if e < -100 || e > 16 {
@@ -328,17 +355,18 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 			amaxBF16(&amax, bf[b0*16:], m, 16)
 		}
 		var bad uint64
+		var os [asmChunk]float32
+		var sc [asmChunk]byte
+		p := [3]float32{c.invG, rcp6, c.g}
+		nvfp4ScalesAVX512(&sc[0], &os[0], &amax[0], (m+15)&^15, &c.t.enc[0], &e4m3fnF32[0], &p[0])
+		copy(scales[b0:b0+m], sc[:m])
 		for i, a := range amax[:m] {
-			if a > 0x7F800000 { // NaN: fmaxf skips it; the portable code does
-				bad |= 1 << i
-				continue
-			}
-			sf8, os := c.blockScale(math.Float32frombits(a))
-			scales[b0+i] = sf8
-			if os > math.MaxFloat32 {
+			// NaN (fmaxf skips it) and an infinite multiplier: the
+			// portable code
+			if a > 0x7F800000 || os[i] > math.MaxFloat32 {
 				bad |= 1 << i
 			}
-			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os)), -1
+			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os[i])), -1
 		}
 		if f32 != nil {
 			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1LutRNE[0])

@@ -859,6 +859,97 @@ DATA amaxTreePerm<>+56(SB)/4, $0x0000000b
 DATA amaxTreePerm<>+60(SB)/4, $0x0000000f
 GLOBL amaxTreePerm<>(SB), RODATA|NOPTR, $64
 
+// func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)
+// Requires: AVX, AVX512F
+TEXT ·pow2ExpAVX512(SB), NOSPLIT, $0-32
+	MOVQ         e+0(FP), AX
+	MOVQ         amax+8(FP), CX
+	MOVQ         m+16(FP), DX
+	MOVQ         p+24(FP), BX
+	VPBROADCASTD (BX), Z0
+	VPBROADCASTD 4(BX), Z1
+	VPBROADCASTD 8(BX), Z2
+	VPBROADCASTD 12(BX), Z3
+	VPBROADCASTD 16(BX), Z4
+	MOVL         $0x007fffff, BX
+	VPBROADCASTD BX, Z5
+	MOVL         $0x00000001, BX
+	VPBROADCASTD BX, Z6
+	MOVL         $0x0000007f, BX
+	VPBROADCASTD BX, Z7
+
+pow2ExpAVX512_loop:
+	VMAXPS    (CX), Z0, Z8
+	VDIVPS    Z1, Z8, Z8
+	VMAXPS    Z2, Z8, Z8
+	VPSRLD    $0x17, Z8, Z9
+	VPSUBD    Z7, Z9, Z9
+	VPANDD    Z5, Z8, Z8
+	VPMINUD   Z6, Z8, Z8
+	VPADDD    Z8, Z9, Z9
+	VPMAXSD   Z3, Z9, Z9
+	VPMINSD   Z4, Z9, Z9
+	VMOVDQU32 Z9, (AX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, AX
+	SUBQ      $0x10, DX
+	JNZ       pow2ExpAVX512_loop
+	VZEROUPPER
+	RET
+
+// func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)
+// Requires: AVX, AVX512F
+TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-56
+	MOVQ         scales+0(FP), AX
+	MOVQ         os+8(FP), CX
+	MOVQ         amax+16(FP), DX
+	MOVQ         m+24(FP), BX
+	MOVQ         enc+32(FP), SI
+	MOVQ         e4m3+40(FP), DI
+	MOVQ         p+48(FP), R8
+	VPBROADCASTD (R8), Z0
+	VPBROADCASTD 4(R8), Z1
+	VPBROADCASTD 8(R8), Z2
+	MOVL         $0x0000ffff, R8
+	VPBROADCASTD R8, Z3
+	MOVL         $0x00000001, R8
+	VPBROADCASTD R8, Z4
+	MOVL         $0x000000ff, R8
+	VPBROADCASTD R8, Z5
+	MOVL         $0x3f800000, R8
+	VPBROADCASTD R8, Z6
+	VPXORD       Z7, Z7, Z7
+
+nvfp4ScalesAVX512_loop:
+	VMOVDQU32  (DX), Z8
+	VMULPS     Z1, Z8, Z9
+	VMULPS     Z9, Z0, Z9
+	VPANDD     Z3, Z9, Z10
+	VPMINUD    Z4, Z10, Z10
+	VPSLLD     $0x10, Z10, Z10
+	VPSRLD     $0x10, Z9, Z9
+	VPORD      Z9, Z10, Z10
+	KXNORW     K1, K1, K1
+	VPXORD     Z11, Z11, Z11
+	VPGATHERDD (SI)(Z10*1), K1, Z11
+	VPANDD     Z5, Z11, Z11
+	VPMOVDB    Z11, (AX)
+	KXNORW     K2, K2, K2
+	VPXORD     Z12, Z12, Z12
+	VGATHERDPS (DI)(Z11*4), K2, Z12
+	VMULPS     Z2, Z12, Z12
+	VDIVPS     Z12, Z6, Z9
+	VPTESTNMD  Z8, Z8, K3
+	VMOVDQA32  Z7, K3, Z9
+	VMOVDQU32  Z9, (CX)
+	ADDQ       $0x40, DX
+	ADDQ       $0x40, CX
+	ADDQ       $0x10, AX
+	SUBQ       $0x10, BX
+	JNZ        nvfp4ScalesAVX512_loop
+	VZEROUPPER
+	RET
+
 // func amaxBF16x16AVX512(out *uint32, src *uint16, nb int, bs int)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·amaxBF16x16AVX512(SB), NOSPLIT, $0-32

@@ -44,3 +44,7 @@ func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 	noAsm()
 }
 func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int) { noAsm() }
+func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)    { noAsm() }
+func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32) {
+	noAsm()
+}
