@@ -34,7 +34,7 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		}
 		var bad uint64
 		var ex [asmChunk]int32
-		vexp := f32 != nil && c.expF32(&ex, &amax, m)
+		vexp := c.expF32(&ex, &amax, m) // bf16 maxima too: blockExpBF16 = blockExp there
 		for i, a := range amax[:m] {
 			if a >= 0x7F800000 {
 				bad |= 1 << i
