@@ -178,10 +178,10 @@ func (t *radix) insert(key []uint32, value []int32) int {
 			break
 		}
 		c.access = t.tick
+		t.maybeLeaf(c)
 		if m < len(c.key) {
 			c = t.split(c, m)
 		}
-		t.maybeLeaf(c)
 		pos += m
 		n = c
 	}

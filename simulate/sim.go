@@ -307,6 +307,12 @@ func (s *sim) recycle(q *req) { s.free = append(s.free, q) }
 // Run replays src through the engine cfg describes and returns the
 // summary. It stops early with ctx's error when ctx is done.
 func Run(ctx context.Context, cfg Config, src Source) (*Summary, error) {
+	return run(ctx, cfg, src, nil)
+}
+
+// run is Run with a hook called after every step (tests check invariants
+// there).
+func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim) error) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -327,11 +333,12 @@ func Run(ctx context.Context, cfg Config, src Source) (*Summary, error) {
 	}
 	sum.PoolTokens = e.poolTokens()
 	var (
-		next   Request
-		have   bool
-		nextID int64
-		runSum float64
-		idles  int
+		next           Request
+		have           bool
+		nextID         int64
+		runSum         float64
+		idles          int
+		lastUnservable int64
 	)
 	pull := func() error {
 		r, err := src.Next()
@@ -373,11 +380,19 @@ func Run(ctx context.Context, cfg Config, src Source) (*Summary, error) {
 			}
 		}
 		st := e.step(s.now)
+		if hook != nil {
+			if err := hook(e, s); err != nil {
+				return nil, err
+			}
+		}
 		waiting := e.waiting()
 		if st.blocked != "" {
 			sum.BlockedSteps[st.blocked]++
 		}
 		if st.idle {
+			if sum.UnservableRequests != lastUnservable {
+				idles, lastUnservable = 0, sum.UnservableRequests
+			}
 			if idles++; idles > 3 {
 				return nil, fmt.Errorf("simulate: internal error: the %s scheduler made no progress with %d requests waiting", cfg.Engine, waiting)
 			}
