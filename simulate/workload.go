@@ -297,6 +297,7 @@ type pendingTurn struct {
 	turn    int
 	context int // prompt+output so far
 	group   int
+	left    int // turns after this one
 }
 
 type genSource struct {
@@ -309,6 +310,7 @@ type genSource struct {
 	nextNew float64
 	drawn   bool
 	pending []pendingTurn // sessions waiting for their next turn
+	owed    int           // turns promised to sessions in progress
 }
 
 func (s *genSource) interarrival() float64 {
@@ -326,7 +328,7 @@ func (s *genSource) Next() (Request, error) {
 		return Request{}, io.EOF
 	}
 	turns := max(s.g.Turns, 1)
-	canStart := s.emitted+len(s.pending) < s.g.Requests
+	canStart := s.emitted+s.owed < s.g.Requests
 	if canStart && !s.drawn {
 		s.nextNew = 0
 		if s.started > 0 {
@@ -344,11 +346,14 @@ func (s *genSource) Next() (Request, error) {
 	if pi >= 0 && (!canStart || s.pending[pi].at <= s.nextNew) {
 		pt = s.pending[pi]
 		s.pending = append(s.pending[:pi], s.pending[pi+1:]...)
+		s.owed--
 	} else {
 		s.clock = s.nextNew
 		s.drawn = false
 		s.started++
 		pt = pendingTurn{at: s.clock, session: s.started}
+		pt.left = min(turns-1, s.g.Requests-s.emitted-1-s.owed)
+		s.owed += pt.left
 		if s.groups > 0 {
 			pt.group = s.rng.IntN(s.groups)
 		}
@@ -366,8 +371,9 @@ func (s *genSource) Next() (Request, error) {
 		r.Session = pt.session
 	}
 	s.emitted++
-	if pt.turn+1 < turns && s.emitted+len(s.pending) < s.g.Requests {
-		s.pending = append(s.pending, pendingTurn{at: pt.at + s.g.ThinkS, session: pt.session, turn: pt.turn + 1, context: r.PromptTokens + out, group: pt.group})
+	if pt.left > 0 {
+		s.pending = append(s.pending, pendingTurn{at: pt.at + s.g.ThinkS, session: pt.session, turn: pt.turn + 1,
+			context: r.PromptTokens + out, group: pt.group, left: pt.left - 1})
 	}
 	return r, nil
 }
