@@ -126,7 +126,11 @@ func (e *sglang) arrive(r Request, id int64) {
 		m = e.cfg.ContextLength - p
 		e.s.sum.ClippedRequests++
 	}
-	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
+	q := e.s.newReq(r, id, m)
+	if cap(q.locs) < p+m {
+		q.locs = make([]int32, 0, p+m)
+	}
+	e.waitq = append(e.waitq, q)
 }
 
 // evictFor evicts the tree when fewer than n slots are free

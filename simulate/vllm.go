@@ -33,6 +33,7 @@ type vllm struct {
 	maxSeqs int
 	caching bool
 	seed    hashT
+	hasher  prefix.TokenHasher
 
 	waitq   []*req
 	run     []*req
@@ -80,7 +81,14 @@ func (e *vllm) arrive(r Request, id int64) {
 		e.s.sum.UnservableRequests++
 		return
 	}
-	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
+	q := e.s.newReq(r, id, m)
+	if nb := cdiv(p+m, e.bs); cap(q.blocks) < nb {
+		q.blocks = make([]int32, 0, nb)
+		if e.caching {
+			q.hashes = make([]hashT, 0, nb)
+		}
+	}
+	e.waitq = append(e.waitq, q)
 }
 
 // ensureHashes hashes r's full blocks among its first upto tokens
@@ -92,11 +100,7 @@ func (e *vllm) ensureHashes(r *req, upto int) {
 		if j > 0 {
 			parent = r.hashes[j-1]
 		}
-		h, err := prefix.BlockHash(parent, r.tokens[j*e.bs:(j+1)*e.bs], nil)
-		if err != nil {
-			panic(fmt.Sprintf("simulate: block hash: %v", err))
-		}
-		r.hashes = append(r.hashes, h)
+		r.hashes = append(r.hashes, e.hasher.Hash(parent, r.tokens[j*e.bs:(j+1)*e.bs]))
 	}
 }
 
@@ -240,9 +244,6 @@ func (e *vllm) step(now float64) stepInfo {
 			break
 		}
 		e.waitq = e.waitq[1:]
-		if len(e.waitq) == 0 {
-			e.waitq = e.waitq[:0:0]
-		}
 		e.run = append(e.run, r)
 		r.computed = hitTok
 		if !r.admitted {
