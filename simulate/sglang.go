@@ -357,6 +357,9 @@ func (e *sglang) prefill() (stepInfo, bool) {
 		}
 	}
 	e.waitq = e.waitq[:copy(e.waitq, e.waitq[admitted:])]
+	if len(e.waitq) == 0 {
+		st.blocked = ""
+	}
 	e.canRun = batch
 	if len(batch) == 0 {
 		return st, false
