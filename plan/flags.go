@@ -127,7 +127,9 @@ func sp(pairs ...string) map[string]string {
 // flagTable is the table, in the order the flags are registered.
 var flagTable = []Flag{
 	{Key: "model", Name: "--model", Aliases: []Alias{{"--model-path", "SGLang's name"}}, Kind: KindString, Engines: allEngines,
-		Help: "model: catalog name (kvcfg models), config.json path or model directory (default " + catalog.Default + ")"},
+		Help: "model: catalog name (kvcfg models), config.json path, model directory or Hugging Face id org/name (default " + catalog.Default + ")"},
+	{Key: "revision", Name: "--revision", Kind: KindString, Engines: allEngines,
+		Help: "Hugging Face Hub revision of --model: branch, tag or commit (default main)"},
 	{Key: "engine", Name: "--engine", Kind: KindString, Engines: allEngines,
 		Help: "inference engine: sglang (default), vllm or trtllm"},
 

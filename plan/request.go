@@ -66,12 +66,22 @@ func fieldErr(field string, format string, args ...any) *FieldError {
 // are the flag names in snake_case. Zero values mean "not given" (the
 // engine default applies).
 type Request struct {
-	// Model is a catalog name, a config.json path or a model directory;
-	// empty means the catalog default (Llama-3.1-8B-Instruct).
+	// Model is a catalog name, a config.json path, a model directory or a
+	// Hugging Face id ("org/name[@revision]": the local HF cache, then the
+	// Hub through Resolver); empty means the catalog default
+	// (Llama-3.1-8B-Instruct).
 	Model string `json:"model,omitempty"`
 	// Config is an inline config.json (HTTP API); it wins over Model's
 	// config, and Model then only names it.
 	Config json.RawMessage `json:"config,omitempty"`
+	// Revision is the Hugging Face Hub revision (branch, tag or commit) of
+	// a Hub id in Model (default: main); a "@revision" suffix on Model wins.
+	Revision string `json:"revision,omitempty"`
+	// Resolver, when set, resolves Hub ids that are neither files, nor
+	// directories, nor catalog names (Go callers only; the hub package's
+	// Client is one): without it Model reads the local HF cache only,
+	// never the network.
+	Resolver catalog.Resolver `json:"-"`
 	// Engine is "sglang" (default), "vllm" or "trtllm" (Engines lists them).
 	Engine string `json:"engine,omitempty"`
 	// Resolved, when set, is the model already resolved and parsed (Go

@@ -141,7 +141,7 @@ func pinCatalog(req *plan.Request) error {
 
 // compare runs the configured comparison on a catalog model.
 func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
-	if err := pinCatalog(&req.Request); err != nil {
+	if err := s.pinModel(ctx, &req.Request); err != nil {
 		return nil, err
 	}
 	return s.cfg.Compare(ctx, req)
@@ -149,7 +149,7 @@ func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Co
 
 // plan runs the configured planner on a catalog model.
 func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
-	if err := pinCatalog(&req); err != nil {
+	if err := s.pinModel(ctx, &req); err != nil {
 		return nil, err
 	}
 	rep, err := s.cfg.Plan(ctx, req)
@@ -269,6 +269,9 @@ type ModelList struct {
 	Default string `json:"default"`
 	// Models are the catalog entries, sorted by name.
 	Models []ModelSummary `json:"models"`
+	// Hub is true when the server also plans Hugging Face ids outside
+	// the catalog (`kvcfg serve --hub`).
+	Hub bool `json:"hub,omitempty"`
 }
 
 // modelList is built once: the catalog is embedded and never changes.
@@ -299,12 +302,21 @@ var modelList = sync.OnceValue(func() []ModelSummary {
 })
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList()})
+	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList(), Hub: s.hub != nil})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	spec, err := catalog.Load(name)
+	if err != nil && s.hub != nil {
+		req := plan.Request{Model: name}
+		if err = s.pinModel(r.Context(), &req); err == nil {
+			spec = req.Resolved.Spec
+		} else if ae := classify(err); ae.status != http.StatusBadRequest {
+			s.writeError(w, r, ae)
+			return
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound, body: ErrorBody{Error: err.Error(), Field: "model"}})
 		return

@@ -104,6 +104,8 @@ func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request, skip ...string) *planFl
 			add(a.Name, help)
 		}
 	}
+	req.Resolver = bindHubFlags(fs, nil) // --revision is a row of the table
+
 	return pf
 }
 
