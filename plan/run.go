@@ -46,6 +46,7 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return nil, err
 	}
 	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
 	}
