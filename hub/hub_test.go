@@ -85,6 +85,15 @@ func TestResolveReadsOnlyHeaders(t *testing.T) {
 			t.Errorf("%s: CDN ranges %v, want %v", name, got, want)
 		}
 	}
+	resolverHits := 0
+	for _, r := range srv.Requests() {
+		if r.Server == "hub" && strings.Contains(r.Path, "/resolve/") && strings.HasSuffix(r.Path, ".safetensors") {
+			resolverHits++
+		}
+	}
+	if resolverHits != 2*len(repo.Shards) {
+		t.Errorf("%d resolver requests for %d shards, want 2 each", resolverHits, len(repo.Shards))
+	}
 	for _, r := range srv.Requests() {
 		if r.Server == "hub" && strings.Contains(r.Path, "/resolve/") && r.Auth != "Bearer hf_secret" {
 			t.Errorf("hub request %s without the token", r.Path)
