@@ -45,6 +45,7 @@ var durationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .0
 type Recorder struct {
 	set      *vm.Set
 	inFlight atomic.Int64
+	done     func() // ends an in-flight request; made once, not per request
 	// counters and histograms by their full name with labels, so the hot
 	// path builds no string once a series exists.
 	requests  sync.Map // requestKey → *vm.Counter
@@ -63,6 +64,7 @@ type requestKey struct {
 // metrics.
 func New() *Recorder {
 	r := &Recorder{set: vm.NewSet()}
+	r.done = func() { r.inFlight.Add(-1) }
 	r.set.NewGauge("kvcfg_http_requests_in_flight", func() float64 { return float64(r.inFlight.Load()) })
 	return r
 }
@@ -70,7 +72,7 @@ func New() *Recorder {
 // Start counts a request as in flight; call the returned func when it ends.
 func (r *Recorder) Start() (done func()) {
 	r.inFlight.Add(1)
-	return func() { r.inFlight.Add(-1) }
+	return r.done
 }
 
 // ObserveRequest records one served request. route should be the router's
