@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -201,6 +202,13 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 		if g.MemoryMiB == 0 {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}
+	}
+	if req.Platform != "" && req.Platform != g.Platform && g.Name != "custom" {
+		vendor := strings.ToUpper(g.Vendor)
+		if g.Vendor == "nvidia" {
+			vendor = "NVIDIA"
+		}
+		return g, fieldErr("platform", "%s does not run on the %s %s (platform %s): leave --platform out, or describe a custom GPU with --gpu-memory and no --gpu", req.Platform, vendor, g.Name, g.Platform)
 	}
 	if req.Platform != "" && req.Platform != g.Platform {
 		g.Platform = req.Platform

@@ -46,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
 	mux.HandleFunc("GET /api/v1/dtypes", s.handleDTypes)
+	mux.HandleFunc("GET /api/v1/flags", s.handleFlags)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.Handle("GET /", s.page(mux))
@@ -63,7 +64,11 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			return
 		}
 		var req Req
-		if err := decodeStrict(body, &req); err != nil {
+		err = decodeStrict(body, &req)
+		if err == nil {
+			err = givenZeros(body, &req)
+		}
+		if err != nil {
 			s.cfg.Metrics.ObservePlan(name, classify(err).kind)
 			s.writeError(w, r, err)
 			return
@@ -87,6 +92,31 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 		s.cfg.Metrics.ObservePlan(name, "ok")
 		s.writeJSON(w, http.StatusOK, resp)
 	})
+}
+
+// givenZeros refuses a plan or compare body that gives 0 where 0 means
+// nothing ({"tp_size": 0}), with every other problem of the request.
+func givenZeros(body []byte, req any) error {
+	var r plan.Request
+	switch v := req.(type) {
+	case *plan.Request:
+		r = *v
+	case *plan.CompareRequest:
+		r = v.Request
+		r.Engine = "" // a list there; each column checks its engine
+	default:
+		return nil
+	}
+	zerr := plan.ZeroErrors(explicitZeros(body))
+	if zerr == nil {
+		return nil
+	}
+	if _, ok := req.(*plan.Request); ok {
+		if err := r.Validate(); err != nil {
+			return errors.Join(zerr, err)
+		}
+	}
+	return zerr
 }
 
 // pinCatalog makes a request without an inline config plan exactly the

@@ -38,15 +38,19 @@ func (h *hubResolver) Resolve(ctx context.Context, id, revision string) (*catalo
 	return h.c.Resolve(ctx, id, revision)
 }
 
-// bindHubFlags registers --revision (into rev) and --timeout, and returns
-// the resolver that reads Hub ids with them (after files, directories,
-// the catalog and the local HF cache).
+// bindHubFlags registers --revision (into rev; nil when the flag table
+// binds it) and --timeout, and returns the resolver that reads Hub ids with
+// them.
 func bindHubFlags(fs *pflag.FlagSet, rev *string) *hubResolver {
 	h := &hubResolver{}
-	fs.StringVar(rev, "revision", "", "Hugging Face Hub revision of --model: branch, tag or commit (default main)")
+	if rev != nil {
+		fs.StringVar(rev, "revision", "", revisionHelp)
+	}
 	fs.DurationVar(&h.timeout, "timeout", defaultHubTimeout, "deadline for reading the model from the Hugging Face Hub")
 	return h
 }
+
+const revisionHelp = "Hugging Face Hub revision of --model: branch, tag or commit (default main)"
 
 // isTerminal reports whether f is a character device (a TTY).
 func isTerminal(f *os.File) bool {
