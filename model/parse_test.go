@@ -325,13 +325,13 @@ func TestErrors(t *testing.T) {
 		{"fractional heads", string(encode(t, patch(llama(), "num_attention_heads", 32.5))), model.ErrType, []string{"num_attention_heads"}},
 		{"architectures not a list", string(encode(t, patch(llama(), "architectures", "LlamaForCausalLM"))), model.ErrType, []string{"architectures"}},
 		{"rope_scaling not an object", string(encode(t, patch(llama(), "rope_scaling", 8))), model.ErrType, []string{"rope_scaling"}},
-		{"zero layers", string(encode(t, patch(llama(), "num_hidden_layers", 0))), model.ErrRange, []string{"num_layers"}},
-		{"negative kv heads", string(encode(t, patch(llama(), "num_key_value_heads", -8))), model.ErrRange, []string{"num_kv_heads"}},
+		{"zero layers", string(encode(t, patch(llama(), "num_hidden_layers", 0))), model.ErrRange, []string{"num_hidden_layers"}},
+		{"negative kv heads", string(encode(t, patch(llama(), "num_key_value_heads", -8))), model.ErrRange, []string{"num_key_value_heads"}},
 		{"kv heads do not divide", string(encode(t, patch(llama(), "num_key_value_heads", 5))), model.ErrRange, []string{"does not divide"}},
 		{"negative head_dim", string(encode(t, patch(llama(), "head_dim", -128))), model.ErrRange, []string{"head_dim"}},
 		{"absurd layers", string(encode(t, patch(llama(), "num_hidden_layers", 1e15))), model.ErrRange, []string{"num_hidden_layers"}},
 		{"absurd float layers", `{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 1e300, "num_attention_heads": 32, "hidden_size": 4096}`, model.ErrRange, []string{"num_hidden_layers"}},
-		{"huge layers", string(encode(t, patch(llama(), "num_hidden_layers", 5_000_000))), model.ErrRange, []string{"num_layers"}},
+		{"huge layers", string(encode(t, patch(llama(), "num_hidden_layers", 5_000_000))), model.ErrRange, []string{"num_hidden_layers"}},
 		{"unknown dtype", string(encode(t, patch(llama(), "torch_dtype", "int3"))), model.ErrRange, []string{"torch_dtype", "int3"}},
 		{"negative context", string(encode(t, patch(llama(), "max_position_embeddings", -1))), model.ErrRange, []string{"context_length"}},
 		{"negative vocab", string(encode(t, patch(llama(), "vocab_size", -5))), model.ErrRange, []string{"vocab_size"}},
@@ -365,7 +365,7 @@ func TestErrors(t *testing.T) {
 // TestAllErrorsAtOnce checks that independent problems are all reported.
 func TestAllErrorsAtOnce(t *testing.T) {
 	_, err := model.Parse(encode(t, patch(llama(), "num_key_value_heads", 5, "head_dim", -1, "max_position_embeddings", 0)), "x")
-	for _, want := range []string{"num_kv_heads", "head_dim", "context_length"} {
+	for _, want := range []string{"num_key_value_heads", "head_dim", "context_length"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not report %s", err, want)
 		}

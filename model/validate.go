@@ -12,12 +12,24 @@ const (
 	maxContext = 1 << 34
 )
 
+// configKeys maps Spec JSON keys to the config.json keys they come from,
+// so a validation error names what the user wrote.
+var configKeys = map[string]string{
+	"num_layers":   "num_hidden_layers",
+	"num_kv_heads": "num_key_value_heads",
+}
+
 // Validate checks the spec's internal consistency and reports every problem
 // at once (errors.Join of FieldErrors wrapping ErrRange or ErrMissing).
-// Field names are the Spec's JSON keys.
+// Field names are the config.json keys users write (num_hidden_layers,
+// num_key_value_heads) where the Spec's JSON key differs, else the Spec's
+// JSON keys.
 func (s *Spec) Validate() error {
 	var errs []error
 	bad := func(field string, sentinel error, format string, args ...any) {
+		if k, ok := configKeys[field]; ok {
+			field = k
+		}
 		errs = append(errs, &FieldError{File: s.Name, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
 	}
 	inRange := func(field string, v, lo, hi int) bool {

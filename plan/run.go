@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -45,6 +46,7 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return nil, err
 	}
 	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
 	}
@@ -141,9 +143,14 @@ func (o runOpts) weightsNote(w int64) string {
 
 // OpenModel returns the model a request names, read and parsed once: the
 // request's Resolved model, else its inline config, else the catalog entry,
-// config path, model directory or HF cache id in Model (default:
-// catalog.Default).
+// config path, model directory or HF id in Model (the local HF cache,
+// then the Hub when the request has a Resolver; default: catalog.Default).
 func OpenModel(req Request) (*catalog.Model, error) {
+	return openModel(context.Background(), req)
+}
+
+// openModel is OpenModel under ctx (a Hub resolver's requests end with it).
+func openModel(ctx context.Context, req Request) (*catalog.Model, error) {
 	if req.Resolved != nil {
 		return req.Resolved, nil
 	}
@@ -158,7 +165,7 @@ func OpenModel(req Request) (*catalog.Model, error) {
 	if ref == "" {
 		ref = catalog.Default
 	}
-	m, err := catalog.Open(ref)
+	m, err := catalog.OpenContext(ctx, ref, catalog.Options{Revision: req.Revision, Resolver: req.Resolver})
 	if err != nil {
 		return nil, &FieldError{Field: "model", Err: err}
 	}
@@ -197,6 +204,13 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}
 	}
+	if req.Platform != "" && req.Platform != g.Platform && g.Name != "custom" {
+		vendor := strings.ToUpper(g.Vendor)
+		if g.Vendor == "nvidia" {
+			vendor = "NVIDIA"
+		}
+		return g, fieldErr("platform", "%s does not run on the %s %s (platform %s): leave --platform out, or describe a custom GPU with --gpu-memory and no --gpu", req.Platform, vendor, g.Name, g.Platform)
+	}
 	if req.Platform != "" && req.Platform != g.Platform {
 		g.Platform = req.Platform
 		if g.Platform != "hip" {
@@ -210,7 +224,7 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 // parallel sizes and the Report's input fields (one GPU per TP × PP × DP
 // rank; engines adjust NumGPUs where they count differently).
 func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
-	m, err := OpenModel(req)
+	m, err := openModel(ctx, req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
@@ -224,7 +238,7 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	}
 	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
 	rep := &Report{
-		Inputs: Inputs{Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Inputs: Inputs{Engine: engine, Model: spec.Name, ModelRevision: m.Revision, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
 			Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp, KVCacheDType: req.KVCacheDType},
 		KVSettings: KVSettings{AttentionKind: spec.AttentionLabel()},
 		Logs:       Logs{LogLines: []string{}},
@@ -257,20 +271,34 @@ type infeasibleError struct {
 func (e *infeasibleError) Error() string   { return e.msg }
 func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
-// weightsPerRank reads the safetensors headers of the model's checkpoint
-// directory when it has one, else estimates from the config.
-func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
+// weightsPerRank sums the safetensors headers of the model's checkpoint
+// (read from the Hub, or in its directory) when it has them, else
+// estimates from the config. note is a warning for the report: a partial
+// download in the directory is estimated instead, and says so.
+func weightsPerRank(m *catalog.Model, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
+	if m.Headers != nil {
+		w := weights.FromHeaders(m.Headers, spec, weights.Layout{TP: tp, PP: pp})
+		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
+	}
 	if m.Dir != "" {
-		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
-			return 0, "", &FieldError{Field: "model", Err: err}
-		} else if ok {
-			return w, weights.Safetensors, nil
+		w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp})
+		var pe *weights.PartialError
+		switch {
+		case errors.As(err, &pe):
+			note = strings.TrimPrefix(pe.Error(), "weights: ") + "; weights estimated from the config instead"
+			if pe.TotalSize > 0 {
+				note += " (the index's total_size: " + units.Size(pe.TotalSize).String() + " for all ranks)"
+			}
+		case err != nil:
+			return 0, "", "", &FieldError{Field: "model", Err: err}
+		case ok:
+			return w, weights.Safetensors, "", nil
 		}
 	}
-	w, err := weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	w, err = weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
 	if err != nil {
-		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
+		return 0, "", "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
-	return w, weights.Estimated, nil
+	return w, weights.Estimated, note, nil
 }

@@ -62,7 +62,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 		}
 	}
 	in := sglang.Input{
-		Spec: spec, Parallel: par,
+		Spec: spec, Parallel: par, Version: req.SGLangVersion,
 		Args: sglang.ServerArgs{
 			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
 			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
@@ -93,6 +93,9 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 	d := cfgr.Derived()
 	kv := cfgr.KV()
+	if req.SGLangVersion != "" {
+		rep.SGLangProfile = cfgr.Profile().Reason
+	}
 	rep.ResolvedKVCacheDType = kv.Format.Name
 	rep.KVCacheTorchDType = kv.DType.Torch()
 	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
@@ -211,7 +214,10 @@ func (m *fitMemo) store(group, tp int, fits bool) {
 func inputError(err error) error {
 	var fe *sglang.FixError
 	if errors.As(err, &fe) {
-		field := strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		field := KeyOfFlag(fe.Flag)
+		if field == "" {
+			field = strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		}
 		return &FieldError{Field: field, Err: err}
 	}
 	return &FieldError{Err: err}
@@ -286,11 +292,14 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 	case req.WeightsMemory > 0:
 		mm.weights, mm.source = int64(req.WeightsMemory), weights.Given
 	default:
-		w, src, err := weightsPerRank(m, tp, pp)
+		w, src, note, err := weightsPerRank(m, tp, pp)
 		if err != nil {
 			return mm, err
 		}
 		mm.weights, mm.source = w, src
+		if note != "" {
+			mm.notes = append(mm.notes, note)
+		}
 		if src == weights.Estimated && spec.Multimodal {
 			mm.notes = append(mm.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
 		}

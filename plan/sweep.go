@@ -191,6 +191,9 @@ func sweepModels(base Request, axes []Axis) map[string]*catalog.Model {
 	}
 	names := []string{base.Model}
 	for _, a := range axes {
+		if a.Field == "revision" {
+			return nil // each row resolves its own revision
+		}
 		if a.Field == "model" {
 			names = append(names, a.Values...)
 		}
@@ -200,7 +203,7 @@ func sweepModels(base Request, axes []Axis) map[string]*catalog.Model {
 		if _, ok := out[name]; ok {
 			continue
 		}
-		if m, err := OpenModel(Request{Model: name}); err == nil {
+		if m, err := OpenModel(Request{Model: name, Revision: base.Revision, Resolver: base.Resolver}); err == nil {
 			out[name] = m
 		}
 	}

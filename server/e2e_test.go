@@ -186,9 +186,17 @@ func TestBrowserEndToEnd(t *testing.T) {
 	want := apiPlan(t, ts, body)
 
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	// The page opens with the default plan already shown, verdict first.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(ts.URL+"/"),
-		chromedp.WaitVisible(css(`body[data-state="ready"]`)),
+		chromedp.WaitVisible(css(`body[data-state="done"]`)),
+	); err != nil {
+		t.Fatalf("opening the page: %v", err)
+	}
+	if a, err := chromedp.Run(ctx, chromedp.TextContent(css(`#answer`))); err != nil || !strings.HasPrefix(a, "Serves:") {
+		t.Errorf("the opening plan's answer is %q (%v), want the default plan's verdict", a, err)
+	}
+	if err := chromedp.Do(ctx,
 		chromedp.SetValue(css(`#f-model`), catalog.Default),
 		chromedp.SetValue(css(`#f-gpu`), gpuName),
 		chromedp.SetValue(css(`#f-kv_cache_dtype`), kvDType),
@@ -317,6 +325,11 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if got := text("#title"); !strings.HasPrefix(got, "vllm") {
 		t.Errorf("title %q does not name vllm", got)
 	}
+	// The form shows the engine's own fields only: vLLM has no
+	// --mem-fraction-static, and a disabled field is not sent.
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`[document.getElementById("f-mem_fraction_static").disabled, document.getElementById("f-gpu_memory_utilization").disabled]`)); err != nil || !shown[0] || shown[1] {
+		t.Errorf("with vLLM selected, mem_fraction_static disabled / gpu_memory_utilization disabled = %v (%v), want true / false", shown, err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(css(`#f-engine`), "sglang"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("f-engine").dispatchEvent(new Event("change"))`),
@@ -350,12 +363,65 @@ func TestBrowserEndToEnd(t *testing.T) {
 		}
 	}
 
+	// Bad input leaves no stale plan on the page.
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("results").hidden`)); err != nil || !hidden {
+		t.Errorf("after a 400 the old results are still shown (hidden=%v, %v)", hidden, err)
+	}
+
+	// An infeasible plan (70B on one L4) shows its verdict, marks the
+	// overflow on the memory bar and keeps the dtype chart.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(css(`#f-mem_fraction_static`), ""),
+		chromedp.SetValue(css(`#f-model`), "meta-llama/Llama-3.1-70B-Instruct"),
+		chromedp.SetValue(css(`#f-gpu`), "L4"),
+		chromedp.SetValue(css(`#f-kv_cache_dtype`), "auto"),
+		chromedp.Click(css(`#submit`)),
+		chromedp.WaitVisible(css(`body[data-state="error"]`)),
+	); err != nil {
+		t.Fatalf("submitting an infeasible plan: %v", err)
+	}
+	type infeasibleView struct {
+		Verdict      string  `json:"verdict"`
+		Results      bool    `json:"results"`
+		Overflow     float64 `json:"overflow"`
+		DTypeVisible bool    `json:"dtype_visible"`
+		OverSegment  bool    `json:"over_segment"`
+	}
+	iv, err := chromedp.Run(ctx, chromedp.Evaluate[infeasibleView](`(() => {
+	  const c = Chart.getChart(document.getElementById("budget-chart"));
+	  return {
+	    verdict: document.getElementById("verdict").dataset.verdict,
+	    results: !document.getElementById("results").hidden,
+	    overflow: window.kvcfg.overflowBytes,
+	    dtype_visible: !document.getElementById("dtype-figure").hidden && !!Chart.getChart(document.getElementById("dtype-chart")),
+	    over_segment: c.data.datasets.some((d) => d.label.startsWith("Over the GPU")),
+	  };
+	})()`))
+	if err != nil {
+		t.Fatalf("reading the infeasible view: %v", err)
+	}
+	if iv.Verdict != "refuses" || !iv.Results || iv.Overflow <= 0 || !iv.DTypeVisible || !iv.OverSegment {
+		t.Errorf("infeasible plan view %+v, want verdict refuses, results shown, overflow marked, dtype chart kept", iv)
+	}
+
+	// Usable on a phone: at a 420 px viewport nothing overflows sideways.
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(420, 900, chromedp.EmulateMobile),
+		chromedp.Sleep(200*time.Millisecond),
+	); err != nil {
+		t.Fatalf("narrow viewport: %v", err)
+	}
+	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 420 {
+		wide, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 421).slice(0, 8).map((e) => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))`))
+		t.Errorf("at 420 px the page is %d px wide (%v); widest: %v", w, err, wide)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, p := range problems {
 		// The invalid plan's 400 is logged by the browser as a failed
 		// resource load; everything else is a page bug.
-		if strings.Contains(p, "status of 400") {
+		if strings.Contains(p, "status of 400") || strings.Contains(p, "status of 422") {
 			continue
 		}
 		t.Errorf("browser reported: %s", p)

@@ -171,7 +171,7 @@ func TestCatalogEndpoints(t *testing.T) {
 		if diff := cmp.Diff(sglang.AcceptedKVDTypes(), got.KVCacheDTypes); diff != "" {
 			t.Errorf("kv_cache_dtypes mismatch (-want +got):\n%s", diff)
 		}
-		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest)}
+		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest), "trtllm": {"auto", "fp8", "nvfp4"}}
 		if diff := cmp.Diff(wantEngines, got.Engines); diff != "" {
 			t.Errorf("engines mismatch (-want +got):\n%s", diff)
 		}

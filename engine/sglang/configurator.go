@@ -337,7 +337,11 @@ func (c *Configurator) Reset(in Input) error {
 		kv, err = resolveKV(req)
 	}
 	if err != nil {
-		return &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto", Hint: "accepted: " + strings.Join(AcceptedKVDTypes(), ", ")}
+		fe := &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto"}
+		if !errors.Is(err, ErrUnsupportedKV) { // that error lists them already
+			fe.Hint = "accepted: " + strings.Join(AcceptedKVDTypes(), ", ")
+		}
+		return fe
 	}
 	if s.Attention == model.DSA {
 		switch kv.Format.Name {

@@ -26,6 +26,19 @@
   }
   window.kvcfg = state;
 
+  // applyEngine shows the selected engine's own fields and disables the
+  // others' (disabled fields are not sent: the API refuses another
+  // engine's flags).
+  function applyEngine() {
+    const eng = $("f-engine").value;
+    for (const el of document.querySelectorAll("[data-engines]")) {
+      const on = el.dataset.engines.split(" ").includes(eng);
+      el.hidden = !on;
+      for (const input of el.querySelectorAll("input, select")) input.disabled = !on;
+    }
+    fillDTypes();
+  }
+
   function setState(s) { document.body.dataset.state = s; }
 
   async function getJSON(url) {
@@ -117,6 +130,10 @@
       }
       req[el.name] = el.type === "number" ? Number(v) : v;
     }
+    // A Hugging Face id (servers started with --hub) replaces the
+    // catalog choice.
+    if (req.hub_model) req.model = req.hub_model;
+    delete req.hub_model;
     if (req.config) delete req.model;
     return req;
   }
@@ -139,19 +156,39 @@
     const bd = rep.breakdown || {};
     const datasets = [];
     let stacked = 0;
+    // Up to the GPU's total each part is drawn in its colour; what the
+    // launch needs beyond it (weights that do not fit, say) is one red
+    // segment past the total.
+    let room = bd.total_bytes > 0 ? bd.total_bytes : Infinity;
     for (const [key, name, color] of budgetSegments) {
       const v = bd[key];
       if (typeof v !== "number" || v <= 0) continue;
       stacked += v;
+      const inside = Math.min(v, room);
+      room -= inside;
+      if (inside <= 0) continue;
       datasets.push({
         label: `${name} ${fmtBytes(v)}`,
-        data: [v / 2 ** 30],
+        data: [inside / 2 ** 30],
         backgroundColor: color,
         borderColor: "#ffffff",
         borderWidth: 1,
       });
     }
-    $("budget-total").textContent = bd.total_bytes ? `(total ${fmtBytes(bd.total_bytes)} per GPU)` : "";
+    const over = bd.total_bytes > 0 ? stacked - bd.total_bytes : 0;
+    if (over > 0) {
+      datasets.push({
+        label: `Over the GPU by ${fmtBytes(over)}`,
+        data: [over / 2 ** 30],
+        backgroundColor: "#b3261e",
+        borderColor: "#ffffff",
+        borderWidth: 1,
+      });
+    }
+    state.overflowBytes = Math.max(over, 0);
+    $("budget-total").textContent = bd.total_bytes
+      ? `(total ${fmtBytes(bd.total_bytes)} per GPU${over > 0 ? `; the launch needs ${fmtBytes(stacked)}, ${fmtBytes(over)} more` : ""})`
+      : "";
     replaceChart("budget", $("budget-chart"), {
       type: "bar",
       data: { labels: ["per GPU"], datasets },
@@ -248,8 +285,21 @@
     }
   }
 
+  function renderVerdict(rep) {
+    const box = $("verdict");
+    box.dataset.verdict = rep.verdict || "";
+    $("answer").textContent = rep.answer || rep.error || "";
+    const fix = rep.verdict && rep.verdict !== "serves" ? rep.fix_hint : "";
+    $("fix").textContent = fix ? "Fix: " + fix : "";
+    $("fix").hidden = !fix;
+    const flags = fix && rep.fix_args && rep.fix_args.length ? rep.fix_args.join(" ") : "";
+    $("fix-flags").textContent = flags;
+    $("fix-flags").hidden = !flags;
+  }
+
   function render(req, rep) {
     $("results").hidden = false;
+    renderVerdict(rep);
     const parts = [rep.engine, rep.model, rep.gpu].filter(Boolean);
     $("title").textContent = parts.join(" · ") + (rep.tp_size ? ` · TP ${rep.tp_size}` : "");
     for (const el of document.querySelectorAll("#cards .v")) {
@@ -285,28 +335,31 @@
     history.replaceState(null, "", "?" + toQuery(req));
     const res = await postJSON("api/v1/plan", req);
     if (gen !== state.generation) return;
-    if (!res.ok) {
-      const rep = res.data.report;
-      if (rep) render(req, rep); // an infeasible plan: show why
-      $("dtype-figure").hidden = true;
+    const rep = res.ok ? res.data : res.data.report;
+    if (!rep) {
+      // Bad input: no plan to show, and the last one no longer applies.
+      state.report = null;
+      $("results").hidden = true;
       showError(res.data.error || `HTTP ${res.status}`, res.data.field);
       setState("error");
       return;
     }
-    state.report = res.data;
-    render(req, res.data);
+    state.report = rep;
+    render(req, rep); // an infeasible plan too: its budget shows why
+    if (!res.ok) showError(res.data.error || `HTTP ${res.status}`, res.data.field);
     $("dtype-figure").hidden = false;
-    // One comparison across the KV cache dtypes, same engine and flags.
+    // One comparison across the KV cache dtypes, same engine and flags:
+    // most useful when this one does not fit.
     const cmpReq = Object.assign({}, req, { engines: [req.engine || "sglang"], kv_cache_dtypes: state.sweep });
     delete cmpReq.engine;
     delete cmpReq.kv_cache_dtype;
     const cmp = await postJSON("api/v1/compare", cmpReq);
     if (gen !== state.generation) return;
-    const columns = cmp.ok ? cmp.data.columns || [] : [];
+    const columns = cmp.ok ? cmp.data.columns || [] : (cmp.data.report && cmp.data.report.columns) || [];
     state.sweepResults = columns;
-    drawSweep(req, res.data, columns);
-    if (!cmp.ok) $("dtype-note").textContent = `Comparison failed: ${cmp.data.error || "HTTP " + cmp.status}`;
-    setState("done");
+    drawSweep(req, rep, columns);
+    if (!cmp.ok && !columns.length) $("dtype-note").textContent = `Comparison failed: ${cmp.data.error || "HTTP " + cmp.status}`;
+    setState(res.ok ? "done" : "error");
   }
 
   function toQuery(req) {
@@ -318,22 +371,20 @@
   }
 
   // applyQuery fills the form from the URL (?model=...&gpu=...), so a plan
-  // can be linked; it reports whether the URL asked for a plan.
+  // can be linked.
   function applyQuery() {
     const q = new URLSearchParams(location.search);
     if (q.has("engine")) {
       $("f-engine").value = q.get("engine");
-      fillDTypes(); // the engine decides which dtypes the form offers
+      applyEngine(); // the engine decides which fields and dtypes the form offers
     }
-    let any = false;
     for (const [k, v] of q) {
       const el = form.elements[k];
       if (!el || k === "engine") continue;
       el.value = v;
       if (k === "config") $("config-box").open = true;
-      any = true;
+      if ($("measured-box").contains(el)) $("measured-box").open = true;
     }
-    return any && (q.has("model") || q.has("config"));
   }
 
   async function init() {
@@ -352,25 +403,27 @@
         msel.append(option(m.name));
       }
       if (models.default) msel.value = models.default;
+      if (models.hub) { $("hub-box").hidden = false; $("revision-box").hidden = false; }
       const gsel = $("f-gpu");
       for (const g of gpus.gpus || []) {
         gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));
       }
       state.engineDTypes = dtypes.engines || { sglang: dtypes.kv_cache_dtypes || [] };
-      fillDTypes();
-      $("f-engine").addEventListener("change", fillDTypes);
+      applyEngine();
+      $("f-engine").addEventListener("change", applyEngine);
     } catch (e) {
       showError(`could not load the catalogs: ${e.message}`);
       setState("error");
       return;
     }
-    const run = applyQuery();
+    applyQuery();
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       runPlan().catch((e) => { showError(String(e)); setState("error"); });
     });
     setState("ready");
-    if (run) runPlan().catch((e) => { showError(String(e)); setState("error"); });
+    // The page opens with a plan: the linked one, else the default.
+    runPlan().catch((e) => { showError(String(e)); setState("error"); });
   }
 
   init();
