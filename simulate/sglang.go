@@ -45,6 +45,7 @@ type sglang struct {
 	decs    []pool.Decode
 	slots   []int32
 	order   []int
+	victims []*req
 	held    int // tokens held by live requests (not the tree)
 
 	retractions int64
@@ -126,11 +127,7 @@ func (e *sglang) arrive(r Request, id int64) {
 		m = e.cfg.ContextLength - p
 		e.s.sum.ClippedRequests++
 	}
-	q := e.s.newReq(r, id, m)
-	if cap(q.locs) < p+m {
-		q.locs = make([]int32, 0, p+m)
-	}
-	e.waitq = append(e.waitq, q)
+	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
 }
 
 // evictFor evicts the tree when fewer than n slots are free
@@ -185,6 +182,10 @@ func (e *sglang) budgetState(a *adder) int {
 // match sets r's prefix from the tree (init_next_round_input): fill_ids
 // capped at len-1, whole pages.
 func (e *sglang) match(r *req) {
+	e.s.materialize(r)
+	if cap(r.locs) < r.P+r.M {
+		r.locs = make([]int32, 0, r.P+r.M)
+	}
 	fill := r.P + r.out
 	r.locs = r.locs[:0]
 	r.prefix, r.treeLen, r.node = 0, 0, nil
@@ -356,7 +357,7 @@ func (e *sglang) prefill() (stepInfo, bool) {
 			break
 		}
 	}
-	e.waitq = e.waitq[:copy(e.waitq, e.waitq[admitted:])]
+	e.waitq = e.waitq[admitted:] // amortized: append reallocates when the front is used up
 	if len(e.waitq) == 0 {
 		st.blocked = ""
 	}
@@ -611,7 +612,7 @@ func (e *sglang) retract() {
 		e.release(v)
 		v.done = true // leaves the running batch below
 		retracted++
-		e.waitqAppend(v)
+		e.victims = append(e.victims, v)
 		e.evictFor(sglRetractDecodeSteps * len(e.order))
 	}
 	k := 0
@@ -627,17 +628,18 @@ func (e *sglang) retract() {
 	}
 	clear(e.run[k:])
 	e.run = e.run[:k]
-	for _, r := range e.waitq {
-		r.done = false
+	for _, v := range e.victims {
+		v.done = false
+		e.waitq = append(e.waitq, v)
 	}
+	clear(e.victims)
+	e.victims = e.victims[:0]
 	e.retractions += int64(retracted)
 	e.latch = false
 	if mSum > 0 {
 		e.ratio = min(1, float64(outSum+sglRetractDecodeSteps*k)/float64(mSum))
 	}
 }
-
-func (e *sglang) waitqAppend(r *req) { e.waitq = append(e.waitq, r) }
 
 // survivors returns the running requests still in e.order.
 func (e *sglang) survivors() []*req {

@@ -230,7 +230,12 @@ type req struct {
 	arrival float64
 	P, M    int
 	out     int
-	tokens  []uint32 // P+M token ids (outputs included: they are fixed)
+	tokens  []uint32 // P+M token ids (outputs included: they are fixed); made at first admission
+
+	// where the token ids come from (materialize)
+	own, group uint64
+	groupLen   int
+	ids        []uint32
 
 	// SGLang
 	locs    []int32 // slots of tokens[:len(locs)]
@@ -275,34 +280,41 @@ func (s *sim) newReq(r Request, id int64, m int) *req {
 	} else {
 		q = &req{}
 	}
-	p := r.promptLen()
-	q.id, q.arrival, q.P, q.M = id, r.ArrivalS, p, m
-	own := uint64(keyOwn) | uint64(id)
+	q.id, q.arrival, q.P, q.M = id, r.ArrivalS, r.promptLen(), m
+	q.own = uint64(keyOwn) | uint64(id)
 	if r.Session > 0 {
-		own = uint64(keySession) | uint64(r.Session)
+		q.own = uint64(keySession) | uint64(r.Session)
 	}
-	n := p + m
+	q.group, q.groupLen, q.ids = uint64(keyGroup)|uint64(r.PrefixGroup), r.PrefixTokens, r.PromptIDs
+	return q
+}
+
+// materialize makes q's token ids (prompt and outputs) when it is first
+// considered for admission: a waiting request holds only its description.
+func (s *sim) materialize(q *req) {
+	n := q.P + q.M
+	if len(q.tokens) == n {
+		return
+	}
 	if cap(q.tokens) < n {
 		q.tokens = make([]uint32, 0, n)
 	}
 	t := q.tokens[:n]
-	if len(r.PromptIDs) > 0 {
-		copy(t, r.PromptIDs)
-		for i := p; i < n; i++ {
-			t[i] = tok(own, i)
+	if len(q.ids) > 0 {
+		copy(t, q.ids)
+		for i := q.P; i < n; i++ {
+			t[i] = tok(q.own, i)
 		}
 	} else {
-		g := uint64(keyGroup) | uint64(r.PrefixGroup)
 		for i := range t {
-			if i < r.PrefixTokens {
-				t[i] = tok(g, i)
+			if i < q.groupLen {
+				t[i] = tok(q.group, i)
 			} else {
-				t[i] = tok(own, i)
+				t[i] = tok(q.own, i)
 			}
 		}
 	}
-	q.tokens = t
-	return q
+	q.tokens, q.ids = t, nil
 }
 
 func (s *sim) recycle(q *req) { s.free = append(s.free, q) }

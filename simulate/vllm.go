@@ -82,14 +82,7 @@ func (e *vllm) arrive(r Request, id int64) {
 		e.s.sum.UnservableRequests++
 		return
 	}
-	q := e.s.newReq(r, id, m)
-	if nb := cdiv(p+m, e.bs); cap(q.blocks) < nb {
-		q.blocks = make([]int32, 0, nb)
-		if e.caching {
-			q.hashes = make([]hashT, 0, nb)
-		}
-	}
-	e.waitq = append(e.waitq, q)
+	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
 }
 
 // ensureHashes hashes r's full blocks among its first upto tokens
@@ -134,6 +127,13 @@ func fastBlockHash(parent hashT, tokens []uint32) hashT {
 // computedBlocks is get_computed_blocks: cached full blocks from the
 // start, stopping at the first miss, capped so one token is computed.
 func (e *vllm) computedBlocks(r *req) []int32 {
+	e.s.materialize(r)
+	if nb := cdiv(r.P+r.M, e.bs); cap(r.blocks) < nb {
+		r.blocks = make([]int32, 0, nb)
+		if e.caching {
+			r.hashes = make([]hashT, 0, nb)
+		}
+	}
 	e.hits = e.hits[:0]
 	if !e.caching || r.computed != 0 {
 		return e.hits

@@ -92,7 +92,7 @@ Exit status: 0 when every request was served, 3 when some could never be
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			newSource, err := f.source(cmd)
+			newSource, err := f.source(cmd, f.compare || sw.active())
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -200,12 +200,22 @@ func (f *simulateFlags) lengths(mean int) simulate.Lengths {
 }
 
 // source returns a function that opens the workload afresh (--compare
-// replays it once per plan).
-func (f *simulateFlags) source(cmd *cobra.Command) (func() (simulate.Source, error), error) {
+// replays it once per plan: replay buffers standard input; a single run
+// streams it).
+func (f *simulateFlags) source(cmd *cobra.Command, replay bool) (func() (simulate.Source, error), error) {
 	gen := f.requests > 0 || f.promptLen > 0 || f.outputLen > 0
 	switch {
 	case f.trace != "" && gen:
 		return nil, errors.New("give either --trace or a generated workload (--requests, --prompt-len, --output-len), not both")
+	case f.trace == "-" && !replay:
+		used := false
+		return func() (simulate.Source, error) {
+			if used {
+				return nil, errors.New("standard input can be read only once")
+			}
+			used = true
+			return simulate.NewTraceReader(cmd.InOrStdin()), nil
+		}, nil
 	case f.trace == "-":
 		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<30))
 		if err != nil {
