@@ -276,3 +276,19 @@ func TestPoolSmallerThanOneRequest(t *testing.T) {
 		}
 	}
 }
+
+// Simulations share nothing: concurrent runs (go test -race) give the
+// same answers as sequential ones.
+func TestConcurrentRuns(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			cfg, reqs := randomCase(seed)
+			a := runChecked(t, cfg, reqs)
+			b := runChecked(t, cfg, reqs)
+			if a.Steps != b.Steps || a.RecomputedTokens != b.RecomputedTokens || a.CachedPromptTokens != b.CachedPromptTokens {
+				t.Errorf("runs differ: %+v vs %+v", a, b)
+			}
+		})
+	}
+}

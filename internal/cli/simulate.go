@@ -169,7 +169,7 @@ Exit status: 0 when every request was served, 3 when some could never be
 	fs.Float64Var(&f.opts.MFU, "mfu", 0, "roofline: fraction of peak FLOPS reached (default 0.5)")
 	fs.Float64Var(&f.opts.StepOverheadS, "step-overhead", 0, "roofline: fixed seconds per step (default 0.003)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
-	fs.IntVar(&f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10)")
+	fs.IntVar(&f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
 	fs.BoolVar(&f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
 	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
