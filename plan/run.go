@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
@@ -271,6 +272,27 @@ type infeasibleError struct {
 func (e *infeasibleError) Error() string   { return e.msg }
 func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
+// dirRead is what a model directory's safetensors headers gave.
+type dirRead struct {
+	hdrs []safetensors.Header
+	ok   bool
+	err  error
+}
+
+// dirReads caches each model directory's headers by its *catalog.Model
+// (which catalog.Open keeps per reference), so a model is read once per
+// process, as its config is.
+var dirReads sync.Map // *catalog.Model → *dirRead
+
+func dirHeaders(m *catalog.Model) *dirRead {
+	if d, ok := dirReads.Load(m); ok {
+		return d.(*dirRead)
+	}
+	hdrs, ok, err := weights.ReadDir(m.Dir)
+	d, _ := dirReads.LoadOrStore(m, &dirRead{hdrs, ok, err})
+	return d.(*dirRead)
+}
+
 // weightsPerRank sums the safetensors headers of the model's checkpoint
 // (read from the Hub, or in its directory) when it has them, else
 // estimates from the config. note is a warning for the report: a partial
@@ -282,7 +304,11 @@ func weightsPerRank(m *catalog.Model, tp, pp int) (w int64, src weights.Source, 
 		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
 	}
 	if m.Dir != "" {
-		w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp})
+		d := dirHeaders(m)
+		w, ok, err := int64(0), d.ok, d.err
+		if ok && err == nil {
+			w = weights.FromHeaders(d.hdrs, spec, weights.Layout{TP: tp, PP: pp})
+		}
 		var pe *weights.PartialError
 		switch {
 		case errors.As(err, &pe):

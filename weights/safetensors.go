@@ -33,26 +33,37 @@ var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
 // hold (a partial download) is refused with a *PartialError: its headers
 // would undercount the weights.
 func FromDir(dir string, s *model.Spec, l Layout) (int64, bool, error) {
+	hdrs, ok, err := ReadDir(dir)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return FromHeaders(hdrs, s, l), true, nil
+}
+
+// ReadDir reads the headers of every *.safetensors file in dir, sorted by
+// file name (only headers are read); ok is false when there is none. A
+// partial download is a *PartialError, as for FromDir.
+func ReadDir(dir string) (hdrs []safetensors.Header, ok bool, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	if err != nil {
-		return 0, false, fmt.Errorf("weights: %w", err)
+		return nil, false, fmt.Errorf("weights: %w", err)
 	}
 	if perr := checkIndex(dir, files); perr != nil {
-		return 0, true, perr
+		return nil, true, perr
 	}
 	if len(files) == 0 {
-		return 0, false, nil
+		return nil, false, nil
 	}
 	sort.Strings(files)
-	hdrs := make([]safetensors.Header, 0, len(files))
+	hdrs = make([]safetensors.Header, 0, len(files))
 	for _, f := range files {
 		hdr, err := readHeader(f)
 		if err != nil {
-			return 0, true, err
+			return nil, true, err
 		}
 		hdrs = append(hdrs, *hdr)
 	}
-	return FromHeaders(hdrs, s, l), true, nil
+	return hdrs, true, nil
 }
 
 // FromHeaders sums the weight bytes of the most loaded rank from the
