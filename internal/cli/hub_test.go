@@ -119,3 +119,26 @@ func TestHubFailures(t *testing.T) {
 		t.Errorf("gated with an approved token: exit %d: %s", code, errs)
 	}
 }
+
+// A ModelOpt checkpoint's hf_quant_config.json decides `auto`: FP8 KV.
+func TestHubQuantConfigAutoKV(t *testing.T) {
+	cfg, err := catalog.Config("Qwen/Qwen3-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := hubtest.Checkpoint("nvidia/Qwen3-8B-FP8", hubCommit, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Files["hf_quant_config.json"] = []byte(`{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`)
+	srv := hubtest.New(t, repo)
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "0")
+	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
+	out, errs, code := run(t, "plan", "--model", "nvidia/Qwen3-8B-FP8", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"resolved_kv_cache_dtype": "fp8_e4m3"`) {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}
