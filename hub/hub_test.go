@@ -420,7 +420,7 @@ func TestMalformed(t *testing.T) {
 			if !errors.Is(err, hub.ErrMalformed) || !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), "model.safetensors") {
 				t.Errorf("error %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad", commit+".json")); err == nil {
+			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad")); err == nil {
 				t.Errorf("a malformed checkpoint was cached")
 			}
 		})
