@@ -272,15 +272,19 @@ func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err
 
 // weightsPerRank sums the safetensors headers of the model's checkpoint
 // (read from the Hub, or in its directory) when it has them, else
-// estimates from the config.
-func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
+// estimates from the config. The checkpoint's MTP (NextN) layers count
+// when the request's speculative algorithm drafts with them (EAGLE, NEXTN
+// or MTP on a model that has them): the engine loads them before it
+// reads the free memory.
+func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (int64, weights.Source, error) {
 	spec := m.Spec
+	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
 	if m.Headers != nil {
-		w := weights.FromHeaders(m.Headers, spec, weights.Layout{TP: tp, PP: pp})
+		w := weights.FromHeaders(m.Headers, spec, l)
 		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), nil
 	}
 	if m.Dir != "" {
-		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
+		if w, ok, err := weights.FromDir(m.Dir, spec, l); err != nil {
 			return 0, "", &FieldError{Field: "model", Err: err}
 		} else if ok {
 			return w, weights.Safetensors, nil
@@ -291,4 +295,17 @@ func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error)
 		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
 	return w, weights.Estimated, nil
+}
+
+// draftsWithMTP reports whether the request's speculative decoding loads
+// the checkpoint's own MTP layers as its draft model.
+func draftsWithMTP(req Request, spec *model.Spec) bool {
+	if spec.NumNextNPredictLayers <= 0 {
+		return false
+	}
+	switch strings.ToUpper(strings.TrimSpace(req.SpeculativeAlgorithm)) {
+	case "EAGLE", "NEXTN", "MTP":
+		return true
+	}
+	return false
 }

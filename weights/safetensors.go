@@ -56,7 +56,7 @@ func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
 	stages := make([]float64, pp)
 	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
-			st, skip := tensorStage(t.Name, s, stageOf, pp)
+			st, skip := tensorStage(t.Name, s, stageOf, pp, l.Draft)
 			if skip {
 				continue
 			}
@@ -189,14 +189,17 @@ func stageMap(s *model.Spec, pp int) []int {
 	return out
 }
 
-func tensorStage(name string, s *model.Spec, stageOf []int, pp int) (int, bool) {
+func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) (int, bool) {
 	if isVision(strings.ToLower(name)) {
 		return 0, false // a vision tower loads on the first stage, whole
 	}
 	if m := layerRe.FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
-		if err != nil || idx >= len(stageOf) {
-			return 0, true // draft (MTP) layer or out of range
+		if err != nil {
+			return 0, true
+		}
+		if idx >= len(stageOf) {
+			return pp - 1, !draft // an MTP layer: loaded only as the draft
 		}
 		return stageOf[idx], false
 	}
