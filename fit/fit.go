@@ -81,6 +81,8 @@ func (o Options) Validate() error {
 	for _, d := range o.KVCacheDTypes {
 		if strings.TrimSpace(d) == "" {
 			bad("kv_cache_dtypes", "empty dtype")
+		} else if err := o.Base.CheckKVCacheDType(d); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 		}
 	}
 	if err := o.Base.Validate(); err != nil {
@@ -416,9 +418,12 @@ func (s *search) request(c candidate, n, L int) plan.Request {
 	if c.pp > 1 {
 		r.PPSize = c.pp
 	}
-	if r.Engine == plan.EngineVLLM {
+	switch r.Engine {
+	case plan.EngineVLLM:
 		r.MaxModelLen, r.MaxNumSeqs = L, n
-	} else {
+	case plan.EngineTRTLLM:
+		r.ContextLength, r.MaxBatchSize = L, n
+	default:
 		r.ContextLength, r.MaxRunningRequests = L, n
 	}
 	return r
@@ -439,10 +444,10 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 		if req.GPUMemoryUtilization == 0 {
 			req.GPUMemoryUtilization = rep.GPUMemoryUtilization // the version's default
 		}
-	} else if req.MemFractionStatic == 0 && rep.MemFractionStatic > 0 {
+	} else if req.Engine == plan.EngineSGLang && req.MemFractionStatic == 0 && rep.MemFractionStatic > 0 {
 		req.MemFractionStatic = rep.MemFractionStatic
 	}
-	if !vllmEngine {
+	if req.Engine == plan.EngineSGLang {
 		switch {
 		case s.spec.Linear != nil && s.base.MaxMambaCacheSize == 0 && s.base.MambaFullMemoryRatio == 0:
 			return s.solveMamba(ctx, req, n, L)

@@ -20,6 +20,7 @@ func newFitCmd() *cobra.Command {
 		concurrency int
 		gpus        []string
 		dtypes      []string
+		engines     []string
 		maxGPUs     int
 		all, debug  bool
 		format      string
@@ -79,7 +80,11 @@ invalid input.`,
 				Base: base, Concurrency: concurrency, ContextLength: ctxLen,
 				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
 			}
-			res, err := fit.Run(cmd.Context(), opts)
+			engs := trimList(engines)
+			if len(engs) > 0 && base.Engine != "" {
+				return &exitError{code: 2, err: errors.New("give --engine or --engines, not both")}
+			}
+			res, err := fit.RunEngines(cmd.Context(), opts, engs)
 			if err != nil {
 				if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
 					return &exitError{code: 2, err: err}
@@ -102,6 +107,7 @@ invalid input.`,
 	pf = bindPlanFlags(fs, &base, "concurrency")
 	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
 	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
+	fs.StringSliceVar(&engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
 	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
 	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
@@ -123,9 +129,19 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		t.Concurrency, group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "#\tGPU\tGPUS\tTP\tPP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS")
+		// Several engines searched: each row says whose flags it lists.
+		engineCol := strings.Contains(t.Engine, ",")
+		head := "#\tGPU\tGPUS\tTP\tPP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS"
+		if engineCol {
+			head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
+		}
+		fmt.Fprintln(tw, head)
 		for i, c := range res.Configurations {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", i+1, c.GPU, c.GPUCount, c.TPSize, c.PPSize, dtypeLabel(c),
+			rank := strconv.Itoa(i + 1)
+			if engineCol {
+				rank += "\t" + c.Engine
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", rank, c.GPU, c.GPUCount, c.TPSize, c.PPSize, dtypeLabel(c),
 				group(c.MaxTotalNumTokens), c.CapacityAtContextLength, gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
 		}
 		if err := tw.Flush(); err != nil {
@@ -137,7 +153,11 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintln(w, "No setup serves the target.")
 	}
 	if m := res.ClosestMiss; m != nil {
-		fmt.Fprintf(w, "\nClosest miss: %d× %s, tp %d, pp %d, kv %s\n", m.GPUCount, m.GPU, m.TPSize, m.PPSize, m.KVCacheDType)
+		on := ""
+		if strings.Contains(t.Engine, ",") {
+			on = " on " + m.Engine
+		}
+		fmt.Fprintf(w, "\nClosest miss: %d× %s%s, tp %d, pp %d, kv %s\n", m.GPUCount, m.GPU, on, m.TPSize, m.PPSize, m.KVCacheDType)
 		fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
 		fmt.Fprintf(w, "  serves:       %d requests of %s tokens, or %d requests of up to %s tokens\n",
 			m.MaxConcurrency, group(int64(t.ContextLength)), t.Concurrency, group(int64(m.MaxContextLength)))
