@@ -25,7 +25,8 @@ var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
 // (norms, biases) are replicated; K/V projections are replicated when there
 // are fewer KV heads than TP ranks (each rank keeps one head). Tensors of
 // layers at or above Spec.NumLayers (MTP/NextN draft layers) are not part of
-// the target model and are skipped. With PP, layer tensors go to their
+// the target model: they count, on the last stage, only with l.Draft.
+// Vision-tower and projector tensors are counted, on the first stage. With PP, layer tensors go to their
 // stage (remainder on the last stages), embeddings to the first stage and
 // the LM head and final norm to the last.
 //
@@ -76,7 +77,7 @@ func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
 	stages := make([]float64, pp)
 	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
-			st, skip := tensorStage(t.Name, s, stageOf, pp)
+			st, skip := tensorStage(t.Name, s, stageOf, pp, l.Draft)
 			if skip {
 				continue
 			}
@@ -209,14 +210,17 @@ func stageMap(s *model.Spec, pp int) []int {
 	return out
 }
 
-func tensorStage(name string, s *model.Spec, stageOf []int, pp int) (int, bool) {
+func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) (int, bool) {
 	if isVision(strings.ToLower(name)) {
 		return 0, false // a vision tower loads on the first stage, whole
 	}
 	if m := layerRe.FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
-		if err != nil || idx >= len(stageOf) {
-			return 0, true // draft (MTP) layer or out of range
+		if err != nil {
+			return 0, true
+		}
+		if idx >= len(stageOf) {
+			return pp - 1, !draft // an MTP layer: loaded only as the draft
 		}
 		return stageOf[idx], false
 	}
