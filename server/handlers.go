@@ -156,7 +156,11 @@ func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, erro
 	if err != nil && errors.Is(err, plan.ErrInfeasible) && rep != nil && rep.FixFlag != "" {
 		// Worded as `kvcfg plan` words it (plan.WithFix).
 		err = plan.WithFix(err, rep)
-		err = &fieldHint{field: strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_"), err: err}
+		field := plan.KeyOfFlag(rep.FixFlag) // the request key of any engine's spelling
+		if field == "" {
+			field = strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_")
+		}
+		err = &fieldHint{field: field, err: err}
 	}
 	return rep, err
 }
