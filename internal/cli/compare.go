@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -132,8 +133,10 @@ func writeComparison(out io.Writer, format string, c *plan.Comparison, err error
 }
 
 // comparisonRows returns the header and the rows of the comparison, one
-// column per plan.
-func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
+// column per plan. With notes, a refused column's error row says
+// "refused [N]" and the engine's words are returned as note N (they would
+// make the table hundreds of characters wide); without, the row holds them.
+func comparisonRows(c *plan.Comparison, withNotes bool) (header []string, rows [][]string, notes []string) {
 	header = []string{""}
 	labels := []string{"kv_cache_dtype", "tp", "bytes/token per GPU", "tokens (as logged)", "token capacity", "max concurrency", "available KV", "flags", "error"}
 	rows = make([][]string, len(labels))
@@ -147,9 +150,16 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 		if col.ResolvedKVCacheDType != "" && col.ResolvedKVCacheDType != dt {
 			dt += " → " + col.ResolvedKVCacheDType
 		}
+		// Every engine's column reads the same way: whole requests that
+		// fit, then the ratio (vLLM's own "Maximum concurrency" figure; the
+		// pool's tokens over the context length for the others).
 		conc := "-"
 		if col.ContextLength > 0 && col.Error == "" {
-			conc = fmt.Sprintf("%.2fx at %s", col.MaxConcurrency, group(int64(col.ContextLength)))
+			ratio := col.MaxConcurrency
+			if col.Engine != plan.EngineVLLM && col.TokenCapacity > 0 {
+				ratio = float64(col.TokenCapacity) / float64(col.ContextLength)
+			}
+			conc = fmt.Sprintf("%s (%.2fx) at %s", group(int64(col.MaxConcurrency)), ratio, group(int64(col.ContextLength)))
 		}
 		num := func(n int64) string {
 			if col.Report == nil || (col.Error != "" && n == 0) {
@@ -159,7 +169,10 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 		}
 		bpt := "-"
 		if col.BytesPerToken > 0 {
-			bpt = strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(col.BytesPerToken, 'f', 1, 64), "0"), ".")
+			bpt = group(int64(math.Round(col.BytesPerToken)))
+			if col.BytesPerToken != math.Trunc(col.BytesPerToken) {
+				bpt = "≈" + bpt // a page's bytes over its tokens
+			}
 		}
 		avail := "-"
 		if col.Report != nil {
@@ -172,7 +185,16 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 		if col.Error != "" {
 			anyErr = true
 		}
-		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, flags, col.Error}
+		errCell := col.Error
+		if withNotes && col.Error != "" {
+			note := fmt.Sprintf("[%d] %s, %s, TP %d: %s", len(notes)+1, col.Engine, dt, col.TPSize, col.Error)
+			if col.Report != nil && col.Report.FixHint != "" {
+				note += "\n    fix: " + col.Report.FixHint
+			}
+			notes = append(notes, note)
+			errCell = fmt.Sprintf("refused [%d]", len(notes))
+		}
+		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, flags, errCell}
 		for i, v := range vals {
 			rows[i] = append(rows[i], v)
 		}
@@ -180,23 +202,29 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 	if !anyErr {
 		rows = rows[:len(rows)-1]
 	}
-	return header, rows
+	return header, rows, notes
 }
 
 func writeComparisonTable(w io.Writer, c *plan.Comparison) {
 	fmt.Fprintf(w, "%s on %s\n\n", c.Model, c.GPU)
-	header, rows := comparisonRows(c)
+	header, rows, notes := comparisonRows(c, true)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
 }
 
 func writeComparisonMarkdown(w io.Writer, c *plan.Comparison) {
 	fmt.Fprintf(w, "## KV cache comparison: %s on %s\n\n", c.Model, c.GPU)
-	header, rows := comparisonRows(c)
+	header, rows, _ := comparisonRows(c, false)
 	fmt.Fprintf(w, "| %s |\n|", strings.Join(header, " | "))
 	for range header {
 		fmt.Fprint(w, "---|")

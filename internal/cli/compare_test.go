@@ -100,3 +100,37 @@ func TestPlanVLLMRefusalJSON(t *testing.T) {
 		t.Errorf("stderr %q lacks vLLM's message", errOut)
 	}
 }
+
+// A refused column's engine words go below the table as a numbered note
+// with the verified fix, so the table stays readable; every engine's
+// concurrency reads "N (R.RRx) at L".
+func TestCompareTableRefusalNotes(t *testing.T) {
+	out, _, code := runCompareCLI("compare", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--tp-size", "2", "--engine", "sglang,vllm,trtllm")
+	if code != 0 {
+		t.Fatalf("exit %d (trtllm plans, so the comparison succeeds):\n%s", code, out)
+	}
+	table, notes, ok := strings.Cut(out, "\n[1] ")
+	if !ok {
+		t.Fatalf("no notes below the table:\n%s", out)
+	}
+	for _, l := range strings.Split(table, "\n") {
+		if len(l) > 120 {
+			t.Errorf("table line of %d characters: %q", len(l), l)
+		}
+	}
+	for _, want := range []string{"refused [1]", "refused [2]"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if !strings.Contains(notes, "Loaded weights leave no GPU memory") || !strings.Contains(notes, "[2] vllm") || !strings.Contains(notes, "fix: set --tensor-parallel-size 4") {
+		t.Errorf("notes lack the engines' words or the fix:\n%s", notes)
+	}
+	if strings.Contains(notes, "weights (65.71 GiB per GPU) do not fit") {
+		t.Errorf("the vLLM note blames the weights, which fit:\n%s", notes)
+	}
+	out, _, _ = runCompareCLI("compare", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--engine", "sglang,vllm,trtllm")
+	if n := strings.Count(out, "x) at 131,072"); n != 3 {
+		t.Errorf("%d of 3 columns print concurrency as N (R.RRx) at L:\n%s", n, out)
+	}
+}
