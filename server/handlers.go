@@ -16,6 +16,7 @@ import (
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server/metrics"
@@ -104,6 +105,10 @@ func givenZeros(body []byte, req any) error {
 	case *plan.CompareRequest:
 		r = v.Request
 		r.Engine = "" // a list there; each column checks its engine
+	case *fit.Options:
+		return plan.ZeroErrors(explicitZeros(member(body, "base")))
+	case *ExplainRequest:
+		return plan.ZeroErrors(explicitZeros(member(body, "plan")))
 	default:
 		return nil
 	}
