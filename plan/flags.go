@@ -234,7 +234,7 @@ var flagTable = []Flag{
 		Help:     "vLLM: KV cache size per GPU, bypassing profiling (vLLM's flag)",
 		Spelling: sp(EngineVLLM, "--kv-cache-memory-bytes")},
 	{Key: "kv_cache_memory", Name: "--kv-cache-memory", Kind: KindSize, Engines: vllmTRTLLM, NonZero: true,
-		Help: "vLLM: \"Available KV cache memory\" a run logged (e.g. 51.63GiB), replacing the budget estimate"},
+		Help: "vLLM and TensorRT-LLM: the KV memory a run logged (vLLM's \"Available KV cache memory\", e.g. 51.63GiB; TensorRT-LLM's \"available KV cache memory when calculating max tokens\"), replacing the budget estimate"},
 	{Key: "enforce_eager", Name: "--enforce-eager", Kind: KindBool, Engines: vllmOnly,
 		Help:     "vLLM: no CUDA graphs (nothing set aside for them)",
 		Spelling: sp(EngineVLLM, "--enforce-eager")},
