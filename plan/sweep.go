@@ -130,8 +130,9 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			// An engine axis plans each row with the inputs its engine
 			// takes, as a comparison does; an input no listed engine takes
 			// stays, and its rows say so.
+			eng := req.Normalized().Engine
 			for _, f := range flagTable {
-				if !f.Accepts(req.Normalized().Engine) && slices.ContainsFunc(axisEngines, f.Accepts) {
+				if !f.Accepts(eng) && slices.ContainsFunc(axisEngines, f.Accepts) {
 					_ = clearField(req, f.Key)
 				}
 			}
