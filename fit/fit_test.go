@@ -19,7 +19,7 @@ const gib = int64(1) << 30
 // row is the part of a Configuration the known-answer tests pin.
 type row struct {
 	GPU                    string
-	Count, TP, PP          int
+	Count, TP, PP, DP      int
 	DType                  string
 	Tokens, Conc, Capacity int64
 	Flags                  []string
@@ -28,7 +28,7 @@ type row struct {
 func rows(cs []fit.Configuration) []row {
 	var out []row
 	for _, c := range cs {
-		out = append(out, row{c.GPU, c.GPUCount, c.TPSize, c.PPSize, c.KVCacheDType, c.MaxTotalNumTokens,
+		out = append(out, row{c.GPU, c.GPUCount, c.TPSize, c.PPSize, c.DPSize, c.KVCacheDType, c.MaxTotalNumTokens,
 			c.MaxConcurrencyAtContextLength, c.CapacityAtContextLength, c.Flags})
 	}
 	return out
@@ -45,6 +45,7 @@ func rows(cs []fit.Configuration) []row {
 //	2 GPUs: rest = 78.0 − 16 − 78.0·0.165 = 49.13 GiB = 52,752,935,813 B
 //	        TP2: 4 KV heads/rank, PP2: 16 layers/stage: both 65,536 B/token
 //	        → 804,945 tokens → 98 × 8192
+//	        DP2: two one-GPU replicas of 49 × 8192 each, 30 requests each
 func llamaBase() plan.Request {
 	return plan.Request{
 		Model: "meta-llama/Llama-3.1-8B-Instruct", MemFractionStatic: 0.835,
@@ -59,25 +60,40 @@ func TestFitKnownAnswers(t *testing.T) {
 		want []row
 	}{
 		{
-			name: "60 × 8k bf16 needs two H100s, TP2 over PP2",
+			// DP2 keeps 19 of 49 requests spare per GPU (20,629,045,662 B
+			// of headroom), TP2 38 of 98 (20,455,220,009 B): most headroom
+			// first.
+			name: "60 × 8k bf16 needs two H100s, DP2 over TP2 over PP2",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}},
-			want: []row{{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
-				[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}}},
+			want: []row{{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+				[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}}},
+		},
+		{
+			name: "every two-GPU layout with --all, most headroom first",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2, All: true},
+			want: []row{
+				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
+				{"H100-80GB", 2, 2, 1, 1, "auto", 804945, 60, 98,
+					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+				{"H100-80GB", 2, 1, 2, 1, "auto", 804945, 60, 98,
+					[]string{"--tp-size", "1", "--pp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+			},
 		},
 		{
 			name: "fp8 fits one GPU and ranks first",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
 			want: []row{
-				{"H100-80GB", 1, 1, 1, "fp8_e4m3", 811786, 60, 99,
+				{"H100-80GB", 1, 1, 1, 1, "fp8_e4m3", 811786, 60, 99,
 					[]string{"--tp-size", "1", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
-				{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
-					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
 			},
 		},
 		{
 			name: "49 requests fit one GPU exactly",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 49, ContextLength: 8192, GPUs: []string{"H100"}},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 405893, 49, 49,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 405893, 49, 49,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "49"}}},
 		},
 		{
@@ -91,7 +107,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			name: "hybrid SWA ratio solved for the target",
 			opts: fit.Options{Base: plan.Request{Model: "openai/gpt-oss-120b", MemFractionStatic: 0.835, WeightsMemory: units.Size(60 * gib)},
 				Concurrency: 19, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 1},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 159038, 19, 19,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 159038, 19, 19,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "19", "--swa-full-tokens-ratio", "0.016"}}},
 		},
 		{
@@ -104,7 +120,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			name: "mamba state sized to the target",
 			opts: fit.Options{Base: plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", MemFractionStatic: 0.835, WeightsMemory: units.Size(40 * gib)},
 				Concurrency: 8, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 1},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 1037587, 8, 31,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 1037587, 8, 31,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.835", "--max-running-requests", "8", "--max-mamba-cache-size", "24"}}},
 		},
 	}
@@ -124,8 +140,9 @@ func TestFitKnownAnswers(t *testing.T) {
 	}
 }
 
-// The headroom of the two-GPU Llama setup: 60 of 98 requests used, so
-// 38/98 of the 52,752,935,813-byte KV budget is spare: 20,455,220,009 B.
+// The headroom of the two-GPU Llama setup (DP2): 30 of each replica's 49
+// requests used, so 19/49 of the 53,201,223,024-byte KV budget per GPU is
+// spare: 20,629,045,662 B.
 func TestFitHeadroom(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}})
 	if err != nil {
@@ -134,8 +151,8 @@ func TestFitHeadroom(t *testing.T) {
 	if len(res.Configurations) != 1 {
 		t.Fatalf("got %d configurations", len(res.Configurations))
 	}
-	if got := res.Configurations[0].HeadroomBytes; got != 20_455_220_009 {
-		t.Errorf("headroom = %d, want 20,455,220,009", got)
+	if got := res.Configurations[0].HeadroomBytes; got != 20_629_045_662 {
+		t.Errorf("headroom = %d, want 20,629,045,662", got)
 	}
 }
 
@@ -169,12 +186,13 @@ func TestFitClosestMiss(t *testing.T) {
 	if m.Error == "" || m.Hint == "" {
 		t.Errorf("miss without error or hint: %+v", m)
 	}
-	// Beyond two GPUs: 3 (PP3, 11-layer stages: 45,056 B/token → 142
-	// requests) and 4 (TP4, TP2×PP2 or PP4: 32,768 B/token → 196) miss;
-	// 5 (PP5, 7-layer stages: 28,672 B/token → 1,839,876 tokens = 224
-	// requests) serves 200.
-	if m.GPUsNeeded != 5 || m.NeededLayout == nil || m.NeededLayout.TPSize != 1 || m.NeededLayout.PPSize != 5 ||
-		m.NeededLayout.MaxTotalNumTokens != 1839876 || m.NeededLayout.CapacityAtContextLength != 224 {
+	// Beyond two GPUs: 3 (DP3: 147 requests; PP3, 11-layer stages:
+	// 45,056 B/token → 142) and 4 (DP4: 196; TP4, TP2×PP2 or PP4: 32,768
+	// B/token → 196) miss; 5 serves 200: five one-GPU replicas of 49
+	// requests (245), with more headroom than PP5 (7-layer stages: 28,672
+	// B/token → 1,839,876 tokens = 224 requests).
+	if m.GPUsNeeded != 5 || m.NeededLayout == nil || m.NeededLayout.TPSize != 1 || m.NeededLayout.PPSize != 1 || m.NeededLayout.DPSize != 5 ||
+		m.NeededLayout.MaxTotalNumTokens != 405893 || m.NeededLayout.CapacityAtContextLength != 245 {
 		t.Errorf("gpus needed %d, layout %+v", m.GPUsNeeded, m.NeededLayout)
 	}
 }
@@ -304,11 +322,16 @@ func checkConfiguration(t *testing.T, o fit.Options, c fit.Configuration) {
 	if err != nil {
 		t.Fatalf("%s %v: plan fails: %v", c.GPU, c.Flags, err)
 	}
-	if rep.MaxConcurrencyAtContextLength < int64(o.Concurrency) {
-		t.Errorf("%s %v: concurrency %d < target %d", c.GPU, c.Flags, rep.MaxConcurrencyAtContextLength, o.Concurrency)
+	// Each of the DP replicas serves its share of the target.
+	dp := int64(max(rep.DPSize, 1))
+	if rep.MaxConcurrencyAtContextLength*dp < int64(o.Concurrency) {
+		t.Errorf("%s %v: concurrency %d × %d replicas < target %d", c.GPU, c.Flags, rep.MaxConcurrencyAtContextLength, dp, o.Concurrency)
 	}
-	if rep.MaxRunningRequests < o.Concurrency {
-		t.Errorf("%s %v: max running requests %d < target %d", c.GPU, c.Flags, rep.MaxRunningRequests, o.Concurrency)
+	if int64(rep.MaxRunningRequests)*dp < int64(o.Concurrency) {
+		t.Errorf("%s %v: max running requests %d × %d replicas < target %d", c.GPU, c.Flags, rep.MaxRunningRequests, dp, o.Concurrency)
+	}
+	if rep.Verdict != plan.VerdictServes {
+		t.Errorf("%s %v: verdict %s", c.GPU, c.Flags, rep.Verdict)
 	}
 	ctxLen := rep.ContextLength
 	if c.Engine == plan.EngineVLLM {
@@ -332,7 +355,7 @@ func checkConfiguration(t *testing.T, o fit.Options, c fit.Configuration) {
 	if err != nil {
 		t.Fatalf("%v: %v", c.PlanArgs, err)
 	}
-	if prep.MaxConcurrencyAtContextLength != c.MaxConcurrencyAtContextLength || prep.MaxTotalNumTokens != c.MaxTotalNumTokens {
+	if prep.MaxConcurrencyAtContextLength*dp != c.MaxConcurrencyAtContextLength || prep.MaxTotalNumTokens != c.MaxTotalNumTokens {
 		t.Errorf("kvcfg plan %v: %d tokens / %d requests, listed %d / %d", c.PlanArgs, prep.MaxTotalNumTokens,
 			prep.MaxConcurrencyAtContextLength, c.MaxTotalNumTokens, c.MaxConcurrencyAtContextLength)
 	}
