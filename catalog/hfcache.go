@@ -16,23 +16,44 @@ import (
 var ErrNotCached = errors.New("catalog: not in the HuggingFace cache")
 
 // HFCacheDir returns the HuggingFace hub cache root: $HF_HUB_CACHE, else
-// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-// ~/.cache/huggingface/hub. It never touches the network.
+// the legacy $HUGGINGFACE_HUB_CACHE, else HFHome()/hub. It never touches
+// the network.
 func HFCacheDir() string {
-	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
-		return d
+	for _, k := range []string{"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"} {
+		if d := os.Getenv(k); d != "" {
+			return expandHome(d)
+		}
 	}
+	if h := HFHome(); h != "" {
+		return filepath.Join(h, "hub")
+	}
+	return ""
+}
+
+// HFHome returns $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface ("" when no home directory is known).
+func HFHome() string {
 	if d := os.Getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
+		return expandHome(d)
 	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
+		return filepath.Join(expandHome(d), "huggingface")
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// expandHome expands a leading "~/" as the Python client does.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }
 
 var (

@@ -3,9 +3,11 @@ package catalog
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -16,6 +18,7 @@ const (
 	SourceDir     = "directory" // a model directory (its safetensors give the weights)
 	SourceHFCache = "hf_cache"  // a snapshot in the local HuggingFace cache
 	SourceInline  = "inline"    // a config passed as bytes (HTTP API, Go callers)
+	SourceHub     = "hub"       // config.json and safetensors headers from the Hugging Face Hub
 )
 
 // Model is one resolved model reference: what `--model` names, read and
@@ -37,6 +40,13 @@ type Model struct {
 	Dir string
 	// Spec is Config parsed (vision-tower dims included).
 	Spec *model.Spec
+	// Revision is the commit the config was read at, for models from the
+	// Hub or the HF cache ("" otherwise).
+	Revision string
+	// Headers are the checkpoint's safetensors headers, one per shard,
+	// when they were read without the files (from the Hub, or kvcfg's
+	// header cache of an earlier Hub read); nil otherwise.
+	Headers []safetensors.Header
 }
 
 // parsed caches the catalog's parsed entries: the embedded configs never
@@ -76,6 +86,9 @@ func Open(ref string) (*Model, error) {
 		m, err = openEntry(e)
 	} else if snap, serr := CachedSnapshot(ref); serr == nil {
 		m, err = openPath(snap, SourceHFCache)
+		if err == nil {
+			m.Revision = filepath.Base(snap)
+		}
 	} else {
 		return nil, unknownRef(ref)
 	}
@@ -119,6 +132,11 @@ func openPath(p, source string) (*Model, error) {
 	data, name, isDir, err := model.ReadConfig(p)
 	if err != nil {
 		return nil, err
+	}
+	if isDir {
+		if q, err := os.ReadFile(filepath.Join(p, QuantConfigFile)); err == nil {
+			data = WithQuantConfig(data, q)
+		}
 	}
 	s, err := model.Parse(data, name)
 	if err != nil {

@@ -67,18 +67,13 @@ type knobs struct {
 	requestCap string
 	// fp8 is the engine's fp8 KV dtype string.
 	fp8 string
-	// flags spells a request key as the engine's flag.
-	flags map[string]string
+	// engine is the engine the knobs are for (its flag spellings).
+	engine string
 }
 
-// flag spells key as the engine's flag (kvcfg's kebab-case name when the
-// table has none).
-func (k knobs) flag(key string) string {
-	if f, ok := k.flags[key]; ok {
-		return f
-	}
-	return "--" + strings.ReplaceAll(key, "_", "-")
-}
+// flag spells key as the engine's flag (plan/flags.go: the engine's own
+// spelling where kvcfg takes it, else kvcfg's name).
+func (k knobs) flag(key string) string { return FlagFor(k.engine, key) }
 
 // change is one request field set to a value.
 type change struct{ key, value string }
@@ -101,6 +96,7 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 		L = c
 	}
 	k := e.knobs(req, rep)
+	k.engine = req.Engine
 	// A context beyond the model's is the engine's first complaint: its own
 	// fix (the model's length) goes under every change tried.
 	var base []change
@@ -271,20 +267,8 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 }
 
 // keyOfFlag is the request key an engine flag sets ("--tp-size" →
-// tp_size), "" when none.
-func keyOfFlag(flag string) string {
-	key := strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
-	switch key {
-	case "tensor_parallel_size":
-		return "tp_size"
-	case "pipeline_parallel_size":
-		return "pp_size"
-	}
-	if _, ok := requestFields()[key]; ok {
-		return key
-	}
-	return ""
-}
+// tp_size), "" when none (KeyOfFlag, the flag table).
+func keyOfFlag(flag string) string { return KeyOfFlag(flag) }
 
 // group3 writes n with thousands separators (units' style).
 func group3(n int64) string { return units.Group(n) }

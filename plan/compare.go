@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -68,20 +67,16 @@ type CompareColumn struct {
 	Report *Report `json:"report,omitempty"`
 }
 
-// Compare runs req on every engine × dtype × TP size. A column whose
-// engine refuses (or rejects the dtype) records the error and the columns
-// go on; Compare fails only when the shared request is invalid, the context
-// ends, or every column failed (then with the first error).
+// Compare runs req on every engine × dtype × TP size. It takes every
+// planning input: each column plans the inputs its engine takes (an
+// engine-specific flag only affects its engine; the context length is
+// carried over into vLLM's max_model_len and TensorRT-LLM's max_seq_len),
+// and an input no compared engine takes is an error. A column whose engine
+// refuses (or rejects the dtype) records the error and the columns go on;
+// Compare fails only when the shared request is invalid, the context ends,
+// or every column failed (then with the first error).
 func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	base := req.Request
-	base.Engine = ""
-	check := base
-	if check.MaxModelLen == -1 {
-		check.Engine = EngineVLLM // auto-fit is valid for the vLLM columns
-	}
-	if err := check.Validate(); err != nil {
-		return nil, err
-	}
 	engines := slices.Clone(req.Engines)
 	switch {
 	case len(engines) > 0:
@@ -94,8 +89,8 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	for i, e := range engines {
 		e = strings.ToLower(strings.TrimSpace(e))
 		engines[i] = e
-		if e != EngineSGLang && e != EngineVLLM {
-			errs = append(errs, fieldErr("engines", "unknown engine %q (accepted: sglang, vllm)", e))
+		if !knownEngine(e) {
+			errs = append(errs, fieldErr("engines", "unknown engine %q (accepted: %s)", e, strings.Join(Engines(), ", ")))
 		}
 	}
 	dtypes := slices.Clone(req.KVCacheDTypes)
@@ -123,13 +118,23 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-
-	// One context length for every engine: SGLang's --context-length is
-	// vLLM's --max-model-len.
-	// --max-model-len -1 (vLLM's auto-fit) has no SGLang counterpart: SGLang
-	// columns then use the model's context length.
-	if base.ContextLength == 0 && base.MaxModelLen > 0 {
-		base.ContextLength = base.MaxModelLen
+	// The shared request: valid in itself (at the largest TP size, so that
+	// DP attention's tp ≥ dp holds where any column can hold it), and every
+	// input taken by some compared engine.
+	check := base
+	check.Engine, check.KVCacheDType = "", ""
+	check.TPSize, check.TensorParallelSize = slices.Max(tps), 0
+	errs = check.validate(false)
+	for _, f := range flagTable {
+		if v, _ := base.FieldString(f.Key); v == "" || f.Key == "engine" || f.Key == "kv_cache_dtype" || f.Key == "tp_size" {
+			continue
+		}
+		if !slices.ContainsFunc(engines, f.Accepts) {
+			errs = append(errs, fieldErr(f.Key, "%s is a %s flag and no compared engine takes it: add its engine to --engine, or leave it out", f.Name, ownerLabels(f)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 
 	out := &Comparison{}
@@ -141,16 +146,10 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				r := base
-				r.Engine, r.KVCacheDType = eng, dt
+				r := base.ForEngine(eng)
+				r.KVCacheDType = dt
 				r.TPSize, r.TensorParallelSize = tp, 0
-				switch {
-				case eng == EngineVLLM && r.MaxModelLen == 0:
-					r.MaxModelLen = r.ContextLength
-				case eng != EngineVLLM:
-					r.MaxModelLen = 0
-				}
-				col := CompareColumn{Engine: eng, KVCacheDType: dt, TPSize: tp, Flags: engineFlags(r)}
+				col := CompareColumn{Engine: eng, KVCacheDType: dt, TPSize: tp, Flags: EngineArgs(r, false)}
 				rep, err := Run(ctx, r)
 				if rep != nil {
 					fillColumn(&col, rep)
@@ -182,6 +181,18 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	return out, nil
 }
 
+// knownEngine reports whether name is a registered engine.
+func knownEngine(name string) bool { _, ok := engines[name]; return ok }
+
+// ownerLabels names the engines that take f ("vLLM", "SGLang/TensorRT-LLM").
+func ownerLabels(f Flag) string {
+	names := make([]string, len(f.Engines))
+	for i, e := range f.Engines {
+		names[i] = EngineLabel(e)
+	}
+	return strings.Join(names, "/")
+}
+
 func fillColumn(col *CompareColumn, rep *Report) {
 	col.Report = rep
 	col.ResolvedKVCacheDType = rep.ResolvedKVCacheDType
@@ -189,73 +200,13 @@ func fillColumn(col *CompareColumn, rep *Report) {
 	col.ContextLength = rep.ContextLength
 	col.AvailableKVBytes = rep.AvailableKVBytes
 	col.TokenCapacity = rep.MaxTotalNumTokens
-	if rep.Engine == EngineVLLM {
+	switch rep.Engine {
+	case EngineVLLM:
 		col.Tokens = rep.KVCacheSizeTokens
 		col.MaxConcurrency = rep.MaxConcurrency
 		col.ContextLength = rep.MaxModelLen
-	} else {
+	default:
 		col.Tokens = rep.MaxTotalNumTokens
 		col.MaxConcurrency = float64(rep.MaxConcurrencyAtContextLength)
 	}
-}
-
-// engineFlags are the flags to pass the engine for request r, in the
-// engine's own names; defaults are left out.
-func engineFlags(r Request) []string {
-	var f []string
-	add := func(name, v string) { f = append(f, name, v) }
-	tp := max(r.TPSize, 1)
-	dt := r.KVCacheDType
-	if r.Engine == EngineVLLM {
-		if tp > 1 {
-			add("--tensor-parallel-size", strconv.Itoa(tp))
-		}
-		if r.PPSize > 1 {
-			add("--pipeline-parallel-size", strconv.Itoa(r.PPSize))
-		}
-		if dt != "" && dt != "auto" {
-			add("--kv-cache-dtype", dt)
-		}
-		if l := max(r.MaxModelLen, r.ContextLength); l > 0 {
-			add("--max-model-len", strconv.Itoa(l))
-		}
-		if r.GPUMemoryUtilization > 0 {
-			add("--gpu-memory-utilization", strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
-		}
-		if r.KVCacheMemoryBytes > 0 {
-			add("--kv-cache-memory-bytes", strconv.FormatInt(int64(r.KVCacheMemoryBytes), 10))
-		}
-		if r.BlockSize > 0 {
-			add("--block-size", strconv.Itoa(r.BlockSize))
-		}
-		if r.MaxNumSeqs > 0 {
-			add("--max-num-seqs", strconv.Itoa(r.MaxNumSeqs))
-		}
-		if r.MaxNumBatchedTokens > 0 {
-			add("--max-num-batched-tokens", strconv.Itoa(r.MaxNumBatchedTokens))
-		}
-		return f
-	}
-	if tp > 1 {
-		add("--tp-size", strconv.Itoa(tp))
-	}
-	if r.PPSize > 1 {
-		add("--pp-size", strconv.Itoa(r.PPSize))
-	}
-	if dt != "" && dt != "auto" {
-		add("--kv-cache-dtype", dt)
-	}
-	if l := max(r.ContextLength, r.MaxModelLen); l > 0 {
-		add("--context-length", strconv.Itoa(l))
-	}
-	if r.MemFractionStatic > 0 {
-		add("--mem-fraction-static", strconv.FormatFloat(r.MemFractionStatic, 'f', -1, 64))
-	}
-	if r.PageSize > 0 {
-		add("--page-size", strconv.Itoa(r.PageSize))
-	}
-	if r.MaxRunningRequests > 0 {
-		add("--max-running-requests", strconv.Itoa(r.MaxRunningRequests))
-	}
-	return f
 }

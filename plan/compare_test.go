@@ -91,7 +91,7 @@ func TestCompareInvalid(t *testing.T) {
 		name string
 		req  plan.CompareRequest
 	}{
-		{"unknown engine", plan.CompareRequest{Engines: []string{"trtllm"}}},
+		{"unknown engine", plan.CompareRequest{Engines: []string{"tgi"}}},
 		{"bad tp", plan.CompareRequest{TPSizes: []int{0}}},
 		{"too many columns", plan.CompareRequest{TPSizes: []int{1, 2, 4, 8, 16, 32, 64, 128, 256}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}}},
 		{"invalid shared request", plan.CompareRequest{Request: plan.Request{GPUMemoryUtilization: 2}}},

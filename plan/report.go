@@ -51,16 +51,19 @@ type Outcome struct {
 // Inputs are the request's inputs as resolved: the engine, the model, the
 // GPU and the parallel layout.
 type Inputs struct {
-	Engine       string `json:"engine"`
-	Model        string `json:"model"`
-	Architecture string `json:"architecture,omitempty"`
-	GPU          string `json:"gpu"`
-	GPUMemory    int64  `json:"gpu_memory_bytes"`
-	Platform     string `json:"platform,omitempty"`
-	TPSize       int    `json:"tp_size"`
-	PPSize       int    `json:"pp_size"`
-	DPSize       int    `json:"dp_size"`
-	NumGPUs      int    `json:"num_gpus"`
+	Engine string `json:"engine"`
+	Model  string `json:"model"`
+	// ModelRevision is the Hub commit the model's files were read at (Hub
+	// ids and HF cache snapshots; empty otherwise).
+	ModelRevision string `json:"model_revision,omitempty"`
+	Architecture  string `json:"architecture,omitempty"`
+	GPU           string `json:"gpu"`
+	GPUMemory     int64  `json:"gpu_memory_bytes"`
+	Platform      string `json:"platform,omitempty"`
+	TPSize        int    `json:"tp_size"`
+	PPSize        int    `json:"pp_size"`
+	DPSize        int    `json:"dp_size"`
+	NumGPUs       int    `json:"num_gpus"`
 	// KVCacheDType is the --kv-cache-dtype as given ("auto" when empty).
 	KVCacheDType string `json:"kv_cache_dtype"`
 }
@@ -75,6 +78,10 @@ type KVSettings struct {
 	// Configurator names SGLang's pool configurator (for vLLM: the
 	// version's sizing rules and KV cache groups).
 	Configurator string `json:"configurator,omitempty"`
+	// SGLangProfile names the SGLang version profile a plan with
+	// --sglang-version used, and why (empty without the flag: the default
+	// profile).
+	SGLangProfile string `json:"sglang_profile,omitempty"`
 	// AttentionKind names the model's attention as operators say it (the
 	// model's AttentionLabel): mha, gqa, mqa, mla, dsa or none.
 	AttentionKind      string  `json:"attention_kind,omitempty"`

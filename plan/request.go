@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -65,12 +66,22 @@ func fieldErr(field string, format string, args ...any) *FieldError {
 // are the flag names in snake_case. Zero values mean "not given" (the
 // engine default applies).
 type Request struct {
-	// Model is a catalog name, a config.json path or a model directory;
-	// empty means the catalog default (Llama-3.1-8B-Instruct).
+	// Model is a catalog name, a config.json path, a model directory or a
+	// Hugging Face id ("org/name[@revision]": the local HF cache, then the
+	// Hub through Resolver); empty means the catalog default
+	// (Llama-3.1-8B-Instruct).
 	Model string `json:"model,omitempty"`
 	// Config is an inline config.json (HTTP API); it wins over Model's
 	// config, and Model then only names it.
 	Config json.RawMessage `json:"config,omitempty"`
+	// Revision is the Hugging Face Hub revision (branch, tag or commit) of
+	// a Hub id in Model (default: main); a "@revision" suffix on Model wins.
+	Revision string `json:"revision,omitempty"`
+	// Resolver, when set, resolves Hub ids that are neither files, nor
+	// directories, nor catalog names (Go callers only; the hub package's
+	// Client is one): without it Model reads the local HF cache only,
+	// never the network.
+	Resolver catalog.Resolver `json:"-"`
 	// Engine is "sglang" (default), "vllm" or "trtllm" (Engines lists them).
 	Engine string `json:"engine,omitempty"`
 	// Resolved, when set, is the model already resolved and parsed (Go
@@ -121,6 +132,10 @@ type Request struct {
 	MambaFullMemoryRatio      float64 `json:"mamba_full_memory_ratio,omitempty"`
 	MaxMambaCacheSize         int     `json:"max_mamba_cache_size,omitempty"`
 	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
+	// SGLangVersion is --sglang-version: the SGLang release whose sizing
+	// rules to follow ("0.4.6", "0.5.2", "latest"); "" is the default
+	// profile. The report's sglang_profile names the profile used and why.
+	SGLangVersion string `json:"sglang_version,omitempty"`
 
 	// PreLoadFreeMemory and PostLoadFreeMemory are what the engine logged
 	// as free memory before and after loading weights (measured mode).
@@ -208,7 +223,11 @@ func (r Request) Normalized() Request {
 
 // Validate reports every problem with the request's own values at once
 // (model, GPU and dtype names are checked by Run).
-func (r Request) Validate() error {
+func (r Request) Validate() error { return errors.Join(r.validate(true)...) }
+
+// validate lists the request's problems; withEngine adds those of inputs
+// the engine does not take (a comparison checks them per column).
+func (r Request) validate(withEngine bool) []error {
 	r = r.Normalized()
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
@@ -220,6 +239,17 @@ func (r Request) Validate() error {
 	}
 	if r.PipelineParallelSize != 0 && r.PPSize != r.PipelineParallelSize {
 		add("pipeline_parallel_size", "%d conflicts with pp_size %d", r.PipelineParallelSize, r.PPSize)
+	}
+	// One context length, said once: --max-model-len (vLLM) and
+	// --max-seq-len (TensorRT-LLM) are the engines' names for it.
+	if r.ContextLength > 0 && r.MaxModelLen != 0 && r.MaxModelLen != r.ContextLength {
+		add("max_model_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxModelLen, r.ContextLength)
+	}
+	if r.ContextLength > 0 && r.MaxSeqLen != 0 && r.MaxSeqLen != r.ContextLength {
+		add("max_seq_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxSeqLen, r.ContextLength)
+	}
+	if _, ok := engines[r.Engine]; ok && withEngine {
+		errs = append(errs, r.engineErrors()...)
 	}
 	for _, f := range []struct {
 		name string
@@ -279,10 +309,7 @@ func (r Request) Validate() error {
 			add(f.name, "%d must not be negative", f.v)
 		}
 	}
-	switch {
-	case r.MaxModelLen == -1 && r.Engine != EngineVLLM:
-		add("max_model_len", "-1 (auto-fit) is a vLLM setting: use it with engine vllm")
-	case r.MaxModelLen < -1:
+	if r.MaxModelLen < -1 {
 		add("max_model_len", "%d must not be negative (-1 auto-fits it with engine vllm)", r.MaxModelLen)
 	}
 	if r.PageSize > 1<<20 {
@@ -290,6 +317,11 @@ func (r Request) Validate() error {
 	}
 	if r.ChunkedPrefillSize < -1 {
 		add("chunked_prefill_size", "%d (use -1 to disable chunked prefill)", r.ChunkedPrefillSize)
+	}
+	if r.SGLangVersion != "" && r.Engine == EngineSGLang {
+		if _, err := sglang.ResolveProfile(r.SGLangVersion); err != nil {
+			errs = append(errs, &FieldError{Field: "sglang_version", Err: err})
+		}
 	}
 	switch r.Platform {
 	case "", "cuda", "hip":
@@ -313,5 +345,5 @@ func (r Request) Validate() error {
 	if len(r.Config) > 0 && r.Resolved == nil && !json.Valid(r.Config) {
 		add("config", "not valid JSON")
 	}
-	return errors.Join(errs...)
+	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -141,9 +142,14 @@ func (o runOpts) weightsNote(w int64) string {
 
 // OpenModel returns the model a request names, read and parsed once: the
 // request's Resolved model, else its inline config, else the catalog entry,
-// config path, model directory or HF cache id in Model (default:
-// catalog.Default).
+// config path, model directory or HF id in Model (the local HF cache,
+// then the Hub when the request has a Resolver; default: catalog.Default).
 func OpenModel(req Request) (*catalog.Model, error) {
+	return openModel(context.Background(), req)
+}
+
+// openModel is OpenModel under ctx (a Hub resolver's requests end with it).
+func openModel(ctx context.Context, req Request) (*catalog.Model, error) {
 	if req.Resolved != nil {
 		return req.Resolved, nil
 	}
@@ -158,7 +164,7 @@ func OpenModel(req Request) (*catalog.Model, error) {
 	if ref == "" {
 		ref = catalog.Default
 	}
-	m, err := catalog.Open(ref)
+	m, err := catalog.OpenContext(ctx, ref, catalog.Options{Revision: req.Revision, Resolver: req.Resolver})
 	if err != nil {
 		return nil, &FieldError{Field: "model", Err: err}
 	}
@@ -197,6 +203,13 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}
 	}
+	if req.Platform != "" && req.Platform != g.Platform && g.Name != "custom" {
+		vendor := strings.ToUpper(g.Vendor)
+		if g.Vendor == "nvidia" {
+			vendor = "NVIDIA"
+		}
+		return g, fieldErr("platform", "%s does not run on the %s %s (platform %s): leave --platform out, or describe a custom GPU with --gpu-memory and no --gpu", req.Platform, vendor, g.Name, g.Platform)
+	}
 	if req.Platform != "" && req.Platform != g.Platform {
 		g.Platform = req.Platform
 		if g.Platform != "hip" {
@@ -210,7 +223,7 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 // parallel sizes and the Report's input fields (one GPU per TP × PP × DP
 // rank; engines adjust NumGPUs where they count differently).
 func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
-	m, err := OpenModel(req)
+	m, err := openModel(ctx, req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
@@ -224,7 +237,7 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	}
 	tp, pp, dp := max(req.TPSize, 1), max(req.PPSize, 1), max(req.DPSize, 1)
 	rep := &Report{
-		Inputs: Inputs{Engine: engine, Model: spec.Name, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
+		Inputs: Inputs{Engine: engine, Model: spec.Name, ModelRevision: m.Revision, Architecture: spec.Architecture, GPU: g.Name, GPUMemory: g.MemoryBytes(),
 			Platform: g.Platform, TPSize: tp, PPSize: pp, DPSize: dp, NumGPUs: tp * pp * dp, KVCacheDType: req.KVCacheDType},
 		KVSettings: KVSettings{AttentionKind: spec.AttentionLabel()},
 		Logs:       Logs{LogLines: []string{}},
@@ -257,10 +270,15 @@ type infeasibleError struct {
 func (e *infeasibleError) Error() string   { return e.msg }
 func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
-// weightsPerRank reads the safetensors headers of the model's checkpoint
-// directory when it has one, else estimates from the config.
+// weightsPerRank sums the safetensors headers of the model's checkpoint
+// (read from the Hub, or in its directory) when it has them, else
+// estimates from the config.
 func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
 	spec := m.Spec
+	if m.Headers != nil {
+		w := weights.FromHeaders(m.Headers, spec, weights.Layout{TP: tp, PP: pp})
+		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), nil
+	}
 	if m.Dir != "" {
 		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
 			return 0, "", &FieldError{Field: "model", Err: err}

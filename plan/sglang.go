@@ -62,7 +62,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 		}
 	}
 	in := sglang.Input{
-		Spec: spec, Parallel: par,
+		Spec: spec, Parallel: par, Version: req.SGLangVersion,
 		Args: sglang.ServerArgs{
 			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
 			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
@@ -93,6 +93,9 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 	d := cfgr.Derived()
 	kv := cfgr.KV()
+	if req.SGLangVersion != "" {
+		rep.SGLangProfile = cfgr.Profile().Reason
+	}
 	rep.ResolvedKVCacheDType = kv.Format.Name
 	rep.KVCacheTorchDType = kv.DType.Torch()
 	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
@@ -211,7 +214,10 @@ func (m *fitMemo) store(group, tp int, fits bool) {
 func inputError(err error) error {
 	var fe *sglang.FixError
 	if errors.As(err, &fe) {
-		field := strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		field := KeyOfFlag(fe.Flag)
+		if field == "" {
+			field = strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+		}
 		return &FieldError{Field: field, Err: err}
 	}
 	return &FieldError{Err: err}

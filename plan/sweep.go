@@ -200,7 +200,7 @@ func sweepModels(base Request, axes []Axis) map[string]*catalog.Model {
 		if _, ok := out[name]; ok {
 			continue
 		}
-		if m, err := OpenModel(Request{Model: name}); err == nil {
+		if m, err := OpenModel(Request{Model: name, Revision: base.Revision, Resolver: base.Resolver}); err == nil {
 			out[name] = m
 		}
 	}

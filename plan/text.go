@@ -171,6 +171,9 @@ func (r *Report) summaryRows() [][2]string {
 			r.kvSizeRow(),
 		)
 	}
+	if r.SGLangProfile != "" {
+		rows = append(rows, [2]string{"sglang_profile", r.SGLangProfile})
+	}
 	rows = append(rows,
 		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
 		[2]string{"page_size", fmt.Sprint(r.PageSize)},

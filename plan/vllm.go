@@ -34,8 +34,7 @@ func (vllmEngine) capacity(rep *Report, _ *model.Spec, _ int) int64 {
 // (0 when the KV budget was given in bytes: no share to raise); fp8 KV is
 // fp8; its flags are vLLM's.
 func (vllmEngine) knobs(_ Request, rep *Report) knobs {
-	k := knobs{requestCap: "max_num_seqs", fp8: "fp8",
-		flags: map[string]string{"tp_size": "--tensor-parallel-size", "pp_size": "--pipeline-parallel-size"}}
+	k := knobs{requestCap: "max_num_seqs", fp8: "fp8"}
 	if rep.GPUMemoryUtilization > 0 {
 		k.share, k.shareMax, k.current = "gpu_memory_utilization", 0.95, rep.GPUMemoryUtilization
 	}

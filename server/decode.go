@@ -140,46 +140,84 @@ func jsonKeys(t reflect.Type) []string {
 // body (at any depth), "" when none does or body is not valid JSON (the
 // decoder reports that). encoding/json keeps the last of duplicate keys
 // silently; a planning request that says two things is refused instead.
+// It scans the bytes once and allocates only for keys with escapes or for
+// objects of more than 32 keys.
 func duplicateKey(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
+	type span struct{ lo, hi int }
 	type frame struct {
 		object bool
-		keys   map[string]bool
-		key    bool // the next string token is a key
+		first  int                 // index in keys of this object's first key
+		set    map[string]struct{} // built once an object has many keys
 	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
+	var stackBuf [16]frame
+	var keyBuf [64]span
+	stack, keys := stackBuf[:0], keyBuf[:0]
+	expectKey := false
+	keyText := func(sp span) string {
+		raw := body[sp.lo:sp.hi]
+		if bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw)
 		}
-		top := len(stack) - 1
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top >= 0 && stack[top].object {
-					stack[top].key = true // the value ends here; a key follows
-				}
-				stack = append(stack, frame{object: t == '{', keys: map[string]bool{}, key: t == '{'})
-			default:
-				stack = stack[:top]
+		var k string
+		if json.Unmarshal(body[sp.lo-1:sp.hi+1], &k) != nil {
+			return string(raw)
+		}
+		return k
+	}
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '{', '[':
+			stack = append(stack, frame{object: c == '{', first: len(keys)})
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) == 0 {
+				return ""
 			}
-			continue
-		case string:
-			if top >= 0 && stack[top].object && stack[top].key {
-				if stack[top].keys[t] {
-					return t
+			keys = keys[:stack[len(stack)-1].first]
+			stack = stack[:len(stack)-1]
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1].object
+		case '"':
+			start := i + 1
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' {
+					i++
 				}
-				stack[top].keys[t] = true
-				stack[top].key = false
+			}
+			if i >= len(body) {
+				return ""
+			}
+			if !expectKey || len(stack) == 0 {
 				continue
 			}
-		}
-		if top >= 0 && stack[top].object {
-			stack[top].key = true // a scalar value: a key follows
+			expectKey = false
+			f := &stack[len(stack)-1]
+			sp := span{start, i}
+			if f.set == nil && len(keys)-f.first < 32 {
+				k := body[sp.lo:sp.hi]
+				for _, o := range keys[f.first:] {
+					if bytes.Equal(body[o.lo:o.hi], k) || (bytes.IndexByte(k, '\\') >= 0 || bytes.IndexByte(body[o.lo:o.hi], '\\') >= 0) && keyText(o) == keyText(sp) {
+						return keyText(sp)
+					}
+				}
+				keys = append(keys, sp)
+				continue
+			}
+			if f.set == nil {
+				f.set = make(map[string]struct{}, 64)
+				for _, o := range keys[f.first:] {
+					f.set[keyText(o)] = struct{}{}
+				}
+			}
+			k := keyText(sp)
+			if _, dup := f.set[k]; dup {
+				return k
+			}
+			f.set[k] = struct{}{}
 		}
 	}
+	return ""
 }
 
 // jsonKind words a Go type as the JSON a client should send.

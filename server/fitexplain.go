@@ -8,11 +8,11 @@ import (
 	"github.com/kvcfg/kvcfg/plan"
 )
 
-// fit runs `kvcfg fit` on a catalog model: POST /api/v1/fit takes
+// fit runs `kvcfg fit` on a catalog model (or a Hub id with --hub): POST /api/v1/fit takes
 // fit.Options (base is a plan request) and answers fit.Result, the JSON of
 // `kvcfg fit -o json`.
 func (s *Server) fit(ctx context.Context, o fit.Options) (*fit.Result, error) {
-	if err := pinCatalog(&o.Base); err != nil {
+	if err := s.pinModel(ctx, &o.Base); err != nil {
 		return nil, err
 	}
 	return fit.Run(ctx, o)
@@ -44,7 +44,7 @@ func (s *Server) explain(ctx context.Context, req ExplainRequest) (*ExplainRespo
 	res := &ExplainResponse{Explanation: e}
 	if req.Plan != nil {
 		p := *req.Plan
-		if err := pinCatalog(&p); err != nil {
+		if err := s.pinModel(ctx, &p); err != nil {
 			return nil, err
 		}
 		if res.Advice, err = explain.Advise(ctx, e, p); err != nil {

@@ -46,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
 	mux.HandleFunc("GET /api/v1/dtypes", s.handleDTypes)
+	mux.HandleFunc("GET /api/v1/flags", s.handleFlags)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.Handle("GET /", s.page(mux))
@@ -63,7 +64,11 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			return
 		}
 		var req Req
-		if err := decodeStrict(body, &req); err != nil {
+		err = decodeStrict(body, &req)
+		if err == nil {
+			err = givenZeros(body, &req)
+		}
+		if err != nil {
 			s.cfg.Metrics.ObservePlan(name, classify(err).kind)
 			s.writeError(w, r, err)
 			return
@@ -89,6 +94,31 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 	})
 }
 
+// givenZeros refuses a plan or compare body that gives 0 where 0 means
+// nothing ({"tp_size": 0}), with every other problem of the request.
+func givenZeros(body []byte, req any) error {
+	var r plan.Request
+	switch v := req.(type) {
+	case *plan.Request:
+		r = *v
+	case *plan.CompareRequest:
+		r = v.Request
+		r.Engine = "" // a list there; each column checks its engine
+	default:
+		return nil
+	}
+	zerr := plan.ZeroErrors(explicitZeros(body))
+	if zerr == nil {
+		return nil
+	}
+	if _, ok := req.(*plan.Request); ok {
+		if err := r.Validate(); err != nil {
+			return errors.Join(zerr, err)
+		}
+	}
+	return zerr
+}
+
 // pinCatalog makes a request without an inline config plan exactly the
 // catalog entry it names (catalog.Default when none): it fails for names
 // outside the catalog and hands the planner the entry, parsed once per
@@ -111,7 +141,7 @@ func pinCatalog(req *plan.Request) error {
 
 // compare runs the configured comparison on a catalog model.
 func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Comparison, error) {
-	if err := pinCatalog(&req.Request); err != nil {
+	if err := s.pinModel(ctx, &req.Request); err != nil {
 		return nil, err
 	}
 	return s.cfg.Compare(ctx, req)
@@ -119,7 +149,7 @@ func (s *Server) compare(ctx context.Context, req plan.CompareRequest) (*plan.Co
 
 // plan runs the configured planner on a catalog model.
 func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, error) {
-	if err := pinCatalog(&req); err != nil {
+	if err := s.pinModel(ctx, &req); err != nil {
 		return nil, err
 	}
 	rep, err := s.cfg.Plan(ctx, req)
@@ -239,6 +269,9 @@ type ModelList struct {
 	Default string `json:"default"`
 	// Models are the catalog entries, sorted by name.
 	Models []ModelSummary `json:"models"`
+	// Hub is true when the server also plans Hugging Face ids outside
+	// the catalog (`kvcfg serve --hub`).
+	Hub bool `json:"hub,omitempty"`
 }
 
 // modelList is built once: the catalog is embedded and never changes.
@@ -269,12 +302,21 @@ var modelList = sync.OnceValue(func() []ModelSummary {
 })
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList()})
+	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList(), Hub: s.hub != nil})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	spec, err := catalog.Load(name)
+	if err != nil && s.hub != nil {
+		req := plan.Request{Model: name}
+		if err = s.pinModel(r.Context(), &req); err == nil {
+			spec = req.Resolved.Spec
+		} else if ae := classify(err); ae.status != http.StatusBadRequest {
+			s.writeError(w, r, ae)
+			return
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound, body: ErrorBody{Error: err.Error(), Field: "model"}})
 		return

@@ -51,9 +51,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		done := s.cfg.Metrics.Start()
 		defer done()
-		info := &requestInfo{}
+		// One allocation for both: the writer that records the status and
+		// what the handler learned about an error.
+		st := &struct {
+			statusWriter
+			requestInfo
+		}{statusWriter: statusWriter{ResponseWriter: w}}
+		info, sw := &st.requestInfo, &st.statusWriter
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
-		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -90,7 +95,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					attrs = append(attrs, "err", info.err.Error())
 				}
 				s.cfg.Logger.Log(r.Context(), level, "request failed", attrs...)
-			} else {
+			} else if s.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) { // no argument boxing when off
 				s.cfg.Logger.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "elapsed", elapsed)
 			}
 		}()

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server/metrics"
 )
@@ -57,6 +58,13 @@ type Config struct {
 	Plan func(context.Context, plan.Request) (*plan.Report, error) `json:"-"`
 	// Compare computes a side-by-side comparison; nil means plan.Compare.
 	Compare func(context.Context, plan.CompareRequest) (*plan.Comparison, error) `json:"-"`
+	// Hub, when set, resolves Hugging Face ids outside the catalog
+	// (`kvcfg serve --hub`; a hub.Client); nil, the default, plans catalog
+	// models and inline configs only.
+	Hub catalog.Resolver `json:"-"`
+	// HubConcurrency bounds the Hub reads in flight; 0 means
+	// DefaultHubConcurrency.
+	HubConcurrency int `json:"hub_concurrency"`
 }
 
 // Validate reports every invalid field at once.
@@ -64,6 +72,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("server: max_body_bytes %d is negative", c.MaxBodyBytes))
+	}
+	if c.HubConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("server: hub_concurrency %d is negative", c.HubConcurrency))
 	}
 	for _, d := range []struct {
 		name string
@@ -117,6 +128,7 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	cfg     Config
 	handler http.Handler
+	hub     *hubModels // nil unless Config.Hub is set
 }
 
 // New validates cfg and returns a Server.
@@ -125,6 +137,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg.withDefaults()}
+	if cfg.Hub != nil {
+		s.hub = newHubModels(cfg.Hub, cfg.HubConcurrency)
+	}
 	s.handler = s.routes()
 	return s, nil
 }

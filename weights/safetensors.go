@@ -35,14 +35,26 @@ func FromDir(dir string, s *model.Spec, l Layout) (int64, bool, error) {
 		return 0, false, nil
 	}
 	sort.Strings(files)
-	tp, pp := max(l.TP, 1), max(l.PP, 1)
-	stageOf := stageMap(s, pp)
-	stages := make([]float64, pp)
+	hdrs := make([]safetensors.Header, 0, len(files))
 	for _, f := range files {
 		hdr, err := readHeader(f)
 		if err != nil {
 			return 0, true, err
 		}
+		hdrs = append(hdrs, *hdr)
+	}
+	return FromHeaders(hdrs, s, l), true, nil
+}
+
+// FromHeaders sums the weight bytes of the most loaded rank from the
+// headers of a checkpoint's shards, sharded as FromDir describes (a Hub
+// checkpoint's headers read with range requests give the same figure as
+// its files on disk).
+func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
+	tp, pp := max(l.TP, 1), max(l.PP, 1)
+	stageOf := stageMap(s, pp)
+	stages := make([]float64, pp)
+	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
 			st, skip := tensorStage(t.Name, s, stageOf, pp)
 			if skip {
@@ -55,7 +67,93 @@ func FromDir(dir string, s *model.Spec, l Layout) (int64, bool, error) {
 	for _, b := range stages {
 		m = max(m, b)
 	}
-	return int64(m), true, nil
+	return int64(m)
+}
+
+// Totals are a checkpoint's tensor bytes summed whole, by dtype and by
+// the kind of tensor (how an engine shards it).
+type Totals struct {
+	// Bytes is the sum of every tensor's bytes (headers excluded).
+	Bytes int64 `json:"bytes"`
+	// Tensors counts the tensors.
+	Tensors int `json:"tensors"`
+	// ByDType maps a safetensors dtype ("BF16", "F8_E4M3", ...) to bytes.
+	ByDType map[string]int64 `json:"by_dtype"`
+	// ByKind maps a tensor kind to bytes: "embedding", "lm_head",
+	// "attention", "mlp", "experts", "norm_bias" (1-D, replicated),
+	// "vision", "mtp" (draft layers at or past the model's layer count,
+	// which the target model does not load) and "other".
+	ByKind map[string]int64 `json:"by_kind"`
+}
+
+// Sum totals the tensors of hdrs.
+func Sum(hdrs []safetensors.Header, s *model.Spec) Totals {
+	t := Totals{ByDType: map[string]int64{}, ByKind: map[string]int64{}}
+	n := 0
+	if s != nil {
+		n = s.NumLayers
+	}
+	for _, h := range hdrs {
+		for _, ti := range h.Tensors {
+			b := ti.Bytes()
+			t.Bytes += b
+			t.Tensors++
+			t.ByDType[ti.DType] += b
+			t.ByKind[kindOf(ti, n)] += b
+		}
+	}
+	return t
+}
+
+func kindOf(t safetensors.TensorInfo, numLayers int) string {
+	lower := strings.ToLower(t.Name)
+	switch {
+	case isVision(lower):
+		return "vision"
+	case layerIndex(lower) >= numLayers && numLayers > 0:
+		return "mtp"
+	case len(t.Shape) < 2:
+		return "norm_bias"
+	case strings.Contains(lower, "lm_head"):
+		return "lm_head"
+	case strings.Contains(lower, "embed"), strings.HasSuffix(lower, "wte.weight"):
+		return "embedding"
+	case strings.Contains(lower, "experts"):
+		return "experts"
+	case strings.Contains(lower, "attn"), strings.Contains(lower, "attention"), strings.Contains(lower, "qkv"),
+		strings.Contains(lower, "q_proj"), strings.Contains(lower, "k_proj"), strings.Contains(lower, "v_proj"), strings.Contains(lower, "o_proj"):
+		return "attention"
+	case strings.Contains(lower, "mlp"), strings.Contains(lower, "ffn"), strings.Contains(lower, "feed_forward"), strings.Contains(lower, "mixer"):
+		return "mlp"
+	}
+	return "other"
+}
+
+// visionPrefixes mark the tensors of a vision tower or its projector: the
+// engines load them with the model, on the first pipeline stage.
+var visionPrefixes = []string{"visual.", "vision_tower", "vision_model", "vision_encoder", "image_encoder",
+	"mm_projector", "multi_modal_projector", "vision_embed", "vit.", "siglip", "patch_embed", "merger."}
+
+func isVision(lower string) bool {
+	for _, p := range visionPrefixes {
+		if strings.HasPrefix(lower, p) || strings.Contains(lower, "."+p) {
+			return true
+		}
+	}
+	return false
+}
+
+// layerIndex returns the decoder layer a tensor belongs to, -1 for none.
+func layerIndex(lower string) int {
+	m := layerRe.FindStringSubmatch(lower)
+	if m == nil {
+		return -1
+	}
+	idx, err := strconv.Atoi(m[1])
+	if err != nil {
+		return -1
+	}
+	return idx
 }
 
 func readHeader(path string) (*safetensors.Header, error) {
@@ -92,6 +190,9 @@ func stageMap(s *model.Spec, pp int) []int {
 }
 
 func tensorStage(name string, s *model.Spec, stageOf []int, pp int) (int, bool) {
+	if isVision(strings.ToLower(name)) {
+		return 0, false // a vision tower loads on the first stage, whole
+	}
 	if m := layerRe.FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
 		if err != nil || idx >= len(stageOf) {

@@ -24,6 +24,10 @@ const (
 	Estimated Source = "config_estimate"
 	// Safetensors is the sum of tensor sizes from checkpoint headers.
 	Safetensors Source = "safetensors"
+	// HubSafetensors is the same sum from headers read off the Hugging
+	// Face Hub with range requests; a report writes it with the repo and
+	// commit ("hub_safetensors:org/name@commit").
+	HubSafetensors Source = "hub_safetensors"
 	// Measured is pre-load minus post-load free memory as the engine logged.
 	Measured Source = "measured"
 	// Given is a --weights-memory value.

@@ -220,6 +220,15 @@ func TestTokensByEra(t *testing.T) {
 		// 0.5.3: spec Ex.1.
 		{"0.5.3 H100 Ex.1", "0.5.5", 81559, 78.50, 63.54, 0.835, 414412, 2048,
 			"KV Cache is allocated. #tokens: 414412, K size: 25.29 GB, V size: 25.29 GB"},
+		// 0.5.10–0.5.18 and the newest main on Ex.1's readings: both
+		// default to 0.830 on an H100 at TP1 (58 and 50 prefill graphs,
+		// TestMemFractionByEra). SGLang's rest memory is post − pre ×
+		// (1 − fraction), so 0.005 less is 78.50 GiB × 0.005 ÷ 131,072 B =
+		// 3,215.3 tokens fewer than Ex.1's 414,412: 411,197.
+		{"0.5.10 H100 Ex.1 readings", "0.5.13", 81559, 78.50, 63.54, 0.830, 411197, 2048,
+			"KV Cache is allocated. #tokens: 411197, K size: 25.10 GB, V size: 25.10 GB"},
+		{"latest H100 Ex.1 readings", "latest", 81559, 78.50, 63.54, 0.830, 411197, 2048,
+			"KV Cache is allocated. #tokens: 411197, K size: 25.10 GB, V size: 25.10 GB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

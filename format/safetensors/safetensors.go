@@ -331,3 +331,29 @@ func Write(w io.Writer, ts []TensorData, metadata map[string]string) error {
 	}
 	return nil
 }
+
+// CheckLayout checks what ReadHeader cannot see without the file: the
+// tensors cover the data section with no gap (each begins where the one
+// before ends, the first at 0), and, when fileSize is not negative, the
+// file is exactly 8 + header length + data bytes long. A header read with
+// range requests is checked against the size the server reports.
+func (h *Header) CheckLayout(fileSize int64) error {
+	byBegin := append([]TensorInfo(nil), h.Tensors...)
+	sort.Slice(byBegin, func(i, j int) bool {
+		if byBegin[i].Begin != byBegin[j].Begin {
+			return byBegin[i].Begin < byBegin[j].Begin
+		}
+		return byBegin[i].End < byBegin[j].End
+	})
+	var end int64
+	for _, t := range byBegin {
+		if t.Begin != end {
+			return fmt.Errorf("%w: gap in the data section before tensor %q: bytes [%d, %d) belong to no tensor", ErrHeader, t.Name, end, t.Begin)
+		}
+		end = t.End
+	}
+	if fileSize >= 0 && h.DataOffset+end != fileSize {
+		return fmt.Errorf("%w: header and tensors take %d bytes, the file has %d", ErrData, h.DataOffset+end, fileSize)
+	}
+	return nil
+}

@@ -27,6 +27,7 @@ func newCompareCmd() *cobra.Command {
 		tps     []string
 		format  string
 	)
+	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   "compare [MODEL]",
 		Short: "Plan one model and GPU on SGLang and vLLM side by side",
@@ -53,6 +54,9 @@ affect their engine). Exit status: 0 when at least one column planned,
 				}
 				req.Model = args[0]
 			}
+			if err := pf.check(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			req.Engines = splitList(engines)
 			req.KVCacheDTypes = splitList(dtypes)
 			req.TPSizes = nil
@@ -69,7 +73,7 @@ affect their engine). Exit status: 0 when at least one column planned,
 	}
 	// The plan flags, except those that take lists here.
 	planFlags := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	bindPlanFlags(planFlags, &req.Request)
+	pf = bindPlanFlags(planFlags, &req.Request)
 	planFlags.VisitAll(func(f *pflag.Flag) {
 		if !compareListFlags[f.Name] {
 			cmd.Flags().AddFlag(f)

@@ -59,7 +59,7 @@ func TestCompareTable(t *testing.T) {
 
 func TestCompareBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"compare", "--engine", "trtllm"},
+		{"compare", "--engine", "tgi"},
 		{"compare", "--tp", "two"},
 		{"compare", "-o", "xml"},
 	} {

@@ -26,6 +26,7 @@ func newExplainCmd() *cobra.Command {
 		format string
 		list   bool
 	)
+	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   `explain "<log line or error>"`,
 		Short: "Explain an SGLang or vLLM KV-cache error and say which knob to turn",
@@ -57,6 +58,9 @@ on standard input), or it is read as a flag:
 Exit status: 0 when the message is recognised, 2 when it is not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := pf.check(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			if list {
@@ -91,7 +95,7 @@ Exit status: 0 when the message is recognised, 2 when it is not.`,
 			return writeExplain(cmd.OutOrStdout(), format, res)
 		},
 	}
-	bindPlanFlags(cmd.Flags(), &req)
+	pf = bindPlanFlags(cmd.Flags(), &req)
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
 	cmd.Flags().BoolVar(&list, "list", false, "list the messages explain recognises")
 	return cmd

@@ -24,6 +24,7 @@ func newFitCmd() *cobra.Command {
 		all, debug  bool
 		format      string
 	)
+	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   "fit [MODEL]",
 		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
@@ -66,6 +67,9 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 				}
 				base.Model = args[0]
 			}
+			if err := pf.check(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			ctxLen := base.ContextLength
 			if ctxLen == 0 {
 				ctxLen = base.MaxModelLen
@@ -103,7 +107,7 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 		},
 	}
 	fs := cmd.Flags()
-	bindPlanFlags(fs, &base)
+	pf = bindPlanFlags(fs, &base, "concurrency")
 	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
 	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")

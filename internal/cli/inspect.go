@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -10,27 +11,34 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/weights"
 )
 
 func newInspectCmd() *cobra.Command {
 	var (
-		ref    string
-		format string
+		ref      string
+		format   string
+		revision string
+		resolver *hubResolver
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect [--model PATH|NAME]",
-		Short: "Print the KV-relevant shape of a model (config.json, model directory or catalog name)",
+		Short: "Print the KV-relevant shape of a model (config.json, model directory, catalog name or Hub id)",
 		Long: `Print the model spec that KV sizing uses: layers and their kinds (full,
 sliding-window, linear/Mamba), KV heads, head dims, MLA/DSA dims, context
 length and dtype.
 
---model accepts a config.json path, a model directory holding one, the
+--model accepts a config.json path (./my-model/config.json), a model
+directory holding one, the
 HuggingFace id of a model in the built-in catalog (case-insensitive; see
-` + "`kvcfg models`" + `), or an HF id ("org/name[@revision]") present in the
-local HuggingFace cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub;
-never the network).`,
+` + "`kvcfg models`" + `), or a Hugging Face id ("org/name[@revision]"): from the
+local HuggingFace cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub),
+else from the Hub ($HF_ENDPOINT, token $HF_TOKEN), reading config.json and only
+the headers of the safetensors shards (their tensor bytes by dtype and kind
+are printed; no weight data is downloaded). HF_HUB_OFFLINE=1 uses the caches
+only.`,
 		Example: `  kvcfg inspect --model meta-llama/Llama-3.1-8B-Instruct
-  kvcfg inspect --model ./my-model/config.json -o json`,
+  kvcfg inspect Qwen/Qwen3-8B -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
@@ -42,25 +50,75 @@ never the network).`,
 				}
 				ref = args[0]
 			}
-			spec, err := catalog.Resolve(ref)
+			m, err := catalog.OpenContext(cmd.Context(), ref, catalog.Options{Revision: revision, Resolver: resolver})
 			if err != nil {
-				return err
+				return &exitError{code: 2, err: err}
 			}
-			sum := spec.Summary()
+			out := inspectOutput{Summary: m.Spec.Summary(), ModelRevision: m.Revision}
+			if m.Headers != nil {
+				t := weights.Sum(m.Headers, m.Spec)
+				out.Weights, out.WeightsSource = &t, string(weights.HubSafetensors)+":"+m.Name+"@"+m.Revision
+			}
 			w := cmd.OutOrStdout()
-			if ok, err := writeStructured(w, format, sum); ok {
+			if ok, err := writeStructured(w, format, out); ok {
 				return err
 			}
-			return writeSummaryTable(w, sum)
+			return writeSummaryTable(w, out.Summary, weightRows(out)...)
 		},
 	}
-	cmd.Flags().StringVarP(&ref, "model", "m", catalog.Default, "config.json path, model directory or catalog name")
+	cmd.Flags().StringVarP(&ref, "model", "m", catalog.Default, "config.json path, model directory, catalog name or Hugging Face id org/name")
+	resolver = bindHubFlags(cmd.Flags(), &revision)
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
 	return cmd
 }
 
-// writeSummaryTable prints a model summary as aligned key/value lines.
-func writeSummaryTable(w io.Writer, s model.Summary) error {
+// inspectOutput is what inspect prints: the model summary and, for a
+// model read from the Hub, its commit and checkpoint tensor bytes.
+type inspectOutput struct {
+	model.Summary
+	ModelRevision string          `json:"model_revision,omitempty"`
+	WeightsSource string          `json:"weights_source,omitempty"`
+	Weights       *weights.Totals `json:"weights,omitempty"`
+}
+
+// weightRows are the table rows of the revision and the checkpoint's
+// tensor bytes.
+func weightRows(o inspectOutput) [][2]string {
+	var rows [][2]string
+	if o.ModelRevision != "" {
+		rows = append(rows, [2]string{"revision", o.ModelRevision})
+	}
+	if t := o.Weights; t != nil {
+		rows = append(rows,
+			[2]string{"weights (checkpoint)", fmt.Sprintf("%s in %s tensors (%s)", gibs(t.Bytes), group(int64(t.Tensors)), o.WeightsSource)},
+			[2]string{"  by dtype", byteMap(t.ByDType)},
+			[2]string{"  by kind", byteMap(t.ByKind)})
+	}
+	return rows
+}
+
+// byteMap writes "BF16 15.26 GiB, F32 1.00 KiB", largest first.
+func byteMap(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + gibs(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeSummaryTable prints a model summary as aligned key/value lines,
+// then the extra rows.
+func writeSummaryTable(w io.Writer, s model.Summary, extra ...[2]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	opt := func(v *int) string {
@@ -134,6 +192,9 @@ func writeSummaryTable(w io.Writer, s model.Summary) error {
 	row("parameters (est.)", params)
 	for _, warn := range s.Warnings {
 		row("warning", warn)
+	}
+	for _, r := range extra {
+		row(r[0], r[1])
 	}
 	return tw.Flush()
 }

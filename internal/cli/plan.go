@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,82 +15,151 @@ import (
 	"github.com/kvcfg/kvcfg/units"
 )
 
-// bindPlanFlags registers every planning flag on fs, writing into req. The
-// names are SGLang's (and vLLM's for the vLLM-only knobs); aliases write to
-// the same field. `plan`, `compare` and `fit` share it.
-func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request) {
-	fs.StringVar(&req.Model, "model", "", "model: catalog name (kvcfg models), config.json path or model directory (default "+defaultModelName+")")
-	fs.StringVar(&req.Model, "model-path", "", "alias of --model (SGLang's name)")
-	fs.StringVar(&req.Engine, "engine", "", "inference engine: sglang (default), vllm or trtllm")
+// planFlags are the planning flags of one command, bound from the flag
+// table (plan.Flags): each name and alias writes its request key through
+// Request.SetField, and records what it was given so that check can refuse
+// two aliases that disagree (--tp 2 --tp-size 4) and a 0 where 0 means
+// nothing (--tp-size 0).
+type planFlags struct {
+	req *plan.Request
+	// given maps a request key to the names that set it and their values,
+	// in order.
+	given map[string][]givenFlag
+}
 
-	fs.StringVar(&req.GPU, "gpu", "", "GPU name (kvcfg gpus; default "+plan.DefaultGPU+")")
-	fs.Var(&req.GPUMemory, "gpu-memory", "total GPU memory, overriding the GPU's (80GiB, 80GB, 81559MiB or bytes)")
-	fs.StringVar(&req.Platform, "platform", "", "platform: cuda or hip (default: the GPU's)")
+type givenFlag struct{ name, value string }
 
-	fs.IntVar(&req.TPSize, "tp-size", 0, "tensor parallel size (default 1)")
-	fs.IntVar(&req.TPSize, "tp", 0, "alias of --tp-size")
-	fs.IntVar(&req.TPSize, "tensor-parallel-size", 0, "alias of --tp-size (vLLM's name)")
-	fs.IntVar(&req.PPSize, "pp-size", 0, "pipeline parallel size (default 1)")
-	fs.IntVar(&req.PPSize, "pipeline-parallel-size", 0, "alias of --pp-size (vLLM's name)")
-	fs.IntVar(&req.DPSize, "dp-size", 0, "data parallel size (default 1)")
-	fs.BoolVar(&req.EnableDPAttention, "enable-dp-attention", false, "data-parallel attention (attention TP = tp / dp)")
+// fieldValue is the pflag.Value of one flag name of the table.
+type fieldValue struct {
+	pf   *planFlags
+	flag plan.Flag
+	name string
+	n    int
+}
 
-	fs.StringVar(&req.KVCacheDType, "kv-cache-dtype", "", "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...")
-	fs.Float64Var(&req.MemFractionStatic, "mem-fraction-static", 0, "fraction of GPU memory for weights and KV cache (default: SGLang's heuristic)")
-	fs.IntVar(&req.PageSize, "page-size", 0, "tokens per KV page (default 1, or what the attention backend forces)")
-	fs.IntVar(&req.ContextLength, "context-length", 0, "context length (default: the model's)")
-	fs.Int64Var(&req.MaxTotalTokens, "max-total-tokens", 0, "upper bound on the KV pool's tokens")
-	fs.IntVar(&req.MaxRunningRequests, "max-running-requests", 0, "maximum running requests")
-	fs.Float64Var(&req.SWAFullTokensRatio, "swa-full-tokens-ratio", 0, "SWA pool tokens / full pool tokens for hybrid sliding-window models (default 0.8)")
-	fs.BoolVar(&req.DisableHybridSWAMemory, "disable-hybrid-swa-memory", false, "use one full-size pool for sliding-window models")
-	fs.IntVar(&req.ChunkedPrefillSize, "chunked-prefill-size", 0, "chunked prefill size (default by GPU memory; -1 disables)")
-	fs.IntVar(&req.CudaGraphMaxBS, "cuda-graph-max-bs", 0, "largest CUDA-graph batch size (default by GPU memory)")
-	fs.BoolVar(&req.DisableRadixCache, "disable-radix-cache", false, "disable the radix (prefix) cache")
-	fs.StringVar(&req.SpeculativeAlgorithm, "speculative-algorithm", "", "speculative decoding: EAGLE, EAGLE3, STANDALONE, DFLASH or NGRAM")
-	fs.IntVar(&req.SpeculativeNumDraftTokens, "speculative-num-draft-tokens", 0, "draft tokens per step (default 4)")
-	fs.IntVar(&req.SpeculativeDraftNumLayers, "speculative-draft-num-layers", 0, "layers of the draft model (default: the checkpoint's MTP layers, else 1)")
-	fs.Float64Var(&req.MambaFullMemoryRatio, "mamba-full-memory-ratio", 0, "mamba state memory / KV memory for hybrid linear-attention models (default 0.9)")
-	fs.IntVar(&req.MaxMambaCacheSize, "max-mamba-cache-size", 0, "number of mamba state slots")
-	fs.StringVar(&req.MambaSSMDType, "mamba-ssm-dtype", "", "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)")
-
-	fs.Var(&req.PreLoadFreeMemory, "pre-load-free-memory", "free memory before weight load as the engine logged it (e.g. 78.81GiB)")
-	fs.Var(&req.PostLoadFreeMemory, "post-load-free-memory", "free memory after weight load as the engine logged it (e.g. 63.72GiB)")
-	fs.Var(&req.WeightsMemory, "weights-memory", "weight memory per GPU, replacing the estimate")
-
-	fs.Float64Var(&req.GPUMemoryUtilization, "gpu-memory-utilization", 0, "vLLM: fraction of GPU memory vLLM may use (default 0.92; 0.9 with --vllm-version 0.6 or 0.11)")
-	fs.IntVar(&req.BlockSize, "block-size", 0, "vLLM: tokens per KV block (default 16)")
-	fs.IntVar(&req.MaxModelLen, "max-model-len", 0, "vLLM: context length (default: the model's; -1 fits it to memory, latest only)")
-	fs.IntVar(&req.MaxNumSeqs, "max-num-seqs", 0, "vLLM: maximum running sequences (default 1024 on GPUs of 70 GiB or more except A100, else 256)")
-	fs.IntVar(&req.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "vLLM: tokens per scheduler step")
-	fs.Var(&req.KVCacheMemoryBytes, "kv-cache-memory-bytes", "vLLM: KV cache size per GPU, bypassing profiling (vLLM's flag)")
-	fs.Var(&req.KVCacheMemory, "kv-cache-memory", "vLLM: \"Available KV cache memory\" a run logged (e.g. 51.63GiB), replacing the budget estimate")
-	fs.BoolVar(&req.EnforceEager, "enforce-eager", false, "vLLM: no CUDA graphs (nothing set aside for them)")
-	fs.Int64Var(&req.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "vLLM: number of KV blocks, overriding the profiled count")
-	fs.StringVar(&req.VLLMVersion, "vllm-version", "", "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile")
-
-	fs.StringVar(&req.TRTLLMVersion, "trtllm-version", "", "TensorRT-LLM: sizing rules to follow: 0.x (engine builds), 1.0, 1.1 or latest (default); a version number such as 1.1.0rc3 maps to its profile")
-	fs.Float64Var(&req.FreeGPUMemoryFraction, "free-gpu-memory-fraction", 0, "TensorRT-LLM: share of the memory free after loading for the KV cache (default 0.9)")
-	fs.IntVar(&req.TokensPerBlock, "tokens-per-block", 0, "TensorRT-LLM: tokens per KV block (default 32; 64 for engine builds)")
-	fs.Int64Var(&req.MaxTokens, "max-tokens", 0, "TensorRT-LLM: kv_cache_config.max_tokens, a cap on the pool's tokens")
-	fs.Var(&req.MaxGPUTotalBytes, "max-gpu-total-bytes", "TensorRT-LLM: kv_cache_config.max_gpu_total_bytes, a cap on the pool's bytes")
-	fs.IntVar(&req.MaxSeqLen, "max-seq-len", 0, "TensorRT-LLM: max_seq_len (default: the model's context length)")
-	fs.IntVar(&req.MaxBatchSize, "max-batch-size", 0, "TensorRT-LLM: max_batch_size (default 2048)")
-	fs.IntVar(&req.MaxNumTokens, "max-num-tokens", 0, "TensorRT-LLM: max_num_tokens per iteration (default 8192)")
-	fs.IntVar(&req.MaxBeamWidth, "max-beam-width", 0, "TensorRT-LLM: max_beam_width (default 1)")
-	fs.IntVar(&req.MaxInputLen, "max-input-len", 0, "TensorRT-LLM: an engine build's max_input_len (0.x; default 1024)")
-	fs.IntSliceVar(&req.MaxAttentionWindow, "max-attention-window", nil, "TensorRT-LLM: per-layer attention windows, repeated over the layers (e.g. 128,131072)")
-	fs.Var(&req.HostCacheSize, "host-cache-size", "TensorRT-LLM: host (secondary) KV cache size")
-	fs.BoolVar(&req.EnableChunkedPrefill, "enable-chunked-prefill", false, "TensorRT-LLM: enable_chunked_prefill")
-	fs.BoolVar(&req.DisableOverlapScheduler, "disable-overlap-scheduler", false, "TensorRT-LLM: disable_overlap_scheduler")
-	fs.IntVar(&req.MaxDraftLen, "max-draft-len", 0, "TensorRT-LLM: speculative_config.max_draft_len")
-	fs.Var(&req.FreeMemoryAfterLoad, "free-memory-after-load", "TensorRT-LLM 0.x: the free memory of \"Memory usage when calculating max tokens in paged kv cache\" a run logged")
-
-	// A zero size means "not given": keep "(default 0 B)" out of the help.
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Value.(*units.Size); ok && f.DefValue == units.Size(0).String() {
-			f.DefValue = ""
+// Set parses s into the request field (a list flag given again appends).
+func (v *fieldValue) Set(s string) error {
+	val := s
+	if v.flag.Kind == plan.KindInts && v.n > 0 {
+		if prev, _ := v.pf.req.FieldString(v.flag.Key); prev != "" {
+			val = prev + "," + s
 		}
-	})
+	}
+	if err := v.pf.req.SetField(v.flag.Key, val); err != nil {
+		var fe *plan.FieldError
+		if errors.As(err, &fe) {
+			return fe.Err
+		}
+		return err
+	}
+	v.n++
+	v.pf.given[v.flag.Key] = append(v.pf.given[v.flag.Key], givenFlag{v.name, s})
+	return nil
+}
+
+// String is the field's current value ("" when not given).
+func (v *fieldValue) String() string {
+	s, _ := v.pf.req.FieldString(v.flag.Key)
+	return s
+}
+
+// Type names the value's type as pflag's own values do (the help shows
+// "int", "float", "size", ...).
+func (v *fieldValue) Type() string {
+	switch v.flag.Kind {
+	case plan.KindFloat:
+		return "float64"
+	case plan.KindInts:
+		return "ints"
+	}
+	return string(v.flag.Kind)
+}
+
+// IsBoolFlag lets a boolean flag stand alone.
+func (v *fieldValue) IsBoolFlag() bool { return v.flag.Kind == plan.KindBool }
+
+// bindPlanFlags registers every planning flag of the table on fs, writing
+// into req: kvcfg's name and each alias (SGLang's and vLLM's spellings).
+// `plan`, `compare`, `fit` and `explain` share it; skip names keys a
+// command binds itself.
+func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request, skip ...string) *planFlags {
+	pf := &planFlags{req: req, given: map[string][]givenFlag{}}
+	for _, f := range plan.Flags() {
+		if slices.Contains(skip, f.Key) {
+			continue
+		}
+		add := func(name, help string) {
+			v := &fieldValue{pf: pf, flag: f, name: name}
+			fl := fs.VarPF(v, strings.TrimPrefix(name, "--"), "", help)
+			if f.Kind == plan.KindBool {
+				fl.NoOptDefVal = "true"
+			}
+		}
+		add(f.Name, f.Help)
+		for _, a := range f.Aliases {
+			help := "alias of " + f.Name
+			if a.Note != "" {
+				help += " (" + a.Note + ")"
+			}
+			add(a.Name, help)
+		}
+	}
+	req.Resolver = bindHubFlags(fs, nil) // --revision is a row of the table
+
+	return pf
+}
+
+// check reports the aliases given different values and the zeros given
+// where 0 means nothing, with every other problem of the request (exit
+// status 2); nil when there is none of the first two.
+func (pf *planFlags) check() error {
+	if pf == nil {
+		return nil
+	}
+	var errs []error
+	var zeros []string
+	for _, f := range plan.Flags() {
+		given := pf.given[f.Key]
+		for i, g := range given {
+			for _, h := range given[:i] {
+				if h.name != g.name && h.value != g.value {
+					errs = append(errs, &plan.FieldError{Field: f.Key,
+						Err: fmt.Errorf("%s %s conflicts with %s %s (the same setting): give one", g.name, g.value, h.name, h.value)})
+				}
+			}
+			if f.NonZero && isZero(f.Kind, g.value) && !slices.Contains(zeros, f.Key) {
+				zeros = append(zeros, f.Key)
+			}
+		}
+	}
+	if err := plan.ZeroErrors(zeros); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	if err := pf.req.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// isZero reports whether a flag value is a zero number ("0", "0.0") or,
+// for a size, a zero size ("0GiB"); each element of a comma list counts.
+func isZero(kind plan.FlagKind, v string) bool {
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if kind == plan.KindSize {
+			if s, err := units.ParseSize(p); err == nil && s == 0 {
+				return true
+			}
+			continue
+		}
+		if x, err := strconv.ParseFloat(p, 64); err == nil && x == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
@@ -97,6 +168,7 @@ func newPlanCmd() *cobra.Command {
 	var req plan.Request
 	var format string
 	var sw *sweep
+	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   "plan [MODEL]",
 		Short: "Compute the KV cache an engine would build for a model, GPU and flags",
@@ -119,6 +191,9 @@ settings (the error names the flag to change) or, for a list, when no
 combination plans, 2 for invalid input.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := pf.check(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			if sw.active() {
 				return sw.run(cmd, req, args, format)
 			}
@@ -135,7 +210,7 @@ combination plans, 2 for invalid input.`,
 			return writePlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), format, rep, err)
 		},
 	}
-	bindPlanFlags(cmd.Flags(), &req)
+	pf = bindPlanFlags(cmd.Flags(), &req)
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown (and csv with a comma list)")
 	sw = enableSweep(cmd, &req)
 	// A flag value that does not parse is invalid input: exit status 2.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/hub"
 	"github.com/kvcfg/kvcfg/server"
 )
 
@@ -20,6 +22,9 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	logFormat       string
 	verbose         bool
+	hub             bool
+	hubConcurrency  int
+	hubTimeout      time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -35,9 +40,14 @@ func newServeCmd() *cobra.Command {
   GET  /healthz          liveness           GET /metrics        Prometheus text format
   GET  /                 the web page (embedded, works offline)
 
-Invalid input answers 400 with {"error": "...", "field": "..."}; bodies over --max-body-bytes answer 413.`,
+Invalid input answers 400 with {"error": "...", "field": "..."}; bodies over --max-body-bytes answer 413.
+With --hub, "model" may also be a Hugging Face id (org/name, with "revision"):
+its config and safetensors headers are read from the Hub (never weights),
+at most --hub-concurrency at once, and kept; an id that is not org/name is
+400, a Hub failure 502 with the reason. Without --hub, catalog models only.`,
 		Example: `  kvcfg serve
   kvcfg serve --addr 0.0.0.0:8080
+  kvcfg serve --hub --hub-concurrency 8
   curl -s localhost:8080/api/v1/plan -d '{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,7 +60,20 @@ Invalid input answers 400 with {"error": "...", "field": "..."}; bodies over --m
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long in-flight requests may run after SIGINT/SIGTERM")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log every request, not only failures")
+	f.BoolVar(&o.hub, "hub", false, "also plan Hugging Face ids outside the catalog, read from the Hub (HF_ENDPOINT, HF_TOKEN, caches as the CLI)")
+	f.IntVar(&o.hubConcurrency, "hub-concurrency", server.DefaultHubConcurrency, "with --hub: models read from the Hub at once")
+	f.DurationVar(&o.hubTimeout, "hub-timeout", defaultHubTimeout, "with --hub: deadline for reading one model from the Hub")
 	return cmd
+}
+
+// serveHub is the Hub resolver of `serve --hub`, nil without it.
+func serveHub(o serveOptions) catalog.Resolver {
+	if !o.hub {
+		return nil
+	}
+	ho := hub.FromEnv()
+	ho.Timeout = o.hubTimeout
+	return hub.New(ho)
 }
 
 func runServe(cmd *cobra.Command, o serveOptions) error {
@@ -80,6 +103,8 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		MaxBodyBytes:    o.maxBodyBytes,
 		ShutdownTimeout: o.shutdownTimeout,
 		Logger:          logger,
+		Hub:             serveHub(o),
+		HubConcurrency:  o.hubConcurrency,
 	})
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -92,13 +92,22 @@ func enableSweep(cmd *cobra.Command, req *plan.Request) *sweep {
 	sw := &sweep{}
 	keys := fieldAddrs(req)
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		rv := reflect.ValueOf(f.Value)
-		if rv.Kind() != reflect.Pointer || rv.IsNil() {
-			return
-		}
-		key, ok := keys[rv.Pointer()]
-		if !ok {
-			return
+		var key string
+		if fv, ok := f.Value.(*fieldValue); ok {
+			if fv.flag.Kind == plan.KindInts {
+				return // one list is one setting, not an axis
+			}
+			key = fv.flag.Key
+		} else {
+			rv := reflect.ValueOf(f.Value)
+			if rv.Kind() != reflect.Pointer || rv.IsNil() {
+				return
+			}
+			k, ok := keys[rv.Pointer()]
+			if !ok {
+				return
+			}
+			key = k
 		}
 		if t := f.Value.Type(); strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
 			return

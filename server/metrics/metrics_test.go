@@ -128,3 +128,18 @@ func TestContentType(t *testing.T) {
 		t.Errorf("ContentType = %q", metrics.ContentType)
 	}
 }
+
+// Label values are escaped as the exposition format requires, and the
+// output parses.
+func TestLabelEscaping(t *testing.T) {
+	r := metrics.New()
+	r.ObserveError("GET /a\"b\\c", "odd\nkind")
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := samples(t, buf.String())
+	if got["kvcfg_http_errors_total{kind=odd\nkind,route=GET /a\"b\\c}"] != 1 {
+		t.Errorf("escaped series not found: %v", got)
+	}
+}

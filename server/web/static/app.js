@@ -130,6 +130,10 @@
       }
       req[el.name] = el.type === "number" ? Number(v) : v;
     }
+    // A Hugging Face id (servers started with --hub) replaces the
+    // catalog choice.
+    if (req.hub_model) req.model = req.hub_model;
+    delete req.hub_model;
     if (req.config) delete req.model;
     return req;
   }
@@ -399,6 +403,7 @@
         msel.append(option(m.name));
       }
       if (models.default) msel.value = models.default;
+      if (models.hub) { $("hub-box").hidden = false; $("revision-box").hidden = false; }
       const gsel = $("f-gpu");
       for (const g of gpus.gpus || []) {
         gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));

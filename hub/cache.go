@@ -1,0 +1,221 @@
+package hub
+
+import (
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/format/safetensors"
+)
+
+var (
+	commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	etagRe   = regexp.MustCompile(`^[0-9a-f]{40}$|^[0-9a-f]{64}$`)
+)
+
+// repoDir is the HF cache folder of a model: models--ORG--NAME.
+func (c *Client) repoDir(id string) string {
+	if c.opt.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(c.opt.CacheDir, "models--"+strings.ReplaceAll(id, "/", "--"))
+}
+
+// cachedCommit returns the commit rev names in the HF cache: rev itself
+// when it is a commit, else the trimmed refs/<rev>; "" when unknown
+// (never "the newest snapshot").
+func (c *Client) cachedCommit(id, rev string) string {
+	if commitRe.MatchString(rev) {
+		return rev
+	}
+	repo := c.repoDir(id)
+	if repo == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(rev)))
+	if err != nil {
+		return ""
+	}
+	if s := strings.TrimSpace(string(b)); commitRe.MatchString(s) {
+		return s
+	}
+	return ""
+}
+
+// cachedFile reads snapshots/<commit>/<file>. absent is true when
+// .no_exist/<commit>/<file> marks it as known to be missing.
+func (c *Client) cachedFile(id, commit, file string) (data []byte, absent bool, ok bool) {
+	repo := c.repoDir(id)
+	if repo == "" {
+		return nil, false, false
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".no_exist", commit, filepath.FromSlash(file))); err == nil {
+		return nil, true, true
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "snapshots", commit, filepath.FromSlash(file)))
+	if err != nil {
+		return nil, false, false
+	}
+	return b, false, true
+}
+
+// storeFile writes a small file into the HF cache as huggingface_hub
+// does: blobs/<etag> through a temporary file and a rename, a relative
+// symlink snapshots/<commit>/<file> (a copy where links fail), and
+// refs/<rev> when rev is not the commit. Every write is best effort: a
+// read-only cache is normal.
+func (c *Client) storeFile(id, rev, commit, file, etag string, body []byte) {
+	repo := c.repoDir(id)
+	if repo == "" || !commitRe.MatchString(commit) {
+		return
+	}
+	if !etagRe.MatchString(etag) {
+		etag = gitBlobSHA1(body)
+	}
+	blobs := filepath.Join(repo, "blobs")
+	blob := filepath.Join(blobs, etag)
+	if _, err := os.Stat(blob); err != nil {
+		if err := writeAtomic(blob, body); err != nil {
+			return
+		}
+	}
+	snap := filepath.Join(repo, "snapshots", commit, filepath.FromSlash(file))
+	if err := os.MkdirAll(filepath.Dir(snap), 0o755); err != nil {
+		return
+	}
+	if _, err := os.Lstat(snap); err != nil {
+		rel, err := filepath.Rel(filepath.Dir(snap), blob)
+		if err != nil || os.Symlink(rel, snap) != nil {
+			_ = writeAtomic(snap, body)
+		}
+	}
+	c.storeRef(id, rev, commit)
+}
+
+// storeRef writes refs/<rev> = commit (no newline) when it changed.
+func (c *Client) storeRef(id, rev, commit string) {
+	repo := c.repoDir(id)
+	if repo == "" || rev == commit || !commitRe.MatchString(commit) {
+		return
+	}
+	ref := filepath.Join(repo, "refs", filepath.FromSlash(rev))
+	if b, err := os.ReadFile(ref); err == nil && strings.TrimSpace(string(b)) == commit {
+		return
+	}
+	_ = writeAtomic(ref, []byte(commit))
+}
+
+// storeAbsent writes the empty marker .no_exist/<commit>/<file>.
+func (c *Client) storeAbsent(id, commit, file string) {
+	repo := c.repoDir(id)
+	if repo == "" || !commitRe.MatchString(commit) {
+		return
+	}
+	p := filepath.Join(repo, ".no_exist", commit, filepath.FromSlash(file))
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.Close()
+		}
+	}
+}
+
+// gitBlobSHA1 is git's object id of body: what the Hub's ETag of a git
+// file is, for mirrors that send none.
+func gitBlobSHA1(body []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(body))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeAtomic(path string, body []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	tmp := path + "." + hex.EncodeToString(r[:]) + ".incomplete"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(body)
+	serr := f.Sync()
+	cerr := f.Close()
+	if werr != nil || serr != nil || cerr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("hub: writing %s failed", path)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// summaryFormat is the version of the header summaries' layout.
+const summaryFormat = 1
+
+// summary is what kvcfg keeps of one checkpoint at one commit (commits
+// are immutable, so it never goes stale): the config files and every
+// shard's parsed header. It lives in kvcfg's own cache, never in the HF
+// cache (a header-only .safetensors there would break transformers).
+type summary struct {
+	Format int    `json:"format"`
+	Repo   string `json:"repo"`
+	Commit string `json:"commit"`
+	// Config and QuantConfig are the files' exact bytes (base64).
+	Config      []byte  `json:"config"`
+	QuantConfig []byte  `json:"hf_quant_config,omitempty"`
+	Shards      []shard `json:"shards"`
+}
+
+// shard is one safetensors file of a checkpoint: its path in the repo, its
+// size and sha256 when the Hub said them, and its header.
+type shard struct {
+	File   string             `json:"file"`
+	Size   int64              `json:"size"`
+	SHA256 string             `json:"sha256,omitempty"`
+	Header safetensors.Header `json:"header"`
+}
+
+func (c *Client) summaryPath(id, commit string) string {
+	if c.opt.HeaderCacheDir == "" {
+		return ""
+	}
+	return filepath.Join(c.opt.HeaderCacheDir, "models--"+strings.ReplaceAll(id, "/", "--"), commit+".json")
+}
+
+func (c *Client) loadSummary(id, commit string) (*summary, bool) {
+	p := c.summaryPath(id, commit)
+	if p == "" {
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, false
+	}
+	var s summary
+	if json.Unmarshal(b, &s) != nil || s.Format != summaryFormat || s.Repo != id || s.Commit != commit || len(s.Config) == 0 {
+		return nil, false
+	}
+	return &s, true
+}
+
+func (c *Client) storeSummary(s *summary) {
+	p := c.summaryPath(s.Repo, s.Commit)
+	if p == "" {
+		return
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return
+	}
+	_ = writeAtomic(p, b)
+}

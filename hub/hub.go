@@ -1,0 +1,188 @@
+// Package hub reads models from the Hugging Face Hub over HTTP without
+// downloading weights: config.json (and hf_quant_config.json) through the
+// Hub's /resolve URLs, and, per safetensors shard, only its 8-byte length
+// and JSON header through Range requests. It follows the Python client's
+// conventions: HF_ENDPOINT, HF_TOKEN (and the token file under HF_HOME),
+// HF_HOME / HF_HUB_CACHE, HF_HUB_OFFLINE. Fetched configs go into the
+// shared HF cache layout (blobs, snapshots/COMMIT, refs) so transformers
+// finds them; parsed shard headers go into kvcfg's own cache, never into
+// the HF cache.
+//
+// It is the only library package that imports net/http. A Client is a
+// catalog.Resolver: pass it to catalog.OpenContext (or plan.Request's
+// Resolver) to resolve "org/name" ids after the catalog.
+package hub
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kvcfg/kvcfg/catalog"
+)
+
+// DefaultEndpoint is the Hub's address when HF_ENDPOINT is not set.
+const DefaultEndpoint = "https://huggingface.co"
+
+// Options configure a Client. FromEnv fills them from the environment.
+type Options struct {
+	// Endpoint is the Hub (or a mirror) without a trailing slash.
+	Endpoint string
+	// Token is sent as "Authorization: Bearer" to the endpoint's host only
+	// (never to the CDN a shard redirects to); "" sends none.
+	Token string
+	// CacheDir is the HF hub cache root (models--ORG--NAME/...).
+	CacheDir string
+	// HeaderCacheDir is kvcfg's own cache of parsed shard headers.
+	HeaderCacheDir string
+	// Offline forbids every request: only the caches answer.
+	Offline bool
+	// Timeout bounds one Resolve in total (0: no bound beyond the
+	// context's).
+	Timeout time.Duration
+	// RequestTimeout bounds the wait for one answer's headers (default
+	// 10s, as huggingface_hub); with HTTPClient set, its own timeouts apply.
+	RequestTimeout time.Duration
+	// MaxRetries is how often a 408/429/5xx answer or a network error is
+	// retried (default 5, with waits of 1, 2, 4, 8, 8 s).
+	MaxRetries int
+	// Concurrency bounds the shard headers read at once (default 8).
+	Concurrency int
+	// HTTPClient is the client to use (default: a client with its own
+	// transport). Its redirect policy is replaced: the Client follows
+	// redirects itself.
+	HTTPClient *http.Client
+	// Progress, when set and a model has more than one shard, receives a
+	// "\r"-updated line per shard read.
+	Progress io.Writer
+	// Sleep waits d or until ctx ends (tests pass a fake clock); nil uses
+	// a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// FromEnv returns Options read from the environment as huggingface_hub
+// reads it: HF_ENDPOINT, HF_TOKEN (else HUGGING_FACE_HUB_TOKEN, else the
+// file HF_TOKEN_PATH or HF_HOME/token), HF_HUB_CACHE (HUGGINGFACE_HUB_CACHE,
+// HF_HOME/hub), HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) truthy, and
+// HF_HUB_DOWNLOAD_TIMEOUT (seconds) for one request. kvcfg's header cache
+// is KVCFG_CACHE_DIR, else the user cache directory's kvcfg/hub.
+func FromEnv() Options {
+	o := Options{
+		Endpoint: strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"),
+		Token:    envToken(),
+		CacheDir: catalog.HFCacheDir(),
+		Offline:  truthy(os.Getenv("HF_HUB_OFFLINE")) || truthy(os.Getenv("TRANSFORMERS_OFFLINE")),
+	}
+	if o.Endpoint == "" {
+		o.Endpoint = DefaultEndpoint
+	}
+	if d, err := time.ParseDuration(strings.TrimSpace(os.Getenv("HF_HUB_DOWNLOAD_TIMEOUT")) + "s"); err == nil && d > 0 {
+		o.RequestTimeout = d
+	}
+	if d := os.Getenv("KVCFG_CACHE_DIR"); d != "" {
+		o.HeaderCacheDir = filepath.Join(d, "hub")
+	} else if d, err := os.UserCacheDir(); err == nil {
+		o.HeaderCacheDir = filepath.Join(d, "kvcfg", "hub")
+	}
+	return o
+}
+
+// truthy is huggingface_hub's reading of a boolean variable.
+func truthy(v string) bool {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "1", "ON", "YES", "TRUE":
+		return true
+	}
+	return false
+}
+
+func envToken() string {
+	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if t := strings.TrimSpace(os.Getenv(k)); t != "" {
+			return t
+		}
+	}
+	p := os.Getenv("HF_TOKEN_PATH")
+	if p == "" {
+		if h := catalog.HFHome(); h != "" {
+			p = filepath.Join(h, "token")
+		}
+	}
+	if p == "" {
+		return ""
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Client reads models from the Hub and the caches. It is safe for
+// concurrent use.
+type Client struct {
+	opt  Options
+	hc   *http.Client
+	host string // the endpoint's host: the only one that gets the token
+}
+
+// New returns a Client for o, defaults filled in.
+func New(o Options) *Client {
+	if o.Endpoint == "" {
+		o.Endpoint = DefaultEndpoint
+	}
+	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	} else if o.MaxRetries == 0 {
+		o.MaxRetries = 5
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "kvcfg (+hub client; header-only reads)"
+	}
+	hc := &http.Client{}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		hc = &c
+	} else if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		// RequestTimeout bounds the wait for an answer's headers; reading
+		// a body is bounded by Timeout (the whole Resolve) only, so a large
+		// header on a slow link is not cut off.
+		tr := t.Clone()
+		tr.ResponseHeaderTimeout = o.RequestTimeout
+		hc.Transport = tr
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c := &Client{opt: o, hc: hc}
+	c.host = hostOf(o.Endpoint)
+	return c
+}
+
+// Options returns the client's options, defaults filled in.
+func (c *Client) Options() Options { return c.opt }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
