@@ -680,7 +680,9 @@ func (s *search) final(ctx context.Context, req plan.Request, n, L int) outcome 
 		return out
 	}
 	out.capacity = plan.Capacity(rep, s.spec, L)
-	out.ok = err == nil && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
+	// The engine may clamp the context to what its pool holds
+	// (TensorRT-LLM's max_seq_len): then it does not serve L tokens.
+	out.ok = err == nil && rep.ContextLength >= L && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
 	return out
 }
 

@@ -225,3 +225,29 @@ func TestSweepCommandAliasesAndErrors(t *testing.T) {
 		t.Errorf("single value: got %v", err)
 	}
 }
+
+// Issue 13's repro: 70B, one 32k request, up to two H100s, bf16 or fp8 KV.
+// fit raises --mem-fraction-static where SGLang's default does not hold
+// the request, and says so; rows print without float noise.
+func TestFitCommandRaisesShare(t *testing.T) {
+	out, errs, code := runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-70B-Instruct", "-n", "1", "--context-length", "32768",
+		"--gpus", "H100", "--max-gpus", "2", "--kv-cache-dtypes", "auto,fp8_e4m3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, s := range []string{
+		"2  H100-80GB  2     2   1   1   fp8_e4m3     38,426",
+		"--tp-size 2 --kv-cache-dtype fp8_e4m3 --context-length 32768 --mem-fraction-static 0.88 --max-running-requests 1",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.834 for this layout (safe up to 0.93)",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	// GPU types that plan alike share a row.
+	out, _, code = runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-n", "40", "--context-length", "8192",
+		"--gpus", "H100,H800,H100-PCIe", "--weights-memory", "16GiB", "--mem-fraction-static", "0.835")
+	if code != 0 || !strings.Contains(out, "H100-80GB/H800/H100-PCIe") || strings.Count(out, "--tp-size") != 2 {
+		t.Errorf("exit %d, want one row for the three H100 names:\n%s", code, out)
+	}
+}
