@@ -611,7 +611,13 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 				v = setShare(&r, k.Share, share)
 			}
 		}
-		out := s.solveAt(ctx, r, probe, nr, L)
+		var out outcome
+		if v == k.Current && !s.hybrid(probe) {
+			// The probe planned exactly this request.
+			out = s.judge(r, probe, err, nr, L)
+		} else {
+			out = s.solveAt(ctx, r, probe, nr, L)
+		}
 		out.knobs, out.share, out.def = k, v, k.Current
 		return out
 	}
@@ -649,13 +655,25 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 func (s *search) solveAt(ctx context.Context, req plan.Request, probe *plan.Report, n, L int) outcome {
 	if req.Engine == plan.EngineSGLang {
 		switch {
-		case s.spec.Linear != nil && s.base.MaxMambaCacheSize == 0 && s.base.MambaFullMemoryRatio == 0:
+		case s.mambaSolvable():
 			return s.solveMamba(ctx, req, n, L)
 		case s.swaSolvable(probe):
 			return s.solveSWA(ctx, req, probe, n, L)
 		}
 	}
 	return s.final(ctx, req, n, L)
+}
+
+// hybrid reports whether solveAt solves hybrid pools for a layout whose
+// probe is probe.
+func (s *search) hybrid(probe *plan.Report) bool {
+	return s.base.Engine == plan.EngineSGLang && (s.mambaSolvable() || s.swaSolvable(probe))
+}
+
+// mambaSolvable reports whether the mamba state slots are the fit's to
+// choose.
+func (s *search) mambaSolvable() bool {
+	return s.spec.Linear != nil && s.base.MaxMambaCacheSize == 0 && s.base.MambaFullMemoryRatio == 0
 }
 
 // swaSolvable reports whether the SWA/full token ratio is the fit's to
@@ -675,6 +693,12 @@ func (s *search) swaSolvable(probe *plan.Report) bool {
 // replica.
 func (s *search) final(ctx context.Context, req plan.Request, n, L int) outcome {
 	rep, err := s.run(ctx, req)
+	return s.judge(req, rep, err, n, L)
+}
+
+// judge measures the plan rep of req against n requests of L tokens per
+// replica.
+func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) outcome {
 	out := outcome{req: req, rep: rep, err: err}
 	if rep == nil {
 		return out
