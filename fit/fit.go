@@ -246,6 +246,8 @@ type search struct {
 	// data-parallel replicas.
 	ctxKey, capKey string
 	dp             bool
+	// gpus are the GPU types searched.
+	gpus []string
 }
 
 // targetKeys are the request keys an engine takes the context length and
@@ -316,6 +318,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if maxGPUs == 0 {
 		maxGPUs = DefaultMaxGPUs
 	}
+	s.gpus = names
 	res := &Result{Target: Target{
 		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
@@ -923,10 +926,11 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if f := s.unpinShare(ctx, c, out, n, L); f != "" {
 		fixes = append(fixes, f)
 	}
-	if fp8 := out.knobs.FP8; fp8 != "" && !quantizedKV(o.KVCacheDTypes, s.base.KVCacheDType) {
+	// A smaller KV cache helps only a layout that starts.
+	if fp8 := out.knobs.FP8; fp8 != "" && sc.starts && !quantizedKV(o.KVCacheDTypes, s.base.KVCacheDType) {
 		fixes = append(fixes, fmt.Sprintf("a quantized KV cache (--kv-cache-dtypes auto,%s)", fp8))
 	}
-	if bigger := largerGPUs(c.gpu, 3); len(bigger) > 0 {
+	if bigger := largerGPUs(s.gpus, 3); len(bigger) > 0 {
 		fixes = append(fixes, "a GPU with more memory ("+strings.Join(bigger, ", ")+")")
 	}
 	if len(can) == 0 {
@@ -975,16 +979,19 @@ func quantizedKV(dtypes []string, base string) bool {
 	return false
 }
 
-// largerGPUs names up to k catalog GPUs of g's platform with at least 10%
-// more memory than g, one per memory size, smallest first.
-func largerGPUs(g string, k int) []string {
-	gg, err := gpu.Lookup(g)
-	if err != nil {
-		return nil
+// largerGPUs names up to k catalog GPUs with at least 10% more memory
+// than the largest GPU searched of their platform, one per memory size,
+// smallest first.
+func largerGPUs(searched []string, k int) []string {
+	largest := map[string]int64{}
+	for _, g := range searched {
+		if gg, err := gpu.Lookup(g); err == nil {
+			largest[gg.Platform] = max(largest[gg.Platform], gg.MemoryMiB)
+		}
 	}
 	var more []gpu.GPU
 	for _, o := range gpu.All() {
-		if o.Platform == gg.Platform && o.MemoryMiB*10 >= gg.MemoryMiB*11 {
+		if l, ok := largest[o.Platform]; ok && o.MemoryMiB*10 >= l*11 {
 			more = append(more, o)
 		}
 	}

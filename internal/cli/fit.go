@@ -127,8 +127,8 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		return writeFitCSV(w, res)
 	}
 	t := res.Target
-	fmt.Fprintf(w, "Target: %d concurrent requests of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
-		t.Concurrency, group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
+		requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS")
@@ -165,8 +165,15 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") {
 			fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
 		}
-		fmt.Fprintf(w, "  serves:       %s requests of %s tokens, or %d requests of up to %s tokens\n",
-			group(int64(m.MaxConcurrency)), group(int64(t.ContextLength)), t.Concurrency, group(int64(m.MaxContextLength)))
+		switch {
+		case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
+			fmt.Fprintf(w, "  serves:       no request at this layout\n")
+		case m.MaxContextLength == 0:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
+		default:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens, or %s of up to %s tokens\n",
+				requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)), requests(t.Concurrency, "request"), group(int64(m.MaxContextLength)))
+		}
 		if m.MaxConcurrency > 0 {
 			fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
 		}
@@ -190,6 +197,14 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintf(w, "\n%d plans run\n", res.Plans)
 	}
 	return nil
+}
+
+// requests writes n noun(s) with thousands separators.
+func requests(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return group(int64(n)) + " " + noun + "s"
 }
 
 func anyDP(cs []fit.Configuration) bool {
