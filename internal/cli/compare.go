@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -126,8 +127,9 @@ func writeComparison(out io.Writer, format string, c *plan.Comparison, err error
 }
 
 // comparisonRows returns the header and the rows of the comparison, one
-// column per plan.
-func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
+// column per plan. With notes, a column's error is a numbered note (the
+// notes returned) instead of a cell, so the table keeps its width.
+func comparisonRows(c *plan.Comparison, notes bool) (header []string, rows [][]string, errNotes []string) {
 	header = []string{""}
 	labels := []string{"kv_cache_dtype", "tp", "bytes/token per GPU", "tokens (as logged)", "token capacity", "max concurrency", "available KV", "flags", "error"}
 	rows = make([][]string, len(labels))
@@ -141,19 +143,11 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 		if col.ResolvedKVCacheDType != "" && col.ResolvedKVCacheDType != dt {
 			dt += " → " + col.ResolvedKVCacheDType
 		}
-		conc := "-"
-		if col.ContextLength > 0 && col.Error == "" {
-			conc = fmt.Sprintf("%.2fx at %s", col.MaxConcurrency, group(int64(col.ContextLength)))
-		}
 		num := func(n int64) string {
 			if col.Report == nil || (col.Error != "" && n == 0) {
 				return "-"
 			}
 			return group(n)
-		}
-		bpt := "-"
-		if col.BytesPerToken > 0 {
-			bpt = strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(col.BytesPerToken, 'f', 1, 64), "0"), ".")
 		}
 		avail := "-"
 		if col.Report != nil {
@@ -163,10 +157,15 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 		if flags == "" {
 			flags = "(defaults)"
 		}
+		errCell := col.Error
 		if col.Error != "" {
 			anyErr = true
+			if notes {
+				errNotes = append(errNotes, fmt.Sprintf("[%d] %s, %s, tp %d: %s", len(errNotes)+1, col.Engine, col.KVCacheDType, col.TPSize, oneLine(col.Error)))
+				errCell = fmt.Sprintf("see [%d] below", len(errNotes))
+			}
 		}
-		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, flags, col.Error}
+		vals := []string{dt, strconv.Itoa(col.TPSize), bytesPerToken(col.BytesPerToken), num(col.Tokens), num(col.TokenCapacity), concurrency(col), avail, flags, errCell}
 		for i, v := range vals {
 			rows[i] = append(rows[i], v)
 		}
@@ -174,23 +173,78 @@ func comparisonRows(c *plan.Comparison) (header []string, rows [][]string) {
 	if !anyErr {
 		rows = rows[:len(rows)-1]
 	}
-	return header, rows
+	return header, rows, errNotes
+}
+
+// bytesPerToken writes a per-token size as whole bytes with thousands
+// separators; a fractional figure (a hybrid pool's average, full plus
+// ratio × sliding-window bytes) is rounded and marked "~".
+func bytesPerToken(b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	r := math.Round(b)
+	if math.Abs(b-r) > 1e-9 {
+		return "~" + group(int64(r))
+	}
+	return group(int64(r))
+}
+
+// concurrency writes every engine's concurrency the same way: the whole
+// requests of the context length that fit at once, then vLLM's logged
+// fractional figure, which is what its log line shows.
+func concurrency(col plan.CompareColumn) string {
+	if col.ContextLength <= 0 || col.Error != "" {
+		return "-"
+	}
+	n := int64(math.Floor(col.MaxConcurrency + 1e-9))
+	s := fmt.Sprintf("%s at %s", group(n), group(int64(col.ContextLength)))
+	if col.Engine == plan.EngineVLLM && float64(n) != col.MaxConcurrency {
+		s += fmt.Sprintf(" (vLLM logs %.2fx)", col.MaxConcurrency)
+	}
+	return s
 }
 
 func writeComparisonTable(w io.Writer, c *plan.Comparison) {
 	fmt.Fprintf(w, "%s on %s\n\n", c.Model, c.GPU)
-	header, rows := comparisonRows(c)
+	header, rows, notes := comparisonRows(c, true)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			writeWrapped(w, n, 100, "    ")
+		}
+	}
+}
+
+// writeWrapped writes s in lines of at most width columns (a word longer
+// than that on its own line), continuation lines indented.
+func writeWrapped(w io.Writer, s string, width int, indent string) {
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len([]rune(line))+1+len([]rune(word)) > width:
+			fmt.Fprintln(w, line)
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	if line != "" {
+		fmt.Fprintln(w, line)
+	}
 }
 
 func writeComparisonMarkdown(w io.Writer, c *plan.Comparison) {
 	fmt.Fprintf(w, "## KV cache comparison: %s on %s\n\n", c.Model, c.GPU)
-	header, rows := comparisonRows(c)
+	header, rows, _ := comparisonRows(c, false)
 	fmt.Fprintf(w, "| %s |\n|", strings.Join(header, " | "))
 	for range header {
 		fmt.Fprint(w, "---|")

@@ -100,3 +100,40 @@ func TestPlanVLLMRefusalJSON(t *testing.T) {
 		t.Errorf("stderr %q lacks vLLM's message", errOut)
 	}
 }
+
+// Issue 13's compare items: every engine's concurrency prints the same
+// way (whole requests, vLLM's logged fraction beside it; never SGLang's
+// floor as "0.00x" next to vLLM's "2.10x"), per-token bytes are whole
+// (a hybrid pool's fractional average rounded and marked "~"), and error
+// text goes under the table as numbered notes instead of widening it.
+func TestCompareTableReadable(t *testing.T) {
+	out, errOut, code := runCompareCLI("compare", "--model", "openai/gpt-oss-120b", "--gpu", "H100", "--context-length", "131072")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"0 at 131,072", "2 at 131,072 (vLLM logs 2.10x)", "~66,355", "73,728"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"0.00x", "66355.", "x at"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("table has %q:\n%s", bad, out)
+		}
+	}
+
+	out, _, code = runCompareCLI("compare", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--context-length", "32768", "--tp", "1,2")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the engines refuse)", code)
+	}
+	for _, want := range []string{"see [1] below", "[1] sglang, auto, tp 1: Loaded weights leave no GPU memory", "[4] vllm, auto, tp 2: To serve at least one request"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > 200 {
+			t.Errorf("line of %d columns: %s", n, line)
+		}
+	}
+}
