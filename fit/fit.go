@@ -89,6 +89,8 @@ func (o Options) Validate() error {
 	for _, d := range o.KVCacheDTypes {
 		if strings.TrimSpace(d) == "" {
 			bad("kv_cache_dtypes", "empty dtype")
+		} else if err := o.Base.CheckKVCacheDType(d); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 		}
 	}
 	if err := o.Base.Validate(); err != nil {
@@ -180,6 +182,8 @@ type Miss struct {
 	Error string `json:"error"`
 	// Hint says what would make the target fit.
 	Hint string `json:"hint"`
+	// score is how close it comes (RunEngines compares engines' misses).
+	score scored
 }
 
 // Skip is a combination left out of the search, with the reason. TPSize
@@ -876,7 +880,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if lo > 0 {
 		shown = atN
 	}
-	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo}
+	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo, score: sc}
 	if shown.rep != nil {
 		m.Configuration = s.configuration(c, shown, max(lo, 1))
 		m.Configuration.MaxConcurrencyAtContextLength = min(m.Configuration.MaxConcurrencyAtContextLength, int64(lo))

@@ -140,7 +140,7 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 		}
 		rep.FixHint = fmt.Sprintf("set %s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
 			strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
-		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.PostLoadFreeBytes == 0 {
+		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
 			rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
 		}
 		// A TP refusal's fix picks one size; the others stay named.

@@ -410,6 +410,7 @@ func (f Flag) Accepts(engine string) bool { return slices.Contains(f.Engines, en
 // out as defaults (compare's columns).
 func EngineArgs(r Request, full bool) []string {
 	r = r.Normalized()
+	r = r.ForEngine(r.Engine) // the context length in the engine's own key
 	var out []string
 	for _, key := range column(r.Engine).Keys {
 		f, _ := LookupFlag(key)

@@ -46,6 +46,7 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return nil, err
 	}
 	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
 	}
@@ -272,23 +273,32 @@ func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err
 
 // weightsPerRank sums the safetensors headers of the model's checkpoint
 // (read from the Hub, or in its directory) when it has them, else
-// estimates from the config.
-func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
+// estimates from the config. note is a warning for the report: a partial
+// download in the directory is estimated instead, and says so.
+func weightsPerRank(m *catalog.Model, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
 	if m.Headers != nil {
 		w := weights.FromHeaders(m.Headers, spec, weights.Layout{TP: tp, PP: pp})
-		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), nil
+		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
 	}
 	if m.Dir != "" {
-		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
-			return 0, "", &FieldError{Field: "model", Err: err}
-		} else if ok {
-			return w, weights.Safetensors, nil
+		w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp})
+		var pe *weights.PartialError
+		switch {
+		case errors.As(err, &pe):
+			note = strings.TrimPrefix(pe.Error(), "weights: ") + "; weights estimated from the config instead"
+			if pe.TotalSize > 0 {
+				note += " (the index's total_size: " + units.Size(pe.TotalSize).String() + " for all ranks)"
+			}
+		case err != nil:
+			return 0, "", "", &FieldError{Field: "model", Err: err}
+		case ok:
+			return w, weights.Safetensors, "", nil
 		}
 	}
-	w, err := weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	w, err = weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
 	if err != nil {
-		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
+		return 0, "", "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
-	return w, weights.Estimated, nil
+	return w, weights.Estimated, note, nil
 }

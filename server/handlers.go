@@ -42,6 +42,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
 	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", s.fit)))
 	mux.Handle("POST /api/v1/explain", cop.Handler(jsonEndpoint(s, "explain", s.explain)))
+	mux.Handle("POST /api/v1/simulate", cop.Handler(jsonEndpoint(s, "simulate", s.simulate)))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)

@@ -31,19 +31,25 @@ func newCompareCmd() *cobra.Command {
 	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   "compare [MODEL]",
-		Short: "Plan one model and GPU on SGLang and vLLM side by side",
-		Long: `compare plans the same model, GPU and context length on every engine and
-prints one column per engine (and per KV cache dtype and TP size when they
-are given as comma-separated lists): bytes per token, the engine's token
-capacity, the maximum concurrency at the context length and the flags to
-pass each engine.
+		Short: "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side",
+		Long: `compare is a sweep over engine × KV cache dtype × TP size: it plans the same
+model, GPU and context length on every engine (--engine sglang,vllm,trtllm;
+default sglang,vllm) and prints one column per engine, dtype and TP size
+(comma-separated lists): bytes per token, the engine's token capacity, the
+maximum concurrency at the context length and the flags to pass each
+engine, which plan back to the column.
 
   kvcfg compare --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB \
       --kv-cache-dtype auto,fp8_e4m3 --tp 1,2
 
-Every other plan flag applies to all columns (engine-specific ones only
-affect their engine). Exit status: 0 when at least one column planned,
-1 when every engine refused, 2 for invalid input.`,
+It takes every plan flag: an engine's own flags only affect its columns
+(the context length becomes vLLM's --max-model-len and TensorRT-LLM's
+max_seq_len), and a flag no compared engine takes is bad input:
+
+  kvcfg compare --engine sglang,vllm,trtllm --tp-size 2 --dp-size 2 --enable-dp-attention
+
+Exit status: 0 when at least one column planned, 1 when every engine
+refused, 2 for invalid input.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
@@ -81,7 +87,7 @@ affect their engine). Exit status: 0 when at least one column planned,
 		}
 	})
 	fs := cmd.Flags()
-	fs.StringSliceVar(&engines, "engine", nil, "engines to compare, comma-separated (default sglang,vllm)")
+	fs.StringSliceVar(&engines, "engine", nil, "engines to compare, comma-separated: sglang, vllm, trtllm (default sglang,vllm)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtype", nil, "KV cache dtypes, comma-separated (e.g. auto,fp8_e4m3)")
 	fs.StringSliceVar(&tps, "tp", nil, "tensor parallel sizes, comma-separated (e.g. 1,2,4)")
 	fs.StringSliceVar(&tps, "tp-size", nil, "alias of --tp")
@@ -127,9 +133,10 @@ func writeComparison(out io.Writer, format string, c *plan.Comparison, err error
 }
 
 // comparisonRows returns the header and the rows of the comparison, one
-// column per plan. With notes, a column's error is a numbered note (the
-// notes returned) instead of a cell, so the table keeps its width.
-func comparisonRows(c *plan.Comparison, notes bool) (header []string, rows [][]string, errNotes []string) {
+// column per plan. With notes, a refused column's error row says
+// "refused [N]" and the engine's words are returned as note N (they would
+// make the table hundreds of characters wide); without, the row holds them.
+func comparisonRows(c *plan.Comparison, withNotes bool) (header []string, rows [][]string, notes []string) {
 	header = []string{""}
 	labels := []string{"kv_cache_dtype", "tp", "bytes/token per GPU", "tokens (as logged)", "token capacity", "max concurrency", "available KV", "flags", "error"}
 	rows = make([][]string, len(labels))
@@ -143,11 +150,29 @@ func comparisonRows(c *plan.Comparison, notes bool) (header []string, rows [][]s
 		if col.ResolvedKVCacheDType != "" && col.ResolvedKVCacheDType != dt {
 			dt += " → " + col.ResolvedKVCacheDType
 		}
+		// Every engine's column reads the same way: whole requests that
+		// fit, then the ratio (vLLM's own "Maximum concurrency" figure; the
+		// pool's tokens over the context length for the others).
+		conc := "-"
+		if col.ContextLength > 0 && col.Error == "" {
+			ratio := col.MaxConcurrency
+			if col.Engine != plan.EngineVLLM && col.TokenCapacity > 0 {
+				ratio = float64(col.TokenCapacity) / float64(col.ContextLength)
+			}
+			conc = fmt.Sprintf("%s (%.2fx) at %s", group(int64(col.MaxConcurrency)), ratio, group(int64(col.ContextLength)))
+		}
 		num := func(n int64) string {
 			if col.Report == nil || (col.Error != "" && n == 0) {
 				return "-"
 			}
 			return group(n)
+		}
+		bpt := "-"
+		if col.BytesPerToken > 0 {
+			bpt = group(int64(math.Round(col.BytesPerToken)))
+			if col.BytesPerToken != math.Trunc(col.BytesPerToken) {
+				bpt = "≈" + bpt // a page's bytes over its tokens
+			}
 		}
 		avail := "-"
 		if col.Report != nil {
@@ -157,15 +182,19 @@ func comparisonRows(c *plan.Comparison, notes bool) (header []string, rows [][]s
 		if flags == "" {
 			flags = "(defaults)"
 		}
-		errCell := col.Error
 		if col.Error != "" {
 			anyErr = true
-			if notes {
-				errNotes = append(errNotes, fmt.Sprintf("[%d] %s, %s, tp %d: %s", len(errNotes)+1, col.Engine, col.KVCacheDType, col.TPSize, oneLine(col.Error)))
-				errCell = fmt.Sprintf("see [%d] below", len(errNotes))
-			}
 		}
-		vals := []string{dt, strconv.Itoa(col.TPSize), bytesPerToken(col.BytesPerToken), num(col.Tokens), num(col.TokenCapacity), concurrency(col), avail, flags, errCell}
+		errCell := col.Error
+		if withNotes && col.Error != "" {
+			note := fmt.Sprintf("[%d] %s, %s, TP %d: %s", len(notes)+1, col.Engine, dt, col.TPSize, col.Error)
+			if col.Report != nil && col.Report.FixHint != "" {
+				note += "\n    fix: " + col.Report.FixHint
+			}
+			notes = append(notes, note)
+			errCell = fmt.Sprintf("refused [%d]", len(notes))
+		}
+		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, flags, errCell}
 		for i, v := range vals {
 			rows[i] = append(rows[i], v)
 		}
@@ -173,36 +202,7 @@ func comparisonRows(c *plan.Comparison, notes bool) (header []string, rows [][]s
 	if !anyErr {
 		rows = rows[:len(rows)-1]
 	}
-	return header, rows, errNotes
-}
-
-// bytesPerToken writes a per-token size as whole bytes with thousands
-// separators; a fractional figure (a hybrid pool's average, full plus
-// ratio × sliding-window bytes) is rounded and marked "~".
-func bytesPerToken(b float64) string {
-	if b <= 0 {
-		return "-"
-	}
-	r := math.Round(b)
-	if math.Abs(b-r) > 1e-9 {
-		return "~" + group(int64(r))
-	}
-	return group(int64(r))
-}
-
-// concurrency writes every engine's concurrency the same way: the whole
-// requests of the context length that fit at once, then vLLM's logged
-// fractional figure, which is what its log line shows.
-func concurrency(col plan.CompareColumn) string {
-	if col.ContextLength <= 0 || col.Error != "" {
-		return "-"
-	}
-	n := int64(math.Floor(col.MaxConcurrency + 1e-9))
-	s := fmt.Sprintf("%s at %s", group(n), group(int64(col.ContextLength)))
-	if col.Engine == plan.EngineVLLM && float64(n) != col.MaxConcurrency {
-		s += fmt.Sprintf(" (vLLM logs %.2fx)", col.MaxConcurrency)
-	}
-	return s
+	return header, rows, notes
 }
 
 func writeComparisonTable(w io.Writer, c *plan.Comparison) {
@@ -217,28 +217,8 @@ func writeComparisonTable(w io.Writer, c *plan.Comparison) {
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
-			writeWrapped(w, n, 100, "    ")
+			fmt.Fprintln(w, n)
 		}
-	}
-}
-
-// writeWrapped writes s in lines of at most width columns (a word longer
-// than that on its own line), continuation lines indented.
-func writeWrapped(w io.Writer, s string, width int, indent string) {
-	line := ""
-	for _, word := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = word
-		case len([]rune(line))+1+len([]rune(word)) > width:
-			fmt.Fprintln(w, line)
-			line = indent + word
-		default:
-			line += " " + word
-		}
-	}
-	if line != "" {
-		fmt.Fprintln(w, line)
 	}
 }
 

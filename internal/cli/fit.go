@@ -20,6 +20,7 @@ func newFitCmd() *cobra.Command {
 		concurrency int
 		gpus        []string
 		dtypes      []string
+		engines     []string
 		maxGPUs     int
 		all, debug  bool
 		format      string
@@ -87,7 +88,11 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 				Base: base, Concurrency: concurrency, ContextLength: ctxLen,
 				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
 			}
-			res, err := fit.Run(cmd.Context(), opts)
+			engs := trimList(engines)
+			if len(engs) > 0 && base.Engine != "" {
+				return &exitError{code: 2, err: errors.New("give --engine or --engines, not both")}
+			}
+			res, err := fit.RunEngines(cmd.Context(), opts, engs)
 			if err != nil {
 				if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
 					return &exitError{code: 2, err: err}
@@ -110,6 +115,7 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 	pf = bindPlanFlags(fs, &base, "concurrency")
 	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
 	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
+	fs.StringSliceVar(&engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
 	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
 	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
@@ -131,9 +137,19 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS")
+		// Several engines searched: each row says whose flags it lists.
+		engineCol := strings.Contains(t.Engine, ",")
+		head := "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS"
+		if engineCol {
+			head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
+		}
+		fmt.Fprintln(tw, head)
 		for i, c := range res.Configurations {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", i+1, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
+			rank := strconv.Itoa(i + 1)
+			if engineCol {
+				rank += "\t" + c.Engine
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
 				c.GPUCount, c.TPSize, c.PPSize, max(c.DPSize, 1), dtypeLabel(c),
 				group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
 		}
@@ -156,7 +172,11 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintln(w, "No setup serves the target.")
 	}
 	if m := res.ClosestMiss; m != nil {
-		lay := fmt.Sprintf("%d× %s, tp %d, pp %d", m.GPUCount, m.GPU, m.TPSize, m.PPSize)
+		on := ""
+		if strings.Contains(t.Engine, ",") {
+			on = " on " + m.Engine
+		}
+		lay := fmt.Sprintf("%d× %s%s, tp %d, pp %d", m.GPUCount, m.GPU, on, m.TPSize, m.PPSize)
 		if m.DPSize > 1 {
 			lay += fmt.Sprintf(", dp %d", m.DPSize)
 		}

@@ -82,7 +82,9 @@ func TestHubIDEverywhere(t *testing.T) {
 		{"inspect", "acme/Qwen3-8B-copy", "-o", "json"},
 		{"plan", "acme/Qwen3-8B-copy", "--revision", hubCommit, "--engine", "vllm"},
 		{"plan", "--model", "acme/Qwen3-8B-copy", "--tp-size", "1,2", "-o", "csv"},
+		{"plan", "--model", "acme/Qwen3-8B-copy", "--revision", "main," + hubCommit, "-o", "csv"},
 		{"compare", "--model", "acme/Qwen3-8B-copy"},
+		{"plan", "--model", "acme/Qwen3-8B-copy", "--engine", "trtllm"},
 		{"fit", "--model", "acme/Qwen3-8B-copy", "-n", "4", "--context-length", "8192", "--gpus", "H100"},
 	} {
 		out, errs, code := run(t, args...)

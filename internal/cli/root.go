@@ -98,6 +98,7 @@ var commands = []func() *cobra.Command{
 	newCompareCmd,
 	newFitCmd,
 	newExplainCmd,
+	newSimulateCmd,
 }
 
 // exitError carries a non-default exit code through cobra.
