@@ -86,7 +86,7 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		}
 	case plan.EngineVLLM:
 		c = Config{Engine: EngineVLLM, NumGPUBlocks: int(rep.NumGPUBlocks), BlockSize: rep.BlockSize, MaxModelLen: rep.MaxModelLen,
-			MaxNumSeqs: req.MaxNumSeqs, MaxNumBatchedTokens: req.MaxNumBatchedTokens, DisablePrefixCaching: o.DisablePrefixCaching}
+			MaxNumSeqs: req.MaxNumSeqs, MaxNumBatchedTokens: req.MaxNumBatchedTokens, DisablePrefixCaching: o.DisablePrefixCaching || req.DisableRadixCache}
 		// vLLM's OpenAI-server defaults (EngineArgs.get_batch_defaults).
 		big := rep.GPUMemory >= 70<<30 && !strings.HasPrefix(strings.ToUpper(rep.GPU), "A100")
 		if c.MaxNumSeqs == 0 {

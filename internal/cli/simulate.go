@@ -164,7 +164,6 @@ Exit status: 0 when every request was served, 3 when some could never be
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the generated workload")
 	fs.IntVar(&f.opts.MaxPrefillTokens, "max-prefill-tokens", 0, "SGLang: --max-prefill-tokens (default 16384)")
 	fs.Float64Var(&f.opts.ScheduleConservativeness, "schedule-conservativeness", 0, "SGLang: --schedule-conservativeness (default 1.0)")
-	fs.BoolVar(&f.opts.DisablePrefixCaching, "no-enable-prefix-caching", false, "vLLM: disable prefix caching")
 	fs.Float64Var(&f.opts.StepTimeS, "step-time", 0, "seconds per scheduler step, replacing the roofline time model")
 	fs.Float64Var(&f.opts.MBU, "mbu", 0, "roofline: fraction of HBM bandwidth reached (default 0.7)")
 	fs.Float64Var(&f.opts.MFU, "mfu", 0, "roofline: fraction of peak FLOPS reached (default 0.5)")
