@@ -793,7 +793,7 @@ func (s *search) configuration(c candidate, out outcome, n int) Configuration {
 	}
 	if k := out.knobs; k.Share != "" && out.share > out.def+1e-9 {
 		cfg.Notes = append(cfg.Notes, fmt.Sprintf("%s is above %s's default %s for this layout (safe up to %s): the default does not hold the target",
-			strings.Join(flagOf(rep.Engine, k.Share, plan.FormatFloat(out.share)), " "), engineName(rep.Engine),
+			strings.Join(flagOf(rep.Engine, k.Share, plan.FormatFloat(out.share)), " "), plan.EngineLabel(rep.Engine),
 			plan.FormatFloat(out.def), plan.FormatFloat(k.SafeMax)))
 	}
 	return cfg
@@ -819,19 +819,6 @@ func flagOf(engine, key, value string) []string {
 		return []string{key, value}
 	}
 	return out
-}
-
-// engineName is the engine's name in prose.
-func engineName(engine string) string {
-	switch engine {
-	case plan.EngineSGLang:
-		return "SGLang"
-	case plan.EngineVLLM:
-		return "vLLM"
-	case plan.EngineTRTLLM:
-		return "TensorRT-LLM"
-	}
-	return engine
 }
 
 // miss describes the closest miss: how far it is from the target, the
