@@ -371,7 +371,7 @@ func (r Request) FieldString(key string) (string, error) {
 	case f.CanInt():
 		return strconv.FormatInt(f.Int(), 10), nil
 	case f.CanFloat():
-		return strconv.FormatFloat(f.Float(), 'g', -1, 64), nil
+		return FormatFloat(f.Float()), nil
 	case f.Type() == intsType:
 		parts := make([]string, f.Len())
 		for i := range parts {
