@@ -512,10 +512,10 @@ func (r Request) ForEngine(engine string) Request {
 
 // engineErrors are the problems of inputs the request's engine does not
 // take: each names the flag of that engine for the same setting.
-func (r *Request) engineErrors() []error {
+func (r Request) engineErrors() []error {
 	var errs []error
-	rv := reflect.ValueOf(r).Elem()
-	for _, o := range foreignInputs()[r.Engine] {
+	rv := reflect.ValueOf(&r).Elem() // one view of r, no copy per flag
+	for _, o := range foreignFlags()[r.Engine] {
 		if rv.Field(o.field).IsZero() {
 			continue
 		}
@@ -538,19 +538,19 @@ func (r *Request) engineErrors() []error {
 	return errs
 }
 
-// foreignInput is a row of the table an engine does not take, with the
-// index of its Request field.
-type foreignInput struct{ row, field int }
+// foreign is a flag table row an engine does not take, with its request
+// field's index.
+type foreign struct{ row, field int }
 
-// foreignInputs lists, per engine, the rows it does not take (computed
-// once: Validate checks them on every plan).
-var foreignInputs = sync.OnceValue(func() map[string][]foreignInput {
-	out := map[string][]foreignInput{}
+// foreignFlags lists, per engine, the rows it does not take: computed once,
+// so validating a request walks only those fields.
+var foreignFlags = sync.OnceValue(func() map[string][]foreign {
 	fields := requestFields()
-	for _, c := range engineColumns {
-		for i, f := range flagTable {
-			if j, ok := fields[f.Key]; ok && !f.Accepts(c.Engine) {
-				out[c.Engine] = append(out[c.Engine], foreignInput{i, j})
+	out := map[string][]foreign{}
+	for _, e := range Engines() {
+		for row, f := range flagTable {
+			if i, ok := fields[f.Key]; ok && !f.Accepts(e) {
+				out[e] = append(out[e], foreign{row, i})
 			}
 		}
 	}
