@@ -2,8 +2,14 @@ package server_test
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 
 	"github.com/kvcfg/kvcfg/server"
 )
@@ -49,5 +55,69 @@ func TestSimulateEndpoint(t *testing.T) {
 		if r.status != c.status || c.field != "" && !strings.Contains(r.body, `"field":"`+c.field+`"`) && !strings.Contains(r.body, `"field": "`+c.field+`"`) {
 			t.Errorf("%s: %d %s, want %d on %s", c.body, r.status, r.body, c.status, c.field)
 		}
+	}
+}
+
+// The page's simulate panel posts the plan form with a workload and draws
+// the time series (a real browser; skipped without Chromium).
+func TestBrowserSimulatePanel(t *testing.T) {
+	var mu sync.Mutex
+	var problems []string
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				problems = append(problems, "console.error")
+			}
+		}
+	}
+	ctx := browser(t, 120*time.Second, listen)
+	srv, err := server.New(server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	type simProbe struct {
+		Datasets int `json:"datasets"`
+		Points   int `json:"points"`
+		Painted  int `json:"painted"`
+	}
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(css(`body[data-state="done"]`)),
+		chromedp.Click(css(`#simulate-box summary`)),
+		chromedp.SetValue(css(`#s-requests`), "200"),
+		chromedp.Click(css(`#sim-submit`)),
+		chromedp.WaitVisible(css(`#sim-results`)),
+	); err != nil {
+		t.Fatalf("simulate panel: %v", err)
+	}
+	probe, err := chromedp.Run(ctx, chromedp.Evaluate[simProbe](`(() => { const c = document.getElementById("sim-chart"); const ch = Chart.getChart(c);
+		const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; let p = 0;
+		for (let i = 3; i < px.length; i += 4) if (px[i] > 0) p++;
+		return { datasets: ch.data.datasets.length, points: ch.data.labels.length, painted: p }; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding, err := chromedp.Run(ctx, chromedp.TextContent(css(`#sim-cards`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probe.Datasets != 4 || probe.Points < 10 || probe.Painted < 1000 {
+		t.Errorf("chart %+v, want 4 datasets over the time series, drawn", probe)
+	}
+	if !strings.Contains(binding, "Requests completed200") {
+		t.Errorf("cards %q", binding)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Errorf("page errors: %v", problems)
 	}
 }
