@@ -234,7 +234,7 @@ var flagTable = []Flag{
 		Help:     "vLLM: KV cache size per GPU, bypassing profiling (vLLM's flag)",
 		Spelling: sp(EngineVLLM, "--kv-cache-memory-bytes")},
 	{Key: "kv_cache_memory", Name: "--kv-cache-memory", Kind: KindSize, Engines: vllmTRTLLM, NonZero: true,
-		Help: "vLLM: \"Available KV cache memory\" a run logged (e.g. 51.63GiB), replacing the budget estimate"},
+		Help: "vLLM and TensorRT-LLM: the KV memory a run logged (vLLM's \"Available KV cache memory\", e.g. 51.63GiB; TensorRT-LLM's \"available KV cache memory when calculating max tokens\"), replacing the budget estimate"},
 	{Key: "enforce_eager", Name: "--enforce-eager", Kind: KindBool, Engines: vllmOnly,
 		Help:     "vLLM: no CUDA graphs (nothing set aside for them)",
 		Spelling: sp(EngineVLLM, "--enforce-eager")},
@@ -512,16 +512,14 @@ func (r Request) ForEngine(engine string) Request {
 
 // engineErrors are the problems of inputs the request's engine does not
 // take: each names the flag of that engine for the same setting.
-func (r Request) engineErrors() []error {
+func (r *Request) engineErrors() []error {
 	var errs []error
-	for _, f := range flagTable {
-		if f.Accepts(r.Engine) {
+	rv := reflect.ValueOf(r).Elem()
+	for _, o := range foreignInputs()[r.Engine] {
+		if rv.Field(o.field).IsZero() {
 			continue
 		}
-		v, err := r.FieldString(f.Key)
-		if err != nil || v == "" {
-			continue
-		}
+		f := flagTable[o.row]
 		owners := make([]string, len(f.Engines))
 		for i, e := range f.Engines {
 			owners[i] = EngineLabel(e)
@@ -539,6 +537,25 @@ func (r Request) engineErrors() []error {
 	}
 	return errs
 }
+
+// foreignInput is a row of the table an engine does not take, with the
+// index of its Request field.
+type foreignInput struct{ row, field int }
+
+// foreignInputs lists, per engine, the rows it does not take (computed
+// once: Validate checks them on every plan).
+var foreignInputs = sync.OnceValue(func() map[string][]foreignInput {
+	out := map[string][]foreignInput{}
+	fields := requestFields()
+	for _, c := range engineColumns {
+		for i, f := range flagTable {
+			if j, ok := fields[f.Key]; ok && !f.Accepts(c.Engine) {
+				out[c.Engine] = append(out[c.Engine], foreignInput{i, j})
+			}
+		}
+	}
+	return out
+})
 
 // roleFlag is engine's flag for the setting role ("" when none).
 func roleFlag(role, engine string) string {

@@ -19,8 +19,6 @@ type Options struct {
 	// --max-prefill-tokens and --schedule-conservativeness.
 	MaxPrefillTokens         int     `json:"max_prefill_tokens,omitempty"`
 	ScheduleConservativeness float64 `json:"schedule_conservativeness,omitempty"`
-	// DisablePrefixCaching is vLLM's --no-enable-prefix-caching.
-	DisablePrefixCaching bool `json:"no_enable_prefix_caching,omitempty"`
 	// StepTimeS > 0 replaces the roofline with a constant step time.
 	StepTimeS float64 `json:"step_time_s,omitempty"`
 	// MBU, MFU and StepOverheadS tune the roofline (0: 0.7, 0.5, 3 ms).
@@ -86,7 +84,7 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		}
 	case plan.EngineVLLM:
 		c = Config{Engine: EngineVLLM, NumGPUBlocks: int(rep.NumGPUBlocks), BlockSize: rep.BlockSize, MaxModelLen: rep.MaxModelLen,
-			MaxNumSeqs: req.MaxNumSeqs, MaxNumBatchedTokens: req.MaxNumBatchedTokens, DisablePrefixCaching: o.DisablePrefixCaching || req.DisableRadixCache}
+			MaxNumSeqs: req.MaxNumSeqs, MaxNumBatchedTokens: req.MaxNumBatchedTokens, DisablePrefixCaching: req.DisableRadixCache}
 		// vLLM's OpenAI-server defaults (EngineArgs.get_batch_defaults).
 		big := rep.GPUMemory >= 70<<30 && !strings.HasPrefix(strings.ToUpper(rep.GPU), "A100")
 		if c.MaxNumSeqs == 0 {

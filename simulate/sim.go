@@ -65,6 +65,9 @@ type Config struct {
 	MaxModelLen int `json:"max_model_len,omitempty"`
 	// DisablePrefixCaching is vLLM's --no-enable-prefix-caching.
 	DisablePrefixCaching bool `json:"disable_prefix_caching,omitempty"`
+	// SHA256BlockHashes hashes blocks with vLLM's sha256_cbor (package
+	// prefix) instead of a fast 128-bit content hash; hits are the same.
+	SHA256BlockHashes bool `json:"sha256_block_hashes,omitempty"`
 
 	// Time is the step-time model.
 	Time TimeModel `json:"time_model"`

@@ -297,3 +297,42 @@ func TestVLLMV4FreeQueueLRU(t *testing.T) {
 		t.Errorf("after Z: free queue %v, want [5]", q)
 	}
 }
+
+// A radix hit after the eviction of another branch: A = X+a and B = X+b
+// share X; C's allocation evicts the least recently used leaf, A's branch
+// [a]; D = X+b still hits 39 tokens (capped at P-1), E = X+a only X's 20.
+func TestSGLangRadixHitAfterEvictingOtherBranch(t *testing.T) {
+	e, s := sglTest(t, Config{MaxTotalNumTokens: 70})
+	ids := func(base uint32, n int) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = base + uint32(i)
+		}
+		return out
+	}
+	x, a, b := ids(100, 20), ids(200, 20), ids(300, 20)
+	xa, xb := append(slices.Clone(x), a...), append(slices.Clone(x), b...)
+	hit := func(p []uint32) int64 {
+		before := s.sum.CachedPromptTokens
+		e.arrive(Request{PromptIDs: slices.Clone(p), OutputTokens: 1}, int64(len(e.waitq))+s.sum.RequestsCompleted+100)
+		for i := 0; i < 5 && e.busy(); i++ {
+			iter(e, s)
+		}
+		return s.sum.CachedPromptTokens - before
+	}
+	if h := hit(xa); h != 0 {
+		t.Fatalf("A hit %d", h)
+	}
+	if h := hit(xb); h != 20 || e.alloc.Available() != 10 || e.tree.evictable != 60 {
+		t.Fatalf("B hit %d, available %d, evictable %d; want 20, 10, 60", h, e.alloc.Available(), e.tree.evictable)
+	}
+	if h := hit(ids(900, 15)); h != 0 || e.alloc.Available() != 15 || e.tree.evictable != 55 {
+		t.Fatalf("C: hit %d available %d evictable %d; want [a] evicted: 0, 15, 55", h, e.alloc.Available(), e.tree.evictable)
+	}
+	if h := hit(xb); h != 39 {
+		t.Errorf("D = X+b hit %d, want 39", h)
+	}
+	if h := hit(xa); h != 20 {
+		t.Errorf("E = X+a hit %d, want 20 (branch a was evicted)", h)
+	}
+}

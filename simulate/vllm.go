@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -100,8 +101,34 @@ func (e *vllm) ensureHashes(r *req, upto int) {
 		if j > 0 {
 			parent = r.hashes[j-1]
 		}
-		r.hashes = append(r.hashes, e.hasher.Hash(parent, r.tokens[j*e.bs:(j+1)*e.bs]))
+		toks := r.tokens[j*e.bs : (j+1)*e.bs]
+		if e.cfg.SHA256BlockHashes {
+			r.hashes = append(r.hashes, e.hasher.Hash(parent, toks))
+		} else {
+			r.hashes = append(r.hashes, fastBlockHash(parent, toks))
+		}
 	}
+}
+
+// fastBlockHash is a chained 128-bit content hash standing in for
+// sha256_cbor: the cache behaves the same (it only compares hashes for
+// equality; a collision has probability about 2^-128 per pair of blocks)
+// at a fraction of the cost. Config.SHA256BlockHashes uses vLLM's.
+func fastBlockHash(parent hashT, tokens []uint32) hashT {
+	a := binary.LittleEndian.Uint64(parent[0:8]) ^ 0x9e3779b97f4a7c15
+	b := binary.LittleEndian.Uint64(parent[8:16]) ^ 0xc2b2ae3d27d4eb4f
+	for _, t := range tokens {
+		a = (a ^ uint64(t)) * 0xbf58476d1ce4e5b9
+		a ^= a >> 31
+		b = (b + uint64(t)) * 0x94d049bb133111eb
+		b ^= b >> 29
+	}
+	a ^= b >> 17
+	b ^= a >> 23
+	var h hashT
+	binary.LittleEndian.PutUint64(h[0:8], a*0xff51afd7ed558ccd)
+	binary.LittleEndian.PutUint64(h[8:16], b*0xc4ceb9fe1a85ec53)
+	return h
 }
 
 // computedBlocks is get_computed_blocks: cached full blocks from the

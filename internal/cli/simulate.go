@@ -388,6 +388,15 @@ func writeSimCompare(w io.Writer, format string, rows []simulate.CompareRow) err
 	}
 	labels = append([]string{"engine"}, labels...)
 	for _, l := range labels {
+		empty := true
+		for i := range rows {
+			if v := cells[i][l]; v != "" && v != "-" {
+				empty = false
+			}
+		}
+		if empty && l != "engine" {
+			continue // retractions on vLLM-only columns, and the reverse
+		}
 		fmt.Fprint(tw, l)
 		for i, r := range rows {
 			v := cells[i][l]
