@@ -184,6 +184,11 @@ type Miss struct {
 	Hint string `json:"hint"`
 	// score is how close it comes (RunEngines compares engines' misses).
 	score scored
+	// estimate is the fewest GPUs that would serve the target as replicas
+	// of one layout, each holding estimateCapacity requests at the safe
+	// share, found even beyond MaxGPUsLimit.
+	estimate         *candidate
+	estimateCapacity int64
 }
 
 // Skip is a combination left out of the search, with the reason. TPSize
@@ -911,8 +916,18 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		can = append(can, fmt.Sprintf("serve %s concurrent requests of up to %s tokens", units.Group(int64(n)), units.Group(int64(clo))))
 	}
 	var fixes []string
-	if m.NeededLayout != nil {
+	switch e := m.estimate; {
+	case m.NeededLayout != nil:
 		fixes = append(fixes, fmt.Sprintf("allow %d GPUs (--max-gpus %d: %s)", m.GPUsNeeded, m.GPUsNeeded, describe(*m.NeededLayout)))
+	case e != nil && e.count() > maxGPUs:
+		// Beyond what fit searches: the scale of the target, from one
+		// replica's re-planned capacity.
+		why := fmt.Sprintf("beyond the %d GPUs fit searches", MaxGPUsLimit)
+		if e.count() <= MaxGPUsLimit {
+			why = "as separate engine instances: fit lists data-parallel replicas of tensor-parallel layouts only"
+		}
+		fixes = append(fixes, fmt.Sprintf("about %d GPUs as %d replicas of %s, each holding %s requests of %s tokens (%s)",
+			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(L)), why))
 	}
 	if f := s.unpinShare(ctx, c, out, n, L); f != "" {
 		fixes = append(fixes, f)
@@ -1053,22 +1068,32 @@ func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs
 			if layoutReason(s.spec, cc.tp, cc.pp) != "" {
 				continue
 			}
-			if r > maxGPUs && (best == nil || r <= best.GPUCount) {
-				if _, err := consider(cc); err != nil {
-					return err
-				}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			if !s.dp || cc.pp > 1 {
-				continue
-			}
-			// Replicas of this layout: as many as its capacity at the
-			// engine's safe share needs, verified.
+			// One replica's capacity at the engine's safe share.
 			capR, starts := s.capacityAtMax(ctx, cc, L)
 			started = started || starts
 			if capR < 1 {
 				continue
 			}
-			for dp := max((n+int(capR)-1)/int(capR), 2); dp*r <= MaxGPUsLimit; dp++ {
+			need := int((int64(n) + capR - 1) / capR) // replicas
+			if e := m.estimate; e == nil || need*r < e.count() || (need*r == e.count() && cc.pp < e.pp) {
+				est := cc
+				est.dp = need
+				m.estimate, m.estimateCapacity = &est, capR
+			}
+			if need == 1 && r > maxGPUs && (best == nil || r <= best.GPUCount) {
+				if _, err := consider(cc); err != nil {
+					return err
+				}
+			}
+			if !s.dp || cc.pp > 1 || need < 2 {
+				continue
+			}
+			// Replicas of this layout: as many as its capacity needs,
+			// verified (the request cap per replica can shift it by one).
+			for dp := need; dp <= need+2 && dp*r <= MaxGPUsLimit; dp++ {
 				if dp*r <= maxGPUs {
 					continue // searched already
 				}
@@ -1078,7 +1103,7 @@ func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs
 				cc.dp = dp
 				if ok, err := consider(cc); err != nil {
 					return err
-				} else if ok || dp > (n+int(capR)-1)/int(capR)+2 {
+				} else if ok {
 					break
 				}
 			}

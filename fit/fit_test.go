@@ -564,6 +564,10 @@ func TestFitRemedyScale(t *testing.T) {
 		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 64, ContextLength: 131072, GPUs: []string{"H100"}},
 		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 256, ContextLength: 8192, GPUs: []string{"L4"}},
 		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 2000, ContextLength: 8192, GPUs: []string{"H100"}},
+		// Beyond the 64 GPUs searched: the scale, as replicas of a
+		// verified replica (41 of 4× B300, TP4, 122 requests each).
+		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 5000, ContextLength: 131072, GPUs: []string{"B300"},
+			KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
 	} {
 		res, err := fit.Run(context.Background(), o)
 		if err != nil {
@@ -584,6 +588,12 @@ func TestFitRemedyScale(t *testing.T) {
 		}
 		if m.Shortfall == "" {
 			t.Errorf("miss without shortfall: %+v", m)
+		}
+		if o.Concurrency == 5000 {
+			want := "about 164 GPUs as 41 replicas of 4× B300, tp 4, each holding 122 requests of 131,072 tokens (beyond the 64 GPUs fit searches)"
+			if m.NeededLayout != nil || !strings.Contains(m.Hint, want) {
+				t.Errorf("needed %+v, hint %q lacks %q", m.NeededLayout, m.Hint, want)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -249,5 +250,31 @@ func TestFitCommandRaisesShare(t *testing.T) {
 		"--gpus", "H100,H800,H100-PCIe", "--weights-memory", "16GiB", "--mem-fraction-static", "0.835")
 	if code != 0 || !strings.Contains(out, "H100-80GB/H800/H100-PCIe") || strings.Count(out, "--tp-size") != 2 {
 		t.Errorf("exit %d, want one row for the three H100 names:\n%s", code, out)
+	}
+}
+
+// The README's "What it answers" opens with this fit and the rows it
+// prints; they stay true.
+func TestFitREADMEExample(t *testing.T) {
+	out, errs, code := runKV(t, "", "fit", "--model", "Qwen/Qwen3-8B", "-n", "64", "--context-length", "32768", "--gpus", "H100,H200,L40S")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{
+		"1  H200       3     1   3   1   auto (bf16)  2,623,633   80        24.02 GiB     --tp-size 1 --pp-size 3 ",
+		"--mem-fraction-static 0.905 --max-running-requests 64",
+		"2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B           --tp-size 1 --pp-size 5 ",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.829 for this layout (safe up to 0.93): the default does not hold the target.",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks README's %q:\n%s", s, out)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "#   2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B") {
+		t.Errorf("README's fit example rows changed: update this test with them")
 	}
 }
