@@ -881,6 +881,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			KVCacheDType: c.dtype, Flags: EngineFlags(shown.req), PlanArgs: PlanArgs(shown.req), Request: shown.req}
 	}
 	total := out.capacity * int64(c.dp)
+	weightsOver := false
 	switch {
 	case out.err != nil:
 		err := out.err
@@ -894,6 +895,13 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		}
 		m.Error = strings.TrimPrefix(err.Error(), "plan: infeasible: ")
 		m.Shortfall = "the engine refuses to start at this layout"
+		// Say so when the weights alone do not fit: the engine's own words
+		// ("Raise --mem-fraction-static above 1.000") hide it.
+		if r := out.rep; r != nil && r.WeightsBytes > 0 && r.Breakdown.TotalBytes > 0 && r.Breakdown.PostLoadFreeBytes <= 0 {
+			m.Shortfall = fmt.Sprintf("the weights (%s per GPU) do not fit in the GPU's free memory (%s) at this layout",
+				units.FormatBytes(r.WeightsBytes), units.FormatBytes(r.Breakdown.PreLoadFreeBytes))
+			weightsOver = true
+		}
 	case total > 0:
 		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
 		m.Shortfall = fmt.Sprintf("holds %s of the %s requests (%d%%)", units.Group(total), units.Group(int64(n)), percent(float64(total)/float64(n)))
@@ -902,7 +910,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		tokens := out.rep.MaxTotalNumTokens
 		m.Shortfall = fmt.Sprintf("holds %s of the %s tokens one request needs (%d%%)", units.Group(tokens), units.Group(int64(L)), percent(float64(tokens)/float64(L)))
 	}
-	if out.knobs.Share != "" && out.share > 0 {
+	if out.knobs.Share != "" && out.share > 0 && !weightsOver {
 		m.Shortfall += fmt.Sprintf(" with %s", strings.Join(flagOf(s.base.Engine, out.knobs.Share, plan.FormatFloat(out.share)), " "))
 	}
 	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {

@@ -597,3 +597,19 @@ func TestFitRemedyScale(t *testing.T) {
 		}
 	}
 }
+
+// When the weights alone exceed the GPU, the closest miss says so instead
+// of leaving the engine's "Raise --mem-fraction-static above 1.000".
+func TestMissSaysWeightsDoNotFit(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"},
+		Concurrency: 1, ContextLength: 32768, GPUs: []string{"L4"}, MaxGPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 0 || res.ClosestMiss == nil {
+		t.Fatalf("want no setup and a closest miss, got %+v", res)
+	}
+	if s := res.ClosestMiss.Shortfall; !strings.Contains(s, "weights (65.71 GiB per GPU) do not fit") || strings.Contains(s, "with --mem-fraction-static") {
+		t.Errorf("shortfall %q", s)
+	}
+}
