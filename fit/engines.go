@@ -11,10 +11,11 @@ import (
 
 // RunEngines is Run on each of engines (o.Base's engine replaced) with the
 // results merged: every engine's configurations in one list, cheapest
-// first as Run orders them (GPU count, then headroom; ties keep the engine
-// order), the skips and plan counts added up, and, when no engine serves
-// the target, the closest miss of the engine that comes nearest (most
-// requests at the context length, then the longest context). Inputs an
+// first as Run orders them (GPU count, then most headroom; ties keep the
+// engine order), the skips and plan counts added up, and, when no engine
+// serves the target, the closest miss of the engine that comes nearest
+// (as Run picks its own: a layout that starts, then the larger share of
+// the target held, then fewer GPUs). Inputs an
 // engine does not take are dropped for that engine (plan.Request.ForEngine);
 // one that none takes is an error, as every engine's invalid input is.
 func RunEngines(ctx context.Context, o Options, engines []string) (*Result, error) {
@@ -84,17 +85,12 @@ func RunEngines(ctx context.Context, o Options, engines []string) (*Result, erro
 		out.Target.KVCacheDTypes = []string{"auto"}
 	}
 	out.Skipped = append(out.Skipped, skipped...)
-	slices.SortStableFunc(out.Configurations, func(a, b Configuration) int {
-		if a.GPUCount != b.GPUCount {
-			return a.GPUCount - b.GPUCount
-		}
-		return cmpInt64(a.HeadroomBytes, b.HeadroomBytes)
-	})
+	slices.SortStableFunc(out.Configurations, cheaper)
 	out.ClosestMiss = nil
 	if len(out.Configurations) == 0 && len(misses) > 0 {
 		best := misses[0]
 		for _, m := range misses[1:] {
-			if m.MaxConcurrency > best.MaxConcurrency || (m.MaxConcurrency == best.MaxConcurrency && m.MaxContextLength > best.MaxContextLength) {
+			if m.score.better(best.score) {
 				best = m
 			}
 		}

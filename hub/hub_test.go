@@ -420,7 +420,7 @@ func TestMalformed(t *testing.T) {
 			if !errors.Is(err, hub.ErrMalformed) || !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), "model.safetensors") {
 				t.Errorf("error %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad", commit+".json")); err == nil {
+			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad")); err == nil {
 				t.Errorf("a malformed checkpoint was cached")
 			}
 		})
@@ -532,5 +532,19 @@ func TestFullSnapshotInCache(t *testing.T) {
 	}
 	if m.Source != catalog.SourceHFCache || m.Dir != snap || m.Revision != commit || m.Headers != nil || m.Name != "acme/full" {
 		t.Errorf("model: source %s dir %s revision %s", m.Source, m.Dir, m.Revision)
+	}
+}
+
+func TestOneBadShardOfMany(t *testing.T) {
+	repo := qwenRepo(t, "acme/many", 8)
+	repo.Shards["model-00006-of-00008.safetensors"] = hubtest.Raw([]byte(`["x"]`), 0, 0)
+	srv := hubtest.New(t, repo)
+	c, _, o := client(t, srv.URL(), func(o *hub.Options) { o.Concurrency = 3 })
+	_, err := c.Resolve(context.Background(), "acme/many", "")
+	if !errors.Is(err, hub.ErrMalformed) || !strings.Contains(err.Error(), "model-00006-of-00008.safetensors") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--many")); err == nil {
+		t.Errorf("a checkpoint with a bad shard was cached")
 	}
 }

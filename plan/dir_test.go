@@ -39,10 +39,15 @@ func TestModelDirectoryWeights(t *testing.T) {
 	if r.WeightsSource != "safetensors" || r.WeightsEstimated || r.WeightsBytes != 1024*512*2/2 {
 		t.Errorf("weights %d from %s (estimated %v)", r.WeightsBytes, r.WeightsSource, r.WeightsEstimated)
 	}
-	// Without safetensors the estimate is used and flagged.
+	// Read once per process: the removed file is not noticed until the
+	// reference is forgotten; then the estimate is used and flagged.
 	if err := os.Remove(filepath.Join(dir, "model.safetensors")); err != nil {
 		t.Fatal(err)
 	}
+	if r, err = plan.Run(context.Background(), plan.Request{Model: dir, TPSize: 2}); err != nil || r.WeightsSource != "safetensors" {
+		t.Errorf("second plan of the same directory re-read it: %v %s", err, r.WeightsSource)
+	}
+	catalog.Forget(dir)
 	r, err = plan.Run(context.Background(), plan.Request{Model: dir})
 	if err != nil || !r.WeightsEstimated {
 		t.Errorf("estimate: %v %+v", err, r)

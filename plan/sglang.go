@@ -292,7 +292,7 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 	case req.WeightsMemory > 0:
 		mm.weights, mm.source = int64(req.WeightsMemory), weights.Given
 	default:
-		w, src, note, err := weightsPerRank(m, tp, pp)
+		w, src, note, err := weightsPerRank(m, req, tp, pp)
 		if err != nil {
 			return mm, err
 		}

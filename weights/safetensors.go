@@ -25,7 +25,8 @@ var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
 // (norms, biases) are replicated; K/V projections are replicated when there
 // are fewer KV heads than TP ranks (each rank keeps one head). Tensors of
 // layers at or above Spec.NumLayers (MTP/NextN draft layers) are not part of
-// the target model and are skipped. With PP, layer tensors go to their
+// the target model: they count, on the last stage, only with l.Draft.
+// Vision-tower and projector tensors are counted, on the first stage. With PP, layer tensors go to their
 // stage (remainder on the last stages), embeddings to the first stage and
 // the LM head and final norm to the last.
 //
@@ -33,26 +34,37 @@ var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
 // hold (a partial download) is refused with a *PartialError: its headers
 // would undercount the weights.
 func FromDir(dir string, s *model.Spec, l Layout) (int64, bool, error) {
+	hdrs, ok, err := ReadDir(dir)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return FromHeaders(hdrs, s, l), true, nil
+}
+
+// ReadDir reads the headers of every *.safetensors file in dir, sorted by
+// file name (only headers are read); ok is false when there is none. A
+// partial download is a *PartialError, as for FromDir.
+func ReadDir(dir string) (hdrs []safetensors.Header, ok bool, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	if err != nil {
-		return 0, false, fmt.Errorf("weights: %w", err)
+		return nil, false, fmt.Errorf("weights: %w", err)
 	}
 	if perr := checkIndex(dir, files); perr != nil {
-		return 0, true, perr
+		return nil, true, perr
 	}
 	if len(files) == 0 {
-		return 0, false, nil
+		return nil, false, nil
 	}
 	sort.Strings(files)
-	hdrs := make([]safetensors.Header, 0, len(files))
+	hdrs = make([]safetensors.Header, 0, len(files))
 	for _, f := range files {
 		hdr, err := readHeader(f)
 		if err != nil {
-			return 0, true, err
+			return nil, true, err
 		}
 		hdrs = append(hdrs, *hdr)
 	}
-	return FromHeaders(hdrs, s, l), true, nil
+	return hdrs, true, nil
 }
 
 // FromHeaders sums the weight bytes of the most loaded rank from the
@@ -65,7 +77,7 @@ func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
 	stages := make([]float64, pp)
 	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
-			st, skip := tensorStage(t.Name, s, stageOf, pp)
+			st, skip := tensorStage(t.Name, s, stageOf, pp, l.Draft)
 			if skip {
 				continue
 			}
@@ -198,14 +210,17 @@ func stageMap(s *model.Spec, pp int) []int {
 	return out
 }
 
-func tensorStage(name string, s *model.Spec, stageOf []int, pp int) (int, bool) {
+func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) (int, bool) {
 	if isVision(strings.ToLower(name)) {
 		return 0, false // a vision tower loads on the first stage, whole
 	}
 	if m := layerRe.FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
-		if err != nil || idx >= len(stageOf) {
-			return 0, true // draft (MTP) layer or out of range
+		if err != nil {
+			return 0, true
+		}
+		if idx >= len(stageOf) {
+			return pp - 1, !draft // an MTP layer: loaded only as the draft
 		}
 		return stageOf[idx], false
 	}

@@ -133,6 +133,16 @@ func TestFromHeadersVisionAndMTP(t *testing.T) {
 	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2}), int64(32000+4000+600); got != want {
 		t.Errorf("PP 2: %d, want %d", got, want)
 	}
+	// Drafting with the MTP layer (speculative EAGLE/NEXTN) loads it, on
+	// the last stage.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, Draft: true}), int64(32000+4000+1800+40+4000); got != want {
+		t.Errorf("TP 1 with the draft: %d, want %d", got, want)
+	}
+	// With PP 2 the draft joins the last stage (5,240 B), and the first
+	// (vision, embedding, layer 0) stays the most loaded.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2, Draft: true}), int64(32000+4000+600); got != want {
+		t.Errorf("PP 2 with the draft: %d, want %d", got, want)
+	}
 	tot := weights.Sum([]safetensors.Header{h}, s)
 	want := map[string]int64{"vision": 32000, "embedding": 4000, "mlp": 1200, "mtp": 600, "norm_bias": 40, "lm_head": 4000}
 	if !reflect.DeepEqual(tot.ByKind, want) || tot.ByDType["F8_E4M3"] != 1800 || tot.Bytes != 41840 || tot.Tensors != 38 {

@@ -158,3 +158,15 @@ func TestFitDTypesAndEngines(t *testing.T) {
 		t.Errorf("--engine with --engines: exit %d", code)
 	}
 }
+
+// A sweep over engines plans each row with the inputs its engine takes;
+// when every row is bad input the exit status is 2.
+func TestSweepEngineAxis(t *testing.T) {
+	out, errOut, code := run(t, "plan", "--engine", "sglang,vllm,trtllm", "--gpu-memory-utilization", "0.85", "--mem-fraction-static", "0.8", "-o", "csv")
+	if code != 0 || strings.Count(out, "\n") != 4 || strings.Contains(out, "flag, not") {
+		t.Errorf("exit %d %s\n%s", code, errOut, out)
+	}
+	if _, errOut, code := run(t, "plan", "--engine", "sglang,vllm", "--max-batch-size", "4"); code != 2 {
+		t.Errorf("max-batch-size on sglang,vllm: exit %d %s", code, errOut)
+	}
+}
