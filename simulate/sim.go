@@ -327,17 +327,23 @@ func Run(ctx context.Context, cfg Config, src Source) (*Summary, error) {
 
 // run is Run with a hook called after every step (tests check invariants
 // there).
-func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim) error) (*Summary, error) {
+func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim) error) (sum *Summary, err error) {
+	defer func() {
+		// An engine invariant that breaks is a bug in this package; the
+		// caller (a server, say) gets an error, not a crash.
+		if p := recover(); p != nil {
+			sum, err = nil, fmt.Errorf("simulate: internal error: %v", p)
+		}
+	}()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if src == nil {
 		return nil, fmt.Errorf("%w: no workload", ErrWorkload)
 	}
-	sum := &Summary{Engine: cfg.Engine, BlockedSteps: map[string]int64{}, TimeModel: cfg.Time.Label()}
+	sum = &Summary{Engine: cfg.Engine, BlockedSteps: map[string]int64{}, TimeModel: cfg.Time.Label()}
 	s := &sim{sum: sum}
 	var e engine
-	var err error
 	if cfg.Engine == EngineSGLang {
 		e, err = newSGLang(cfg, s)
 	} else {

@@ -139,6 +139,7 @@ func (t *TraceReader) Next() (Request, error) {
 
 // SliceSource yields the requests of a slice.
 type SliceSource struct {
+	// Reqs are the requests, in arrival order.
 	Reqs []Request
 	i    int
 }
