@@ -75,9 +75,12 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 			MaxPrefillTokens: o.MaxPrefillTokens, ScheduleConservativeness: o.ScheduleConservativeness}
 		if rep.FullMaxTotalNumTokens > 0 {
 			c.MaxTotalNumTokens = int(rep.FullMaxTotalNumTokens)
+			c.Notes = append(c.Notes, fmt.Sprintf("hybrid SWA: the full pool (%d tokens) is simulated; the sliding-window pool (%d tokens) and its admission test are not", rep.FullMaxTotalNumTokens, rep.SWAMaxTotalNumTokens))
 		}
-		if rep.MaxMambaCacheSize > 0 && (c.MaxRunningRequests == 0 || int(rep.MaxMambaCacheSize) < c.MaxRunningRequests) {
-			c.MaxRunningRequests = int(rep.MaxMambaCacheSize)
+		if rep.MaxMambaCacheSize > 0 {
+			// The plan's max_running_requests already counts the state
+			// slots a request needs.
+			c.Notes = append(c.Notes, fmt.Sprintf("Mamba state slots (%d): running requests are capped as the plan says (%d); prefix hits that SGLang limits to cached Mamba states are not", rep.MaxMambaCacheSize, rep.MaxRunningRequests))
 		}
 		if req.ChunkedPrefillSize < 0 {
 			c.ChunkedPrefillSize = 0
@@ -101,6 +104,9 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		}
 	default:
 		return Config{}, fmt.Errorf("%w: engine %q is not simulated (use --engine sglang or vllm)", ErrConfig, rep.Engine)
+	}
+	if rep.DPSize > 1 {
+		c.Notes = append(c.Notes, fmt.Sprintf("dp_size %d: this is one data-parallel worker's pool; give it about 1/%d of the traffic (divide --rate)", rep.DPSize, rep.DPSize))
 	}
 	c.TimeseriesEvery = o.TimeseriesEvery
 	if o.StepTimeS > 0 {

@@ -71,6 +71,8 @@ type Config struct {
 
 	// Time is the step-time model.
 	Time TimeModel `json:"time_model"`
+	// Notes say what of the planned server the simulation leaves out.
+	Notes []string `json:"notes,omitempty"`
 	// TimeseriesEvery records a Point every this many steps (0: none).
 	TimeseriesEvery int `json:"timeseries_every,omitempty"`
 	// Progress, when set, is called now and then with the requests

@@ -361,8 +361,15 @@ func writeSimTable(w io.Writer, r simulateResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\ntimes: %s\n", r.TimeModel)
-	return err
+	if _, err := fmt.Fprintf(w, "\ntimes: %s\n", r.TimeModel); err != nil {
+		return err
+	}
+	for _, n := range r.Config.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeSimCompare(w io.Writer, format string, rows []simulate.CompareRow) error {
