@@ -10,7 +10,7 @@
 // (admissions, retractions, preemptions, prefix hits, peak usage) are exact
 // for the policy as documented. Time comes from a stated model (a roofline
 // per GPU, or a constant per step); every time-based figure is an estimate
-// and its JSON key ends in _est or starts with est_.
+// and its JSON key contains "_est" (duration_est_s, mean_ttft_est_s, ...).
 //
 // A workload is a Source of Requests: a JSONL trace (TraceReader, streamed)
 // or a Generator (Poisson or fixed-rate arrivals, fixed / uniform /

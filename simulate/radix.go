@@ -87,12 +87,6 @@ func (t *radix) newNode(parent *rnode, key []uint32, value []int32) *rnode {
 	return n
 }
 
-func (t *radix) touch(n *rnode) {
-	t.tick++
-	n.access = t.tick
-	t.maybeLeaf(n)
-}
-
 // maybeLeaf queues n for eviction when it is an unlocked leaf.
 func (t *radix) maybeLeaf(n *rnode) {
 	if n != t.root && n.lock == 0 && len(n.children) == 0 && !n.dead {

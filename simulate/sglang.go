@@ -10,17 +10,16 @@ import (
 
 // SGLang scheduler constants (docs/simulate.md#sglang).
 const (
-	sglInitNewTokenRatio   = 0.7  // SGLANG_INIT_NEW_TOKEN_RATIO
-	sglMinRatioFactor      = 0.14 // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
-	sglRatioDecaySteps     = 600  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
-	sglRetractDecodeSteps  = 20   // SGLANG_RETRACT_DECODE_STEPS
-	sglClipMaxNewTokens    = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
-	sglDefaultMaxPrefill   = 16384
-	addContinue            = 0
-	addNoToken             = 1
-	addOther               = 2
-	sglDefaultMaxRunning   = math.MaxInt32
-	sglUnlimitedChunkToken = math.MaxInt
+	sglInitNewTokenRatio  = 0.7  // SGLANG_INIT_NEW_TOKEN_RATIO
+	sglMinRatioFactor     = 0.14 // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+	sglRatioDecaySteps    = 600  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+	sglRetractDecodeSteps = 20   // SGLANG_RETRACT_DECODE_STEPS
+	sglClipMaxNewTokens   = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+	sglDefaultMaxPrefill  = 16384
+	addContinue           = 0
+	addNoToken            = 1
+	addOther              = 2
+	sglDefaultMaxRunning  = math.MaxInt32
 )
 
 type sglang struct {

@@ -256,7 +256,6 @@ type req struct {
 	admitted bool // admitted at least once
 	done     bool
 	firstT   float64
-	lastT    float64
 }
 
 // Token streams: tokens of a prefix group, a session or a request.

@@ -76,7 +76,7 @@ or generated (Poisson arrivals at --rate, shared system prompts, multi-turn):
   kvcfg simulate --model meta-llama/Llama-3.1-8B-Instruct --requests 2000 --rate 20 --prompt-len 1500 --output-len 300 --shared-prefix 1000 --prefix-groups 4
 
 The memory-side counts are exact for the policy; times (TTFT, inter-token
-latency, throughput, keys ending in _est_s) come from a roofline of the
+latency, throughput: the JSON keys with _est) come from a roofline of the
 GPU's datasheet figures, or --step-time seconds per step, and are estimates.
 
 --compare runs the same workload through every combination of the
