@@ -65,11 +65,11 @@ var byRef sync.Map // reference as given → *Model
 // only read as a path. Unknown names get an error listing close catalog
 // names.
 //
-// Catalog entries are parsed once per process, and a reference that
-// resolved to a catalog entry or an HF cache snapshot is remembered: later
-// calls with it touch no file (a directory of the same name created later
-// in the same process is not noticed). Files and directories are read on
-// every call.
+// Every model is read and parsed once per process: a reference that
+// resolved (a catalog entry, an HF cache snapshot, a config file or a model
+// directory) is remembered, and later calls with it touch no file. A file
+// changed, or a directory of the same name created, later in the same
+// process is not noticed until Forget(ref).
 func Open(ref string) (*Model, error) {
 	if strings.TrimSpace(ref) == "" {
 		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
@@ -78,7 +78,12 @@ func Open(ref string) (*Model, error) {
 		return m.(*Model), nil
 	}
 	if _, err := os.Stat(ref); err == nil || looksLikePath(ref) {
-		return openPath(ref, SourceFile) // a path reports its own stat error
+		m, err := openPath(ref, SourceFile) // a path reports its own stat error
+		if err != nil {
+			return nil, err
+		}
+		got, _ := byRef.LoadOrStore(ref, m)
+		return got.(*Model), nil
 	}
 	var m *Model
 	var err error
@@ -98,6 +103,10 @@ func Open(ref string) (*Model, error) {
 	byRef.Store(ref, m)
 	return m, nil
 }
+
+// Forget drops what Open remembers of ref, so the next Open reads it
+// again (a config file edited while the process runs, say).
+func Forget(ref string) { byRef.Delete(ref) }
 
 // Inline parses a config given as bytes; name only names it ("inline-config"
 // when empty).

@@ -52,7 +52,7 @@ func OpenContext(ctx context.Context, ref string, o Options) (*Model, error) {
 		return nil, fmt.Errorf("%w: empty model reference (run `kvcfg models` for the catalog)", ErrUnknownModel)
 	}
 	if _, err := os.Stat(ref); err == nil || looksLikePath(ref) {
-		return openPath(ref, SourceFile)
+		return Open(ref) // read once per process
 	}
 	id, rev, hasRev := strings.Cut(ref, "@")
 	if !hasRev {

@@ -63,20 +63,20 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	}
 	req = req.Normalized()
 	var s *step
-	switch e.Knob {
-	case "--mem-fraction-static":
-		s = &step{flag: "--mem-fraction-static", lo: 300, hi: 990, min: true, scale: 1000,
-			set: func(r *plan.Request, v int) { r.MemFractionStatic = float64(v) / 1000 }}
-	case "--gpu-memory-utilization":
-		s = &step{flag: "--gpu-memory-utilization", lo: 300, hi: 990, min: true, scale: 1000,
-			set: func(r *plan.Request, v int) { r.GPUMemoryUtilization = float64(v) / 1000 }}
+	// The knob's request key, from the flag table: the engines' names for
+	// one setting (--max-model-len, --context-length) land on one case.
+	key := plan.KeyOfFlag(e.Knob)
+	switch key {
+	case "mem_fraction_static", "gpu_memory_utilization", "swa_full_tokens_ratio":
+		s = &step{flag: e.Knob, lo: 300, hi: 990, min: true, scale: 1000,
+			set: func(r *plan.Request, v int) { _ = r.SetField(key, strconv.FormatFloat(float64(v)/1000, 'f', 3, 64)) }}
+		if key == "swa_full_tokens_ratio" {
+			s.lo, s.hi = 1, 1000
+		}
 		if e.Kind == "free_memory_below_utilization" {
 			s = nil // bounded by free memory, not by the plan: the message's value stands
 		}
-	case "--swa-full-tokens-ratio":
-		s = &step{flag: "--swa-full-tokens-ratio", lo: 1, hi: 1000, min: true, scale: 1000,
-			set: func(r *plan.Request, v int) { r.SWAFullTokensRatio = float64(v) / 1000 }}
-	case "--max-model-len", "--context-length":
+	case "max_model_len", "context_length":
 		cur := max(req.MaxModelLen, req.ContextLength, rep.ContextLength)
 		if cur > 0 {
 			s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) {
@@ -87,10 +87,10 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 				}
 			}}
 		}
-	case "--max-running-requests":
+	case "max_running_requests":
 		cur := max(req.MaxRunningRequests, 1)
 		s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) { r.MaxRunningRequests = v }}
-	case "--tp-size":
+	case "tp_size":
 		for t := max(req.TPSize, 1) * 2; t <= 64; t *= 2 {
 			r := req
 			r.TPSize, r.TensorParallelSize = t, 0

@@ -1,11 +1,16 @@
 // Package fit is kvcfg's inverse planner: from a target (model, concurrent
-// requests, context length) it searches GPU type × GPU count × TP/PP × KV
-// cache dtype for the setups that serve it, cheapest first, each with the
-// exact engine flags. Every configuration it lists is the outcome of
-// plan.Run on the very request its flags encode, so `kvcfg plan` with the
-// same values reproduces it. Hybrid models get their pools solved for the
-// target: the SWA/full token ratio of hybrid sliding-window pools and the
-// mamba state slots of hybrid linear-attention models.
+// requests, context length) it searches GPU type × GPU count × TP/PP/DP ×
+// KV cache dtype for the setups that serve it, cheapest first, each with
+// the exact engine flags. For each layout it also turns the memory knobs:
+// the request cap is set to the target, and when the engine's default
+// memory share (--mem-fraction-static, --gpu-memory-utilization,
+// --kv_cache_free_gpu_memory_fraction) does not serve, the smallest share
+// up to the engine's safe maximum that does. Every configuration it lists
+// is the outcome of plan.Run on the very request its flags encode, so
+// `kvcfg plan` with the same values reproduces it. Hybrid models get their
+// pools solved for the target: the SWA/full token ratio of hybrid
+// sliding-window pools and the mamba state slots of hybrid
+// linear-attention models.
 package fit
 
 import (
@@ -14,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -21,6 +27,7 @@ import (
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // DefaultMaxGPUs is the largest GPU count searched when Options.MaxGPUs is 0.
@@ -36,10 +43,10 @@ var ErrInvalid = errors.New("fit: invalid options")
 type Options struct {
 	// Base carries the model (Model or Config), the engine and any fixed
 	// flag (mem_fraction_static, weights_memory, disable_radix_cache, ...).
-	// The search sets gpu, tp_size, pp_size, kv_cache_dtype, the context
-	// length and the request cap itself; hybrid knobs
-	// (swa_full_tokens_ratio, max_mamba_cache_size) are solved unless Base
-	// fixes them.
+	// The search sets gpu, tp_size, pp_size, dp_size, kv_cache_dtype, the
+	// context length and the request cap itself; the memory share and the
+	// hybrid knobs (swa_full_tokens_ratio, max_mamba_cache_size) are
+	// searched unless Base fixes them.
 	Base plan.Request `json:"base"`
 	// Concurrency is the number of requests that must be resident at once.
 	Concurrency int `json:"concurrency"`
@@ -54,7 +61,8 @@ type Options struct {
 	// MaxGPUs is the largest GPU count tried (DefaultMaxGPUs when 0).
 	MaxGPUs int `json:"max_gpus,omitempty"`
 	// All lists every feasible layout; by default only the smallest GPU
-	// count per GPU type and dtype is listed, with its best TP/PP layout.
+	// count per GPU type and dtype is listed, with its best TP/PP/DP
+	// layout.
 	All bool `json:"all,omitempty"`
 }
 
@@ -81,6 +89,8 @@ func (o Options) Validate() error {
 	for _, d := range o.KVCacheDTypes {
 		if strings.TrimSpace(d) == "" {
 			bad("kv_cache_dtypes", "empty dtype")
+		} else if err := o.Base.CheckKVCacheDType(d); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 		}
 	}
 	if err := o.Base.Validate(); err != nil {
@@ -102,34 +112,49 @@ type Target struct {
 
 // Configuration is one setup that serves the target.
 type Configuration struct {
-	Engine       string `json:"engine"`
-	GPU          string `json:"gpu"`
-	GPUCount     int    `json:"gpu_count"`
-	TPSize       int    `json:"tp_size"`
-	PPSize       int    `json:"pp_size"`
+	Engine string `json:"engine"`
+	GPU    string `json:"gpu"`
+	// SameAs are other GPU types whose setup is the same in every number
+	// (H100-PCIe and H800 next to H100-80GB): one row stands for them all.
+	SameAs   []string `json:"same_as,omitempty"`
+	GPUCount int      `json:"gpu_count"`
+	TPSize   int      `json:"tp_size"`
+	PPSize   int      `json:"pp_size"`
+	// DPSize is the number of data-parallel replicas, each of TPSize ×
+	// PPSize GPUs serving its share of the requests.
 	DPSize       int    `json:"dp_size"`
 	KVCacheDType string `json:"kv_cache_dtype"`
 	// ResolvedKVCacheDType is the storage format the pool uses.
 	ResolvedKVCacheDType string `json:"resolved_kv_cache_dtype,omitempty"`
 	// MaxTotalNumTokens is the KV pool per GPU in tokens.
 	MaxTotalNumTokens int64 `json:"max_total_num_tokens"`
-	// MaxConcurrencyAtContextLength is what the plan of Flags reports: the
-	// requests of ContextLength tokens resident at once (capped by the
-	// request limit the flags set to the target).
+	// MaxConcurrencyAtContextLength is what the plan of Flags reports,
+	// over all DP replicas: the requests of ContextLength tokens resident
+	// at once (capped by the request limit the flags set to the target).
 	MaxConcurrencyAtContextLength int64 `json:"max_concurrency_at_context_length"`
 	// CapacityAtContextLength is how many such requests the pools could
-	// hold without the request cap.
+	// hold without the request cap (over all DP replicas).
 	CapacityAtContextLength int64 `json:"capacity_at_context_length"`
 	// HeadroomBytes is the KV memory per GPU beyond what the target needs:
 	// the KV budget × (capacity − target) / capacity.
 	HeadroomBytes int64 `json:"headroom_bytes"`
+	// MemoryShareKey is the engine's memory-share setting
+	// (mem_fraction_static, gpu_memory_utilization,
+	// free_gpu_memory_fraction), MemoryShare the value planned and
+	// DefaultMemoryShare the engine's own for this layout; MemoryShare is
+	// above the default only when the default does not serve the target.
+	MemoryShareKey     string  `json:"memory_share_key,omitempty"`
+	MemoryShare        float64 `json:"memory_share,omitempty"`
+	DefaultMemoryShare float64 `json:"default_memory_share,omitempty"`
+	// Notes say which knob fit turned beyond the engine's default.
+	Notes []string `json:"notes,omitempty"`
 	// Flags are the engine's command-line flags for this setup.
 	Flags []string `json:"flags"`
 	// PlanArgs are the `kvcfg plan` arguments that reproduce the plan.
 	PlanArgs []string `json:"plan_args"`
 	// Request is the plan request Flags encode.
 	Request plan.Request `json:"-"`
-	// Report is the plan of Request.
+	// Report is the plan of Request (one replica).
 	Report *plan.Report `json:"-"`
 }
 
@@ -143,9 +168,13 @@ type Miss struct {
 	// MaxContextLength is the largest context length at which it serves the
 	// target concurrency (0: none).
 	MaxContextLength int `json:"max_context_length"`
-	// GPUsNeeded is the smallest GPU count above the searched maximum (up
-	// to MaxGPUsLimit) at which the same GPU type and dtype serve the
-	// target, 0 when none does.
+	// Shortfall says by how much it misses: the share of the target its
+	// pools hold ("holds 49 of the 60 requests (82%)").
+	Shortfall string `json:"shortfall"`
+	// GPUsNeeded is the smallest GPU count above the searched maximum at
+	// which the same GPU type and dtype serve the target (a replica of at
+	// most one node, more GPUs as data-parallel replicas), 0 when none
+	// does.
 	GPUsNeeded int `json:"gpus_needed,omitempty"`
 	// NeededLayout is that setup, when GPUsNeeded is set.
 	NeededLayout *Configuration `json:"needed_layout,omitempty"`
@@ -153,6 +182,13 @@ type Miss struct {
 	Error string `json:"error"`
 	// Hint says what would make the target fit.
 	Hint string `json:"hint"`
+	// score is how close it comes (RunEngines compares engines' misses).
+	score scored
+	// estimate is the fewest GPUs that would serve the target as replicas
+	// of one layout, each holding estimateCapacity requests at the safe
+	// share, found even beyond MaxGPUsLimit.
+	estimate         *candidate
+	estimateCapacity int64
 }
 
 // Skip is a combination left out of the search, with the reason. TPSize
@@ -170,9 +206,11 @@ type Skip struct {
 type Result struct {
 	Target Target `json:"target"`
 	// Configurations serve the target, cheapest first: by GPU count, then
-	// by headroom, smallest first (the least over-provisioned setup).
+	// by headroom, most first (the setup with the most spare KV memory).
+	// Setups that differ only by GPU type name are one row (SameAs).
 	Configurations []Configuration `json:"configurations"`
-	// ClosestMiss is set when no configuration serves the target.
+	// ClosestMiss is set when no configuration serves the target: the
+	// layout that comes closest to serving it.
 	ClosestMiss *Miss `json:"closest_miss,omitempty"`
 	// Skipped lists combinations the architecture or the engine rules out.
 	Skipped []Skip `json:"skipped,omitempty"`
@@ -180,22 +218,31 @@ type Result struct {
 	Plans int `json:"plans"`
 }
 
-// candidate is one point of the search space.
+// candidate is one point of the search space: dp replicas of tp × pp
+// GPUs.
 type candidate struct {
-	gpu    string
-	tp, pp int
-	dtype  string
+	gpu        string
+	tp, pp, dp int
+	dtype      string
 }
 
-func (c candidate) count() int { return c.tp * c.pp }
+func (c candidate) count() int { return c.tp * c.pp * c.dp }
+
+// perReplica is the share of n requests one replica serves.
+func (c candidate) perReplica(n int) int { return (n + c.dp - 1) / c.dp }
 
 // outcome is a candidate solved for a target.
 type outcome struct {
-	req      plan.Request
-	rep      *plan.Report
-	err      error
-	ok       bool
+	req plan.Request
+	rep *plan.Report
+	err error
+	ok  bool
+	// capacity is one replica's capacity at the target context.
 	capacity int64
+	// share is the memory share planned (key knobs.Share), def the
+	// engine's default for the layout.
+	knobs      plan.Knobs
+	share, def float64
 }
 
 // search holds what one fit resolves once.
@@ -203,6 +250,25 @@ type search struct {
 	base  plan.Request
 	spec  *model.Spec
 	plans int
+	// ctxKey and capKey are the engine's context-length and request-cap
+	// request keys; dp says whether the engine's printed flags carry
+	// data-parallel replicas.
+	ctxKey, capKey string
+	dp             bool
+	// gpus are the GPU types searched.
+	gpus []string
+}
+
+// targetKeys are the request keys an engine takes the context length and
+// the running-request cap in.
+func targetKeys(engine string) (ctxKey, capKey string) {
+	switch engine {
+	case plan.EngineVLLM:
+		return "max_model_len", "max_num_seqs"
+	case plan.EngineTRTLLM:
+		return "max_seq_len", "max_batch_size"
+	}
+	return "context_length", "max_running_requests"
 }
 
 // Run searches the configurations that serve the target.
@@ -229,9 +295,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The search owns these fields.
 	base.GPU, base.TPSize, base.PPSize, base.DPSize = "", 0, 0, 0
 	base.TensorParallelSize, base.PipelineParallelSize = 0, 0
-	base.KVCacheDType, base.ContextLength, base.MaxModelLen = "", 0, 0
-	base.MaxRunningRequests, base.MaxNumSeqs = 0, 0
+	base.KVCacheDType, base.ContextLength, base.MaxModelLen, base.MaxSeqLen = "", 0, 0, 0
+	base.MaxRunningRequests, base.MaxNumSeqs, base.MaxBatchSize = 0, 0, 0
 	s := &search{base: base, spec: spec}
+	s.ctxKey, s.capKey = targetKeys(base.Engine)
+	s.dp = !base.EnableDPAttention && len(EngineFlags(plan.Request{Engine: base.Engine, DPSize: 2})) > len(EngineFlags(plan.Request{Engine: base.Engine}))
 
 	gpus := o.GPUs
 	if len(gpus) == 0 {
@@ -259,15 +327,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if maxGPUs == 0 {
 		maxGPUs = DefaultMaxGPUs
 	}
+	s.gpus = names
 	res := &Result{Target: Target{
 		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
 
-	var best *struct {
-		c   candidate
-		out outcome
-	}
+	var best *scored
 	var all []Configuration
 	for _, g := range names {
 	dtypeLoop:
@@ -275,10 +341,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			found := false
 			for count := 1; count <= maxGPUs && !(found && !o.All); count++ {
 				var atCount []Configuration
-				for _, tp := range divisors(count) {
-					c := candidate{gpu: g, tp: tp, pp: count / tp, dtype: d}
-					if reason := layoutReason(spec, base.Engine, c.tp, c.pp); reason != "" {
-						res.Skipped = append(res.Skipped, skip(c, reason))
+				for _, c := range s.layouts(g, d, count) {
+					if reason := layoutReason(spec, c.tp, c.pp); reason != "" {
+						if c.dp == 1 {
+							res.Skipped = append(res.Skipped, skip(c, reason))
+						}
 						continue
 					}
 					if err := ctx.Err(); err != nil {
@@ -299,11 +366,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 						atCount = append(atCount, s.configuration(c, out, o.Concurrency))
 						continue
 					}
-					if best == nil || closer(c, out, best.c, best.out) {
-						best = &struct {
-							c   candidate
-							out outcome
-						}{c, out}
+					if sc := s.score(c, out, o.Concurrency, o.ContextLength); best == nil || sc.better(*best) {
+						best = &sc
 					}
 				}
 				if len(atCount) == 0 {
@@ -315,29 +379,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					continue
 				}
 				// The best layout at the smallest count: most headroom,
-				// then the fewest pipeline stages.
-				slices.SortStableFunc(atCount, func(a, b Configuration) int {
-					if a.HeadroomBytes != b.HeadroomBytes {
-						return cmpInt64(b.HeadroomBytes, a.HeadroomBytes)
-					}
-					return a.PPSize - b.PPSize
-				})
+				// then the fewest pipeline stages and replicas.
+				slices.SortStableFunc(atCount, cheaper)
 				all = append(all, atCount[0])
 			}
 		}
 	}
-	slices.SortStableFunc(all, func(a, b Configuration) int {
-		if a.GPUCount != b.GPUCount {
-			return a.GPUCount - b.GPUCount
-		}
-		return cmpInt64(a.HeadroomBytes, b.HeadroomBytes)
-	})
+	all = collapse(all)
+	slices.SortStableFunc(all, cheaper)
 	res.Configurations = all
 	if res.Configurations == nil {
 		res.Configurations = []Configuration{}
 	}
 	if len(all) == 0 && best != nil {
-		m, err := s.miss(ctx, best.c, best.out, o.Concurrency, o.ContextLength, maxGPUs)
+		m, err := s.miss(ctx, *best, o, maxGPUs)
 		if err != nil {
 			return nil, err
 		}
@@ -345,6 +400,70 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Plans = s.plans
 	return res, nil
+}
+
+// cheaper orders configurations cheapest first: fewer GPUs, then more
+// headroom, then fewer pipeline stages, then fewer replicas.
+func cheaper(a, b Configuration) int {
+	if a.GPUCount != b.GPUCount {
+		return a.GPUCount - b.GPUCount
+	}
+	if a.HeadroomBytes != b.HeadroomBytes {
+		return cmpInt64(b.HeadroomBytes, a.HeadroomBytes)
+	}
+	if a.PPSize != b.PPSize {
+		return a.PPSize - b.PPSize
+	}
+	return a.DPSize - b.DPSize
+}
+
+// collapse merges configurations that differ only by the GPU type's name
+// (the same memory and rules give the same plan): the first keeps its row
+// and lists the others in SameAs.
+func collapse(cs []Configuration) []Configuration {
+	var out []Configuration
+	for _, c := range cs {
+		merged := false
+		for i := range out {
+			if sameButGPU(out[i], c) {
+				out[i].SameAs = append(out[i].SameAs, c.GPU)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func sameButGPU(a, b Configuration) bool {
+	return a.Engine == b.Engine && a.GPUCount == b.GPUCount && a.TPSize == b.TPSize && a.PPSize == b.PPSize && a.DPSize == b.DPSize &&
+		a.KVCacheDType == b.KVCacheDType && a.ResolvedKVCacheDType == b.ResolvedKVCacheDType &&
+		a.MaxTotalNumTokens == b.MaxTotalNumTokens && a.MaxConcurrencyAtContextLength == b.MaxConcurrencyAtContextLength &&
+		a.CapacityAtContextLength == b.CapacityAtContextLength && a.HeadroomBytes == b.HeadroomBytes &&
+		slices.Equal(a.Flags, b.Flags)
+}
+
+// layouts are the candidates of count GPUs of type g with dtype d: every
+// TP × PP split, and, where the engine runs replicas, dp replicas of a
+// TP-only layout.
+func (s *search) layouts(g, d string, count int) []candidate {
+	var out []candidate
+	for _, dp := range divisors(count) {
+		if dp > 1 && !s.dp {
+			break
+		}
+		rest := count / dp
+		for _, tp := range divisors(rest) {
+			if dp > 1 && tp != rest {
+				continue // replicas are tensor-parallel only
+			}
+			out = append(out, candidate{gpu: g, tp: tp, pp: rest / tp, dp: dp, dtype: d})
+		}
+	}
+	return out
 }
 
 func skip(c candidate, reason string) Skip {
@@ -361,16 +480,52 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// closer reports whether candidate a misses the target by less than b:
-// more capacity, then fewer GPUs.
-func closer(a candidate, ao outcome, b candidate, bo outcome) bool {
-	if ao.capacity != bo.capacity {
-		return ao.capacity > bo.capacity
+// scored is a candidate that misses, with how close it comes.
+type scored struct {
+	c   candidate
+	out outcome
+	// starts says the engine starts; served is the share of the target
+	// its pools hold (requests, or the tokens of one request when not
+	// even one fits).
+	starts bool
+	served float64
+}
+
+// score measures how close out comes to n requests of L tokens.
+func (s *search) score(c candidate, out outcome, n, L int) scored {
+	sc := scored{c: c, out: out, starts: out.rep != nil && out.err == nil}
+	if !sc.starts {
+		return sc
 	}
-	if a.count() != b.count() {
-		return a.count() < b.count()
+	if total := out.capacity * int64(c.dp); total > 0 {
+		sc.served = float64(total) / float64(n)
+	} else if L > 0 {
+		sc.served = float64(out.rep.MaxTotalNumTokens) / float64(L) / float64(n)
 	}
-	return a.pp < b.pp
+	return sc
+}
+
+// better reports whether a comes closer to serving than b: a layout that
+// starts before one the engine refuses; then the larger share of the
+// target held; then fewer GPUs, stages and replicas. Among refusals the
+// layout with more GPUs is closer (its weights are split further).
+func (a scored) better(b scored) bool {
+	if a.starts != b.starts {
+		return a.starts
+	}
+	if !a.starts && a.c.count() != b.c.count() {
+		return a.c.count() > b.c.count()
+	}
+	if a.served != b.served {
+		return a.served > b.served
+	}
+	if a.c.count() != b.c.count() {
+		return a.c.count() < b.c.count()
+	}
+	if a.c.pp != b.c.pp {
+		return a.c.pp < b.c.pp
+	}
+	return a.c.dp < b.c.dp
 }
 
 // divisors returns the divisors of n in ascending order: the TP sizes of
@@ -386,9 +541,9 @@ func divisors(n int) []int {
 }
 
 // layoutReason says why an architecture cannot run with tp × pp, "" when
-// it can. Both engines shard query heads evenly over TP ranks and KV heads
+// it can. The engines shard query heads evenly over TP ranks and KV heads
 // evenly or by replication.
-func layoutReason(s *model.Spec, engine string, tp, pp int) string {
+func layoutReason(s *model.Spec, tp, pp int) string {
 	if s.NumAttentionHeads > 0 && s.NumAttentionHeads%tp != 0 {
 		return fmt.Sprintf("tp_size %d does not divide the %d attention heads", tp, s.NumAttentionHeads)
 	}
@@ -398,7 +553,6 @@ func layoutReason(s *model.Spec, engine string, tp, pp int) string {
 	if s.NumLayers > 0 && pp > s.NumLayers {
 		return fmt.Sprintf("pp_size %d exceeds the %d layers", pp, s.NumLayers)
 	}
-	_ = engine
 	return ""
 }
 
@@ -408,54 +562,130 @@ func (s *search) run(ctx context.Context, req plan.Request) (*plan.Report, error
 	return plan.Run(ctx, req)
 }
 
-// request builds the plan request of candidate c for n requests of L
-// tokens, before hybrid knobs are solved.
+// request builds the plan request of candidate c for n requests per
+// replica of L tokens, before the memory share and hybrid knobs are set.
 func (s *search) request(c candidate, n, L int) plan.Request {
 	r := s.base
 	r.GPU, r.TPSize, r.KVCacheDType = c.gpu, c.tp, c.dtype
 	if c.pp > 1 {
 		r.PPSize = c.pp
 	}
-	if r.Engine == plan.EngineVLLM {
-		r.MaxModelLen, r.MaxNumSeqs = L, n
-	} else {
-		r.ContextLength, r.MaxRunningRequests = L, n
+	if c.dp > 1 {
+		r.DPSize = c.dp
 	}
+	_ = r.SetField(s.ctxKey, strconv.Itoa(L))
+	_ = r.SetField(s.capKey, strconv.Itoa(n))
 	return r
 }
 
-// solve plans candidate c for n requests of L tokens: it pins the memory
-// fraction the engine would derive, solves the hybrid pools for the target
-// and runs the final request. ok means the final plan serves the target.
+// fixed reports whether the user's base request sets key.
+func (s *search) fixed(key string) bool {
+	v, err := s.base.FieldString(key)
+	return err == nil && v != ""
+}
+
+// setShare sets the memory share key of req to v as it prints (so the
+// value planned is the value printed).
+func setShare(req *plan.Request, key string, v float64) float64 {
+	txt := plan.FormatFloat(v)
+	_ = req.SetField(key, txt)
+	f, _ := strconv.ParseFloat(txt, 64)
+	return f
+}
+
+// shareStep is the grid the memory share is searched on above the
+// engine's default.
+const shareStep = 0.01
+
+// solve plans candidate c for n requests of L tokens (n/dp per replica):
+// it pins the memory share the engine would derive, solves the hybrid
+// pools for the target and runs the final request; when that does not
+// serve and the share is the search's to choose, it raises the share on
+// a 0.01 grid up to the engine's safe maximum and keeps the smallest that
+// serves (the safe maximum's outcome when none does). ok means the final
+// plan serves the target.
 func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
-	req := s.request(c, n, L)
-	vllmEngine := req.Engine == plan.EngineVLLM
+	nr := c.perReplica(n)
+	req := s.request(c, nr, L)
 	// Probe: the engine's own defaults for this layout.
-	rep, err := s.run(ctx, req)
-	if errors.Is(err, plan.ErrInvalid) || rep == nil {
-		return outcome{req: req, rep: rep, err: err}
+	probe, err := s.run(ctx, req)
+	if errors.Is(err, plan.ErrInvalid) || probe == nil {
+		return outcome{req: req, rep: probe, err: err}
 	}
-	if vllmEngine {
-		if req.GPUMemoryUtilization == 0 {
-			req.GPUMemoryUtilization = rep.GPUMemoryUtilization // the version's default
+	k := plan.KnobsOf(probe)
+	free := k.Share != "" && !s.fixed(k.Share)
+	at := func(share float64) outcome {
+		r := req
+		var v float64
+		if k.Share != "" {
+			v = k.Current
+			if free {
+				v = setShare(&r, k.Share, share)
+			}
 		}
-	} else if req.MemFractionStatic == 0 && rep.MemFractionStatic > 0 {
-		req.MemFractionStatic = rep.MemFractionStatic
+		var out outcome
+		if v == k.Current && !s.hybrid(probe) {
+			// The probe planned exactly this request.
+			out = s.judge(r, probe, err, nr, L)
+		} else {
+			out = s.solveAt(ctx, r, probe, nr, L)
+		}
+		out.knobs, out.share, out.def = k, v, k.Current
+		return out
 	}
-	if !vllmEngine {
+	out := at(k.Current)
+	if out.ok || !free || k.SafeMax <= k.Current {
+		return out
+	}
+	var grid []float64
+	for i := int(math.Floor(k.Current/shareStep+1e-9)) + 1; float64(i)*shareStep <= k.SafeMax+1e-9; i++ {
+		grid = append(grid, float64(i)*shareStep)
+	}
+	if len(grid) == 0 {
+		return out
+	}
+	top := at(grid[len(grid)-1])
+	if !top.ok {
+		return top
+	}
+	lo, hi := 0, len(grid)-1
+	best := top
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if o := at(grid[mid]); o.ok {
+			best, hi = o, mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return best
+}
+
+// solveAt runs req (its memory share set) for n requests of L tokens per
+// replica, solving the hybrid pools first; probe is the plan of the
+// engine's defaults.
+func (s *search) solveAt(ctx context.Context, req plan.Request, probe *plan.Report, n, L int) outcome {
+	if req.Engine == plan.EngineSGLang {
 		switch {
-		case s.spec.Linear != nil && s.base.MaxMambaCacheSize == 0 && s.base.MambaFullMemoryRatio == 0:
+		case s.mambaSolvable():
 			return s.solveMamba(ctx, req, n, L)
-		case s.swaSolvable(rep):
-			return s.solveSWA(ctx, req, rep, n, L)
+		case s.swaSolvable(probe):
+			return s.solveSWA(ctx, req, probe, n, L)
 		}
-	}
-	if err != nil {
-		// Pinning the derived memory fraction changes nothing: the final
-		// plan would fail the same way.
-		return outcome{req: req, rep: rep, err: err, capacity: plan.Capacity(rep, s.spec, L)}
 	}
 	return s.final(ctx, req, n, L)
+}
+
+// hybrid reports whether solveAt solves hybrid pools for a layout whose
+// probe is probe.
+func (s *search) hybrid(probe *plan.Report) bool {
+	return s.base.Engine == plan.EngineSGLang && (s.mambaSolvable() || s.swaSolvable(probe))
+}
+
+// mambaSolvable reports whether the mamba state slots are the fit's to
+// choose.
+func (s *search) mambaSolvable() bool {
+	return s.spec.Linear != nil && s.base.MaxMambaCacheSize == 0 && s.base.MambaFullMemoryRatio == 0
 }
 
 // swaSolvable reports whether the SWA/full token ratio is the fit's to
@@ -471,15 +701,24 @@ func (s *search) swaSolvable(probe *plan.Report) bool {
 	return probe.FullMaxTotalNumTokens > 0 || probe.MaxTotalNumTokens == 0
 }
 
-// final runs req and judges it against the target.
+// final runs req and judges it against n requests of L tokens per
+// replica.
 func (s *search) final(ctx context.Context, req plan.Request, n, L int) outcome {
 	rep, err := s.run(ctx, req)
+	return s.judge(req, rep, err, n, L)
+}
+
+// judge measures the plan rep of req against n requests of L tokens per
+// replica.
+func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) outcome {
 	out := outcome{req: req, rep: rep, err: err}
 	if rep == nil {
 		return out
 	}
 	out.capacity = plan.Capacity(rep, s.spec, L)
-	out.ok = err == nil && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
+	// The engine may clamp the context to what its pool holds
+	// (TensorRT-LLM's max_seq_len): then it does not serve L tokens.
+	out.ok = err == nil && rep.ContextLength >= L && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
 	return out
 }
 
@@ -534,37 +773,66 @@ func (s *search) solveSWA(ctx context.Context, req plan.Request, probe *plan.Rep
 	return out
 }
 
-func isHybridSWA(rep *plan.Report) bool {
-	return rep.FullMaxTotalNumTokens > 0 || rep.SWAMaxTotalNumTokens > 0
-}
-
 func ceilPage(n int64, page int) int64 {
 	p := int64(max(page, 1))
 	return (n + p - 1) / p * p
 }
 
-// configuration turns a feasible outcome into a listed Configuration.
+// configuration turns a solved outcome into a listed Configuration for n
+// requests over all replicas.
 func (s *search) configuration(c candidate, out outcome, n int) Configuration {
 	rep := out.rep
+	dp := int64(c.dp)
 	cfg := Configuration{
 		Engine: rep.Engine, GPU: rep.GPU, GPUCount: rep.NumGPUs, TPSize: rep.TPSize, PPSize: rep.PPSize, DPSize: rep.DPSize,
 		KVCacheDType: c.dtype, ResolvedKVCacheDType: rep.ResolvedKVCacheDType,
-		MaxTotalNumTokens: rep.MaxTotalNumTokens, MaxConcurrencyAtContextLength: rep.MaxConcurrencyAtContextLength,
-		CapacityAtContextLength: out.capacity,
-		Flags:                   EngineFlags(out.req), PlanArgs: PlanArgs(out.req),
+		MaxTotalNumTokens: rep.MaxTotalNumTokens, MaxConcurrencyAtContextLength: rep.MaxConcurrencyAtContextLength * dp,
+		CapacityAtContextLength: out.capacity * dp,
+		MemoryShareKey:          out.knobs.Share, MemoryShare: out.share, DefaultMemoryShare: out.def,
+		Flags: EngineFlags(out.req), PlanArgs: PlanArgs(out.req),
 		Request: out.req, Report: rep,
 	}
 	if out.capacity > 0 && rep.AvailableKVBytes > 0 {
-		spare := max(out.capacity-int64(n), 0)
+		spare := max(out.capacity-int64(c.perReplica(n)), 0)
 		cfg.HeadroomBytes = int64(float64(rep.AvailableKVBytes) * float64(spare) / float64(out.capacity))
+	}
+	if k := out.knobs; k.Share != "" && out.share > out.def+1e-9 {
+		cfg.Notes = append(cfg.Notes, fmt.Sprintf("%s is above %s's default %s for this layout (safe up to %s): the default does not hold the target",
+			strings.Join(flagOf(rep.Engine, k.Share, plan.FormatFloat(out.share)), " "), plan.EngineLabel(rep.Engine),
+			plan.FormatFloat(out.def), plan.FormatFloat(k.SafeMax)))
 	}
 	return cfg
 }
 
-// miss describes the closest miss: the largest concurrency at the target
-// context and the largest context at the target concurrency, both found by
-// bisection over the same solver.
-func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGPUs int) (*Miss, error) {
+// flagOf is key = value as the engine's printed flags spell it.
+func flagOf(engine, key, value string) []string {
+	r := plan.Request{Engine: engine}
+	without := EngineFlags(r)
+	if r.SetField(key, value) != nil {
+		return []string{key, value}
+	}
+	with := EngineFlags(r)
+	var out []string
+	for _, f := range with {
+		if i := slices.Index(without, f); i >= 0 {
+			without = slices.Delete(without, i, i+1)
+			continue
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return []string{key, value}
+	}
+	return out
+}
+
+// miss describes the closest miss: how far it is from the target, the
+// largest concurrency at the target context and the largest context at
+// the target concurrency (both found by bisection over the same solver),
+// and what would serve the target.
+func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*Miss, error) {
+	c, out := sc.c, sc.out
+	n, L := o.Concurrency, o.ContextLength
 	ok := func(nn, ll int) (outcome, error) {
 		if err := ctx.Err(); err != nil {
 			return outcome{}, err
@@ -604,14 +872,16 @@ func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGP
 	if lo > 0 {
 		shown = atN
 	}
-	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo}
+	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo, score: sc}
 	if shown.rep != nil {
 		m.Configuration = s.configuration(c, shown, max(lo, 1))
 		m.Configuration.MaxConcurrencyAtContextLength = min(m.Configuration.MaxConcurrencyAtContextLength, int64(lo))
 	} else {
-		m.Configuration = Configuration{Engine: s.base.Engine, GPU: c.gpu, GPUCount: c.count(), TPSize: c.tp, PPSize: c.pp, DPSize: 1,
+		m.Configuration = Configuration{Engine: s.base.Engine, GPU: c.gpu, GPUCount: c.count(), TPSize: c.tp, PPSize: c.pp, DPSize: c.dp,
 			KVCacheDType: c.dtype, Flags: EngineFlags(shown.req), PlanArgs: PlanArgs(shown.req), Request: shown.req}
 	}
+	total := out.capacity * int64(c.dp)
+	weightsOver := false
 	switch {
 	case out.err != nil:
 		err := out.err
@@ -624,58 +894,250 @@ func (s *search) miss(ctx context.Context, c candidate, out outcome, n, L, maxGP
 			}
 		}
 		m.Error = strings.TrimPrefix(err.Error(), "plan: infeasible: ")
+		m.Shortfall = "the engine refuses to start at this layout"
+		// Say so when the weights alone do not fit: the engine's own words
+		// ("Raise --mem-fraction-static above 1.000") hide it.
+		if r := out.rep; r != nil && r.WeightsBytes > 0 && r.Breakdown.TotalBytes > 0 && r.Breakdown.PostLoadFreeBytes <= 0 {
+			m.Shortfall = fmt.Sprintf("the weights (%s per GPU) do not fit in the GPU's free memory (%s) at this layout",
+				units.FormatBytes(r.WeightsBytes), units.FormatBytes(r.Breakdown.PreLoadFreeBytes))
+			weightsOver = true
+		}
+	case total > 0:
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		m.Shortfall = fmt.Sprintf("holds %s of the %s requests (%d%%)", units.Group(total), units.Group(int64(n)), percent(float64(total)/float64(n)))
 	default:
-		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", out.capacity, L, n)
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		tokens := out.rep.MaxTotalNumTokens
+		m.Shortfall = fmt.Sprintf("holds %s of the %s tokens one request needs (%d%%)", units.Group(tokens), units.Group(int64(L)), percent(float64(tokens)/float64(L)))
+	}
+	if out.knobs.Share != "" && out.share > 0 && !weightsOver {
+		m.Shortfall += fmt.Sprintf(" with %s", strings.Join(flagOf(s.base.Engine, out.knobs.Share, plan.FormatFloat(out.share)), " "))
 	}
 	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {
 		return nil, err
 	}
-	var hints []string
+	var can []string
 	if lo > 0 {
-		hints = append(hints, fmt.Sprintf("serve %d concurrent requests of %d tokens", lo, L))
+		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(L))))
 	}
 	if clo > 0 {
-		hints = append(hints, fmt.Sprintf("serve %d concurrent requests of up to %d tokens", n, clo))
+		can = append(can, fmt.Sprintf("serve %s concurrent requests of up to %s tokens", units.Group(int64(n)), units.Group(int64(clo))))
 	}
-	more := fmt.Sprintf("allow more GPUs (--max-gpus above %d)", maxGPUs)
-	if m.NeededLayout != nil {
-		more = fmt.Sprintf("allow %d GPUs (--max-gpus %d: %d× %s, tp %d, pp %d)", m.GPUsNeeded, m.GPUsNeeded, m.GPUsNeeded, c.gpu, m.NeededLayout.TPSize, m.NeededLayout.PPSize)
+	var fixes []string
+	switch e := m.estimate; {
+	case m.NeededLayout != nil:
+		fixes = append(fixes, fmt.Sprintf("allow %d GPUs (--max-gpus %d: %s)", m.GPUsNeeded, m.GPUsNeeded, describe(*m.NeededLayout)))
+	case e != nil && e.count() > maxGPUs:
+		// Beyond what fit searches: the scale of the target, from one
+		// replica's re-planned capacity.
+		why := fmt.Sprintf("beyond the %d GPUs fit searches", MaxGPUsLimit)
+		if e.count() <= MaxGPUsLimit {
+			why = "as separate engine instances: fit lists data-parallel replicas of tensor-parallel layouts only"
+		}
+		fixes = append(fixes, fmt.Sprintf("about %d GPUs as %d replicas of %s, each holding %s requests of %s tokens (%s)",
+			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(L)), why))
 	}
-	if len(hints) == 0 {
-		m.Hint = fmt.Sprintf("the model does not run on %d× %s: %s, larger GPUs, a quantized KV cache (--kv-cache-dtypes fp8_e4m3) or a quantized checkpoint", c.count(), c.gpu, more)
+	if f := s.unpinShare(ctx, c, out, n, L); f != "" {
+		fixes = append(fixes, f)
+	}
+	// A smaller KV cache helps only a layout that starts.
+	if fp8 := out.knobs.FP8; fp8 != "" && sc.starts && !quantizedKV(o.KVCacheDTypes, s.base.KVCacheDType) {
+		fixes = append(fixes, fmt.Sprintf("a quantized KV cache (--kv-cache-dtypes auto,%s)", fp8))
+	}
+	if bigger := largerGPUs(s.gpus, 3); len(bigger) > 0 {
+		fixes = append(fixes, "a GPU with more memory ("+strings.Join(bigger, ", ")+")")
+	}
+	if len(can) == 0 {
+		fixes = append(fixes, "a quantized checkpoint")
+		m.Hint = fmt.Sprintf("the model does not serve one request of %s tokens on %s; for the target: %s", units.Group(int64(L)), describe(m.Configuration), strings.Join(fixes, ", "))
 	} else {
-		m.Hint = fmt.Sprintf("%d× %s can %s; for the full target %s, larger GPUs or a quantized KV cache", c.count(), c.gpu, strings.Join(hints, " or "), more)
+		m.Hint = fmt.Sprintf("%s can %s", describe(m.Configuration), strings.Join(can, " or "))
+		if len(fixes) > 0 {
+			m.Hint += "; for the full target: " + strings.Join(fixes, ", ")
+		}
 	}
 	return m, nil
 }
 
+// percent is f as a whole percentage, rounded down (99% never reads as
+// 100%).
+func percent(f float64) int { return int(math.Floor(f*100 + 1e-9)) }
+
+// describe is a layout in words: "2× H100-80GB, tp 2" or "8 replicas of
+// 1× H100-80GB (--dp-size 8)".
+func describe(c Configuration) string {
+	replica := max(c.TPSize, 1) * max(c.PPSize, 1)
+	lay := fmt.Sprintf("tp %d", max(c.TPSize, 1))
+	if c.PPSize > 1 {
+		lay += fmt.Sprintf(", pp %d", c.PPSize)
+	}
+	if c.DPSize > 1 {
+		return fmt.Sprintf("%d replicas of %d× %s, %s (dp %d)", c.DPSize, replica, c.GPU, lay, c.DPSize)
+	}
+	return fmt.Sprintf("%d× %s, %s", replica, c.GPU, lay)
+}
+
+// quantizedKV reports whether the dtypes searched include a quantized KV
+// cache (so suggesting one repeats what was tried).
+func quantizedKV(dtypes []string, base string) bool {
+	if len(dtypes) == 0 {
+		dtypes = []string{base}
+	}
+	for _, d := range dtypes {
+		switch strings.ToLower(strings.TrimSpace(d)) {
+		case "", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "float32", "fp32":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// largerGPUs names up to k catalog GPUs with at least 10% more memory
+// than the largest GPU searched of their platform, one per memory size,
+// smallest first.
+func largerGPUs(searched []string, k int) []string {
+	largest := map[string]int64{}
+	for _, g := range searched {
+		if gg, err := gpu.Lookup(g); err == nil {
+			largest[gg.Platform] = max(largest[gg.Platform], gg.MemoryMiB)
+		}
+	}
+	var more []gpu.GPU
+	for _, o := range gpu.All() {
+		if l, ok := largest[o.Platform]; ok && o.MemoryMiB*10 >= l*11 {
+			more = append(more, o)
+		}
+	}
+	slices.SortStableFunc(more, func(a, b gpu.GPU) int { return cmpInt64(a.MemoryMiB, b.MemoryMiB) })
+	var out []string
+	var last int64
+	for _, o := range more {
+		if len(out) == k {
+			break
+		}
+		if o.MemoryMiB != last {
+			out, last = append(out, o.Name), o.MemoryMiB
+		}
+	}
+	return out
+}
+
+// unpinShare: when the user fixed the memory share below the engine's
+// safe maximum, whether the miss's layout serves the target with the
+// share left to the search; the remedy in words, "" when not.
+func (s *search) unpinShare(ctx context.Context, c candidate, out outcome, n, L int) string {
+	k := out.knobs
+	if k.Share == "" || !s.fixed(k.Share) || out.share >= k.SafeMax {
+		return ""
+	}
+	free := *s
+	_ = free.base.SetField(k.Share, "0")
+	got := free.solve(ctx, c, n, L)
+	s.plans = free.plans
+	if !got.ok {
+		return ""
+	}
+	return fmt.Sprintf("%s instead of %s (up to %s is safe)", strings.Join(flagOf(s.base.Engine, k.Share, plan.FormatFloat(got.share)), " "),
+		strings.Join(flagOf(s.base.Engine, k.Share, plan.FormatFloat(out.share)), " "), plan.FormatFloat(k.SafeMax))
+}
+
+// replicaMax bounds the GPUs of one replica that beyond proposes: one
+// node, or two for a model that does not start on one.
+const replicaMax, replicaMaxLarge = 8, 16
+
 // beyond looks for the smallest GPU count above maxGPUs (up to
 // MaxGPUsLimit) at which the miss's GPU type and dtype serve the target.
+// One replica spans at most a node (two when the model does not start on
+// one); more GPUs than that are data-parallel replicas, never a wider
+// tensor- or pipeline-parallel layout (32 GPUs of TP × PP for an 8B model
+// would be absurd).
 func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs int) error {
-	for count := maxGPUs + 1; count <= MaxGPUsLimit; count++ {
-		var found []Configuration
-		for _, tp := range divisors(count) {
-			cc := candidate{gpu: c.gpu, tp: tp, pp: count / tp, dtype: c.dtype}
-			if layoutReason(s.spec, s.base.Engine, cc.tp, cc.pp) != "" {
+	var best *Configuration
+	consider := func(cc candidate) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		out := s.solve(ctx, cc, n, L)
+		if !out.ok {
+			return false, nil
+		}
+		cfg := s.configuration(cc, out, n)
+		if best == nil || cheaper(cfg, *best) < 0 {
+			best = &cfg
+		}
+		return true, nil
+	}
+	started := false
+	limit := replicaMax
+	for r := 1; r <= limit && r <= MaxGPUsLimit; r++ {
+		for _, tp := range divisors(r) {
+			cc := candidate{gpu: c.gpu, tp: tp, pp: r / tp, dp: 1, dtype: c.dtype}
+			if layoutReason(s.spec, cc.tp, cc.pp) != "" {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if out := s.solve(ctx, cc, n, L); out.ok {
-				found = append(found, s.configuration(cc, out, n))
+			// One replica's capacity at the engine's safe share.
+			capR, starts := s.capacityAtMax(ctx, cc, L)
+			started = started || starts
+			if capR < 1 {
+				continue
+			}
+			need := int((int64(n) + capR - 1) / capR) // replicas
+			if e := m.estimate; e == nil || need*r < e.count() || (need*r == e.count() && cc.pp < e.pp) {
+				est := cc
+				est.dp = need
+				m.estimate, m.estimateCapacity = &est, capR
+			}
+			if need == 1 && r > maxGPUs && (best == nil || r <= best.GPUCount) {
+				if _, err := consider(cc); err != nil {
+					return err
+				}
+			}
+			if !s.dp || cc.pp > 1 || need < 2 {
+				continue
+			}
+			// Replicas of this layout: as many as its capacity needs,
+			// verified (the request cap per replica can shift it by one).
+			for dp := need; dp <= need+2 && dp*r <= MaxGPUsLimit; dp++ {
+				if dp*r <= maxGPUs {
+					continue // searched already
+				}
+				if best != nil && dp*r > best.GPUCount {
+					break
+				}
+				cc.dp = dp
+				if ok, err := consider(cc); err != nil {
+					return err
+				} else if ok {
+					break
+				}
 			}
 		}
-		if len(found) > 0 {
-			best := slices.MaxFunc(found, func(a, b Configuration) int {
-				if a.HeadroomBytes != b.HeadroomBytes {
-					return cmpInt64(a.HeadroomBytes, b.HeadroomBytes)
-				}
-				return b.PPSize - a.PPSize
-			})
-			m.GPUsNeeded, m.NeededLayout = count, &best
-			return nil
+		if r == limit && !started && limit < replicaMaxLarge {
+			limit = replicaMaxLarge
 		}
 	}
+	if best != nil {
+		m.GPUsNeeded, m.NeededLayout = best.GPUCount, best
+	}
 	return nil
+}
+
+// capacityAtMax is how many requests of L tokens one replica of layout c
+// holds with the memory share at the engine's safe maximum (the user's
+// share when fixed), and whether it starts.
+func (s *search) capacityAtMax(ctx context.Context, c candidate, L int) (int64, bool) {
+	req := s.request(c, 1, L)
+	probe, err := s.run(ctx, req)
+	if probe == nil || errors.Is(err, plan.ErrInvalid) {
+		return 0, false
+	}
+	if k := plan.KnobsOf(probe); k.Share != "" && !s.fixed(k.Share) && k.SafeMax > k.Current {
+		setShare(&req, k.Share, k.SafeMax)
+	}
+	out := s.solveAt(ctx, req, probe, 1, L)
+	return out.capacity, out.rep != nil && out.err == nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,7 +21,7 @@ const gib = int64(1) << 30
 // row is the part of a Configuration the known-answer tests pin.
 type row struct {
 	GPU                    string
-	Count, TP, PP          int
+	Count, TP, PP, DP      int
 	DType                  string
 	Tokens, Conc, Capacity int64
 	Flags                  []string
@@ -28,7 +30,7 @@ type row struct {
 func rows(cs []fit.Configuration) []row {
 	var out []row
 	for _, c := range cs {
-		out = append(out, row{c.GPU, c.GPUCount, c.TPSize, c.PPSize, c.KVCacheDType, c.MaxTotalNumTokens,
+		out = append(out, row{c.GPU, c.GPUCount, c.TPSize, c.PPSize, c.DPSize, c.KVCacheDType, c.MaxTotalNumTokens,
 			c.MaxConcurrencyAtContextLength, c.CapacityAtContextLength, c.Flags})
 	}
 	return out
@@ -45,6 +47,7 @@ func rows(cs []fit.Configuration) []row {
 //	2 GPUs: rest = 78.0 − 16 − 78.0·0.165 = 49.13 GiB = 52,752,935,813 B
 //	        TP2: 4 KV heads/rank, PP2: 16 layers/stage: both 65,536 B/token
 //	        → 804,945 tokens → 98 × 8192
+//	        DP2: two one-GPU replicas of 49 × 8192 each, 30 requests each
 func llamaBase() plan.Request {
 	return plan.Request{
 		Model: "meta-llama/Llama-3.1-8B-Instruct", MemFractionStatic: 0.835,
@@ -59,25 +62,40 @@ func TestFitKnownAnswers(t *testing.T) {
 		want []row
 	}{
 		{
-			name: "60 × 8k bf16 needs two H100s, TP2 over PP2",
+			// DP2 keeps 19 of 49 requests spare per GPU (20,629,045,662 B
+			// of headroom), TP2 38 of 98 (20,455,220,009 B): most headroom
+			// first.
+			name: "60 × 8k bf16 needs two H100s, DP2 over TP2 over PP2",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}},
-			want: []row{{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
-				[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}}},
+			want: []row{{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+				[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}}},
+		},
+		{
+			name: "every two-GPU layout with --all, most headroom first",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2, All: true},
+			want: []row{
+				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
+				{"H100-80GB", 2, 2, 1, 1, "auto", 804945, 60, 98,
+					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+				{"H100-80GB", 2, 1, 2, 1, "auto", 804945, 60, 98,
+					[]string{"--tp-size", "1", "--pp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+			},
 		},
 		{
 			name: "fp8 fits one GPU and ranks first",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
 			want: []row{
-				{"H100-80GB", 1, 1, 1, "fp8_e4m3", 811786, 60, 99,
+				{"H100-80GB", 1, 1, 1, 1, "fp8_e4m3", 811786, 60, 99,
 					[]string{"--tp-size", "1", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
-				{"H100-80GB", 2, 2, 1, "auto", 804945, 60, 98,
-					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
+				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
+					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
 			},
 		},
 		{
 			name: "49 requests fit one GPU exactly",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 49, ContextLength: 8192, GPUs: []string{"H100"}},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 405893, 49, 49,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 405893, 49, 49,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "49"}}},
 		},
 		{
@@ -91,7 +109,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			name: "hybrid SWA ratio solved for the target",
 			opts: fit.Options{Base: plan.Request{Model: "openai/gpt-oss-120b", MemFractionStatic: 0.835, WeightsMemory: units.Size(60 * gib)},
 				Concurrency: 19, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 1},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 159038, 19, 19,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 159038, 19, 19,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "19", "--swa-full-tokens-ratio", "0.016"}}},
 		},
 		{
@@ -104,7 +122,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			name: "mamba state sized to the target",
 			opts: fit.Options{Base: plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", MemFractionStatic: 0.835, WeightsMemory: units.Size(40 * gib)},
 				Concurrency: 8, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 1},
-			want: []row{{"H100-80GB", 1, 1, 1, "auto", 1037587, 8, 31,
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 1037587, 8, 31,
 				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.835", "--max-running-requests", "8", "--max-mamba-cache-size", "24"}}},
 		},
 	}
@@ -124,8 +142,9 @@ func TestFitKnownAnswers(t *testing.T) {
 	}
 }
 
-// The headroom of the two-GPU Llama setup: 60 of 98 requests used, so
-// 38/98 of the 52,752,935,813-byte KV budget is spare: 20,455,220,009 B.
+// The headroom of the two-GPU Llama setup (DP2): 30 of each replica's 49
+// requests used, so 19/49 of the 53,201,223,024-byte KV budget per GPU is
+// spare: 20,629,045,662 B.
 func TestFitHeadroom(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 60, ContextLength: 8192, GPUs: []string{"H100"}})
 	if err != nil {
@@ -134,8 +153,8 @@ func TestFitHeadroom(t *testing.T) {
 	if len(res.Configurations) != 1 {
 		t.Fatalf("got %d configurations", len(res.Configurations))
 	}
-	if got := res.Configurations[0].HeadroomBytes; got != 20_455_220_009 {
-		t.Errorf("headroom = %d, want 20,455,220,009", got)
+	if got := res.Configurations[0].HeadroomBytes; got != 20_629_045_662 {
+		t.Errorf("headroom = %d, want 20,629,045,662", got)
 	}
 }
 
@@ -169,12 +188,13 @@ func TestFitClosestMiss(t *testing.T) {
 	if m.Error == "" || m.Hint == "" {
 		t.Errorf("miss without error or hint: %+v", m)
 	}
-	// Beyond two GPUs: 3 (PP3, 11-layer stages: 45,056 B/token → 142
-	// requests) and 4 (TP4, TP2×PP2 or PP4: 32,768 B/token → 196) miss;
-	// 5 (PP5, 7-layer stages: 28,672 B/token → 1,839,876 tokens = 224
-	// requests) serves 200.
-	if m.GPUsNeeded != 5 || m.NeededLayout == nil || m.NeededLayout.TPSize != 1 || m.NeededLayout.PPSize != 5 ||
-		m.NeededLayout.MaxTotalNumTokens != 1839876 || m.NeededLayout.CapacityAtContextLength != 224 {
+	// Beyond two GPUs: 3 (DP3: 147 requests; PP3, 11-layer stages:
+	// 45,056 B/token → 142) and 4 (DP4: 196; TP4, TP2×PP2 or PP4: 32,768
+	// B/token → 196) miss; 5 serves 200: five one-GPU replicas of 49
+	// requests (245), with more headroom than PP5 (7-layer stages: 28,672
+	// B/token → 1,839,876 tokens = 224 requests).
+	if m.GPUsNeeded != 5 || m.NeededLayout == nil || m.NeededLayout.TPSize != 1 || m.NeededLayout.PPSize != 1 || m.NeededLayout.DPSize != 5 ||
+		m.NeededLayout.MaxTotalNumTokens != 405893 || m.NeededLayout.CapacityAtContextLength != 245 {
 		t.Errorf("gpus needed %d, layout %+v", m.GPUsNeeded, m.NeededLayout)
 	}
 }
@@ -254,21 +274,25 @@ func TestFitPropertyFeasible(t *testing.T) {
 	gpus := [][]string{{"H100"}, {"H200", "L40S"}, {"B200"}, {"A100-80GB", "RTX-4090"}}
 	dtypes := [][]string{{"auto"}, {"auto", "fp8_e4m3"}, {"fp8_e4m3"}}
 	rng := rand.New(rand.NewPCG(7, 11))
-	cases := 16
+	cases := 24
 	if testing.Short() {
-		cases = 4
+		cases = 6
 	}
+	engines := []string{plan.EngineSGLang, plan.EngineVLLM, plan.EngineSGLang, plan.EngineTRTLLM}
 	for i := range cases {
-		engine := plan.EngineSGLang
-		if i%4 == 3 {
-			engine = plan.EngineVLLM
+		engine := engines[i%len(engines)]
+		kv := slices.Clone(dtypes[rng.IntN(len(dtypes))])
+		for j, d := range kv {
+			if d == "fp8_e4m3" && engine == plan.EngineTRTLLM {
+				kv[j] = "fp8"
+			}
 		}
 		o := fit.Options{
 			Base:          plan.Request{Model: models[rng.IntN(len(models))], Engine: engine},
 			Concurrency:   1 + rng.IntN(256),
 			ContextLength: 512 * (1 + rng.IntN(64)),
 			GPUs:          gpus[rng.IntN(len(gpus))],
-			KVCacheDTypes: dtypes[rng.IntN(len(dtypes))],
+			KVCacheDTypes: kv,
 			All:           i%2 == 0,
 		}
 		spec, err := plan.ResolveModel(o.Base)
@@ -288,6 +312,18 @@ func TestFitPropertyFeasible(t *testing.T) {
 			if len(res.Configurations) == 0 && res.ClosestMiss == nil {
 				t.Errorf("neither a configuration nor a closest miss")
 			}
+			// A miss's flags serve what it says it serves, and the layout
+			// it needs serves the target.
+			if m := res.ClosestMiss; m != nil {
+				if m.MaxConcurrency > 0 {
+					less := o
+					less.Concurrency = m.MaxConcurrency
+					checkConfiguration(t, less, m.Configuration)
+				}
+				if m.NeededLayout != nil {
+					checkConfiguration(t, o, *m.NeededLayout)
+				}
+			}
 		})
 	}
 }
@@ -304,18 +340,25 @@ func checkConfiguration(t *testing.T, o fit.Options, c fit.Configuration) {
 	if err != nil {
 		t.Fatalf("%s %v: plan fails: %v", c.GPU, c.Flags, err)
 	}
-	if rep.MaxConcurrencyAtContextLength < int64(o.Concurrency) {
-		t.Errorf("%s %v: concurrency %d < target %d", c.GPU, c.Flags, rep.MaxConcurrencyAtContextLength, o.Concurrency)
+	// Each of the DP replicas serves its share of the target.
+	dp := int64(max(rep.DPSize, 1))
+	if rep.MaxConcurrencyAtContextLength*dp < int64(o.Concurrency) {
+		t.Errorf("%s %v: concurrency %d × %d replicas < target %d", c.GPU, c.Flags, rep.MaxConcurrencyAtContextLength, dp, o.Concurrency)
 	}
-	if rep.MaxRunningRequests < o.Concurrency {
-		t.Errorf("%s %v: max running requests %d < target %d", c.GPU, c.Flags, rep.MaxRunningRequests, o.Concurrency)
+	if int64(rep.MaxRunningRequests)*dp < int64(o.Concurrency) {
+		t.Errorf("%s %v: max running requests %d × %d replicas < target %d", c.GPU, c.Flags, rep.MaxRunningRequests, dp, o.Concurrency)
 	}
-	ctxLen := rep.ContextLength
-	if c.Engine == plan.EngineVLLM {
-		ctxLen = rep.MaxModelLen
+	if rep.Verdict != plan.VerdictServes {
+		t.Errorf("%s %v: verdict %s", c.GPU, c.Flags, rep.Verdict)
 	}
-	if ctxLen != o.ContextLength {
-		t.Errorf("%s %v: planned context %d, target %d", c.GPU, c.Flags, ctxLen, o.ContextLength)
+	if rep.ContextLength != o.ContextLength {
+		t.Errorf("%s %v: planned context %d, target %d", c.GPU, c.Flags, rep.ContextLength, o.ContextLength)
+	}
+	// Flag values print without float noise (0.7344, not 0.7343999999999999).
+	for _, f := range c.Flags {
+		if _, frac, ok := strings.Cut(f, "."); ok && len(frac) > 6 && strings.Trim(frac, "0123456789") == "" {
+			t.Errorf("%s %v: float noise in %q", c.GPU, c.Flags, f)
+		}
 	}
 	if rep.NumGPUs != c.GPUCount || c.GPUCount != c.TPSize*c.PPSize*c.DPSize {
 		t.Errorf("%s %v: %d GPUs planned, %d listed (tp %d pp %d dp %d)", c.GPU, c.Flags, rep.NumGPUs, c.GPUCount, c.TPSize, c.PPSize, c.DPSize)
@@ -332,7 +375,7 @@ func checkConfiguration(t *testing.T, o fit.Options, c fit.Configuration) {
 	if err != nil {
 		t.Fatalf("%v: %v", c.PlanArgs, err)
 	}
-	if prep.MaxConcurrencyAtContextLength != c.MaxConcurrencyAtContextLength || prep.MaxTotalNumTokens != c.MaxTotalNumTokens {
+	if prep.MaxConcurrencyAtContextLength*dp != c.MaxConcurrencyAtContextLength || prep.MaxTotalNumTokens != c.MaxTotalNumTokens {
 		t.Errorf("kvcfg plan %v: %d tokens / %d requests, listed %d / %d", c.PlanArgs, prep.MaxTotalNumTokens,
 			prep.MaxConcurrencyAtContextLength, c.MaxTotalNumTokens, c.MaxConcurrencyAtContextLength)
 	}
@@ -360,4 +403,213 @@ func BenchmarkFitAllGPUs(b *testing.B) {
 		plans = res.Plans
 	}
 	b.ReportMetric(float64(plans), "plans/op")
+}
+
+// TestFitRaisesMemoryShare: where the engine's default memory share does
+// not serve the target, fit raises it, up to the engine's safe maximum,
+// to the smallest 0.01 step that does; every row re-plans from its flags.
+// The first case is issue 13's: Llama-3.1-70B (65.71 GiB of bf16 weights
+// per rank at TP2) holds one 32k request on two H100s only above SGLang's
+// default 0.834; with fp8 KV --mem-fraction-static 0.88 holds 38,426
+// tokens (`kvcfg plan ... --tp-size 2 --kv-cache-dtype fp8_e4m3
+// --mem-fraction-static 0.88 --context-length 32768`).
+func TestFitRaisesMemoryShare(t *testing.T) {
+	llama70 := "meta-llama/Llama-3.1-70B-Instruct"
+	type share struct {
+		Row          row
+		Share, Def   float64
+		Key          string
+		NotesAboveDf bool
+	}
+	tests := []struct {
+		name string
+		opts fit.Options
+		want []share
+	}{
+		{
+			name: "sglang: 70B, one 32k request, two H100s",
+			opts: fit.Options{Base: plan.Request{Model: llama70}, Concurrency: 1, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
+				KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
+			want: []share{
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 34548, 1, 1,
+					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.91", "--max-running-requests", "1"}},
+					0.91, 0.834, "mem_fraction_static", true},
+				{row{"H100-80GB", 2, 2, 1, 1, "fp8_e4m3", 38426, 1, 1,
+					[]string{"--tp-size", "2", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "32768", "--mem-fraction-static", "0.88", "--max-running-requests", "1"}},
+					0.88, 0.834, "mem_fraction_static", true},
+			},
+		},
+		{
+			name: "vllm: bf16 needs --gpu-memory-utilization 0.94, fp8 the default",
+			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineVLLM}, Concurrency: 1, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
+				KVCacheDTypes: []string{"auto", "fp8"}},
+			want: []share{
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 33296, 1, 1,
+					[]string{"--tensor-parallel-size", "2", "--kv-cache-dtype", "auto", "--max-model-len", "32768", "--gpu-memory-utilization", "0.94", "--max-num-seqs", "1"}},
+					0.94, 0.92, "gpu_memory_utilization", true},
+				{row{"H100-80GB", 2, 2, 1, 1, "fp8", 45728, 1, 1,
+					[]string{"--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8", "--max-model-len", "32768", "--gpu-memory-utilization", "0.92", "--max-num-seqs", "1"}},
+					0.92, 0.92, "gpu_memory_utilization", false},
+			},
+		},
+		{
+			// At the default 0.9 the pool holds 52,864 tokens and
+			// TensorRT-LLM clamps max_seq_len to them: not a 54,000-token
+			// request. 0.92 holds 54,016.
+			name: "trtllm: free_gpu_memory_fraction 0.92 for one 54,000-token request",
+			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 54000, GPUs: []string{"H100"}, MaxGPUs: 2},
+			want: []share{
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 54016, 1, 1,
+					[]string{"--tp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "54000", "--kv_cache_free_gpu_memory_fraction", "0.92", "--max_batch_size", "1"}},
+					0.92, 0.9, "free_gpu_memory_fraction", true},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := fit.Run(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []share
+			for _, c := range res.Configurations {
+				got = append(got, share{rows([]fit.Configuration{c})[0], c.MemoryShare, c.DefaultMemoryShare, c.MemoryShareKey, len(c.Notes) > 0})
+				checkConfiguration(t, tt.opts, c)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("configurations (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// A memory share the user gives is kept: no setup of two H100s holds the
+// 70B's 32k request at --mem-fraction-static 0.834, and the miss names the
+// share fit would pick instead, verified.
+func TestFitKeepsGivenShare(t *testing.T) {
+	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", MemFractionStatic: 0.834}, Concurrency: 1, ContextLength: 32768,
+		GPUs: []string{"H100"}, MaxGPUs: 2, KVCacheDTypes: []string{"auto", "fp8_e4m3"}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 0 || res.ClosestMiss == nil {
+		t.Fatalf("want only a miss, got %v", rows(res.Configurations))
+	}
+	m := res.ClosestMiss
+	// Both dtypes refuse at 0.834 on two GPUs (the weights take 84% of
+	// the free memory); the first, bf16, holds the request at 0.91.
+	if m.GPUCount != 2 || m.TPSize != 2 || m.KVCacheDType != "auto" {
+		t.Errorf("closest miss %d× tp %d %s, want 2× tp 2 auto", m.GPUCount, m.TPSize, m.KVCacheDType)
+	}
+	if !strings.Contains(m.Hint, "--mem-fraction-static 0.91 instead of --mem-fraction-static 0.834") {
+		t.Errorf("hint %q lacks the share fit would pick", m.Hint)
+	}
+}
+
+// Rows that differ only by the GPU type's name are one: H100-80GB,
+// H100-PCIe and H800 have the same memory and rules.
+func TestFitCollapsesGPUAliases(t *testing.T) {
+	o := fit.Options{Base: llamaBase(), Concurrency: 40, ContextLength: 8192, GPUs: []string{"H100", "H800", "H100-PCIe", "A100-80GB"}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, c := range res.Configurations {
+		got = append(got, append([]string{c.GPU}, c.SameAs...))
+	}
+	// A100-80GB has 81920 MiB against the H100s' 81559: more headroom.
+	want := [][]string{{"A100-80GB"}, {"H100-80GB", "H800", "H100-PCIe"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rows (-want +got):\n%s", d)
+	}
+}
+
+// The closest miss is the layout that comes nearest to serving, not the
+// one with the fewest GPUs: four 32k requests of the 70B on up to two
+// H100s. One GPU does not load the weights; two (TP2, fp8 KV, share at
+// 0.93) hold two of the four.
+func TestFitClosestMissIsTheBest(t *testing.T) {
+	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"}, Concurrency: 4, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
+		KVCacheDTypes: []string{"auto", "fp8_e4m3"}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.ClosestMiss
+	if m == nil {
+		t.Fatal("want a miss")
+	}
+	if m.GPUCount != 2 || m.TPSize != 2 || m.KVCacheDType != "fp8_e4m3" || m.MaxConcurrency != 2 {
+		t.Errorf("closest miss %d× tp %d %s serving %d, want 2× tp 2 fp8_e4m3 serving 2", m.GPUCount, m.TPSize, m.KVCacheDType, m.MaxConcurrency)
+	}
+	if want := "holds 2 of the 4 requests (50%) with --mem-fraction-static 0.93"; m.Shortfall != want {
+		t.Errorf("shortfall %q, want %q", m.Shortfall, want)
+	}
+	// fp8 was searched: the hint does not propose it again.
+	if strings.Contains(m.Hint, "kv-cache-dtype") {
+		t.Errorf("hint repeats the dtypes searched: %s", m.Hint)
+	}
+	if m.GPUsNeeded != 3 || m.NeededLayout == nil {
+		t.Errorf("gpus needed %d, want 3", m.GPUsNeeded)
+	}
+}
+
+// Remedies stay in proportion: 64 requests of 128k tokens of an 8B model
+// need more than 8 H100s, and what fit proposes is replicas of at most a
+// node, never a 16- or 32-GPU tensor/pipeline layout.
+func TestFitRemedyScale(t *testing.T) {
+	for _, o := range []fit.Options{
+		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 64, ContextLength: 131072, GPUs: []string{"H100"}},
+		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 256, ContextLength: 8192, GPUs: []string{"L4"}},
+		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 2000, ContextLength: 8192, GPUs: []string{"H100"}},
+		// Beyond the 64 GPUs searched: the scale, as replicas of a
+		// verified replica (41 of 4× B300, TP4, 122 requests each).
+		{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, Concurrency: 5000, ContextLength: 131072, GPUs: []string{"B300"},
+			KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
+	} {
+		res, err := fit.Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.ClosestMiss
+		if m == nil {
+			t.Fatalf("%d × %d on %v: want a miss", o.Concurrency, o.ContextLength, o.GPUs)
+		}
+		if l := m.NeededLayout; l != nil {
+			if l.TPSize*l.PPSize > 8 {
+				t.Errorf("%d × %d: proposed replica of %d GPUs (tp %d pp %d)", o.Concurrency, o.ContextLength, l.TPSize*l.PPSize, l.TPSize, l.PPSize)
+			}
+			checkConfiguration(t, o, *l)
+			if !strings.Contains(m.Hint, fmt.Sprintf("--max-gpus %d", l.GPUCount)) {
+				t.Errorf("hint %q lacks --max-gpus %d", m.Hint, l.GPUCount)
+			}
+		}
+		if m.Shortfall == "" {
+			t.Errorf("miss without shortfall: %+v", m)
+		}
+		if o.Concurrency == 5000 {
+			want := "about 164 GPUs as 41 replicas of 4× B300, tp 4, each holding 122 requests of 131,072 tokens (beyond the 64 GPUs fit searches)"
+			if m.NeededLayout != nil || !strings.Contains(m.Hint, want) {
+				t.Errorf("needed %+v, hint %q lacks %q", m.NeededLayout, m.Hint, want)
+			}
+		}
+	}
+}
+
+// When the weights alone exceed the GPU, the closest miss says so instead
+// of leaving the engine's "Raise --mem-fraction-static above 1.000".
+func TestMissSaysWeightsDoNotFit(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"},
+		Concurrency: 1, ContextLength: 32768, GPUs: []string{"L4"}, MaxGPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 0 || res.ClosestMiss == nil {
+		t.Fatalf("want no setup and a closest miss, got %+v", res)
+	}
+	if s := res.ClosestMiss.Shortfall; !strings.Contains(s, "weights (65.71 GiB per GPU) do not fit") || strings.Contains(s, "with --mem-fraction-static") {
+		t.Errorf("shortfall %q", s)
+	}
 }

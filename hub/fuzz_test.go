@@ -2,7 +2,10 @@ package hub
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
+
+	"github.com/kvcfg/kvcfg/format/safetensors"
 )
 
 // FuzzContentRange: any header value parses or is refused, never panics,
@@ -53,4 +56,58 @@ func TestWaitHint(t *testing.T) {
 			t.Errorf("%q %q: %s, want %ds", tc.rl, tc.ra, got, tc.want)
 		}
 	}
+}
+
+func TestSummaryRoundTrip(t *testing.T) {
+	s := &summary{Repo: "a/b", Commit: "0123456789abcdef0123456789abcdef01234567", Config: []byte(`{"x": 1}` + "\n"),
+		QuantConfig: []byte(`{"quantization": {}}`),
+		Shards: []shard{
+			{File: "model.safetensors", Size: 123, SHA256: "ab", Header: safetensors.Header{DataOffset: 80, Metadata: map[string]string{"format": "pt"},
+				Tensors: []safetensors.TensorInfo{
+					{Name: "plain.weight", DType: "BF16", Shape: []int64{2, 3}, Begin: 0, End: 12},
+					{Name: "odd\tname\n\"quoted\"\\é", DType: "F4", Shape: []int64{}, Begin: 12, End: 12},
+					{Name: "zero", DType: "F32", Shape: []int64{0, 5}, Begin: 12, End: 12},
+				}}},
+			{File: "b.safetensors", Header: safetensors.Header{DataOffset: 8, Tensors: []safetensors.TensorInfo{}}},
+		}}
+	b, err := encodeSummary(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeSummary(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Shards[0].Header, s.Shards[0].Header) || string(got.Config) != string(s.Config) ||
+		string(got.QuantConfig) != string(s.QuantConfig) || len(got.Shards[1].Header.Tensors) != 0 {
+		t.Errorf("round trip:\n%+v\n%+v", got.Shards[0].Header, s.Shards[0].Header)
+	}
+	for _, bad := range []string{"", "kvcfg-hub-summary 1\n{}\n", string(b[:len(b)-3]), string(b) + "x"} {
+		if _, err := decodeSummary([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// FuzzDecodeSummary: a damaged cache file is refused, never a panic, and
+// what decodes encodes back to an equal summary.
+func FuzzDecodeSummary(f *testing.F) {
+	s := &summary{Repo: "a/b", Commit: "c", Config: []byte(`{}`), Shards: []shard{{File: "m.safetensors", Header: safetensors.Header{
+		DataOffset: 16, Tensors: []safetensors.TensorInfo{{Name: "t", DType: "BF16", Shape: []int64{2}, End: 4}}}}}}
+	b, _ := encodeSummary(s)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeSummary(b)
+		if err != nil {
+			return
+		}
+		b2, err := encodeSummary(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := decodeSummary(b2)
+		if err != nil || !reflect.DeepEqual(s2.Shards, s.Shards) {
+			t.Errorf("re-encoded summary differs: %v", err)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -122,6 +123,10 @@ func (c *Client) get(ctx context.Context, rawURL string, hdr http.Header, id, fi
 			}
 			last = fmt.Errorf("%w %s: %v: set HF_HUB_OFFLINE=1 to use the local cache only, or pass --model DIR (a local checkpoint)",
 				ErrUnreachable, c.opt.Endpoint, rootCause(err))
+			var dns *net.DNSError
+			if errors.As(err, &dns) && dns.IsNotFound {
+				return nil, m, last // no such host: retrying will not help
+			}
 		case resp.StatusCode < 300:
 			return resp, m, nil
 		case retryable(resp.StatusCode):

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/hub"
 	"github.com/kvcfg/kvcfg/hub/hubtest"
 	"github.com/kvcfg/kvcfg/weights"
@@ -84,6 +85,15 @@ func TestResolveReadsOnlyHeaders(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: CDN ranges %v, want %v", name, got, want)
 		}
+	}
+	resolverHits := 0
+	for _, r := range srv.Requests() {
+		if r.Server == "hub" && strings.Contains(r.Path, "/resolve/") && strings.HasSuffix(r.Path, ".safetensors") {
+			resolverHits++
+		}
+	}
+	if resolverHits != 2*len(repo.Shards) {
+		t.Errorf("%d resolver requests for %d shards, want 2 each", resolverHits, len(repo.Shards))
 	}
 	for _, r := range srv.Requests() {
 		if r.Server == "hub" && strings.Contains(r.Path, "/resolve/") && r.Auth != "Bearer hf_secret" {
@@ -410,7 +420,7 @@ func TestMalformed(t *testing.T) {
 			if !errors.Is(err, hub.ErrMalformed) || !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), "model.safetensors") {
 				t.Errorf("error %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad", commit+".json")); err == nil {
+			if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--bad")); err == nil {
 				t.Errorf("a malformed checkpoint was cached")
 			}
 		})
@@ -500,5 +510,41 @@ func TestOtherShardNames(t *testing.T) {
 	}
 	if pages != 3 {
 		t.Errorf("%d listing pages read, want 3", pages)
+	}
+}
+
+func TestFullSnapshotInCache(t *testing.T) {
+	// A snapshot transformers downloaded whole: its own .safetensors give
+	// the weights, with no request.
+	_, _, o := client(t, "http://127.0.0.1:1")
+	cfg, _ := os.ReadFile("testdata/qwen3-8b.json")
+	snap := filepath.Join(o.CacheDir, "models--acme--full", "snapshots", commit)
+	os.MkdirAll(snap, 0o755)
+	os.MkdirAll(filepath.Join(o.CacheDir, "models--acme--full", "refs"), 0o755)
+	os.WriteFile(filepath.Join(snap, "config.json"), cfg, 0o644)
+	os.WriteFile(filepath.Join(o.CacheDir, "models--acme--full", "refs", "main"), []byte(commit), 0o644)
+	var b strings.Builder
+	safetensors.Write(&b, []safetensors.TensorData{{Name: "model.embed_tokens.weight", DType: "BF16", Shape: []int64{4, 2}, Data: make([]byte, 16)}}, nil)
+	os.WriteFile(filepath.Join(snap, "model.safetensors"), []byte(b.String()), 0o644)
+	m, err := hub.New(o).Resolve(context.Background(), "acme/full", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source != catalog.SourceHFCache || m.Dir != snap || m.Revision != commit || m.Headers != nil || m.Name != "acme/full" {
+		t.Errorf("model: source %s dir %s revision %s", m.Source, m.Dir, m.Revision)
+	}
+}
+
+func TestOneBadShardOfMany(t *testing.T) {
+	repo := qwenRepo(t, "acme/many", 8)
+	repo.Shards["model-00006-of-00008.safetensors"] = hubtest.Raw([]byte(`["x"]`), 0, 0)
+	srv := hubtest.New(t, repo)
+	c, _, o := client(t, srv.URL(), func(o *hub.Options) { o.Concurrency = 3 })
+	_, err := c.Resolve(context.Background(), "acme/many", "")
+	if !errors.Is(err, hub.ErrMalformed) || !strings.Contains(err.Error(), "model-00006-of-00008.safetensors") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(o.HeaderCacheDir, "models--acme--many")); err == nil {
+		t.Errorf("a checkpoint with a bad shard was cached")
 	}
 }

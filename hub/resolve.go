@@ -285,10 +285,18 @@ func (c *Client) readShards(ctx context.Context, id, commit string, files []stri
 	if progress {
 		fmt.Fprintln(c.opt.Progress)
 	}
+	// The first failure, not a read it cancelled.
+	var first error
 	for _, err := range errs {
-		if err != nil {
+		if err != nil && !errors.Is(err, context.Canceled) {
 			return nil, err
 		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	if err := ctx.Err(); err != nil && len(files) > 0 {
 		// cancelled only by a failure above; the parent's deadline

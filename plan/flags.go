@@ -234,7 +234,7 @@ var flagTable = []Flag{
 		Help:     "vLLM: KV cache size per GPU, bypassing profiling (vLLM's flag)",
 		Spelling: sp(EngineVLLM, "--kv-cache-memory-bytes")},
 	{Key: "kv_cache_memory", Name: "--kv-cache-memory", Kind: KindSize, Engines: vllmTRTLLM, NonZero: true,
-		Help: "vLLM: \"Available KV cache memory\" a run logged (e.g. 51.63GiB), replacing the budget estimate"},
+		Help: "vLLM and TensorRT-LLM: the KV memory a run logged (vLLM's \"Available KV cache memory\", e.g. 51.63GiB; TensorRT-LLM's \"available KV cache memory when calculating max tokens\"), replacing the budget estimate"},
 	{Key: "enforce_eager", Name: "--enforce-eager", Kind: KindBool, Engines: vllmOnly,
 		Help:     "vLLM: no CUDA graphs (nothing set aside for them)",
 		Spelling: sp(EngineVLLM, "--enforce-eager")},
@@ -410,6 +410,7 @@ func (f Flag) Accepts(engine string) bool { return slices.Contains(f.Engines, en
 // out as defaults (compare's columns).
 func EngineArgs(r Request, full bool) []string {
 	r = r.Normalized()
+	r = r.ForEngine(r.Engine) // the context length in the engine's own key
 	var out []string
 	for _, key := range column(r.Engine).Keys {
 		f, _ := LookupFlag(key)
@@ -513,14 +514,12 @@ func (r Request) ForEngine(engine string) Request {
 // take: each names the flag of that engine for the same setting.
 func (r Request) engineErrors() []error {
 	var errs []error
-	for _, f := range flagTable {
-		if f.Accepts(r.Engine) {
+	rv := reflect.ValueOf(&r).Elem() // one view of r, no copy per flag
+	for _, o := range foreignFlags()[r.Engine] {
+		if rv.Field(o.field).IsZero() {
 			continue
 		}
-		v, err := r.FieldString(f.Key)
-		if err != nil || v == "" {
-			continue
-		}
+		f := flagTable[o.row]
 		owners := make([]string, len(f.Engines))
 		for i, e := range f.Engines {
 			owners[i] = EngineLabel(e)
@@ -538,6 +537,25 @@ func (r Request) engineErrors() []error {
 	}
 	return errs
 }
+
+// foreign is a flag table row an engine does not take, with its request
+// field's index.
+type foreign struct{ row, field int }
+
+// foreignFlags lists, per engine, the rows it does not take: computed once,
+// so validating a request walks only those fields.
+var foreignFlags = sync.OnceValue(func() map[string][]foreign {
+	fields := requestFields()
+	out := map[string][]foreign{}
+	for _, e := range Engines() {
+		for row, f := range flagTable {
+			if i, ok := fields[f.Key]; ok && !f.Accepts(e) {
+				out[e] = append(out[e], foreign{row, i})
+			}
+		}
+	}
+	return out
+})
 
 // roleFlag is engine's flag for the setting role ("" when none).
 func roleFlag(role, engine string) string {

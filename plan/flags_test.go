@@ -232,3 +232,31 @@ func TestCompareRefusesOrphanInput(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// ParseEngineArgs never panics, and what it parses prints back as flags
+// that parse to the same flags again (EngineArgs ∘ ParseEngineArgs is
+// stable).
+func FuzzParseEngineArgs(f *testing.F) {
+	f.Add("trtllm", "--tp_size 2 enable_attention_dp=true kv_cache_config.dtype=fp8 --max_seq_len 32768 kv_cache_config.max_attention_window=[128,131072]")
+	f.Add("vllm", "--tensor-parallel-size 2 --data-parallel-size 2 --max-model-len 32768 --gpu-memory-utilization 0.88 --enforce-eager")
+	f.Add("sglang", "--tp-size 2 --dp-size 2 --enable-dp-attention --context-length 32768 --mem-fraction-static 0.82")
+	f.Add("sglang", "--tp --model-path x -- =")
+	f.Fuzz(func(t *testing.T, engine, line string) {
+		r, err := plan.ParseEngineArgs(plan.Request{Engine: engine}, strings.Fields(line))
+		if err != nil {
+			return
+		}
+		r.Engine = strings.ToLower(strings.TrimSpace(r.Engine))
+		if !slices.Contains(plan.Engines(), r.Engine) {
+			return
+		}
+		args := plan.EngineArgs(r, true)
+		r2, err := plan.ParseEngineArgs(plan.Request{Engine: r.Engine}, args)
+		if err != nil {
+			t.Fatalf("%q printed from %q does not parse: %v", args, line, err)
+		}
+		if again := plan.EngineArgs(r2, true); !slices.Equal(again, args) {
+			t.Fatalf("%q → %q → %q", line, args, again)
+		}
+	})
+}

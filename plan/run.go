@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
@@ -46,6 +47,7 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return nil, err
 	}
 	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
 	}
@@ -270,25 +272,76 @@ type infeasibleError struct {
 func (e *infeasibleError) Error() string   { return e.msg }
 func (e *infeasibleError) Unwrap() []error { return []error{ErrInfeasible, e.err} }
 
+// dirRead is what a model directory's safetensors headers gave.
+type dirRead struct {
+	hdrs []safetensors.Header
+	ok   bool
+	err  error
+}
+
+// dirReads caches each model directory's headers by its *catalog.Model
+// (which catalog.Open keeps per reference), so a model is read once per
+// process, as its config is.
+var dirReads sync.Map // *catalog.Model → *dirRead
+
+func dirHeaders(m *catalog.Model) *dirRead {
+	if d, ok := dirReads.Load(m); ok {
+		return d.(*dirRead)
+	}
+	hdrs, ok, err := weights.ReadDir(m.Dir)
+	d, _ := dirReads.LoadOrStore(m, &dirRead{hdrs, ok, err})
+	return d.(*dirRead)
+}
+
 // weightsPerRank sums the safetensors headers of the model's checkpoint
 // (read from the Hub, or in its directory) when it has them, else
-// estimates from the config.
-func weightsPerRank(m *catalog.Model, tp, pp int) (int64, weights.Source, error) {
+// estimates from the config. note is a warning for the report: a partial
+// download in the directory is estimated instead, and says so. The
+// checkpoint's MTP (NextN) layers count when the request's speculative
+// algorithm drafts with them (EAGLE, NEXTN or MTP on a model that has
+// them): the engine loads them before it reads the free memory.
+func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
+	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
 	if m.Headers != nil {
-		w := weights.FromHeaders(m.Headers, spec, weights.Layout{TP: tp, PP: pp})
-		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), nil
+		w := weights.FromHeaders(m.Headers, spec, l)
+		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
 	}
 	if m.Dir != "" {
-		if w, ok, err := weights.FromDir(m.Dir, spec, weights.Layout{TP: tp, PP: pp}); err != nil {
-			return 0, "", &FieldError{Field: "model", Err: err}
-		} else if ok {
-			return w, weights.Safetensors, nil
+		d := dirHeaders(m)
+		w, ok, err := int64(0), d.ok, d.err
+		if ok && err == nil {
+			w = weights.FromHeaders(d.hdrs, spec, l)
+		}
+		var pe *weights.PartialError
+		switch {
+		case errors.As(err, &pe):
+			note = strings.TrimPrefix(pe.Error(), "weights: ") + "; weights estimated from the config instead"
+			if pe.TotalSize > 0 {
+				note += " (the index's total_size: " + units.Size(pe.TotalSize).String() + " for all ranks)"
+			}
+		case err != nil:
+			return 0, "", "", &FieldError{Field: "model", Err: err}
+		case ok:
+			return w, weights.Safetensors, "", nil
 		}
 	}
-	w, err := weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	w, err = weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
 	if err != nil {
-		return 0, "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
+		return 0, "", "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
-	return w, weights.Estimated, nil
+	return w, weights.Estimated, note, nil
+}
+
+// draftsWithMTP reports whether the request's speculative decoding loads
+// the checkpoint's own MTP layers as its draft model.
+func draftsWithMTP(req Request, spec *model.Spec) bool {
+	if spec.NumNextNPredictLayers <= 0 {
+		return false
+	}
+	switch strings.ToUpper(strings.TrimSpace(req.SpeculativeAlgorithm)) {
+	case "EAGLE", "NEXTN", "MTP":
+		return true
+	}
+	return false
 }

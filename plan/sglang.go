@@ -292,11 +292,14 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 	case req.WeightsMemory > 0:
 		mm.weights, mm.source = int64(req.WeightsMemory), weights.Given
 	default:
-		w, src, err := weightsPerRank(m, tp, pp)
+		w, src, note, err := weightsPerRank(m, req, tp, pp)
 		if err != nil {
 			return mm, err
 		}
 		mm.weights, mm.source = w, src
+		if note != "" {
+			mm.notes = append(mm.notes, note)
+		}
 		if src == weights.Estimated && spec.Multimodal {
 			mm.notes = append(mm.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
 		}

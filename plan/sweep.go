@@ -99,6 +99,16 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			set[j] = append(set[j], reflect.ValueOf(r).Field(field[j]))
 		}
 	}
+	var axisEngines []string
+	engineAxis := false
+	for _, a := range axes {
+		if a.Field == "engine" {
+			engineAxis = true
+			for _, v := range a.Values {
+				axisEngines = append(axisEngines, strings.ToLower(strings.TrimSpace(v)))
+			}
+		}
+	}
 	// Build every request first (cheap, deterministic), then plan them.
 	idx := make([]int, len(axes))
 	for i := range rows {
@@ -116,6 +126,17 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			rv.Field(field[j]).Set(set[j][idx[j]])
 		}
 		rows[i].Values = vals
+		if engineAxis {
+			// An engine axis plans each row with the inputs its engine
+			// takes, as a comparison does; an input no listed engine takes
+			// stays, and its rows say so.
+			eng := req.Normalized().Engine
+			for _, f := range flagTable {
+				if !f.Accepts(eng) && slices.ContainsFunc(axisEngines, f.Accepts) {
+					_ = clearField(req, f.Key)
+				}
+			}
+		}
 		if m, ok := models[req.Model]; ok {
 			req.Model, req.Resolved = m.Name, m
 		}
@@ -191,6 +212,9 @@ func sweepModels(base Request, axes []Axis) map[string]*catalog.Model {
 	}
 	names := []string{base.Model}
 	for _, a := range axes {
+		if a.Field == "revision" {
+			return nil // each row resolves its own revision
+		}
 		if a.Field == "model" {
 			names = append(names, a.Values...)
 		}
@@ -347,7 +371,7 @@ func (r Request) FieldString(key string) (string, error) {
 	case f.CanInt():
 		return strconv.FormatInt(f.Int(), 10), nil
 	case f.CanFloat():
-		return strconv.FormatFloat(f.Float(), 'g', -1, 64), nil
+		return FormatFloat(f.Float()), nil
 	case f.Type() == intsType:
 		parts := make([]string, f.Len())
 		for i := range parts {

@@ -126,7 +126,7 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 func (r *Report) summaryRows() [][2]string {
 	rows := [][2]string{
 		{"engine", r.Engine},
-		{"model", fmt.Sprintf("%s (%s, %s attention)", r.Model, r.Architecture, r.AttentionKind)},
+		{"model", fmt.Sprintf("%s%s (%s, %s attention)", r.Model, shortRevision(r.ModelRevision), r.Architecture, r.AttentionKind)},
 		{"gpu", fmt.Sprintf("%d × %s (%s), tp %d, pp %d, dp %d", r.NumGPUs, r.GPU, units.FormatBytes(r.GPUMemory), r.TPSize, r.PPSize, r.DPSize)},
 		{"kv_cache_dtype", fmt.Sprintf("%s → %s (%s)", r.KVCacheDType, r.ResolvedKVCacheDType, r.KVCacheTorchDType)},
 	}
@@ -254,4 +254,12 @@ func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 // anything: the sizing and memory rows would all be zeros.
 func (r *Report) refusedBeforeSizing() bool {
 	return r.Error != "" && r.CellSizeBytes == 0 && r.Breakdown.WeightsBytes == 0
+}
+
+// shortRevision writes a Hub commit as "@" and its first 12 hex digits ("" for none).
+func shortRevision(commit string) string {
+	if commit == "" {
+		return ""
+	}
+	return "@" + commit[:min(12, len(commit))]
 }

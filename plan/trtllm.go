@@ -96,12 +96,17 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		rep.WeightsSource = string(weights.Given)
 	case req.KVCacheMemory > 0 || req.FreeMemoryAfterLoad > 0:
 		rep.WeightsSource, rep.Measured = string(weights.Measured), true
-	case m.Dir != "":
-		w, src, err := weightsPerRank(m, tp, pp)
+	case m.Dir != "" || m.Headers != nil:
+		w, src, note, err := weightsPerRank(m, req, tp, pp)
 		if err != nil {
 			return nil, err
 		}
-		in.WeightsBytes, rep.WeightsSource = w, string(src)
+		if note != "" {
+			rep.Warnings = append(rep.Warnings, note)
+		}
+		if src != weights.Estimated { // else the engine estimates, and says so
+			in.WeightsBytes, rep.WeightsSource = w, string(src)
+		}
 	}
 
 	res, perr := trtllm.Plan(in)

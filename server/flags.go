@@ -65,3 +65,13 @@ func explicitZeros(body []byte) []string {
 	}
 	return keys
 }
+
+// member returns the raw value of the top-level key of a JSON object body
+// (nil when absent or not an object).
+func member(body []byte, key string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	return m[key]
+}

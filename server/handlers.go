@@ -16,6 +16,7 @@ import (
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server/metrics"
@@ -42,6 +43,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
 	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", s.fit)))
 	mux.Handle("POST /api/v1/explain", cop.Handler(jsonEndpoint(s, "explain", s.explain)))
+	mux.Handle("POST /api/v1/simulate", cop.Handler(jsonEndpoint(s, "simulate", s.simulate)))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
@@ -104,6 +106,10 @@ func givenZeros(body []byte, req any) error {
 	case *plan.CompareRequest:
 		r = v.Request
 		r.Engine = "" // a list there; each column checks its engine
+	case *fit.Options:
+		return plan.ZeroErrors(explicitZeros(member(body, "base")))
+	case *ExplainRequest:
+		return plan.ZeroErrors(explicitZeros(member(body, "plan")))
 	default:
 		return nil
 	}
@@ -156,7 +162,11 @@ func (s *Server) plan(ctx context.Context, req plan.Request) (*plan.Report, erro
 	if err != nil && errors.Is(err, plan.ErrInfeasible) && rep != nil && rep.FixFlag != "" {
 		// Worded as `kvcfg plan` words it (plan.WithFix).
 		err = plan.WithFix(err, rep)
-		err = &fieldHint{field: strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_"), err: err}
+		field := plan.KeyOfFlag(rep.FixFlag) // the request key of any engine's spelling
+		if field == "" {
+			field = strings.ReplaceAll(strings.TrimPrefix(rep.FixFlag, "--"), "-", "_")
+		}
+		err = &fieldHint{field: field, err: err}
 	}
 	return rep, err
 }

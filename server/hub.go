@@ -19,8 +19,9 @@ const kindUpstream = "upstream"
 // Config.HubConcurrency is 0.
 const DefaultHubConcurrency = 4
 
-// hubCacheSize bounds the Hub models kept in memory.
-const hubCacheSize = 256
+// hubCacheSize bounds the Hub models kept in memory (a DeepSeek-V3-sized
+// checkpoint's headers take about 10 MB).
+const hubCacheSize = 64
 
 // hubModels resolves Hub ids for the API: only ids matching the Hub's
 // repo-id grammar, at most Concurrency at once, each (id, revision) once

@@ -1,6 +1,8 @@
 package weights
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,27 +25,46 @@ var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
 // (norms, biases) are replicated; K/V projections are replicated when there
 // are fewer KV heads than TP ranks (each rank keeps one head). Tensors of
 // layers at or above Spec.NumLayers (MTP/NextN draft layers) are not part of
-// the target model and are skipped. With PP, layer tensors go to their
+// the target model: they count, on the last stage, only with l.Draft.
+// Vision-tower and projector tensors are counted, on the first stage. With PP, layer tensors go to their
 // stage (remainder on the last stages), embeddings to the first stage and
 // the LM head and final norm to the last.
+//
+// A directory whose model.safetensors.index.json lists shards it does not
+// hold (a partial download) is refused with a *PartialError: its headers
+// would undercount the weights.
 func FromDir(dir string, s *model.Spec, l Layout) (int64, bool, error) {
+	hdrs, ok, err := ReadDir(dir)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return FromHeaders(hdrs, s, l), true, nil
+}
+
+// ReadDir reads the headers of every *.safetensors file in dir, sorted by
+// file name (only headers are read); ok is false when there is none. A
+// partial download is a *PartialError, as for FromDir.
+func ReadDir(dir string) (hdrs []safetensors.Header, ok bool, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	if err != nil {
-		return 0, false, fmt.Errorf("weights: %w", err)
+		return nil, false, fmt.Errorf("weights: %w", err)
+	}
+	if perr := checkIndex(dir, files); perr != nil {
+		return nil, true, perr
 	}
 	if len(files) == 0 {
-		return 0, false, nil
+		return nil, false, nil
 	}
 	sort.Strings(files)
-	hdrs := make([]safetensors.Header, 0, len(files))
+	hdrs = make([]safetensors.Header, 0, len(files))
 	for _, f := range files {
 		hdr, err := readHeader(f)
 		if err != nil {
-			return 0, true, err
+			return nil, true, err
 		}
 		hdrs = append(hdrs, *hdr)
 	}
-	return FromHeaders(hdrs, s, l), true, nil
+	return hdrs, true, nil
 }
 
 // FromHeaders sums the weight bytes of the most loaded rank from the
@@ -56,7 +77,7 @@ func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
 	stages := make([]float64, pp)
 	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
-			st, skip := tensorStage(t.Name, s, stageOf, pp)
+			st, skip := tensorStage(t.Name, s, stageOf, pp, l.Draft)
 			if skip {
 				continue
 			}
@@ -189,14 +210,17 @@ func stageMap(s *model.Spec, pp int) []int {
 	return out
 }
 
-func tensorStage(name string, s *model.Spec, stageOf []int, pp int) (int, bool) {
+func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) (int, bool) {
 	if isVision(strings.ToLower(name)) {
 		return 0, false // a vision tower loads on the first stage, whole
 	}
 	if m := layerRe.FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
-		if err != nil || idx >= len(stageOf) {
-			return 0, true // draft (MTP) layer or out of range
+		if err != nil {
+			return 0, true
+		}
+		if idx >= len(stageOf) {
+			return pp - 1, !draft // an MTP layer: loaded only as the draft
 		}
 		return stageOf[idx], false
 	}
@@ -217,4 +241,71 @@ func perRankBytes(t safetensors.TensorInfo, s *model.Spec, tp int) float64 {
 		return b / float64(s.NumKVHeads)
 	}
 	return b / float64(tp)
+}
+
+// ErrPartial is wrapped by a *PartialError.
+var ErrPartial = errors.New("weights: partial checkpoint")
+
+// PartialError reports a model directory whose safetensors index lists
+// shards that are not in it.
+type PartialError struct {
+	Dir string
+	// Missing are the shard files the index lists and the directory lacks,
+	// sorted; Listed is how many shards the index lists.
+	Missing []string
+	Listed  int
+	// TotalSize is the index's metadata.total_size (all weights, every
+	// rank), 0 when the index gives none.
+	TotalSize int64
+}
+
+func (e *PartialError) Error() string {
+	shown := e.Missing
+	more := ""
+	if len(shown) > 3 {
+		shown, more = shown[:3], fmt.Sprintf(" and %d more", len(e.Missing)-3)
+	}
+	return fmt.Sprintf("weights: %s is a partial download: %d of the %d shards model.safetensors.index.json lists are missing (%s%s)",
+		e.Dir, len(e.Missing), e.Listed, strings.Join(shown, ", "), more)
+}
+
+// Unwrap returns ErrPartial.
+func (e *PartialError) Unwrap() error { return ErrPartial }
+
+// checkIndex compares the shards model.safetensors.index.json lists with
+// the files present; nil when there is no index or nothing is missing.
+func checkIndex(dir string, files []string) *PartialError {
+	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if err != nil {
+		return nil
+	}
+	var idx struct {
+		Metadata struct {
+			TotalSize json.Number `json:"total_size"`
+		} `json:"metadata"`
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if json.Unmarshal(data, &idx) != nil || len(idx.WeightMap) == 0 {
+		return nil
+	}
+	have := make(map[string]bool, len(files))
+	for _, f := range files {
+		have[filepath.Base(f)] = true
+	}
+	listed := map[string]bool{}
+	for _, shard := range idx.WeightMap {
+		listed[filepath.Base(shard)] = true
+	}
+	var missing []string
+	for shard := range listed {
+		if !have[shard] {
+			missing = append(missing, shard)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	total, _ := strconv.ParseFloat(string(idx.Metadata.TotalSize), 64)
+	return &PartialError{Dir: dir, Missing: missing, Listed: len(listed), TotalSize: int64(total)}
 }

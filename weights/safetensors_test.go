@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/dtype"
@@ -91,5 +92,60 @@ func TestFromDir(t *testing.T) {
 	}
 	if _, _, err := weights.FromDir(bad, s, weights.Layout{}); err == nil {
 		t.Error("corrupt file accepted")
+	}
+}
+
+func hdr(ts ...safetensors.TensorInfo) safetensors.Header {
+	var off int64
+	for i := range ts {
+		n := ts[i].End
+		ts[i].Begin, ts[i].End = off, off+n
+		off += n
+	}
+	return safetensors.Header{Tensors: ts}
+}
+
+func ti(name, dt string, bytes int64, shape ...int64) safetensors.TensorInfo {
+	return safetensors.TensorInfo{Name: name, DType: dt, Shape: shape, End: bytes}
+}
+
+// A vision tower's blocks are not decoder layers: with 32 vision blocks and
+// 2 text layers, every block is counted, on the first stage; the MTP layer
+// (index 2) is not.
+func TestFromHeadersVisionAndMTP(t *testing.T) {
+	s := &model.Spec{Name: "vl", NumLayers: 2, NumKVHeads: 2, ModelDType: dtype.BFloat16}
+	var vision []safetensors.TensorInfo
+	for i := range 32 {
+		vision = append(vision, ti(fmt.Sprintf("visual.blocks.%d.attn.qkv.weight", i), "BF16", 1000, 10, 50))
+	}
+	h := hdr(append(vision,
+		ti("model.embed_tokens.weight", "BF16", 4000, 100, 20),
+		ti("model.layers.0.mlp.down_proj.weight", "F8_E4M3", 600, 20, 30),
+		ti("model.layers.1.mlp.down_proj.weight", "F8_E4M3", 600, 20, 30),
+		ti("model.layers.2.mlp.down_proj.weight", "F8_E4M3", 600, 20, 30),
+		ti("model.norm.weight", "BF16", 40, 20),
+		ti("lm_head.weight", "BF16", 4000, 100, 20),
+	)...)
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1}), int64(32000+4000+1200+40+4000); got != want {
+		t.Errorf("TP 1: %d, want %d", got, want)
+	}
+	// PP 2: stage 0 holds the vision tower, the embedding and layer 0.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2}), int64(32000+4000+600); got != want {
+		t.Errorf("PP 2: %d, want %d", got, want)
+	}
+	// Drafting with the MTP layer (speculative EAGLE/NEXTN) loads it, on
+	// the last stage.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, Draft: true}), int64(32000+4000+1800+40+4000); got != want {
+		t.Errorf("TP 1 with the draft: %d, want %d", got, want)
+	}
+	// With PP 2 the draft joins the last stage (5,240 B), and the first
+	// (vision, embedding, layer 0) stays the most loaded.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2, Draft: true}), int64(32000+4000+600); got != want {
+		t.Errorf("PP 2 with the draft: %d, want %d", got, want)
+	}
+	tot := weights.Sum([]safetensors.Header{h}, s)
+	want := map[string]int64{"vision": 32000, "embedding": 4000, "mlp": 1200, "mtp": 600, "norm_bias": 40, "lm_head": 4000}
+	if !reflect.DeepEqual(tot.ByKind, want) || tot.ByDType["F8_E4M3"] != 1800 || tot.Bytes != 41840 || tot.Tensors != 38 {
+		t.Errorf("sum %+v", tot)
 	}
 }

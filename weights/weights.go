@@ -37,6 +37,10 @@ const (
 // Layout is how the weights are split over ranks.
 type Layout struct {
 	TP, PP int
+	// Draft counts the checkpoint's MTP (NextN) layers, on the last
+	// stage: speculative decoding drafts with them (safetensors sums only;
+	// the config estimate leaves them out).
+	Draft bool
 }
 
 // scaleBytesPerWeight is the block-scale overhead per quantized weight of

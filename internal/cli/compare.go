@@ -31,19 +31,25 @@ func newCompareCmd() *cobra.Command {
 	var pf *planFlags
 	cmd := &cobra.Command{
 		Use:   "compare [MODEL]",
-		Short: "Plan one model and GPU on SGLang and vLLM side by side",
-		Long: `compare plans the same model, GPU and context length on every engine and
-prints one column per engine (and per KV cache dtype and TP size when they
-are given as comma-separated lists): bytes per token, the engine's token
-capacity, the maximum concurrency at the context length and the flags to
-pass each engine.
+		Short: "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side",
+		Long: `compare is a sweep over engine × KV cache dtype × TP size: it plans the same
+model, GPU and context length on every engine (--engine sglang,vllm,trtllm;
+default sglang,vllm) and prints one column per engine, dtype and TP size
+(comma-separated lists): bytes per token, the engine's token capacity, the
+maximum concurrency at the context length and the flags to pass each
+engine, which plan back to the column.
 
   kvcfg compare --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB \
       --kv-cache-dtype auto,fp8_e4m3 --tp 1,2
 
-Every other plan flag applies to all columns (engine-specific ones only
-affect their engine). Exit status: 0 when at least one column planned,
-1 when every engine refused, 2 for invalid input.`,
+It takes every plan flag: an engine's own flags only affect its columns
+(the context length becomes vLLM's --max-model-len and TensorRT-LLM's
+max_seq_len), and a flag no compared engine takes is bad input:
+
+  kvcfg compare --engine sglang,vllm,trtllm --tp-size 2 --dp-size 2 --enable-dp-attention
+
+Exit status: 0 when at least one column planned, 1 when every engine
+refused, 2 for invalid input.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
@@ -81,7 +87,7 @@ affect their engine). Exit status: 0 when at least one column planned,
 		}
 	})
 	fs := cmd.Flags()
-	fs.StringSliceVar(&engines, "engine", nil, "engines to compare, comma-separated (default sglang,vllm)")
+	fs.StringSliceVar(&engines, "engine", nil, "engines to compare, comma-separated: sglang, vllm, trtllm (default sglang,vllm)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtype", nil, "KV cache dtypes, comma-separated (e.g. auto,fp8_e4m3)")
 	fs.StringSliceVar(&tps, "tp", nil, "tensor parallel sizes, comma-separated (e.g. 1,2,4)")
 	fs.StringSliceVar(&tps, "tp-size", nil, "alias of --tp")

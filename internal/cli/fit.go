@@ -20,6 +20,7 @@ func newFitCmd() *cobra.Command {
 		concurrency int
 		gpus        []string
 		dtypes      []string
+		engines     []string
 		maxGPUs     int
 		all, debug  bool
 		format      string
@@ -30,24 +31,32 @@ func newFitCmd() *cobra.Command {
 		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
 		Long: `fit works backwards from a target: "serve --concurrency N requests of
 --context-length L tokens of this model". It searches GPU type × GPU count
-(up to --max-gpus) × TP/PP layout × KV cache dtype and lists the setups that
-serve the target, fewest GPUs first and, for equal counts, the least spare
-KV memory first, each with the exact flags to pass the engine. Hybrid
-models get their pools solved for the target (--swa-full-tokens-ratio for
-sliding-window models, --max-mamba-cache-size for linear-attention ones).
-Every listed setup is what ` + "`kvcfg plan`" + ` computes with its flags.
+(up to --max-gpus) × TP/PP layout (and data-parallel replicas, --dp-size)
+× KV cache dtype and lists the setups that serve the target, fewest GPUs
+first and, for equal counts, the most spare KV memory first, each with the
+exact flags to pass the engine. The request cap (--max-running-requests,
+--max-num-seqs, --max_batch_size) is set to the target, and where the
+engine's default memory share does not serve it, fit raises the share
+(--mem-fraction-static up to 0.93, --gpu-memory-utilization up to 0.95,
+TensorRT-LLM's free_gpu_memory_fraction up to 0.95) to the smallest value
+that does. Hybrid models get their pools solved for the target
+(--swa-full-tokens-ratio for sliding-window models, --max-mamba-cache-size
+for linear-attention ones). Every listed setup is what ` + "`kvcfg plan`" + `
+computes with its flags; GPU types that plan alike share a row.
 
   kvcfg fit --model Qwen/Qwen3-8B --concurrency 64 --context-length 32768 \
       --gpus H100,H200 --kv-cache-dtypes auto,fp8_e4m3
 
 By default one layout per GPU type and dtype is listed (at its smallest GPU
 count); --all lists every feasible layout. When nothing serves the target,
-fit prints the closest miss with the largest concurrency and context it
-does serve. Other plan flags (--mem-fraction-static, --weights-memory,
---disable-radix-cache, ...) apply to every candidate.
+fit prints the closest miss: the layout that comes nearest, by how much it
+falls short, the largest concurrency and context it does serve, and what
+would serve the target. Other plan flags (--mem-fraction-static,
+--weights-memory, --disable-radix-cache, ...) apply to every candidate; a
+memory share given is kept as given.
 
-Exit status: 0 when a setup serves the target, 1 when none does, 2 for
-invalid input.`,
+Exit status: 0 when a setup serves the target, 3 when none does, 2 for
+invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outCSV); err != nil {
@@ -79,7 +88,11 @@ invalid input.`,
 				Base: base, Concurrency: concurrency, ContextLength: ctxLen,
 				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
 			}
-			res, err := fit.Run(cmd.Context(), opts)
+			engs := trimList(engines)
+			if len(engs) > 0 && base.Engine != "" {
+				return &exitError{code: 2, err: errors.New("give --engine or --engines, not both")}
+			}
+			res, err := fit.RunEngines(cmd.Context(), opts, engs)
 			if err != nil {
 				if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
 					return &exitError{code: 2, err: err}
@@ -93,7 +106,7 @@ invalid input.`,
 				return err
 			}
 			if len(res.Configurations) == 0 {
-				return &exitError{code: 1}
+				return &exitError{code: 3}
 			}
 			return nil
 		},
@@ -102,6 +115,7 @@ invalid input.`,
 	pf = bindPlanFlags(fs, &base, "concurrency")
 	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
 	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
+	fs.StringSliceVar(&engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
 	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
 	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
@@ -119,28 +133,67 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		return writeFitCSV(w, res)
 	}
 	t := res.Target
-	fmt.Fprintf(w, "Target: %d concurrent requests of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
-		t.Concurrency, group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
+		requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "#\tGPU\tGPUS\tTP\tPP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS")
+		// Several engines searched: each row says whose flags it lists.
+		engineCol := strings.Contains(t.Engine, ",")
+		head := "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS"
+		if engineCol {
+			head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
+		}
+		fmt.Fprintln(tw, head)
 		for i, c := range res.Configurations {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", i+1, c.GPU, c.GPUCount, c.TPSize, c.PPSize, dtypeLabel(c),
-				group(c.MaxTotalNumTokens), c.CapacityAtContextLength, gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
+			rank := strconv.Itoa(i + 1)
+			if engineCol {
+				rank += "\t" + c.Engine
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
+				c.GPUCount, c.TPSize, c.PPSize, max(c.DPSize, 1), dtypeLabel(c),
+				group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold; the flags cap running requests at %d.\n", group(int64(t.ContextLength)), t.Concurrency)
+		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
+			group(int64(t.ContextLength)), t.Concurrency)
+		if anyDP(res.Configurations) {
+			fmt.Fprint(w, " (per replica: its share)")
+		}
+		fmt.Fprintln(w, ".")
+		for i, c := range res.Configurations {
+			for _, n := range c.Notes {
+				fmt.Fprintf(w, "#%d: %s.\n", i+1, n)
+			}
+		}
 		fmt.Fprintf(w, "Check one with: kvcfg plan %s\n", strings.Join(res.Configurations[0].PlanArgs, " "))
 	} else {
 		fmt.Fprintln(w, "No setup serves the target.")
 	}
 	if m := res.ClosestMiss; m != nil {
-		fmt.Fprintf(w, "\nClosest miss: %d× %s, tp %d, pp %d, kv %s\n", m.GPUCount, m.GPU, m.TPSize, m.PPSize, m.KVCacheDType)
-		fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
-		fmt.Fprintf(w, "  serves:       %d requests of %s tokens, or %d requests of up to %s tokens\n",
-			m.MaxConcurrency, group(int64(t.ContextLength)), t.Concurrency, group(int64(m.MaxContextLength)))
+		on := ""
+		if strings.Contains(t.Engine, ",") {
+			on = " on " + m.Engine
+		}
+		lay := fmt.Sprintf("%d× %s%s, tp %d, pp %d", m.GPUCount, m.GPU, on, m.TPSize, m.PPSize)
+		if m.DPSize > 1 {
+			lay += fmt.Sprintf(", dp %d", m.DPSize)
+		}
+		fmt.Fprintf(w, "\nClosest miss: %s, kv %s\n", lay, m.KVCacheDType)
+		fmt.Fprintf(w, "  short:        %s\n", m.Shortfall)
+		if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") {
+			fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
+		}
+		switch {
+		case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
+			fmt.Fprintf(w, "  serves:       no request at this layout\n")
+		case m.MaxContextLength == 0:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
+		default:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens, or %s of up to %s tokens\n",
+				requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)), requests(t.Concurrency, "request"), group(int64(m.MaxContextLength)))
+		}
 		if m.MaxConcurrency > 0 {
 			fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
 		}
@@ -166,6 +219,23 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 	return nil
 }
 
+// requests writes n noun(s) with thousands separators.
+func requests(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return group(int64(n)) + " " + noun + "s"
+}
+
+func anyDP(cs []fit.Configuration) bool {
+	for _, c := range cs {
+		if c.DPSize > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 func dtypeLabel(c fit.Configuration) string {
 	if c.ResolvedKVCacheDType != "" && c.ResolvedKVCacheDType != c.KVCacheDType {
 		return c.KVCacheDType + " (" + c.ResolvedKVCacheDType + ")"
@@ -174,12 +244,16 @@ func dtypeLabel(c fit.Configuration) string {
 }
 
 func writeFitCSV(w io.Writer, res *fit.Result) error {
-	rows := [][]string{{"rank", "engine", "gpu", "gpu_count", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_total_num_tokens",
-		"max_concurrency_at_context_length", "capacity_at_context_length", "headroom_bytes", "flags"}}
+	rows := [][]string{{"rank", "engine", "gpu", "same_as", "gpu_count", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_total_num_tokens",
+		"max_concurrency_at_context_length", "capacity_at_context_length", "headroom_bytes", "memory_share", "flags"}}
 	for i, c := range res.Configurations {
-		rows = append(rows, []string{strconv.Itoa(i + 1), c.Engine, c.GPU, strconv.Itoa(c.GPUCount), strconv.Itoa(c.TPSize), strconv.Itoa(c.PPSize),
+		share := ""
+		if c.MemoryShare > 0 {
+			share = plan.FormatFloat(c.MemoryShare)
+		}
+		rows = append(rows, []string{strconv.Itoa(i + 1), c.Engine, c.GPU, strings.Join(c.SameAs, " "), strconv.Itoa(c.GPUCount), strconv.Itoa(c.TPSize), strconv.Itoa(c.PPSize),
 			strconv.Itoa(c.DPSize), c.KVCacheDType, strconv.FormatInt(c.MaxTotalNumTokens, 10), strconv.FormatInt(c.MaxConcurrencyAtContextLength, 10),
-			strconv.FormatInt(c.CapacityAtContextLength, 10), strconv.FormatInt(c.HeadroomBytes, 10), strings.Join(c.Flags, " ")})
+			strconv.FormatInt(c.CapacityAtContextLength, 10), strconv.FormatInt(c.HeadroomBytes, 10), share, strings.Join(c.Flags, " ")})
 	}
 	return writeCSVRows(w, rows)
 }

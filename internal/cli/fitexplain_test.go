@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -23,7 +24,8 @@ func runKV(t *testing.T, stdin string, args ...string) (string, string, int) {
 
 // Llama-3.1-8B, 16 GiB of weights per GPU, mem_fraction_static 0.835, 60
 // requests of 8192 tokens: one H100 holds 405,893 tokens (49 requests),
-// two (TP2) hold 804,945 per GPU (98 requests); see fit's tests.
+// two (TP2) hold 804,945 per GPU (98 requests), two one-GPU replicas (DP2)
+// 49 each with more headroom; see fit's tests.
 func TestFitCommandJSON(t *testing.T) {
 	out, errs, code := runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--concurrency", "60", "--context-length", "8192",
 		"--gpus", "H100", "--weights-memory", "16GiB", "--mem-fraction-static", "0.835", "-o", "json")
@@ -43,9 +45,9 @@ func TestFitCommandJSON(t *testing.T) {
 	}
 	c := got.Configurations[0]
 	want := map[string]any{
-		"engine": "sglang", "gpu": "H100-80GB", "gpu_count": 2.0, "tp_size": 2.0, "pp_size": 1.0, "dp_size": 1.0, "kv_cache_dtype": "auto",
-		"max_total_num_tokens": 804945.0, "max_concurrency_at_context_length": 60.0, "headroom_bytes": 20455220009.0,
-		"flags": []any{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"},
+		"engine": "sglang", "gpu": "H100-80GB", "gpu_count": 2.0, "tp_size": 1.0, "pp_size": 1.0, "dp_size": 2.0, "kv_cache_dtype": "auto",
+		"max_total_num_tokens": 405893.0, "max_concurrency_at_context_length": 60.0, "headroom_bytes": 20629045662.0,
+		"flags": []any{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"},
 	}
 	for k, v := range want {
 		if d := cmp.Diff(v, c[k]); d != "" {
@@ -60,10 +62,11 @@ func TestFitCommandJSON(t *testing.T) {
 func TestFitCommandMissAndErrors(t *testing.T) {
 	out, _, code := runKV(t, "", "fit", "meta-llama/Llama-3.1-8B-Instruct", "-n", "200", "--context-length", "8192",
 		"--gpus", "H100", "--weights-memory", "16GiB", "--mem-fraction-static", "0.835", "--max-gpus", "2")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1", code)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (nothing serves the target)", code)
 	}
-	for _, s := range []string{"No setup serves the target", "Closest miss: 2× H100-80GB, tp 2", "98 requests of 8,192 tokens", "200 requests of up to 4,024 tokens"} {
+	for _, s := range []string{"No setup serves the target", "Closest miss: 2× H100-80GB, tp 2", "98 requests of 8,192 tokens", "200 requests of up to 4,024 tokens",
+		"holds 98 of the 200 requests (49%)", "allow 5 GPUs (--max-gpus 5: 5 replicas of 1× H100-80GB"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
@@ -221,5 +224,57 @@ func TestSweepCommandAliasesAndErrors(t *testing.T) {
 	// A single value is not a sweep.
 	if _, err := runSweep(t, "--tp-size", "2"); err == nil || err.Error() != "not a sweep" {
 		t.Errorf("single value: got %v", err)
+	}
+}
+
+// Issue 13's repro: 70B, one 32k request, up to two H100s, bf16 or fp8 KV.
+// fit raises --mem-fraction-static where SGLang's default does not hold
+// the request, and says so; rows print without float noise.
+func TestFitCommandRaisesShare(t *testing.T) {
+	out, errs, code := runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-70B-Instruct", "-n", "1", "--context-length", "32768",
+		"--gpus", "H100", "--max-gpus", "2", "--kv-cache-dtypes", "auto,fp8_e4m3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, s := range []string{
+		"2  H100-80GB  2     2   1   1   fp8_e4m3     38,426",
+		"--tp-size 2 --kv-cache-dtype fp8_e4m3 --context-length 32768 --mem-fraction-static 0.88 --max-running-requests 1",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.834 for this layout (safe up to 0.93)",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	// GPU types that plan alike share a row.
+	out, _, code = runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-n", "40", "--context-length", "8192",
+		"--gpus", "H100,H800,H100-PCIe", "--weights-memory", "16GiB", "--mem-fraction-static", "0.835")
+	if code != 0 || !strings.Contains(out, "H100-80GB/H800/H100-PCIe") || strings.Count(out, "--tp-size") != 2 {
+		t.Errorf("exit %d, want one row for the three H100 names:\n%s", code, out)
+	}
+}
+
+// The README's "What it answers" opens with this fit and the rows it
+// prints; they stay true.
+func TestFitREADMEExample(t *testing.T) {
+	out, errs, code := runKV(t, "", "fit", "--model", "Qwen/Qwen3-8B", "-n", "64", "--context-length", "32768", "--gpus", "H100,H200,L40S")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{
+		"1  H200       3     1   3   1   auto (bf16)  2,623,633   80        24.02 GiB     --tp-size 1 --pp-size 3 ",
+		"--mem-fraction-static 0.905 --max-running-requests 64",
+		"2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B           --tp-size 1 --pp-size 5 ",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.829 for this layout (safe up to 0.93): the default does not hold the target.",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks README's %q:\n%s", s, out)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "#   2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B") {
+		t.Errorf("README's fit example rows changed: update this test with them")
 	}
 }

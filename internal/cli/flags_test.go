@@ -139,3 +139,34 @@ func TestCompareDPAttentionFlagsReproduce(t *testing.T) {
 		}
 	}
 }
+
+// fit checks every --kv-cache-dtypes value first (exit 2 with the name to
+// use) and searches TensorRT-LLM with --engines.
+func TestFitDTypesAndEngines(t *testing.T) {
+	_, errOut, code := run(t, "fit", "--kv-cache-dtypes", "fp8", "-n", "1", "--context-length", "8192", "--gpus", "H100")
+	if code != 2 || !strings.Contains(errOut, "did you mean fp8_e4m3 (SGLang's name for vLLM's fp8)") {
+		t.Errorf("fp8: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "fit", "--kv-cache-dtypes", "fp3", "-n", "1", "--context-length", "8192", "--gpus", "H100"); code != 2 {
+		t.Errorf("fp3: exit %d %q", code, errOut)
+	}
+	out, errOut, code := run(t, "fit", "--engines", "sglang,vllm,trtllm", "-n", "16", "--context-length", "32768", "--gpus", "H100")
+	if code != 0 || !strings.Contains(out, "ENGINE") || !strings.Contains(out, "trtllm  H100-80GB") || !strings.Contains(out, "--max_batch_size 16") {
+		t.Errorf("engines: exit %d %s\n%s", code, errOut, out)
+	}
+	if _, _, code := run(t, "fit", "--engine", "vllm", "--engines", "sglang", "-n", "1", "--context-length", "8192"); code != 2 {
+		t.Errorf("--engine with --engines: exit %d", code)
+	}
+}
+
+// A sweep over engines plans each row with the inputs its engine takes;
+// when every row is bad input the exit status is 2.
+func TestSweepEngineAxis(t *testing.T) {
+	out, errOut, code := run(t, "plan", "--engine", "sglang,vllm,trtllm", "--gpu-memory-utilization", "0.85", "--mem-fraction-static", "0.8", "-o", "csv")
+	if code != 0 || strings.Count(out, "\n") != 4 || strings.Contains(out, "flag, not") {
+		t.Errorf("exit %d %s\n%s", code, errOut, out)
+	}
+	if _, errOut, code := run(t, "plan", "--engine", "sglang,vllm", "--max-batch-size", "4"); code != 2 {
+		t.Errorf("max-batch-size on sglang,vllm: exit %d %s", code, errOut)
+	}
+}

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/hub/hubtest"
 )
 
@@ -82,7 +85,9 @@ func TestHubIDEverywhere(t *testing.T) {
 		{"inspect", "acme/Qwen3-8B-copy", "-o", "json"},
 		{"plan", "acme/Qwen3-8B-copy", "--revision", hubCommit, "--engine", "vllm"},
 		{"plan", "--model", "acme/Qwen3-8B-copy", "--tp-size", "1,2", "-o", "csv"},
+		{"plan", "--model", "acme/Qwen3-8B-copy", "--revision", "main," + hubCommit, "-o", "csv"},
 		{"compare", "--model", "acme/Qwen3-8B-copy"},
+		{"plan", "--model", "acme/Qwen3-8B-copy", "--engine", "trtllm"},
 		{"fit", "--model", "acme/Qwen3-8B-copy", "-n", "4", "--context-length", "8192", "--gpus", "H100"},
 	} {
 		out, errs, code := run(t, args...)
@@ -116,4 +121,86 @@ func TestHubFailures(t *testing.T) {
 	if _, errs, code := run(t, "plan", "--model", "acme/gated"); code != 0 {
 		t.Errorf("gated with an approved token: exit %d: %s", code, errs)
 	}
+}
+
+// A ModelOpt checkpoint's hf_quant_config.json decides `auto`: FP8 KV.
+func TestHubQuantConfigAutoKV(t *testing.T) {
+	cfg, err := catalog.Config("Qwen/Qwen3-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := hubtest.Checkpoint("nvidia/Qwen3-8B-FP8", hubCommit, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Files["hf_quant_config.json"] = []byte(`{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`)
+	srv := hubtest.New(t, repo)
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "0")
+	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
+	out, errs, code := run(t, "plan", "--model", "nvidia/Qwen3-8B-FP8", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"resolved_kv_cache_dtype": "fp8_e4m3"`) {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}
+
+// A checkpoint with an MTP layer: speculative EAGLE loads it as the draft,
+// so the weights grow by exactly its tensors.
+func TestHubMTPDraftWeights(t *testing.T) {
+	cfg, err := catalog.Config("Qwen/Qwen3-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "{", `{"num_nextn_predict_layers": 1,`, 1))
+	repo, err := hubtest.Checkpoint("acme/mtp", hubCommit, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtp := []hubtest.Tensor{
+		{Name: "model.layers.36.mlp.down_proj.weight", DType: "BF16", Shape: []int64{4096, 12288}},
+		{Name: "model.layers.36.input_layernorm.weight", DType: "BF16", Shape: []int64{4096}},
+	}
+	base := repo.Shards["model.safetensors"]
+	repo.Shards["model.safetensors"] = hubtest.Shard(append(headerTensors(t, base), mtp...), 0)
+	srv := hubtest.New(t, repo)
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "0")
+	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
+	weightsOf := func(args ...string) int64 {
+		t.Helper()
+		out, errs, code := run(t, append([]string{"plan", "--model", "acme/mtp", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var rep struct {
+			W int64 `json:"weights_bytes"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep.W
+	}
+	plain, draft := weightsOf(), weightsOf("--speculative-algorithm", "EAGLE")
+	if want := int64(4096*12288*2 + 4096*2); draft-plain != want {
+		t.Errorf("weights %d without the draft, %d with: the MTP layer is %d bytes", plain, draft, want)
+	}
+}
+
+// headerTensors reads a synthetic shard's tensors back, in offset order.
+func headerTensors(t *testing.T, f hubtest.File) []hubtest.Tensor {
+	t.Helper()
+	h, err := safetensors.ReadHeader(bytes.NewReader(f.Head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(h.Tensors, func(i, j int) bool { return h.Tensors[i].Begin < h.Tensors[j].Begin })
+	var out []hubtest.Tensor
+	for _, ti := range h.Tensors {
+		out = append(out, hubtest.Tensor{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
+	}
+	return out
 }

@@ -181,10 +181,18 @@ func (s *sweep) run(cmd *cobra.Command, base plan.Request, args []string, format
 	if err := writeSweep(cmd.OutOrStdout(), format, axes, rows); err != nil {
 		return err
 	}
+	invalid := 0
 	for _, r := range rows {
 		if r.Error == "" {
 			return nil
 		}
+		if !r.Infeasible {
+			invalid++
+		}
+	}
+	if invalid == len(rows) {
+		// Bad input in every combination (another engine's flag, say).
+		return &exitError{code: 2, err: fmt.Errorf("none of the %d combinations is valid input", len(rows))}
 	}
 	return &exitError{code: 1, err: fmt.Errorf("none of the %d combinations plans", len(rows))}
 }

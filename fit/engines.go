@@ -1,0 +1,100 @@
+package fit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/plan"
+)
+
+// RunEngines is Run on each of engines (o.Base's engine replaced) with the
+// results merged: every engine's configurations in one list, cheapest
+// first as Run orders them (GPU count, then most headroom; ties keep the
+// engine order), the skips and plan counts added up, and, when no engine
+// serves the target, the closest miss of the engine that comes nearest
+// (as Run picks its own: a layout that starts, then the larger share of
+// the target held, then fewer GPUs). Inputs an
+// engine does not take are dropped for that engine (plan.Request.ForEngine);
+// one that none takes is an error, as every engine's invalid input is.
+func RunEngines(ctx context.Context, o Options, engines []string) (*Result, error) {
+	if len(engines) == 0 {
+		return Run(ctx, o)
+	}
+	for i, e := range engines {
+		engines[i] = strings.ToLower(strings.TrimSpace(e))
+		if !slices.Contains(plan.Engines(), engines[i]) {
+			return nil, fmt.Errorf("%w: engines: unknown engine %q (accepted: %s)", ErrInvalid, e, strings.Join(plan.Engines(), ", "))
+		}
+	}
+	for _, f := range plan.Flags() {
+		if v, _ := o.Base.FieldString(f.Key); v == "" || f.Key == "engine" || f.Key == "context_length" {
+			continue
+		}
+		if !slices.ContainsFunc(engines, f.Accepts) {
+			return nil, fmt.Errorf("%w: %s: %s is not a flag of the engines searched (%s)", ErrInvalid, f.Key, f.Name, strings.Join(engines, ", "))
+		}
+	}
+	// Each KV dtype must be one some engine takes; each engine searches
+	// the dtypes it takes.
+	takes := func(e, d string) bool { return (plan.Request{Engine: e}).CheckKVCacheDType(d) == nil }
+	for _, d := range o.KVCacheDTypes {
+		if !slices.ContainsFunc(engines, func(e string) bool { return takes(e, d) }) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, (plan.Request{Engine: engines[0]}).CheckKVCacheDType(d))
+		}
+	}
+	var out *Result
+	var misses []*Miss
+	var skipped []Skip
+	for _, e := range engines {
+		eo := o
+		eo.Base = o.Base.ForEngine(e)
+		eo.KVCacheDTypes = nil
+		for _, d := range o.KVCacheDTypes {
+			if takes(e, d) {
+				eo.KVCacheDTypes = append(eo.KVCacheDTypes, d)
+			} else {
+				skipped = append(skipped, Skip{KVCacheDType: d, Reason: fmt.Sprintf("%s does not take --kv-cache-dtype %s", plan.EngineLabel(e), d)})
+			}
+		}
+		if len(o.KVCacheDTypes) > 0 && len(eo.KVCacheDTypes) == 0 {
+			continue
+		}
+		res, err := Run(ctx, eo)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = res
+			out.Target.Engine = strings.Join(engines, ",")
+		} else {
+			out.Configurations = append(out.Configurations, res.Configurations...)
+			out.Skipped = append(out.Skipped, res.Skipped...)
+			out.Plans += res.Plans
+		}
+		if res.ClosestMiss != nil {
+			misses = append(misses, res.ClosestMiss)
+		}
+	}
+	if out == nil {
+		return nil, fmt.Errorf("%w: no engine of %s takes the KV dtypes %s", ErrInvalid, strings.Join(engines, ", "), strings.Join(o.KVCacheDTypes, ", "))
+	}
+	out.Target.KVCacheDTypes = o.KVCacheDTypes
+	if len(o.KVCacheDTypes) == 0 {
+		out.Target.KVCacheDTypes = []string{"auto"}
+	}
+	out.Skipped = append(out.Skipped, skipped...)
+	slices.SortStableFunc(out.Configurations, cheaper)
+	out.ClosestMiss = nil
+	if len(out.Configurations) == 0 && len(misses) > 0 {
+		best := misses[0]
+		for _, m := range misses[1:] {
+			if m.score.better(best.score) {
+				best = m
+			}
+		}
+		out.ClosestMiss = best
+	}
+	return out, nil
+}

@@ -1,0 +1,651 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kvcfg/kvcfg/pool"
+)
+
+// SGLang scheduler constants (docs/simulate.md#sglang).
+const (
+	sglInitNewTokenRatio  = 0.7  // SGLANG_INIT_NEW_TOKEN_RATIO
+	sglMinRatioFactor     = 0.14 // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+	sglRatioDecaySteps    = 600  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+	sglRetractDecodeSteps = 20   // SGLANG_RETRACT_DECODE_STEPS
+	sglClipMaxNewTokens   = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+	sglDefaultMaxPrefill  = 16384
+	addContinue           = 0
+	addNoToken            = 1
+	addOther              = 2
+	sglDefaultMaxRunning  = math.MaxInt32
+)
+
+type sglang struct {
+	s      *sim
+	cfg    Config
+	alloc  *pool.PagedAllocator
+	tree   *radix // nil: radix cache disabled (ChunkCache)
+	ps     int
+	maxRun int
+
+	initRatio, minRatio, decay, ratio float64
+
+	waitq    []*req
+	run      []*req // running batch (finished requests stay until filtered)
+	chunked  *req
+	latch    bool
+	latchWhy string
+
+	// scratch
+	canRun  []*req
+	extends []pool.Extend
+	decs    []pool.Decode
+	slots   []int32
+	order   []int
+	victims []*req
+	held    int // tokens held by live requests (not the tree)
+
+	retractions int64
+}
+
+func newSGLang(cfg Config, s *sim) (*sglang, error) {
+	ps := max(cfg.PageSize, 1)
+	a, err := pool.NewAllocator(pool.AllocatorConfig{Size: cfg.MaxTotalNumTokens, PageSize: ps})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	e := &sglang{s: s, cfg: cfg, alloc: a, ps: ps, maxRun: cfg.MaxRunningRequests}
+	if e.maxRun == 0 {
+		e.maxRun = sglDefaultMaxRunning
+	}
+	if !cfg.DisableRadixCache {
+		e.tree = newRadix(a)
+	}
+	cons := cfg.ScheduleConservativeness
+	if cons == 0 {
+		cons = 1
+	}
+	e.initRatio = min(sglInitNewTokenRatio*cons, 1)
+	e.minRatio = min(e.initRatio*sglMinRatioFactor, 1)
+	e.decay = (e.initRatio - e.minRatio) / sglRatioDecaySteps
+	e.ratio = e.initRatio
+	return e, nil
+}
+
+func (e *sglang) poolTokens() int64 { return int64(e.alloc.Size()) }
+func (e *sglang) busy() bool        { return len(e.waitq) > 0 || len(e.run) > 0 || e.chunked != nil }
+func (e *sglang) waiting() int      { return len(e.waitq) }
+func (e *sglang) kvUsed() int       { return e.alloc.Size() - e.alloc.Available() - e.evictable() }
+func (e *sglang) kvCached() int     { return e.evictable() }
+
+func (e *sglang) running() int {
+	n := 0
+	for _, r := range e.run {
+		if !r.done {
+			n++
+		}
+	}
+	if e.chunked != nil {
+		n++
+	}
+	return n
+}
+
+func (e *sglang) evictable() int {
+	if e.tree == nil {
+		return 0
+	}
+	return e.tree.evictable
+}
+
+func (e *sglang) finish(s *Summary) {
+	n := e.retractions
+	s.Retractions = &n
+	s.FinalNewTokenRatio = e.ratio
+}
+
+func floorTo(x, p int) int { return x / p * p }
+func ceilTo(x, p int) int  { return (x + p - 1) / p * p }
+
+// arrive validates a request against the server's limits
+// (docs/simulate.md#unservable-requests) and queues it.
+func (e *sglang) arrive(r Request, id int64) {
+	p := r.promptLen()
+	limit := e.alloc.Size() - 1
+	if e.cfg.ContextLength > 0 {
+		limit = min(limit, e.cfg.ContextLength-1)
+	}
+	if p > limit {
+		e.s.sum.UnservableRequests++
+		return
+	}
+	m := r.OutputTokens
+	if e.cfg.ContextLength > 0 && p+m > e.cfg.ContextLength {
+		m = e.cfg.ContextLength - p
+		e.s.sum.ClippedRequests++
+	}
+	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
+}
+
+// evictFor evicts the tree when fewer than n slots are free
+// (evict_from_tree_cache).
+func (e *sglang) evictFor(n int) {
+	if e.tree != nil && e.alloc.Available() < n {
+		e.tree.evict(n)
+	}
+}
+
+// adder is SGLang's PrefillAdder with its PrefillBudget.
+type adder struct {
+	totalOffset, currentOffset float64
+	remInput, remChunk         int
+	chunking                   bool
+	newChunked                 *req
+}
+
+func (e *sglang) remaining(a *adder) (total, current float64) {
+	base := float64(e.alloc.Available() + e.evictable())
+	return base - a.totalOffset, base - a.currentOffset
+}
+
+func (e *sglang) overhead() int {
+	if e.cfg.LegacyAdmission {
+		return 0
+	}
+	return e.ps
+}
+
+func (e *sglang) reserve(a *adder, extend, reservedNew int) {
+	immediate := float64(ceilTo(extend, e.ps) + e.overhead())
+	a.totalOffset += immediate + float64(reservedNew)
+	a.currentOffset += immediate
+	a.remInput -= ceilTo(extend, e.ps)
+	if a.chunking {
+		a.remChunk -= ceilTo(extend, e.ps)
+	}
+}
+
+func (e *sglang) budgetState(a *adder) int {
+	t, c := e.remaining(a)
+	if t <= 0 || c <= 0 {
+		return addNoToken
+	}
+	if a.remInput <= 0 || (a.chunking && a.remChunk <= 0) {
+		return addOther
+	}
+	return addContinue
+}
+
+// match sets r's prefix from the tree (init_next_round_input): fill_ids
+// capped at len-1, whole pages.
+func (e *sglang) match(r *req) {
+	e.s.materialize(r)
+	if cap(r.locs) < r.P+r.M {
+		r.locs = make([]int32, 0, r.P+r.M)
+	}
+	fill := r.P + r.out
+	r.locs = r.locs[:0]
+	r.prefix, r.treeLen, r.node = 0, 0, nil
+	if e.tree == nil {
+		return
+	}
+	var n int
+	r.locs, n, r.node = e.tree.match(r.locs, r.tokens[:fill-1])
+	r.prefix, r.treeLen = n, n
+	if r.node == e.tree.root {
+		r.node = nil
+	}
+}
+
+func (e *sglang) lock(n *rnode) {
+	if n != nil {
+		e.tree.incLock(n)
+	}
+}
+
+func (e *sglang) unlock(n *rnode) {
+	if n != nil {
+		e.tree.decLock(n)
+	}
+}
+
+// addOne is add_one_req; extend is set on r.ext via the returned value.
+func (e *sglang) addOne(a *adder, r *req, nCanRun int) (res int, extend int, ok bool) {
+	fill := r.P + r.out
+	extend = fill - r.prefix
+	maxNew := min(max(r.M-r.out, 0), sglClipMaxNewTokens)
+	total := float64(extend + maxNew + e.overhead())
+	e.lock(r.node)
+	remTotal, _ := e.remaining(a)
+	if total >= remTotal {
+		e.unlock(r.node)
+		return addNoToken, 0, false
+	}
+	if !a.chunking && nCanRun > 0 && ceilTo(extend, e.ps) >= a.remInput {
+		e.unlock(r.node)
+		return addOther, 0, false
+	}
+	reservedNew := min(r.M, sglClipMaxNewTokens)
+	if a.chunking && ceilTo(extend, e.ps) > a.remChunk {
+		extend = floorTo(a.remChunk, e.ps)
+		if extend <= 0 {
+			e.unlock(r.node)
+			return addOther, 0, false
+		}
+		a.newChunked = r
+		reservedNew = 0
+	}
+	e.reserve(a, extend, reservedNew)
+	return e.budgetState(a), extend, true
+}
+
+// addChunked is add_chunked_req: a continuation always progresses.
+func (e *sglang) addChunked(a *adder, r *req) int {
+	remTotal, _ := e.remaining(a)
+	budget := min(a.remChunk, int(remTotal))
+	if budget <= 0 {
+		budget = a.remChunk
+	}
+	left := r.P + r.out - len(r.locs)
+	extend := min(left, budget)
+	last := extend == left
+	if !last {
+		extend = max(floorTo(len(r.locs)+extend, e.ps)-len(r.locs), 0)
+	}
+	reservedNew := 0
+	if last {
+		reservedNew = min(r.M, sglClipMaxNewTokens)
+	}
+	e.reserve(a, extend, reservedNew)
+	return extend
+}
+
+func (e *sglang) step(now float64) stepInfo {
+	p, ok := e.prefill()
+	if ok {
+		return p
+	}
+	st := e.decode()
+	st.blocked = p.blocked
+	return st
+}
+
+// prefill is _get_new_batch_prefill_raw plus the forward and
+// process_batch_result_prefill.
+func (e *sglang) prefill() (stepInfo, bool) {
+	var st stepInfo
+	if (e.latch || len(e.waitq) == 0) && e.chunked == nil {
+		if len(e.waitq) > 0 {
+			st.blocked = e.latchWhy
+		}
+		return st, false
+	}
+	if len(e.run) >= e.maxRun && e.chunked == nil {
+		e.latch, e.latchWhy = true, LimitMaxRunning
+		st.blocked = LimitMaxRunning
+		return st, false
+	}
+	allocatable := e.maxRun - len(e.run)
+	a := adder{remInput: e.cfg.MaxPrefillTokens}
+	if a.remInput == 0 {
+		a.remInput = sglDefaultMaxPrefill
+	}
+	if e.cfg.ChunkedPrefillSize > 0 {
+		a.chunking, a.remChunk = true, e.cfg.ChunkedPrefillSize
+	}
+	for _, r := range e.run {
+		if !r.done {
+			a.totalOffset += float64(min(r.M-r.out, sglClipMaxNewTokens)) * e.ratio
+		}
+	}
+	batch := e.canRun[:0]
+	e.extends = e.extends[:0]
+	cont := e.chunked
+	if cont != nil {
+		ext := e.addChunked(&a, cont)
+		batch = append(batch, cont)
+		e.extends = append(e.extends, e.extendOf(cont, ext))
+		e.chunked = nil
+	}
+	admitted := 0
+	idleServer := e.running() == 0 && cont == nil
+	for _, r := range e.waitq {
+		if len(batch) >= allocatable {
+			e.latch, e.latchWhy = true, LimitMaxRunning
+			st.blocked = LimitMaxRunning
+			break
+		}
+		e.match(r)
+		res, ext, ok := e.addOne(&a, r, len(batch))
+		if ok {
+			admitted++
+			batch = append(batch, r)
+			e.extends = append(e.extends, e.extendOf(r, ext))
+			if !r.admitted {
+				r.admitted = true
+				e.s.sum.PromptTokens += int64(r.P)
+				e.s.sum.CachedPromptTokens += int64(min(r.prefix, r.P))
+			}
+			if r.lost > 0 {
+				e.s.sum.RecomputedTokens += int64(max(r.lost-r.prefix, 0))
+				r.lost = 0
+			}
+		} else {
+			r.locs = r.locs[:0]
+			r.node, r.prefix, r.treeLen = nil, 0, 0
+		}
+		if res == addNoToken {
+			e.latch, e.latchWhy = true, LimitKVPool
+			st.blocked = LimitKVPool
+			if !ok && admitted == 0 && idleServer {
+				// Nothing runs and nothing else holds memory: the
+				// engine would stall its queue on this request forever.
+				e.waitq = slices.Delete(e.waitq, 0, 1)
+				e.s.sum.UnservableRequests++
+				e.s.recycle(r)
+				e.latch = false
+				st.idle = true
+				return st, true
+			}
+			break
+		}
+		if res == addOther {
+			st.blocked = LimitTokenBudget
+			break
+		}
+	}
+	e.waitq = e.waitq[admitted:] // amortized: append reallocates when the front is used up
+	if len(e.waitq) == 0 {
+		st.blocked = ""
+	}
+	e.canRun = batch
+	if len(batch) == 0 {
+		return st, false
+	}
+	// prepare_for_extend: evict, then allocate every request's new slots.
+	need := 0
+	for _, x := range e.extends {
+		need += x.SeqLen - x.PrefixLen
+	}
+	if e.ps > 1 {
+		need += len(e.extends) * e.ps
+	}
+	e.evictFor(need)
+	var err error
+	e.slots, err = e.alloc.AllocExtend(e.slots[:0], e.extends)
+	if err != nil {
+		panic(fmt.Sprintf("simulate: sglang prefill allocation failed after admission: %v", err))
+	}
+	off := 0
+	st.prefill = true
+	st.reqs = len(batch)
+	for i, r := range batch {
+		x := e.extends[i]
+		n := x.SeqLen - x.PrefixLen
+		r.locs = append(r.locs, e.slots[off:off+n]...)
+		off += n
+		e.held += n
+		st.newTokens += n
+		st.attnWork += float64(n) * (float64(x.PrefixLen) + float64(n)/2)
+		st.kvRead += int64(x.SeqLen)
+	}
+	shrank := false
+	for _, r := range batch {
+		if r == a.newChunked || len(r.locs) < r.P+r.out {
+			e.cacheUnfinished(r)
+			e.chunked = r
+			continue
+		}
+		r.out++
+		if r.out == 1 {
+			e.s.firsts = append(e.s.firsts, r)
+		}
+		if r.out >= r.M {
+			e.cacheFinished(r)
+			shrank = true
+			continue
+		}
+		e.cacheUnfinished(r)
+		e.run = append(e.run, r)
+	}
+	if shrank {
+		e.latch = false
+	}
+	return st, true
+}
+
+func (e *sglang) extendOf(r *req, ext int) pool.Extend {
+	x := pool.Extend{PrefixLen: len(r.locs), SeqLen: len(r.locs) + ext, LastLoc: -1}
+	if len(r.locs) > 0 {
+		x.LastLoc = r.locs[len(r.locs)-1]
+	}
+	return x
+}
+
+// cacheUnfinished is cache_unfinished_req: the computed, page-aligned
+// tokens go into the tree, duplicates are freed, the lock moves to the
+// new node.
+func (e *sglang) cacheUnfinished(r *req) {
+	if e.tree == nil {
+		return
+	}
+	n := floorTo(len(r.locs), e.ps)
+	if n <= r.treeLen {
+		return
+	}
+	existing := e.tree.insert(r.tokens[:n], r.locs[:n])
+	if existing > r.treeLen {
+		e.free(r.locs[r.treeLen:existing])
+	}
+	e.held -= n - r.treeLen
+	var node *rnode
+	e.slots, _, node = e.tree.match(e.slots[:0], r.tokens[:n])
+	copy(r.locs, e.slots)
+	e.lock(node)
+	e.unlock(r.node)
+	r.node, r.treeLen = node, n
+}
+
+// cacheFinished is cache_finished_req: the request's KV (all but the last
+// sampled token) becomes evictable tree nodes.
+func (e *sglang) cacheFinished(r *req) {
+	kv := len(r.locs)
+	if e.tree == nil {
+		e.free(r.locs)
+		e.held -= kv
+	} else {
+		n := floorTo(kv, e.ps)
+		existing := r.treeLen
+		if n > r.treeLen {
+			existing = e.tree.insert(r.tokens[:n], r.locs[:n])
+		}
+		if existing > r.treeLen {
+			e.free(r.locs[r.treeLen:existing])
+		}
+		if kv > n {
+			e.free(r.locs[n:kv])
+		}
+		e.held -= kv - r.treeLen
+		e.unlock(r.node)
+	}
+	r.locs = r.locs[:0]
+	r.node, r.treeLen = nil, 0
+	r.done = true
+	e.s.dones = append(e.s.dones, r)
+}
+
+// release is release_req for a retracted request: its decoded KV is freed
+// (not cached), its prompt stays in the tree, now unlocked.
+func (e *sglang) release(r *req) {
+	r.lost = len(r.locs)
+	e.free(r.locs[r.treeLen:])
+	e.held -= len(r.locs) - r.treeLen
+	e.unlock(r.node)
+	r.locs = r.locs[:0]
+	r.node, r.treeLen, r.prefix = nil, 0, 0
+}
+
+func (e *sglang) free(locs []int32) {
+	if len(locs) == 0 {
+		return
+	}
+	if err := e.alloc.Free(locs); err != nil {
+		panic(fmt.Sprintf("simulate: sglang freed a slot it does not hold: %v", err))
+	}
+}
+
+// decodeNeed is the slots the next decode of rs needs.
+func (e *sglang) decodeNeed(rs []*req) int {
+	if e.ps == 1 {
+		return len(rs)
+	}
+	n := 0
+	for _, r := range rs {
+		if len(r.locs)%e.ps == 0 {
+			n++
+		}
+	}
+	return n * e.ps
+}
+
+// checkDecodeMem is check_decode_mem over rs.
+func (e *sglang) checkDecodeMem(rs []*req) bool {
+	need := e.decodeNeed(rs)
+	e.evictFor(need)
+	return e.alloc.Available() >= need
+}
+
+// decode is update_running_batch plus the forward.
+func (e *sglang) decode() stepInfo {
+	var st stepInfo
+	k := 0
+	for _, r := range e.run {
+		if r.done {
+			e.s.recycle(r)
+			continue
+		}
+		e.run[k] = r
+		k++
+	}
+	if k < len(e.run) {
+		clear(e.run[k:])
+		e.run = e.run[:k]
+		e.latch = false
+	}
+	if len(e.run) == 0 {
+		e.ratio = e.initRatio // idle self-check
+		st.idle = true
+		return st
+	}
+	if e.checkDecodeMem(e.run) {
+		e.ratio = max(e.ratio-e.decay, e.minRatio)
+	} else {
+		e.retract()
+		if len(e.run) == 0 {
+			st.idle = true
+			return st
+		}
+	}
+	e.decs = e.decs[:0]
+	for _, r := range e.run {
+		d := pool.Decode{SeqLen: len(r.locs) + 1, LastLoc: -1}
+		if len(r.locs) > 0 {
+			d.LastLoc = r.locs[len(r.locs)-1]
+		}
+		e.decs = append(e.decs, d)
+	}
+	var err error
+	e.slots, err = e.alloc.AllocDecode(e.slots[:0], e.decs)
+	if err != nil {
+		panic(fmt.Sprintf("simulate: sglang decode allocation failed after its memory check: %v", err))
+	}
+	st.reqs = len(e.run)
+	st.newTokens = len(e.run)
+	for i, r := range e.run {
+		r.locs = append(r.locs, e.slots[i])
+		st.kvRead += int64(len(r.locs))
+		r.out++
+		if r.out >= r.M {
+			e.cacheFinished(r)
+		}
+	}
+	e.held += len(e.run)
+	return st
+}
+
+// retract is retract_decode: victims are the requests with the fewest
+// outputs, ties the longest prompt; at least one; then while the rest do
+// not fit. The ratio becomes the survivors' progress estimate.
+func (e *sglang) retract() {
+	e.order = e.order[:0]
+	for i := range e.run {
+		e.order = append(e.order, i)
+	}
+	run := e.run
+	slices.SortStableFunc(e.order, func(a, b int) int {
+		ra, rb := run[a], run[b]
+		if ra.out != rb.out {
+			return rb.out - ra.out // descending out
+		}
+		return ra.P - rb.P // descending -P: ascending P
+	})
+	retracted := 0
+	first := true
+	for first || !e.checkDecodeMem(e.survivors()) {
+		if len(e.order) == 1 {
+			if !e.checkDecodeMem(e.survivors()) {
+				// One request and no slot: newer SGLang aborts it.
+				r := run[e.order[0]]
+				e.release(r)
+				e.order = e.order[:0]
+				e.s.sum.UnservableRequests++
+				r.done = true
+			}
+			break
+		}
+		first = false
+		v := run[e.order[len(e.order)-1]]
+		e.order = e.order[:len(e.order)-1]
+		e.release(v)
+		v.done = true // leaves the running batch below
+		retracted++
+		e.victims = append(e.victims, v)
+		e.evictFor(sglRetractDecodeSteps * len(e.order))
+	}
+	k := 0
+	var outSum, mSum int
+	for _, r := range e.run {
+		if r.done {
+			continue
+		}
+		e.run[k] = r
+		k++
+		outSum += r.out
+		mSum += r.M
+	}
+	clear(e.run[k:])
+	e.run = e.run[:k]
+	for _, v := range e.victims {
+		v.done = false
+		e.waitq = append(e.waitq, v)
+	}
+	clear(e.victims)
+	e.victims = e.victims[:0]
+	e.retractions += int64(retracted)
+	e.latch = false
+	if mSum > 0 {
+		e.ratio = min(1, float64(outSum+sglRetractDecodeSteps*k)/float64(mSum))
+	}
+}
+
+// survivors returns the running requests still in e.order.
+func (e *sglang) survivors() []*req {
+	out := e.canRun[:0]
+	for _, i := range e.order {
+		out = append(out, e.run[i])
+	}
+	e.canRun = out
+	return out
+}

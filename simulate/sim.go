@@ -1,0 +1,490 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Engines.
+const (
+	EngineSGLang = "sglang"
+	EngineVLLM   = "vllm"
+)
+
+// Binding limits (Summary.BindingLimit).
+const (
+	LimitKVPool      = "kv_pool"
+	LimitMaxRunning  = "max_running_requests"
+	LimitTokenBudget = "token_budget"
+	LimitArrivals    = "arrivals"
+)
+
+// Config is one simulated server: the engine, its pool sizes and scheduler
+// knobs (as the engine names them), and the time model.
+type Config struct {
+	// Engine is EngineSGLang or EngineVLLM.
+	Engine string `json:"engine"`
+
+	// MaxTotalNumTokens is SGLang's token pool (max_total_num_tokens).
+	MaxTotalNumTokens int `json:"max_total_num_tokens,omitempty"`
+	// PageSize is SGLang's --page-size (0: 1).
+	PageSize int `json:"page_size,omitempty"`
+	// MaxRunningRequests is SGLang's --max-running-requests (0: no cap
+	// beyond the pool).
+	MaxRunningRequests int `json:"max_running_requests,omitempty"`
+	// MaxPrefillTokens is SGLang's --max-prefill-tokens (0: 16384).
+	MaxPrefillTokens int `json:"max_prefill_tokens,omitempty"`
+	// ChunkedPrefillSize is SGLang's --chunked-prefill-size; <= 0 disables
+	// chunking.
+	ChunkedPrefillSize int `json:"chunked_prefill_size,omitempty"`
+	// ScheduleConservativeness is SGLang's --schedule-conservativeness
+	// (0: 1.0).
+	ScheduleConservativeness float64 `json:"schedule_conservativeness,omitempty"`
+	// DisableRadixCache is SGLang's --disable-radix-cache.
+	DisableRadixCache bool `json:"disable_radix_cache,omitempty"`
+	// LegacyAdmission drops the per-request page overhead from SGLang's
+	// admission test (releases before the PrefillBudget rewrite).
+	LegacyAdmission bool `json:"legacy_admission,omitempty"`
+	// ContextLength is SGLang's context length (0: no limit): longer
+	// prompts are refused, max_new_tokens is clipped to fit.
+	ContextLength int `json:"context_length,omitempty"`
+
+	// NumGPUBlocks is vLLM's num_gpu_blocks (the null block included).
+	NumGPUBlocks int `json:"num_gpu_blocks,omitempty"`
+	// BlockSize is vLLM's --block-size (0: 16).
+	BlockSize int `json:"block_size,omitempty"`
+	// MaxNumBatchedTokens is vLLM's --max-num-batched-tokens (0: 8192).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// MaxNumSeqs is vLLM's --max-num-seqs (0: 256).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// MaxModelLen is vLLM's --max-model-len (0: no limit): longer requests
+	// are refused.
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// DisablePrefixCaching is vLLM's --no-enable-prefix-caching.
+	DisablePrefixCaching bool `json:"disable_prefix_caching,omitempty"`
+	// SHA256BlockHashes hashes blocks with vLLM's sha256_cbor (package
+	// prefix) instead of a fast 128-bit content hash; hits are the same.
+	SHA256BlockHashes bool `json:"sha256_block_hashes,omitempty"`
+
+	// Time is the step-time model.
+	Time TimeModel `json:"time_model"`
+	// Notes say what of the planned server the simulation leaves out.
+	Notes []string `json:"notes,omitempty"`
+	// TimeseriesEvery records a Point every this many steps (0: none).
+	TimeseriesEvery int `json:"timeseries_every,omitempty"`
+	// Progress, when set, is called now and then with the requests
+	// finished (completed or unservable) and the requests read so far.
+	Progress func(finished, read int64) `json:"-"`
+}
+
+// Validate reports every problem with the config.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Engine {
+	case EngineSGLang:
+		ps := max(c.PageSize, 1)
+		if c.PageSize < 0 {
+			errs = append(errs, fmt.Errorf("page_size %d must not be negative", c.PageSize))
+		}
+		if c.MaxTotalNumTokens < ps {
+			errs = append(errs, fmt.Errorf("max_total_num_tokens %d must be at least one page (%d tokens)", c.MaxTotalNumTokens, ps))
+		}
+		if c.MaxRunningRequests < 0 || c.MaxPrefillTokens < 0 || c.ContextLength < 0 {
+			errs = append(errs, fmt.Errorf("max_running_requests %d, max_prefill_tokens %d and context_length %d must not be negative", c.MaxRunningRequests, c.MaxPrefillTokens, c.ContextLength))
+		}
+		if c.ScheduleConservativeness < 0 || math.IsNaN(c.ScheduleConservativeness) || math.IsInf(c.ScheduleConservativeness, 0) {
+			errs = append(errs, fmt.Errorf("schedule_conservativeness %v must be a finite number >= 0", c.ScheduleConservativeness))
+		}
+	case EngineVLLM:
+		if c.NumGPUBlocks < 2 {
+			errs = append(errs, fmt.Errorf("num_gpu_blocks %d must be at least 2 (block 0 is the null block)", c.NumGPUBlocks))
+		}
+		if c.BlockSize < 0 || c.MaxNumBatchedTokens < 0 || c.MaxNumSeqs < 0 || c.MaxModelLen < 0 {
+			errs = append(errs, fmt.Errorf("block_size %d, max_num_batched_tokens %d, max_num_seqs %d and max_model_len %d must not be negative", c.BlockSize, c.MaxNumBatchedTokens, c.MaxNumSeqs, c.MaxModelLen))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("engine %q is not %s or %s", c.Engine, EngineSGLang, EngineVLLM))
+	}
+	if c.TimeseriesEvery < 0 {
+		errs = append(errs, fmt.Errorf("timeseries_every %d must not be negative", c.TimeseriesEvery))
+	}
+	if err := c.Time.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// Point is one sample of the time series.
+type Point struct {
+	Step    int64   `json:"step"`
+	TimeS   float64 `json:"t_est_s"`
+	Running int     `json:"running"`
+	Waiting int     `json:"waiting"`
+	// KVUsedTokens are held by requests; KVCachedTokens are cached but
+	// free to evict (SGLang's evictable tree, vLLM's cached free blocks).
+	KVUsedTokens   int `json:"kv_used_tokens"`
+	KVCachedTokens int `json:"kv_cached_tokens"`
+	BatchTokens    int `json:"batch_tokens"`
+}
+
+// Summary is the outcome of a simulation. The memory-side counts are exact
+// for the policy; keys with _est are estimates of the time model.
+type Summary struct {
+	Engine string `json:"engine"`
+	// PoolTokens is the KV pool in tokens (vLLM: usable blocks x block size).
+	PoolTokens         int64   `json:"pool_tokens"`
+	RequestsRead       int64   `json:"requests_read"`
+	RequestsCompleted  int64   `json:"requests_completed"`
+	UnservableRequests int64   `json:"unservable_requests"`
+	ClippedRequests    int64   `json:"clipped_requests,omitempty"`
+	PeakRunning        int     `json:"peak_running"`
+	MeanRunning        float64 `json:"mean_running"`
+	PeakWaiting        int     `json:"peak_waiting"`
+	// Retractions (SGLang) or Preemptions (vLLM): only the engine's key is
+	// present.
+	Retractions *int64 `json:"retractions,omitempty"`
+	Preemptions *int64 `json:"preemptions,omitempty"`
+	// RecomputedTokens are KV tokens computed again after a retraction or
+	// preemption (lost tokens not recovered from the prefix cache).
+	RecomputedTokens int64 `json:"recomputed_tokens"`
+	// PrefixHitRate is cached / looked-up prompt tokens over first
+	// admissions (docs/simulate.md#prefix-hit-rate).
+	PrefixHitRate      float64 `json:"prefix_hit_rate"`
+	PromptTokens       int64   `json:"prompt_tokens"`
+	CachedPromptTokens int64   `json:"cached_prompt_tokens"`
+	// PeakKVTokens is the most KV tokens held by requests at once (cached,
+	// evictable tokens not counted).
+	PeakKVTokens int64 `json:"peak_kv_tokens"`
+	// BindingLimit is what most often kept a waiting request out: the KV
+	// pool, the running-request cap, the per-step token budget, or nothing
+	// (arrivals: the queue was empty).
+	BindingLimit string           `json:"binding_limit"`
+	BlockedSteps map[string]int64 `json:"blocked_steps"`
+	Steps        int64            `json:"steps"`
+	PrefillSteps int64            `json:"prefill_steps"`
+	DecodeSteps  int64            `json:"decode_steps"`
+	// RequestSteps is the sum over steps of the requests in the batch.
+	RequestSteps int64 `json:"request_steps"`
+	OutputTokens int64 `json:"output_tokens"`
+	// FinalNewTokenRatio is SGLang's new_token_ratio at the end.
+	FinalNewTokenRatio float64 `json:"final_new_token_ratio,omitempty"`
+
+	TimeModel           string  `json:"time_model"`
+	DurationEstS        float64 `json:"duration_est_s"`
+	MeanTTFTEstS        float64 `json:"mean_ttft_est_s"`
+	MaxTTFTEstS         float64 `json:"max_ttft_est_s"`
+	MeanITLEstS         float64 `json:"mean_itl_est_s"`
+	OutputTokensPerSEst float64 `json:"output_tokens_per_s_est"`
+	// KVQueueEstS is request-seconds spent waiting while the KV pool was
+	// the reason the queue head was not admitted.
+	KVQueueEstS float64 `json:"kv_queue_est_s"`
+
+	Timeseries []Point `json:"timeseries,omitempty"`
+}
+
+// stepInfo is what one engine iteration did.
+type stepInfo struct {
+	idle      bool
+	prefill   bool
+	reqs      int     // requests in the batch
+	newTokens int     // tokens computed
+	attnWork  float64 // sum over prefill requests of new x (prefix + new/2)
+	kvRead    int64   // KV tokens read by the batch
+	blocked   string  // why waiting requests were not admitted ("" none)
+}
+
+// engine is one scheduler policy.
+type engine interface {
+	// arrive queues a new request, or counts it unservable.
+	arrive(r Request, id int64)
+	step(now float64) stepInfo
+	busy() bool
+	running() int
+	waiting() int
+	kvUsed() int
+	kvCached() int
+	poolTokens() int64
+	finish(s *Summary)
+}
+
+// sim holds what both engines share: requests, counters, the clock.
+type sim struct {
+	sum      *Summary
+	now      float64
+	free     []*req
+	firsts   []*req // got their first token this step
+	dones    []*req // finished this step
+	ttftSum  float64
+	itlSum   float64
+	itlN     int64
+	firstAdm int64
+}
+
+// req is one request inside the simulator.
+type req struct {
+	id      int64
+	arrival float64
+	P, M    int
+	out     int
+	tokens  []uint32 // P+M token ids (outputs included: they are fixed); made at first admission
+
+	// where the token ids come from (materialize)
+	own, group uint64
+	groupLen   int
+	ids        []uint32
+
+	// SGLang
+	locs    []int32 // slots of tokens[:len(locs)]
+	treeLen int     // leading tokens owned by the radix tree
+	node    *rnode  // locked tree node (nil: none)
+	prefix  int     // prefix matched at the last admission
+
+	// vLLM
+	blocks   []int32
+	computed int
+	hashes   []hashT
+	hashed   int // tokens covered by hashes
+	cachedB  int // blocks registered in the cache
+
+	lost     int  // computed tokens lost at the last retraction/preemption
+	admitted bool // admitted at least once
+	done     bool
+	firstT   float64
+}
+
+// Token streams: tokens of a prefix group, a session or a request.
+func tok(key uint64, i int) uint32 {
+	z := key*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return uint32(z ^ (z >> 31))
+}
+
+const (
+	keyGroup   = 1 << 60
+	keySession = 2 << 60
+	keyOwn     = 3 << 60
+)
+
+func (s *sim) newReq(r Request, id int64, m int) *req {
+	var q *req
+	if k := len(s.free); k > 0 {
+		q = s.free[k-1]
+		s.free = s.free[:k-1]
+		*q = req{tokens: q.tokens[:0], locs: q.locs[:0], blocks: q.blocks[:0], hashes: q.hashes[:0]}
+	} else {
+		q = &req{}
+	}
+	q.id, q.arrival, q.P, q.M = id, r.ArrivalS, r.promptLen(), m
+	q.own = uint64(keyOwn) | uint64(id)
+	if r.Session > 0 {
+		q.own = uint64(keySession) | uint64(r.Session)
+	}
+	q.group, q.groupLen, q.ids = uint64(keyGroup)|uint64(r.PrefixGroup), r.PrefixTokens, r.PromptIDs
+	return q
+}
+
+// materialize makes q's token ids (prompt and outputs) when it is first
+// considered for admission: a waiting request holds only its description.
+func (s *sim) materialize(q *req) {
+	n := q.P + q.M
+	if len(q.tokens) == n {
+		return
+	}
+	if cap(q.tokens) < n {
+		q.tokens = make([]uint32, 0, n)
+	}
+	t := q.tokens[:n]
+	if len(q.ids) > 0 {
+		copy(t, q.ids)
+		for i := q.P; i < n; i++ {
+			t[i] = tok(q.own, i)
+		}
+	} else {
+		for i := range t {
+			if i < q.groupLen {
+				t[i] = tok(q.group, i)
+			} else {
+				t[i] = tok(q.own, i)
+			}
+		}
+	}
+	q.tokens, q.ids = t, nil
+}
+
+func (s *sim) recycle(q *req) { s.free = append(s.free, q) }
+
+// Run replays src through the engine cfg describes and returns the
+// summary. It stops early with ctx's error when ctx is done.
+func Run(ctx context.Context, cfg Config, src Source) (*Summary, error) {
+	return run(ctx, cfg, src, nil)
+}
+
+// run is Run with a hook called after every step (tests check invariants
+// there).
+func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim) error) (sum *Summary, err error) {
+	defer func() {
+		// An engine invariant that breaks is a bug in this package; the
+		// caller (a server, say) gets an error, not a crash.
+		if p := recover(); p != nil {
+			sum, err = nil, fmt.Errorf("simulate: internal error: %v", p)
+		}
+	}()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, fmt.Errorf("%w: no workload", ErrWorkload)
+	}
+	sum = &Summary{Engine: cfg.Engine, BlockedSteps: map[string]int64{}, TimeModel: cfg.Time.Label()}
+	s := &sim{sum: sum}
+	var e engine
+	if cfg.Engine == EngineSGLang {
+		e, err = newSGLang(cfg, s)
+	} else {
+		e, err = newVLLM(cfg, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum.PoolTokens = e.poolTokens()
+	var (
+		next           Request
+		have           bool
+		nextID         int64
+		runSum         float64
+		idles          int
+		lastUnservable int64
+	)
+	pull := func() error {
+		r, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			have = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		next, have = r, true
+		return nil
+	}
+	if err := pull(); err != nil {
+		return nil, err
+	}
+	for {
+		for have && next.ArrivalS <= s.now {
+			sum.RequestsRead++
+			e.arrive(next, nextID)
+			nextID++
+			if err := pull(); err != nil {
+				return nil, err
+			}
+		}
+		if !e.busy() {
+			if !have {
+				break
+			}
+			s.now = next.ArrivalS
+			continue
+		}
+		if sum.Steps&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(sum.RequestsCompleted+sum.UnservableRequests, sum.RequestsRead)
+			}
+		}
+		st := e.step(s.now)
+		if hook != nil {
+			if err := hook(e, s); err != nil {
+				return nil, err
+			}
+		}
+		waiting := e.waiting()
+		if st.blocked != "" {
+			sum.BlockedSteps[st.blocked]++
+		}
+		if st.idle {
+			if sum.UnservableRequests != lastUnservable {
+				idles, lastUnservable = 0, sum.UnservableRequests
+			}
+			if idles++; idles > 3 {
+				return nil, fmt.Errorf("simulate: internal error: the %s scheduler made no progress with %d requests waiting", cfg.Engine, waiting)
+			}
+			continue
+		}
+		idles = 0
+		dt := cfg.Time.step(st)
+		if st.blocked == LimitKVPool {
+			sum.KVQueueEstS += dt * float64(waiting)
+		}
+		s.now += dt
+		for _, r := range s.firsts {
+			r.firstT = s.now
+		}
+		for _, r := range s.dones {
+			sum.RequestsCompleted++
+			sum.OutputTokens += int64(r.M)
+			ttft := r.firstT - r.arrival
+			s.ttftSum += ttft
+			sum.MaxTTFTEstS = max(sum.MaxTTFTEstS, ttft)
+			if r.M > 1 {
+				s.itlSum += (s.now - r.firstT) / float64(r.M-1)
+				s.itlN++
+			}
+		}
+		s.firsts, s.dones = s.firsts[:0], s.dones[:0]
+		sum.Steps++
+		if st.prefill {
+			sum.PrefillSteps++
+		} else {
+			sum.DecodeSteps++
+		}
+		sum.RequestSteps += int64(st.reqs)
+		run := e.running()
+		runSum += float64(run)
+		sum.PeakRunning = max(sum.PeakRunning, run)
+		sum.PeakWaiting = max(sum.PeakWaiting, waiting)
+		used := e.kvUsed()
+		sum.PeakKVTokens = max(sum.PeakKVTokens, int64(used))
+		if cfg.TimeseriesEvery > 0 && sum.Steps%int64(cfg.TimeseriesEvery) == 0 {
+			sum.Timeseries = append(sum.Timeseries, Point{Step: sum.Steps, TimeS: s.now, Running: run, Waiting: waiting,
+				KVUsedTokens: used, KVCachedTokens: e.kvCached(), BatchTokens: st.newTokens})
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(sum.RequestsCompleted+sum.UnservableRequests, sum.RequestsRead)
+	}
+	e.finish(sum)
+	if sum.Steps > 0 {
+		sum.MeanRunning = runSum / float64(sum.Steps)
+	}
+	if sum.PromptTokens > 0 {
+		sum.PrefixHitRate = float64(sum.CachedPromptTokens) / float64(sum.PromptTokens)
+	}
+	sum.DurationEstS = s.now
+	if sum.RequestsCompleted > 0 {
+		sum.MeanTTFTEstS = s.ttftSum / float64(sum.RequestsCompleted)
+	}
+	if s.itlN > 0 {
+		sum.MeanITLEstS = s.itlSum / float64(s.itlN)
+	}
+	if s.now > 0 {
+		sum.OutputTokensPerSEst = float64(sum.OutputTokens) / s.now
+	}
+	sum.BindingLimit = LimitArrivals
+	var most int64
+	for _, k := range []string{LimitKVPool, LimitMaxRunning, LimitTokenBudget} {
+		if n := sum.BlockedSteps[k]; n > most {
+			most, sum.BindingLimit = n, k
+		}
+	}
+	return sum, nil
+}

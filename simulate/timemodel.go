@@ -1,0 +1,88 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// TimeModel gives each step a duration. With ConstantStepS > 0 every step
+// takes that long; otherwise the roofline: a decode step reads the weights
+// and the KV of every request in the batch from HBM, a prefill computes
+// 2 x active parameters FLOPs per new token plus causal attention, and a
+// step takes the larger of the two plus StepOverheadS
+// (docs/simulate.md#time-model). Figures are per rank. Every time the
+// model gives is an estimate.
+type TimeModel struct {
+	ConstantStepS float64 `json:"constant_step_s,omitempty"`
+
+	// WeightBytes are read once per step.
+	WeightBytes float64 `json:"weight_bytes,omitempty"`
+	// KVBytesPerToken are read per context token per step.
+	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
+	// FLOPsPerToken is 2 x active parameters (per rank).
+	FLOPsPerToken float64 `json:"flops_per_token,omitempty"`
+	// AttnFLOPsPerToken2 is 4 x layers x attention width (per rank):
+	// attention FLOPs are this times new x (prefix + new/2).
+	AttnFLOPsPerToken2 float64 `json:"attn_flops_coef,omitempty"`
+	// HBMBytesPerS and PeakFLOPS are the GPU's datasheet figures; MBU and
+	// MFU the fractions reached (0: 0.7 and 0.5).
+	HBMBytesPerS  float64 `json:"hbm_bytes_per_s,omitempty"`
+	PeakFLOPS     float64 `json:"peak_flops,omitempty"`
+	MBU           float64 `json:"mbu,omitempty"`
+	MFU           float64 `json:"mfu,omitempty"`
+	StepOverheadS float64 `json:"step_overhead_s,omitempty"`
+	// Source names the GPU figures and where they come from.
+	Source string `json:"source,omitempty"`
+}
+
+// Validate reports every problem with the model.
+func (m TimeModel) Validate() error {
+	var errs []error
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"constant_step_s", m.ConstantStepS}, {"weight_bytes", m.WeightBytes}, {"kv_bytes_per_token", m.KVBytesPerToken},
+		{"flops_per_token", m.FLOPsPerToken}, {"attn_flops_coef", m.AttnFLOPsPerToken2}, {"hbm_bytes_per_s", m.HBMBytesPerS},
+		{"peak_flops", m.PeakFLOPS}, {"mbu", m.MBU}, {"mfu", m.MFU}, {"step_overhead_s", m.StepOverheadS}} {
+		if bad(f.v) {
+			errs = append(errs, fmt.Errorf("time model %s %v must be a finite number >= 0", f.n, f.v))
+		}
+	}
+	if m.MBU > 1 || m.MFU > 1 {
+		errs = append(errs, fmt.Errorf("time model mbu %v and mfu %v must be at most 1", m.MBU, m.MFU))
+	}
+	if m.ConstantStepS == 0 && (m.HBMBytesPerS == 0 || m.PeakFLOPS == 0) {
+		errs = append(errs, errors.New("time model: give constant_step_s > 0, or the roofline's hbm_bytes_per_s and peak_flops"))
+	}
+	return errors.Join(errs...)
+}
+
+// Label says which model is used.
+func (m TimeModel) Label() string {
+	if m.ConstantStepS > 0 {
+		return fmt.Sprintf("constant %gs per step (estimate)", m.ConstantStepS)
+	}
+	s := "roofline (estimate)"
+	if m.Source != "" {
+		s += ": " + m.Source
+	}
+	return s
+}
+
+func (m TimeModel) step(st stepInfo) float64 {
+	if m.ConstantStepS > 0 {
+		return m.ConstantStepS
+	}
+	mbu, mfu := m.MBU, m.MFU
+	if mbu == 0 {
+		mbu = 0.7
+	}
+	if mfu == 0 {
+		mfu = 0.5
+	}
+	mem := (m.WeightBytes + m.KVBytesPerToken*float64(st.kvRead)) / (m.HBMBytesPerS * mbu)
+	comp := (m.FLOPsPerToken*float64(st.newTokens) + m.AttnFLOPsPerToken2*st.attnWork) / (m.PeakFLOPS * mfu)
+	return m.StepOverheadS + max(mem, comp)
+}
