@@ -724,10 +724,16 @@ func fp8EncodeW(name string, f32 bool) {
 	c80 := konstW(0x80)
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
-	var low16, oneD reg.VecVirtual
+	var low16, odd reg.VecVirtual
 	if f32 {
 		low16 = konst(0xFFFF)
-		oneD = konst(1)
+		// word indices of the top halves of 32 dwords in two registers
+		odd = ZMM()
+		perm := GLOBL(name+"Odd", RODATA|NOPTR)
+		for i := range 32 {
+			DATA(2*i, U16(uint16(2*i+1)))
+		}
+		VMOVDQU16(perm, odd)
 	}
 
 	Label(name + "_block")
@@ -738,29 +744,21 @@ func fp8EncodeW(name string, f32 bool) {
 
 	Label(name + "_loop")
 	u := ZMM()
-	var sticky reg.VecVirtual
+	kSticky := K()
 	if f32 {
-		// float32: the top halves as bf16 and a sticky word (low half
+		// float32: the top halves as bf16 and a sticky mask (low half
 		// nonzero). Every FP8 decision point lies on the bf16 grid, so
 		// rounding the top half with the sticky bit ORed into the
 		// round-to-even bit is exact.
 		lo, hi := ZMM(), ZMM()
 		VMOVDQU32(Mem{Base: src}, lo)
 		VMOVDQU32(Mem{Base: src, Disp: 64}, hi)
-		sticky = ZMM()
-		t0, t1 := ZMM(), ZMM()
-		VPSRLD(U8(16), lo, t0)
-		VPSRLD(U8(16), hi, t1)
-		VPMOVDW(t0, u.AsY())
-		VPMOVDW(t1, t1.AsY())
-		VINSERTI64X4(U8(1), t1.AsY(), u, u)
-		VPANDD(low16, lo, lo)
-		VPANDD(low16, hi, hi)
-		VPMINUD(oneD, lo, lo)
-		VPMINUD(oneD, hi, hi)
-		VPMOVDW(lo, sticky.AsY())
-		VPMOVDW(hi, hi.AsY())
-		VINSERTI64X4(U8(1), hi.AsY(), sticky, sticky)
+		VMOVDQA64(odd, u)
+		VPERMI2W(hi, lo, u)
+		k0, k1 := K(), K()
+		VPTESTMD(low16, lo, k0)
+		VPTESTMD(low16, hi, k1)
+		KUNPCKWD(k0, k1, kSticky) // k1 high, k0 low
 	} else {
 		VMOVDQU16(Mem{Base: src}, u)
 	}
@@ -773,18 +771,20 @@ func fp8EncodeW(name string, f32 bool) {
 	VPSRLW(U8(8), u, sgn)
 	VPANDD(c80, sgn, sgn)
 
+	// normal result: drop bits with round-to-nearest-even
 	t := ZMM()
 	VPSUBW(off, a, t)
 	lsb := ZMM()
 	VPSRLVW(drop, t, lsb)
 	VPANDD(one, lsb, lsb)
 	if f32 {
-		VPORD(sticky, lsb, lsb)
+		VMOVDQU16(one, kSticky, lsb)
 	}
 	VPADDW(halfM1, t, t)
 	VPADDW(lsb, t, t)
 	VPSRLVW(drop, t, t)
 
+	// subnormal result: the significand shifted by subK − exponent
 	sh := ZMM()
 	VPSRLW(U8(7), a, sh)
 	VPSUBW(sh, subK, sh)
@@ -800,7 +800,7 @@ func fp8EncodeW(name string, f32 bool) {
 	VPSRLVW(sh, sg, l2)
 	VPANDD(one, l2, l2)
 	if f32 {
-		VPORD(sticky, l2, l2)
+		VMOVDQU16(one, kSticky, l2)
 	}
 	VPADDW(h, sg, sg)
 	VPADDW(l2, sg, sg)
@@ -821,27 +821,33 @@ func fp8EncodeW(name string, f32 bool) {
 	code := ZMM()
 	VPORD(se, mag, code)
 
+	// overflow and non-finite inputs (rare: branched over) take codes
+	// from the spec table
+	kOv := K()
+	VPCMPUW(U8(5), ovT, mag, kOv) // mag >= ovT
+	kNF := K()
+	VPCMPUW(U8(5), inf, a0, kNF) // |x| >= Inf
+	kAny := K()
+	KORD(kOv, kNF, kAny)
+	KORTESTD(kAny, kAny)
+	JZ(LabelRef(name + "_store"))
 	idx := ZMM()
 	VPSRLW(U8(7), sgn, idx)
-	kOv := K()
-	VPCMPUW(U8(5), ovT, mag, kOv)
 	idx4 := ZMM()
 	VPORD(four, idx, idx4)
 	VPERMW(spec, idx4, kOv, code)
-	// non-finite: float32 NaNs may have a bf16 top half of Inf
-	a0n := a0
-	if f32 {
-		a0n = ZMM()
-		VPORD(sticky, a0, a0n)
-	}
-	kNF := K()
-	VPCMPUW(U8(5), inf, a0n, kNF)
 	kNaN := K()
-	VPCMPUW(U8(6), inf, a0n, kNaN)
+	VPCMPUW(U8(6), inf, a0, kNaN) // |x| > Inf
+	if f32 {
+		// a float32 NaN may have the top half of Inf
+		KANDD(kSticky, kNF, kAny)
+		KORD(kAny, kNaN, kNaN)
+	}
 	VPORD(two, idx, idx4)
 	VMOVDQU16(idx4, kNaN, idx)
 	VPERMW(spec, idx, kNF, code)
 
+	Label(name + "_store")
 	VPMOVWB(code, Mem{Base: dst})
 
 	if f32 {
