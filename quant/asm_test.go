@@ -246,3 +246,54 @@ func TestAsmBlockScales(t *testing.T) {
 		}
 	})
 }
+
+// TestAsmE2M1TinySigns checks SGLang's "y < 0" sign rule for float32
+// inputs whose scaled value rounds to zero (|x| at and around 2^(e−150)),
+// and the float32 sticky bits at every E2M1 decision point, against the
+// reference.
+func TestAsmE2M1TinySigns(t *testing.T) {
+	for _, name := range []string{"fp4_mx_block16", "mxfp4", "nvfp4"} {
+		c := codecFor(t, name)
+		bs := c.Format().BlockSize
+		var x []float32
+		for e := -2; e <= 16; e++ {
+			blk := make([]float32, bs)
+			blk[0] = float32(math.Ldexp(5.9, e+2))
+			for i := 1; i < bs; i++ {
+				var u uint32
+				switch i % 4 {
+				case 0:
+					u = 1 << max(e-1, 0)
+				case 1:
+					u = 1<<max(e-1, 0) + 1
+				case 2:
+					u = 1<<max(e-1, 0) - 1
+				default:
+					// a decision point of E2M1 times 2^e, plus a sticky bit
+					b := e2m1Bounds[i%7]
+					u = math.Float32bits(float32(math.Ldexp(float64(b), e))) + uint32(i%2)
+				}
+				blk[i] = math.Float32frombits(u | 0x80000000)
+			}
+			x = append(x, blk...)
+		}
+		for len(x)%64 != 0 {
+			x = append(x, 0)
+		}
+		want, wantS := refEncode(name, x)
+		for _, on := range []bool{true, false} {
+			if on && !hasAVX512 {
+				continue
+			}
+			withAsm(t, on, func(t *testing.T) {
+				p := make([]byte, len(want))
+				s := make([]byte, len(wantS))
+				if err := c.EncodeF32(p, s, x); err != nil {
+					t.Fatal(err)
+				}
+				compareBytes(t, name+" payload", want, p)
+				compareBytes(t, name+" scales", wantS, s)
+			})
+		}
+	}
+}

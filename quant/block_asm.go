@@ -224,7 +224,7 @@ func (c *pow2Codec) decTables() *e2m1Dec {
 // encodeFP4Asm encodes all blocks of fp4_mx_block16 or mxfp4 from f32 (or
 // bf16 when f32 is nil) and reports whether it did.
 func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+	if !useAsm || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
 		return false
 	}
 	thrW := &e2m1LutRNE
@@ -282,7 +282,7 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				bad |= 1 << i
 			}
 			scales[b0+i] = uint8(e + 127)
-			blk[2*i] = int32(e) << 23
+			blk[2*i] = int32(e) << 7
 			shW[i] = int32(e) << 7
 			// the sign of x·2^-e: kept unless it rounds to zero (SGLang
 			// tests y < 0), that is unless |x| ≤ 2^(e−150)
@@ -298,8 +298,15 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	encode:
 		h := bs / 2
 		switch {
+		case f32 != nil && bs == 16:
+			if m&1 != 0 {
+				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
+			}
+			if m > 1 {
+				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &blk[0], bs, &thrW[0])
+			}
 		case f32 != nil:
-			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thrW[0])
+			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thrW[0])
 		case bs == 16:
 			if m&1 != 0 {
 				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
@@ -368,10 +375,13 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 			}
 			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os[i])), -1
 		}
-		if f32 != nil {
-			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1LutRNE[0])
-		} else {
-			e2m1MulEncBF16AVX512(&dst[b0*8], &bf[b0*16], m*16, &blk[0], 16, &e2m1LutRNE[0])
+		if m&1 != 0 {
+			bad |= 1 << (m - 1) // the kernels take two blocks per step
+		}
+		if m > 1 && f32 != nil {
+			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
+		} else if m > 1 {
+			e2m1MulEncBF16x16AVX512(&dst[b0*8], &bf[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)

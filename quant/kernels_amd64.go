@@ -94,15 +94,25 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 //go:noescape
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
 
-// e2m1ShiftEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 16 lanes per step.
+// e2m1ShiftEncF32x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
 //
 //go:noescape
-func e2m1ShiftEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
 
-// e2m1MulEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 16 lanes per step.
+// e2m1ShiftEncF32x32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
 //
 //go:noescape
-func e2m1MulEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncF32x32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+
+// e2m1MulEncF32x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
+//
+//go:noescape
+func e2m1MulEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+
+// e2m1MulEncBF16x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
+//
+//go:noescape
+func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
 
 // e2m1DecF32AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
 //
@@ -128,11 +138,6 @@ func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
 //
 //go:noescape
 func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
-
-// e2m1MulEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 16 lanes per step.
-//
-//go:noescape
-func e2m1MulEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
 
 // e2m1DecBF16AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
 //

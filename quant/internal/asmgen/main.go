@@ -38,15 +38,15 @@ func main() {
 	amaxW("amaxBF16x32AVX512", false)
 	e2m1EncodeW("e2m1ShiftEncBF16x16AVX512", true)
 	e2m1EncodeW("e2m1ShiftEncBF16x32AVX512", false)
+	e2m1EncodeWF("e2m1ShiftEncF32x16AVX512", false, false, true)
+	e2m1EncodeWF("e2m1ShiftEncF32x32AVX512", false, false, false)
+	e2m1EncodeWF("e2m1MulEncF32x16AVX512", false, true, true)
+	e2m1EncodeWF("e2m1MulEncBF16x16AVX512", true, true, true)
 	for _, bf16 := range []bool{false, true} {
 		in := "F32"
 		if bf16 {
 			in = "BF16"
 		}
-		if !bf16 {
-			e2m1Encode("e2m1ShiftEnc"+in+"AVX512", bf16, false)
-		}
-		e2m1Encode("e2m1MulEnc"+in+"AVX512", bf16, true)
 		e2m1Decode("e2m1Dec"+in+"AVX512", bf16)
 		intEncode("int8Enc"+in+"AVX512", bf16, false)
 		intEncode("int4Enc"+in+"AVX512", bf16, true)
@@ -398,90 +398,6 @@ func unpackNibbles(src reg.Register, mask reg.VecVirtual) reg.VecVirtual {
 	VPANDQ(mask, b, b)
 	ADDQ(U8(8), src)
 	return b
-}
-
-// e2m1Encode emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
-// n elements (a positive multiple of bs, bs of 16) to E2M1 codes two per
-// byte, 16 lanes per step. Block b has the pair blk[2b], blk[2b+1] = (v,
-// zt): with mul, y = x·float32frombits(v); otherwise |y| bits = max(|x| bits
-// − v, 0) (v = e<<23 for a scale 2^e). The magnitude code comes from the
-// 64-entry table of e2m1EncodeW, read as 32 dwords of two codes: j =
-// clamp(|y| bits>>21 − lut[64], 0, 31), the high half when |y| has bits
-// below bit 21. The sign bit is set when y is negative and |x| bits exceed
-// zt (signed; −1 keeps every sign).
-func e2m1Encode(name string, bf16, mul bool) {
-	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
-	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
-	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 16 lanes per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	blk := Load(Param("blk"), GP64())
-	bs := Load(Param("bs"), GP64())
-	lut := Load(Param("lut"), GP64())
-	L0, L1 := ZMM(), ZMM()
-	VMOVDQU32(Mem{Base: lut}, L0)
-	VMOVDQU32(Mem{Base: lut, Disp: 64}, L1)
-	base := ZMM()
-	VPMOVZXWD(Mem{Base: lut, Disp: 128}, base.AsX())
-	VPBROADCASTD(base.AsX(), base)
-	absMask := konst(0x7FFFFFFF)
-	low := konst(0x1FFFFF)
-	one := konst(1)
-	c31 := konst(31)
-	c15 := konst(15)
-	eight := konst(8)
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-
-	Label(name + "_block")
-	v, zt := ZMM(), ZMM()
-	VPBROADCASTD(Mem{Base: blk}, v)
-	VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	u := loadF32(src, bf16)
-	a := ZMM()
-	if mul {
-		VMULPS(v, u, u)
-	}
-	VPANDD(absMask, u, a)
-	kSign := K()
-	VPCMPD(U8(6), zt, a, kSign) // |x| > zt (signed)
-	if !mul {
-		VPSUBD(v, a, a)
-		VPMAXSD(zero, a, a)
-	}
-	j := ZMM()
-	VPSRLD(U8(21), a, j)
-	VPSUBD(base, j, j)
-	VPMAXSD(zero, j, j)
-	VPMINSD(c31, j, j)
-	VPERMI2D(L1, L0, j)
-	l := ZMM()
-	VPANDD(low, a, l)
-	VPMINUD(one, l, l)
-	VPSLLD(U8(4), l, l)
-	VPSRLVD(l, j, j)
-	VPANDD(c15, j, j)
-	kNeg := K()
-	VPCMPD(U8(1), zero, u, kNeg) // y < 0 (as signed bits)
-	KANDW(kNeg, kSign, kSign)
-	VPORD(eight, j, kSign, j)
-	packNibbles(j, dst)
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(8), blk)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
 }
 
 // e2m1Decode emits func(dst *T, src *byte, n int, scales *byte, tab *uint32, bs int):
@@ -1189,6 +1105,161 @@ func nvfp4Scales() {
 	ADDQ(U8(16), scales)
 	SUBQ(U8(16), m)
 	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// e2m1EncodeWF emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
+// the E2M1 table encoder of e2m1EncodeW for float32 input (or bf16 with
+// mul), 32 lanes per step. The float32 values (times the block multiplier
+// float32frombits(blk[2b]) with mul) are split into their top halves and a
+// sticky mask (low half nonzero; exact, every decision point lying on the
+// bf16 grid); without mul the top halves are lowered by blk[2b] (e<<7).
+// The sign of a negative value is kept when its float32 magnitude bits
+// exceed blk[2b+1] (signed; with mul every sign is kept). pair: bs = 16,
+// blocks b and b+1 in one step; otherwise bs a multiple of 32.
+func e2m1EncodeWF(name string, bf16, mul, pair bool) {
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	blk := Load(Param("blk"), GP64())
+	bs := Load(Param("bs"), GP64())
+	lut := Load(Param("lut"), GP64())
+	L0, L1 := ZMM(), ZMM()
+	VMOVDQU16(Mem{Base: lut}, L0)
+	VMOVDQU16(Mem{Base: lut, Disp: 64}, L1)
+	base := bcastW(lut, 64)
+	absMaskW := konstW(0x7FFF)
+	absMask := konst(0x7FFFFFFF)
+	low16 := konst(0xFFFF)
+	one := konstW(1)
+	c31 := konstW(31)
+	c8 := konstW(8)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	odd := ZMM()
+	perm := GLOBL(name+"Odd", RODATA|NOPTR)
+	for i := range 32 {
+		DATA(2*i, U16(uint16(2*i+1)))
+	}
+	VMOVDQU16(perm, odd)
+	kHi := K()
+	if pair {
+		t := GP32()
+		MOVL(U32(0xFFFF0000), t)
+		KMOVD(t, kHi)
+	}
+	next := 8 // bytes of blk to the second block of a pair
+	if !pair {
+		next = 0
+	}
+
+	Label(name + "_block")
+	var shW, os0, os1, zt0, zt1 reg.VecVirtual
+	if mul {
+		os0, os1 = ZMM(), ZMM()
+		VPBROADCASTD(Mem{Base: blk}, os0)
+		VPBROADCASTD(Mem{Base: blk, Disp: next}, os1)
+	} else {
+		shW = ZMM()
+		VPBROADCASTW(Mem{Base: blk}, shW)
+		if pair {
+			t := ZMM()
+			VPBROADCASTW(Mem{Base: blk, Disp: next}, t)
+			VMOVDQU16(t, kHi, shW)
+		}
+		zt0, zt1 = ZMM(), ZMM()
+		VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt0)
+		VPBROADCASTD(Mem{Base: blk, Disp: next + 4}, zt1)
+	}
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		ADDQ(bs, cnt)
+	}
+
+	Label(name + "_loop")
+	lo, hi := ZMM(), ZMM()
+	if bf16 {
+		VPMOVZXWD(Mem{Base: src}, lo)
+		VPMOVZXWD(Mem{Base: src, Disp: 32}, hi)
+		VPSLLD(U8(16), lo, lo)
+		VPSLLD(U8(16), hi, hi)
+		ADDQ(U8(64), src)
+	} else {
+		VMOVDQU32(Mem{Base: src}, lo)
+		VMOVDQU32(Mem{Base: src, Disp: 64}, hi)
+		ADDQ(U8(128), src)
+	}
+	kSign := K()
+	if mul {
+		VMULPS(os0, lo, lo)
+		VMULPS(os1, hi, hi)
+	} else {
+		al, ah := ZMM(), ZMM()
+		VPANDD(absMask, lo, al)
+		VPANDD(absMask, hi, ah)
+		k0, k1 := K(), K()
+		VPCMPD(U8(6), zt0, al, k0)
+		VPCMPD(U8(6), zt1, ah, k1)
+		KUNPCKWD(k0, k1, kSign)
+	}
+	u := ZMM()
+	VMOVDQA64(odd, u)
+	VPERMI2W(hi, lo, u)
+	kSticky := K()
+	{
+		k0, k1 := K(), K()
+		VPTESTMD(low16, lo, k0)
+		VPTESTMD(low16, hi, k1)
+		KUNPCKWD(k0, k1, kSticky)
+	}
+	kNeg := K()
+	VPMOVW2M(u, kNeg)
+	if !mul {
+		KANDD(kNeg, kSign, kNeg)
+	}
+	a := ZMM()
+	VPANDD(absMaskW, u, a)
+	if !mul {
+		VPSUBW(shW, a, a)
+		VPMAXSW(zero, a, a)
+	}
+	j := ZMM()
+	VPSRLW(U8(5), a, j)
+	VPSUBW(base, j, j)
+	VPMAXSW(zero, j, j)
+	VPMINSW(c31, j, j)
+	l := ZMM()
+	VPANDD(c31, a, l)
+	VPMINUW(one, l, l)
+	VMOVDQU16(one, kSticky, l)
+	VPADDW(j, j, j)
+	VPADDW(l, j, j)
+	VPERMI2W(L1, L0, j)
+	VPADDW(c8, j, kNeg, j)
+	t := ZMM()
+	VPSRLD(U8(12), j, t)
+	VPORD(t, j, j)
+	VPMOVDB(j, Mem{Base: dst})
+	ADDQ(U8(16), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if pair {
+		ADDQ(U8(16), blk)
+		SUBQ(bs, n)
+	} else {
+		ADDQ(U8(8), blk)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
 }
