@@ -164,10 +164,19 @@ func (c *pow2Codec) expF32(ex *[asmChunk]int32, amax *[asmChunk]uint32, m int) b
 // amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
 // multiple of 16) as float32 bits.
 func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
-	if k := m &^ 15; k > 0 {
-		amaxF32x16AVX512(&out[0], &src[0], k, bs)
+	k := m &^ 15
+	switch {
+	case k == 0:
+	case bs == 16:
+		amaxF32x16b16AVX512(&out[0], &src[0], k)
+	case bs == 32:
+		amaxF32x16b32AVX512(&out[0], &src[0], k)
+	case bs == 64:
+		amaxF32x16b64AVX512(&out[0], &src[0], k)
+	default:
+		k = 0
 	}
-	if k := m &^ 15; k < m {
+	if k < m {
 		amaxF32AVX512(&out[k], &src[k*bs], m-k, bs)
 	}
 }

@@ -59,10 +59,20 @@ func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)
 //go:noescape
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)
 
-// amaxF32x16AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+// amaxF32x16b16AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
 //
 //go:noescape
-func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int)
+func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)
+
+// amaxF32x16b32AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)
+
+// amaxF32x16b64AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)
 
 // pow2ExpAVX512 computes ceil-rule block scale exponents from block maxima, 16 per step.
 //

@@ -40,8 +40,7 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
 	noAsm()
 }
-func amaxF32x16AVX512(out *uint32, src *float32, nb int, bs int) { noAsm() }
-func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)    { noAsm() }
+func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32) { noAsm() }
 func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32) {
 	noAsm()
 }
@@ -53,3 +52,6 @@ func e2m1ShiftEncF32x32AVX512(dst *byte, src *float32, n int, blk *int32, bs int
 }
 func e2m1MulEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) { noAsm() }
 func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16) { noAsm() }
+func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
+func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
+func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -31,7 +32,9 @@ func main() {
 	f32FromFP16()
 	amax("amaxF32AVX512", false)
 	amax("amaxBF16AVX512", true)
-	amaxTree()
+	for _, k := range []int{1, 2, 4} {
+		amaxTree(k)
+	}
 	pow2Exp()
 	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
@@ -937,45 +940,36 @@ func e2m1EncodeW(name string, pair bool) {
 	RET()
 }
 
-// amaxTree emits func(out *uint32, src *float32, nb int, bs int): amax of
-// float32 blocks sixteen at a time (nb a positive multiple of 16, bs of
-// 16): each block's vector maximum, then a four-level shuffle tree that
+// amaxTree emits func(out *uint32, src *float32, nb int): amax of float32
+// blocks of 16·k sixteen at a time (nb a positive multiple of 16): each block's vector maximum, then a four-level shuffle tree that
 // reduces sixteen vectors into one vector of sixteen maxima.
-func amaxTree() {
-	name := "amaxF32x16AVX512"
-	TEXT(name, NOSPLIT, "func(out *uint32, src *float32, nb int, bs int)")
+func amaxTree(k int) {
+	name := fmt.Sprintf("amaxF32x16b%dAVX512", 16*k)
+	TEXT(name, NOSPLIT, "func(out *uint32, src *float32, nb int)")
 	Pragma("noescape")
 	Doc(name + " writes the largest magnitude bits of float32 blocks, sixteen blocks per step.")
 	out := Load(Param("out"), GP64())
 	src := Load(Param("src"), GP64())
 	nb := Load(Param("nb"), GP64())
-	bs := Load(Param("bs"), GP64())
-	perm := GLOBL("amaxTreePerm", RODATA|NOPTR)
+	perm := GLOBL(name+"Perm", RODATA|NOPTR)
 	for i, v := range []uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15} {
 		DATA(4*i, U32(v))
 	}
 	absMask := konst(0x7FFFFFFF)
 	idx := ZMM()
 	VMOVDQU32(perm, idx)
-	cnt := GP64()
 
 	Label(name + "_group")
 	var v [16]reg.VecVirtual
 	for b := range v {
 		v[b] = ZMM()
 		VPANDD(Mem{Base: src}, absMask, v[b])
-		ADDQ(U8(64), src)
-		MOVQ(bs, cnt)
-		SUBQ(U8(16), cnt)
-		JZ(LabelRef(name + "_done" + string(rune('a'+b))))
-		Label(name + "_more" + string(rune('a'+b)))
-		t := ZMM()
-		VPANDD(Mem{Base: src}, absMask, t)
-		VPMAXUD(t, v[b], v[b])
-		ADDQ(U8(64), src)
-		SUBQ(U8(16), cnt)
-		JNZ(LabelRef(name + "_more" + string(rune('a'+b))))
-		Label(name + "_done" + string(rune('a'+b)))
+		for i := 1; i < k; i++ {
+			t := ZMM()
+			VPANDD(Mem{Base: src, Disp: 64 * i}, absMask, t)
+			VPMAXUD(t, v[b], v[b])
+		}
+		ADDQ(U32(64*k), src)
 	}
 	level := func(in []reg.VecVirtual, shuf func(imm uint8, b, a, dst reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
 		var outv []reg.VecVirtual
