@@ -74,6 +74,11 @@ func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)
 //go:noescape
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)
 
+// int4DecBF16AVX512 dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.
+//
+//go:noescape
+func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
 // pow2ExpAVX512 computes ceil-rule block scale exponents from block maxima, 16 per step.
 //
 //go:noescape
@@ -168,8 +173,3 @@ func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
 //
 //go:noescape
 func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
-
-// int4DecBF16AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
-//
-//go:noescape
-func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)

@@ -35,6 +35,7 @@ func main() {
 	for _, k := range []int{1, 2, 4} {
 		amaxTree(k)
 	}
+	int4DecodeBF16()
 	pow2Exp()
 	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
@@ -54,7 +55,9 @@ func main() {
 		intEncode("int8Enc"+in+"AVX512", bf16, false)
 		intEncode("int4Enc"+in+"AVX512", bf16, true)
 		intDecode("int8Dec"+in+"AVX512", bf16, false)
-		intDecode("int4Dec"+in+"AVX512", bf16, true)
+		if !bf16 {
+			intDecode("int4Dec"+in+"AVX512", bf16, true)
+		}
 	}
 	Generate()
 }
@@ -1254,6 +1257,70 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// int4DecodeBF16 emits func(dst *uint16, src *byte, n int, mul *float32, bs int):
+// int4 groups of bs = 32 codes (q+8 nibbles) to bf16: per group the 16
+// possible values bf16((q−8)·mul[b]) (nearest even, NaN 0x7FC0) form a
+// table, and one VPERMW looks up 32 codes.
+func int4DecodeBF16() {
+	name := "int4DecBF16AVX512"
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, mul *float32, bs int)")
+	Pragma("noescape")
+	Doc(name + " dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	mul := Load(Param("mul"), GP64())
+	Load(Param("bs"), GP64())
+	q := ZMM()
+	qs := GLOBL(name+"Q", RODATA|NOPTR)
+	for i := range 16 {
+		DATA(4*i, U32(math.Float32bits(float32(i-8))))
+	}
+	VMOVUPS(qs, q)
+	absMask := konst(0x7FFFFFFF)
+	inf := konst(0x7F800000)
+	r7 := konst(0x7FFF)
+	one := konst(1)
+	nan := konst(0x7FC0)
+	lo4 := konst(0x0F)
+	hi4 := konst(0xF0)
+	Label(name + "_loop")
+	// table: bf16((i−8)·s) in the low 16 words
+	v := ZMM()
+	VBROADCASTSS(Mem{Base: mul}, v)
+	VMULPS(v, q, v)
+	l := ZMM()
+	VPSRLD(U8(16), v, l)
+	VPANDD(one, l, l)
+	VPADDD(r7, l, l)
+	VPADDD(v, l, l)
+	VPSRLD(U8(16), l, l)
+	a := ZMM()
+	VPANDD(absMask, v, a)
+	k := K()
+	VPCMPUD(U8(6), inf, a, k)
+	VMOVDQA32(nan, k, l)
+	tab := ZMM()
+	VPMOVDW(l, tab.AsY())
+	// 16 bytes → 32 word nibbles, low nibble first
+	b := ZMM()
+	VPMOVZXBD(Mem{Base: src}, b)
+	h := ZMM()
+	VPANDD(hi4, b, h)
+	VPSLLD(U8(12), h, h)
+	VPANDD(lo4, b, b)
+	VPORD(h, b, b)
+	VPERMW(tab, b, b)
+	VMOVDQU16(b, Mem{Base: dst})
+	ADDQ(U8(4), mul)
+	ADDQ(U8(16), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(32), n)
+	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
 }
