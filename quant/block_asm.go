@@ -362,7 +362,6 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 	}
 	nb := len(scales)
 	var amax [asmChunk]uint32
-	var blk [2 * asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
@@ -370,27 +369,22 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 		} else {
 			amaxBF16(&amax, bf[b0*16:], m, 16)
 		}
-		var bad uint64
 		var os [asmChunk]float32
 		var sc [asmChunk]byte
+		var badW [asmChunk / 16]uint16
 		p := [3]float32{c.invG, rcp6, c.g}
-		nvfp4ScalesAVX512(&sc[0], &os[0], &amax[0], (m+15)&^15, &c.t.enc[0], &e4m3fnF32[0], &p[0])
+		nvfp4ScalesAVX512(&sc[0], &os[0], &badW[0], &amax[0], (m+15)&^15, &c.t.enc[0], &p[0])
 		copy(scales[b0:b0+m], sc[:m])
-		for i, a := range amax[:m] {
-			// NaN (fmaxf skips it) and an infinite multiplier: the
-			// portable code
-			if a > 0x7F800000 || os[i] > math.MaxFloat32 {
-				bad |= 1 << i
-			}
-			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os[i])), -1
-		}
+		// NaN maxima (fmaxf skips NaN) and infinite multipliers: the
+		// portable code; so is an odd last block (two blocks per step)
+		bad := (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1)
 		if m&1 != 0 {
-			bad |= 1 << (m - 1) // the kernels take two blocks per step
+			bad |= 1 << (m - 1)
 		}
 		if m > 1 && f32 != nil {
-			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
+			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1LutRNE[0])
 		} else if m > 1 {
-			e2m1MulEncBF16x16AVX512(&dst[b0*8], &bf[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
+			e2m1MulEncBF16x16AVX512(&dst[b0*8], &bf[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1LutRNE[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)

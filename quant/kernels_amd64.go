@@ -87,7 +87,7 @@ func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape
-func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)
+func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 
 // amaxBF16x16AVX512 writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.
 //

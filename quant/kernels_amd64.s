@@ -1166,51 +1166,68 @@ pow2ExpAVX512_loop:
 	VZEROUPPER
 	RET
 
-// func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)
+// func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 // Requires: AVX, AVX512F
 TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-56
 	MOVQ         scales+0(FP), AX
 	MOVQ         os+8(FP), CX
-	MOVQ         amax+16(FP), DX
-	MOVQ         m+24(FP), BX
-	MOVQ         enc+32(FP), SI
-	MOVQ         e4m3+40(FP), DI
-	MOVQ         p+48(FP), R8
-	VPBROADCASTD (R8), Z0
-	VPBROADCASTD 4(R8), Z1
-	VPBROADCASTD 8(R8), Z2
-	MOVL         $0x0000ffff, R8
-	VPBROADCASTD R8, Z3
-	MOVL         $0x00000001, R8
-	VPBROADCASTD R8, Z4
-	MOVL         $0x000000ff, R8
-	VPBROADCASTD R8, Z5
-	MOVL         $0x3f800000, R8
-	VPBROADCASTD R8, Z6
-	VPXORD       Z7, Z7, Z7
+	MOVQ         amax+24(FP), DX
+	MOVQ         m+32(FP), BX
+	MOVQ         enc+40(FP), SI
+	MOVQ         p+48(FP), DI
+	VPBROADCASTD (DI), Z0
+	VPBROADCASTD 4(DI), Z1
+	VPBROADCASTD 8(DI), Z2
+	MOVL         $0x0000ffff, DI
+	VPBROADCASTD DI, Z3
+	MOVL         $0x00000001, DI
+	VPBROADCASTD DI, Z4
+	MOVL         $0x000000ff, DI
+	VPBROADCASTD DI, Z5
+	MOVL         $0x3f800000, DI
+	VPBROADCASTD DI, Z6
+	MOVL         $0x7f800000, DI
+	VPBROADCASTD DI, Z7
+	MOVL         $0x3c000000, DI
+	VPBROADCASTD DI, Z8
+	MOVL         $0x3b000000, DI
+	VPBROADCASTD DI, Z9
+	MOVL         $0x00000008, DI
+	VPBROADCASTD DI, Z10
+	VPXORD       Z11, Z11, Z11
+	MOVQ         bad+16(FP), DI
 
 nvfp4ScalesAVX512_loop:
-	VMOVDQU32  (DX), Z8
-	VMULPS     Z1, Z8, Z9
-	VMULPS     Z9, Z0, Z9
-	VPANDD     Z3, Z9, Z10
-	VPMINUD    Z4, Z10, Z10
-	VPSLLD     $0x10, Z10, Z10
-	VPSRLD     $0x10, Z9, Z9
-	VPORD      Z9, Z10, Z10
+	VMOVDQU32  (DX), Z12
+	VMULPS     Z1, Z12, Z13
+	VMULPS     Z13, Z0, Z13
+	VPANDD     Z3, Z13, Z14
+	VPMINUD    Z4, Z14, Z14
+	VPSLLD     $0x10, Z14, Z14
+	VPSRLD     $0x10, Z13, Z13
+	VPORD      Z13, Z14, Z14
 	KXNORW     K1, K1, K1
-	VPXORD     Z11, Z11, Z11
-	VPGATHERDD (SI)(Z10*1), K1, Z11
-	VPANDD     Z5, Z11, Z11
-	VPMOVDB    Z11, (AX)
-	KXNORW     K2, K2, K2
-	VPXORD     Z12, Z12, Z12
-	VGATHERDPS (DI)(Z11*4), K2, Z12
-	VMULPS     Z2, Z12, Z12
-	VDIVPS     Z12, Z6, Z9
-	VPTESTNMD  Z8, Z8, K3
-	VMOVDQA32  Z7, K3, Z9
-	VMOVDQU32  Z9, (CX)
+	VPXORD     Z15, Z15, Z15
+	VPGATHERDD (SI)(Z14*1), K1, Z15
+	VPANDD     Z5, Z15, Z15
+	VPMOVDB    Z15, (AX)
+	VPSLLD     $0x14, Z15, Z13
+	VPADDD     Z8, Z13, Z13
+	VCVTDQ2PS  Z15, Z14
+	VMULPS     Z9, Z14, Z14
+	VPCMPUD    $0x01, Z10, Z15, K2
+	VMOVDQA32  Z14, K2, Z13
+	VMULPS     Z2, Z13, Z13
+	VDIVPS     Z13, Z6, Z13
+	VPTESTNMD  Z12, Z12, K2
+	VMOVDQA32  Z11, K2, Z13
+	VMOVDQU32  Z13, (CX)
+	VPCMPUD    $0x06, Z7, Z12, K2
+	VPCMPUD    $0x05, Z7, Z13, K3
+	KORW       K3, K2, K2
+	KMOVW      K2, R8
+	MOVW       R8, (DI)
+	ADDQ       $0x02, DI
 	ADDQ       $0x40, DX
 	ADDQ       $0x40, CX
 	ADDQ       $0x10, AX
@@ -1677,7 +1694,7 @@ TEXT ·e2m1MulEncF32x16AVX512(SB), NOSPLIT, $0-48
 
 e2m1MulEncF32x16AVX512_block:
 	VPBROADCASTD (BX), Z10
-	VPBROADCASTD 8(BX), Z11
+	VPBROADCASTD 4(BX), Z11
 	MOVQ         SI, DI
 	ADDQ         SI, DI
 
@@ -1711,7 +1728,7 @@ e2m1MulEncF32x16AVX512_loop:
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1MulEncF32x16AVX512_loop
-	ADDQ      $0x10, BX
+	ADDQ      $0x08, BX
 	SUBQ      SI, DX
 	SUBQ      SI, DX
 	JNZ       e2m1MulEncF32x16AVX512_block
@@ -1783,7 +1800,7 @@ TEXT ·e2m1MulEncBF16x16AVX512(SB), NOSPLIT, $0-48
 
 e2m1MulEncBF16x16AVX512_block:
 	VPBROADCASTD (BX), Z10
-	VPBROADCASTD 8(BX), Z11
+	VPBROADCASTD 4(BX), Z11
 	MOVQ         SI, DI
 	ADDQ         SI, DI
 
@@ -1819,7 +1836,7 @@ e2m1MulEncBF16x16AVX512_loop:
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1MulEncBF16x16AVX512_loop
-	ADDQ      $0x10, BX
+	ADDQ      $0x08, BX
 	SUBQ      SI, DX
 	SUBQ      SI, DX
 	JNZ       e2m1MulEncBF16x16AVX512_block

@@ -41,7 +41,7 @@ func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 	noAsm()
 }
 func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32) { noAsm() }
-func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32) {
+func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
 	noAsm()
 }
 func e2m1ShiftEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {

@@ -1042,13 +1042,14 @@ func pow2Exp() {
 	RET()
 }
 
-// nvfp4Scales emits func(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32):
+// nvfp4Scales emits func(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32):
 // nvfp4 block scales for m block maxima (m a positive multiple of 16): sf
 // = p[0]·(a·p[1]), sf8 = enc[keyF32(sf)] (the E4M3 satfinite table),
-// os = a ≠ 0 ? 1/(e4m3[sf8]·p[2]) : 0.
+// os = a ≠ 0 ? 1/(float(sf8)·p[2]) : 0; bit i of the words at bad is set
+// for a NaN maximum or an infinite multiplier.
 func nvfp4Scales() {
 	name := "nvfp4ScalesAVX512"
-	TEXT(name, NOSPLIT, "func(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)")
+	TEXT(name, NOSPLIT, "func(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)")
 	Pragma("noescape")
 	Doc(name + " computes nvfp4 block scales and element multipliers from block maxima, 16 per step.")
 	scales := Load(Param("scales"), GP64())
@@ -1056,15 +1057,20 @@ func nvfp4Scales() {
 	amax := Load(Param("amax"), GP64())
 	m := Load(Param("m"), GP64())
 	enc := Load(Param("enc"), GP64())
-	e4m3 := Load(Param("e4m3"), GP64())
 	p := Load(Param("p"), GP64())
 	invG, rcp6, g := bcast(p, 0), bcast(p, 1), bcast(p, 2)
 	low := konst(0xFFFF)
 	one := konst(1)
 	b8 := konst(0xFF)
 	oneF := konst(0x3F800000)
+	inf := konst(0x7F800000)
+	e4m3Bias := konst(120 << 23)
+	twoM9 := konst(0x3B000000) // 2^-9
+	eight := konst(8)
+
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
+	bad := Load(Param("bad"), GP64())
 	Label(name + "_loop")
 	a := ZMM()
 	VMOVDQU32(Mem{Base: amax}, a)
@@ -1085,11 +1091,17 @@ func nvfp4Scales() {
 	VPGATHERDD(Mem{Base: enc, Index: key, Scale: 1}, k1, c)
 	VPANDD(b8, c, c)
 	VPMOVDB(c, Mem{Base: scales})
-	k2 := K()
-	KXNORW(k2, k2, k2)
+	// E4M3 value of the (nonnegative) code: normal codes shift into
+	// float32 bits (exponent bias 7 → 127), subnormal ones are code·2^-9
 	v := ZMM()
-	VPXORD(v, v, v)
-	VGATHERDPS(Mem{Base: e4m3, Index: c, Scale: 4}, k2, v)
+	VPSLLD(U8(20), c, v)
+	VPADDD(e4m3Bias, v, v)
+	sub := ZMM()
+	VCVTDQ2PS(c, sub)
+	VMULPS(twoM9, sub, sub)
+	kSub := K()
+	VPCMPUD(U8(1), eight, c, kSub) // code < 8
+	VMOVDQA32(sub, kSub, v)
 	VMULPS(g, v, v)
 	o := ZMM()
 	VDIVPS(v, oneF, o)
@@ -1097,6 +1109,15 @@ func nvfp4Scales() {
 	VPTESTNMD(a, a, kz)
 	VMOVDQA32(zero, kz, o)
 	VMOVDQU32(o, Mem{Base: os})
+	// blocks for the portable code: a NaN maximum, an infinite multiplier
+	kb, ki := K(), K()
+	VPCMPUD(U8(6), inf, a, kb)
+	VPCMPUD(U8(5), inf, o, ki)
+	KORW(ki, kb, kb)
+	r := GP32()
+	KMOVW(kb, r)
+	MOVW(r.As16(), Mem{Base: bad})
+	ADDQ(U8(2), bad)
 	ADDQ(U8(64), amax)
 	ADDQ(U8(64), os)
 	ADDQ(U8(16), scales)
@@ -1109,7 +1130,7 @@ func nvfp4Scales() {
 // e2m1EncodeWF emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
 // the E2M1 table encoder of e2m1EncodeW for float32 input (or bf16 with
 // mul), 32 lanes per step. The float32 values (times the block multiplier
-// float32frombits(blk[2b]) with mul) are split into their top halves and a
+// float32frombits(blk[b]) with mul: dense, pair only) are split into their top halves and a
 // sticky mask (low half nonzero; exact, every decision point lying on the
 // bf16 grid); without mul the top halves are lowered by blk[2b] (e<<7).
 // The sign of a negative value is kept when its float32 magnitude bits
@@ -1156,6 +1177,9 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	next := 8 // bytes of blk to the second block of a pair
 	if !pair {
 		next = 0
+	}
+	if mul {
+		next = 4 // dense multipliers
 	}
 
 	Label(name + "_block")
@@ -1249,10 +1273,14 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	ADDQ(U8(16), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
-	if pair {
+	switch {
+	case mul:
+		ADDQ(U8(8), blk)
+		SUBQ(bs, n)
+	case pair:
 		ADDQ(U8(16), blk)
 		SUBQ(bs, n)
-	} else {
+	default:
 		ADDQ(U8(8), blk)
 	}
 	SUBQ(bs, n)
