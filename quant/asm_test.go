@@ -218,14 +218,30 @@ func TestAsmBlockScales(t *testing.T) {
 			c := codecFor(t, name).(*pow2Codec)
 			for i := 0; i < len(vals); i += asmChunk {
 				var amax [asmChunk]uint32
-				var ex [asmChunk]int32
+				var sh [2 * asmChunk]int32
+				sc := make([]byte, asmChunk)
 				copy(amax[:], vals[i:])
-				if !c.expF32(&ex, &amax, asmChunk) {
+				bad, ok := c.ceilScales(sc, &sh, &amax, asmChunk, 16)
+				if !ok {
 					t.Fatalf("%s: no kernel", name)
 				}
 				for j, a := range amax {
-					if want := c.blockExp(a); int(ex[j]) != want {
-						t.Fatalf("%s: exponent of %#08x = %d, want %d", name, a, ex[j], want)
+					want := c.blockExp(a)
+					if int(int8(sc[j]-127)) != want && want >= -127 && want <= 128 || int(sh[j]>>7) != want {
+						t.Fatalf("%s: exponent of %#08x = %d (%#02x), want %d", name, a, sh[j]>>7, sc[j], want)
+					}
+					if wantBad := a >= 0x7F800000 || want < -100 || want > 16; (bad>>j&1 != 0) != wantBad {
+						t.Fatalf("%s: block with maximum %#08x: bad = %v", name, a, !wantBad)
+					}
+					zt := int32(-1)
+					if c.halfUp {
+						zt = 0
+						if want >= 1 {
+							zt = 1 << (want - 1)
+						}
+					}
+					if want <= 30 && sh[asmChunk+j] != zt {
+						t.Fatalf("%s: sign limit of e = %d: %d, want %d", name, want, sh[asmChunk+j], zt)
 					}
 				}
 			}

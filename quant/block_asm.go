@@ -24,7 +24,7 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	bs, nb := c.bs, len(scales)
 	et := c.expTableBF16()
 	var amax [asmChunk]uint32
-	var shW [asmChunk]int32
+	var sh [2 * asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
@@ -32,31 +32,33 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		} else {
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
-		var bad uint64
-		var ex [asmChunk]int32
-		vexp := c.expF32(&ex, &amax, m) // bf16 maxima too: blockExpBF16 = blockExp there
-		for i, a := range amax[:m] {
-			if a >= 0x7F800000 {
-				bad |= 1 << i
-				continue
+		// bf16 maxima go through the ceil kernel too: blockExpBF16 =
+		// blockExp on them (TestBlockExpBF16)
+		bad, ok := c.ceilScales(scales[b0:b0+m], &sh, &amax, m, 1<<30)
+		if !ok {
+			bad = 0
+			for i, a := range amax[:m] {
+				if a >= 0x7F800000 {
+					bad |= 1 << i
+					continue
+				}
+				var e int
+				switch {
+				case f32 != nil:
+					e = c.blockExp(a)
+				case et != nil:
+					e = int(et[a>>16])
+				default:
+					e = c.blockExpBF16(uint16(a >> 16))
+				}
+				if e < -100 {
+					bad |= 1 << i
+				}
+				scales[b0+i] = uint8(e + 127)
+				sh[i] = int32(e) << 7
 			}
-			var e int
-			switch {
-			case vexp:
-				e = int(ex[i])
-			case f32 != nil:
-				e = c.blockExp(a)
-			case et != nil:
-				e = int(et[a>>16])
-			default:
-				e = c.blockExpBF16(uint16(a >> 16))
-			}
-			if e < -100 {
-				bad |= 1 << i
-			}
-			scales[b0+i] = uint8(e + 127)
-			shW[i] = int32(e) << 7
 		}
+		shW := &sh
 		if f32 != nil {
 			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		} else {
@@ -143,22 +145,31 @@ func e2m1LutCode(lut *[72]uint16, t uint16) uint16 {
 	return lut[2*j+s]
 }
 
-// expF32 computes the scale exponents of m float32 block maxima with the
-// ceil rules (SGLang fp4, RCEIL) in the kernel and reports whether it did
-// (not for the floor rule).
-func (c *pow2Codec) expF32(ex *[asmChunk]int32, amax *[asmChunk]uint32, m int) bool {
-	var p [5]float32
+// ceilScales computes, for the ceil rules (SGLang fp4, RCEIL), the scales
+// of m blocks from their float32 maxima in the kernel: scale bytes into
+// scales, shifts e<<7 into sh[:64] and the E2M1 sign limits into sh[64:];
+// it returns the blocks for the portable code (non-finite, or e outside
+// [−100, hi]) and false for the floor rule, which it leaves to the caller.
+func (c *pow2Codec) ceilScales(scales []byte, sh *[2 * asmChunk]int32, amax *[asmChunk]uint32, m int, hi int32) (uint64, bool) {
+	f := func(x float32) int32 { return int32(math.Float32bits(x)) }
+	var p [8]int32
 	switch c.rule {
 	case ruleSGLangFP4:
-		p = [5]float32{0, 6, 1e-10, math.Float32frombits(uint32(0xC0000000)), math.Float32frombits(1 << 30)}
+		p = [8]int32{f(0), f(6), f(1e-10), -1 << 30, 1 << 30}
 	case ruleCeil:
-		lo := int32(-127)
-		p = [5]float32{1e-30, c.maxElem, 0, math.Float32frombits(uint32(lo)), math.Float32frombits(127)}
+		p = [8]int32{f(1e-30), f(c.maxElem), f(0), -127, 127}
 	default:
-		return false
+		return 0, false
 	}
-	pow2ExpAVX512(&ex[0], &amax[0], (m+15)&^15, &p[0])
-	return true
+	p[5], p[6] = -100, hi
+	if !c.halfUp {
+		p[7] = -1 // every sign kept
+	}
+	var sc [asmChunk]byte
+	var badW [asmChunk / 16]uint16
+	pow2ScalesAVX512(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+	copy(scales, sc[:m])
+	return (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1), true
 }
 
 // amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
@@ -242,8 +253,7 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
-	var blk [2 * asmChunk]int32
-	var shW [asmChunk]int32
+	var sh [2 * asmChunk]int32 // shifts e<<7, then the float32 sign limits
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
@@ -252,11 +262,16 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
-		var ex [asmChunk]int32
-		vexp := f32 != nil && c.expF32(&ex, &amax, m)
-		if f32 == nil && c.rule != ruleCeil {
+		ok := false
+		if f32 != nil {
+			bad, ok = c.ceilScales(scales[b0:b0+m], &sh, &amax, m, 16)
+		}
+		switch {
+		case ok:
+		case f32 == nil && c.rule != ruleCeil:
 			// the integer rules of fp4Exp, inline: e = max(E + c0 + (f +
-			// r)>>7, lo) for amax = 1.f·2^E
+			// r)>>7, lo) for amax = 1.f·2^E (the bf16 kernel keeps its
+			// sign rule in its table)
 			c0, r, lo := -127-c.emax, 0, -127
 			if c.rule == ruleSGLangFP4 {
 				c0, r, lo = -129, 63, -33
@@ -269,42 +284,37 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 					bad |= 1 << i
 				}
 				sc[i] = uint8(e + 127)
-				shW[i] = int32(e) << 7
+				sh[i] = int32(e) << 7
 			}
-			goto encode
-		}
-		for i, a := range amax[:m] {
-			if a >= 0x7F800000 {
-				bad |= 1 << i
-				continue
-			}
-			var e int
-			switch {
-			case vexp:
-				e = int(ex[i])
-			case f32 != nil:
-				e = c.blockExp(a)
-			default:
-				e = c.fp4Exp(uint16(a >> 16))
-			}
-			if e < -100 || e > 16 {
-				bad |= 1 << i
-			}
-			scales[b0+i] = uint8(e + 127)
-			blk[2*i] = int32(e) << 7
-			shW[i] = int32(e) << 7
-			// the sign of x·2^-e: kept unless it rounds to zero (SGLang
-			// tests y < 0), that is unless |x| ≤ 2^(e−150)
-			switch {
-			case !c.halfUp:
-				blk[2*i+1] = -1
-			case e >= 1:
-				blk[2*i+1] = 1 << (e - 1)
-			default:
-				blk[2*i+1] = 0
+		default:
+			for i, a := range amax[:m] {
+				if a >= 0x7F800000 {
+					bad |= 1 << i
+					continue
+				}
+				var e int
+				if f32 != nil {
+					e = c.blockExp(a)
+				} else {
+					e = c.fp4Exp(uint16(a >> 16))
+				}
+				if e < -100 || e > 16 {
+					bad |= 1 << i
+				}
+				scales[b0+i] = uint8(e + 127)
+				sh[i] = int32(e) << 7
+				// the sign of x·2^-e: kept unless it rounds to zero
+				// (SGLang tests y < 0), that is unless |x| ≤ 2^(e−150)
+				switch {
+				case !c.halfUp:
+					sh[asmChunk+i] = -1
+				case e >= 1:
+					sh[asmChunk+i] = 1 << (e - 1)
+				default:
+					sh[asmChunk+i] = 0
+				}
 			}
 		}
-	encode:
 		h := bs / 2
 		switch {
 		case f32 != nil && bs == 16:
@@ -312,19 +322,19 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
 			}
 			if m > 1 {
-				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &blk[0], bs, &thrW[0])
+				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
 			}
 		case f32 != nil:
-			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thrW[0])
+			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrW[0])
 		case bs == 16:
 			if m&1 != 0 {
 				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
 			}
 			if m > 1 {
-				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &shW[0], bs, &thrW[0])
+				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
 			}
 		default:
-			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &shW[0], bs, &thrW[0])
+			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrW[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)

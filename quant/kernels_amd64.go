@@ -79,10 +79,10 @@ func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)
 //go:noescape
 func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
 
-// pow2ExpAVX512 computes ceil-rule block scale exponents from block maxima, 16 per step.
+// pow2ScalesAVX512 computes ceil-rule block scales, shifts and sign limits from block maxima, 16 per step.
 //
 //go:noescape
-func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)
+func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
 
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //

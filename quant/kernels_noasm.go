@@ -40,7 +40,7 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
 	noAsm()
 }
-func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32) { noAsm() }
+func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) { noAsm() }
 func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
 	noAsm()
 }

@@ -36,7 +36,7 @@ func main() {
 		amaxTree(k)
 	}
 	int4DecodeBF16()
-	pow2Exp()
+	pow2Scales()
 	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
 	amaxW("amaxBF16x32AVX512", false)
@@ -1001,27 +1001,36 @@ func amaxTree(k int) {
 	RET()
 }
 
-// pow2Exp emits func(e *int32, amax *uint32, m int, p *float32): for m
-// block maxima (float32 bits; m a positive multiple of 16) the scale
-// exponent e = clamp(ceil(log2(max(max(a, p[0]) / p[1], p[2]))), p[3], p[4])
-// (p[3], p[4] int32): SGLang's fp4 rule and the RCEIL rule with the
-// divisions the portable code does.
-func pow2Exp() {
-	name := "pow2ExpAVX512"
-	TEXT(name, NOSPLIT, "func(e *int32, amax *uint32, m int, p *float32)")
+// pow2Scales emits func(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32):
+// for m block maxima (float32 bits; m a positive multiple of 16, at most
+// 64) the ceil-rule scale exponent e = clamp(ceil(log2(max(max(a, p[0]) /
+// p[1], p[2]))), p[3], p[4]) (p[0..2] float32; SGLang's fp4 rule and RCEIL,
+// with the divisions the portable code does), and from it the scale byte
+// e+127, sh[b] = e<<7, sh[64+b] = (e ≥ 1 ? 1<<(e−1) : 0) | p[7] (the sign
+// limit of the E2M1 encoder), and bit b of the words at bad for a
+// non-finite maximum or e outside [p[5], p[6]].
+func pow2Scales() {
+	name := "pow2ScalesAVX512"
+	TEXT(name, NOSPLIT, "func(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)")
 	Pragma("noescape")
-	Doc(name + " computes ceil-rule block scale exponents from block maxima, 16 per step.")
-	e := Load(Param("e"), GP64())
+	Doc(name + " computes ceil-rule block scales, shifts and sign limits from block maxima, 16 per step.")
+	scales := Load(Param("scales"), GP64())
+	sh := Load(Param("sh"), GP64())
+	bad := Load(Param("bad"), GP64())
 	amax := Load(Param("amax"), GP64())
 	m := Load(Param("m"), GP64())
 	p := Load(Param("p"), GP64())
 	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
+	badLo, badHi, ztOr := bcast(p, 5), bcast(p, 6), bcast(p, 7)
 	mant := konst(0x7FFFFF)
 	one := konst(1)
 	c127 := konst(127)
+	inf := konst(0x7F800000)
 	Label(name + "_loop")
+	a := ZMM()
+	VMOVDQU32(Mem{Base: amax}, a)
 	q := ZMM()
-	VMAXPS(Mem{Base: amax}, pre, q)
+	VMAXPS(a, pre, q)
 	VDIVPS(div, q, q)
 	VMAXPS(post, q, q)
 	x := ZMM()
@@ -1033,9 +1042,33 @@ func pow2Exp() {
 	VPADDD(f, x, x)
 	VPMAXSD(lo, x, x)
 	VPMINSD(hi, x, x)
-	VMOVDQU32(x, Mem{Base: e})
+	// bad blocks
+	k0, k1, k2 := K(), K(), K()
+	VPCMPUD(U8(5), inf, a, k0)  // a >= Inf
+	VPCMPD(U8(1), badLo, x, k1) // e < badLo
+	VPCMPD(U8(6), badHi, x, k2) // e > badHi
+	KORW(k1, k0, k0)
+	KORW(k2, k0, k0)
+	r := GP32()
+	KMOVW(k0, r)
+	MOVW(r.As16(), Mem{Base: bad})
+	// scale bytes, shifts, sign limits
+	b := ZMM()
+	VPADDD(c127, x, b)
+	VPMOVDB(b, Mem{Base: scales})
+	s7 := ZMM()
+	VPSLLD(U8(7), x, s7)
+	VMOVDQU32(s7, Mem{Base: sh})
+	em1 := ZMM()
+	VPSUBD(one, x, em1)
+	zt := ZMM()
+	VPSLLVD(em1, one, zt)
+	VPORD(ztOr, zt, zt)
+	VMOVDQU32(zt, Mem{Base: sh, Disp: 256})
 	ADDQ(U8(64), amax)
-	ADDQ(U8(64), e)
+	ADDQ(U8(64), sh)
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
 	SUBQ(U8(16), m)
 	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
@@ -1130,11 +1163,11 @@ func nvfp4Scales() {
 // e2m1EncodeWF emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
 // the E2M1 table encoder of e2m1EncodeW for float32 input (or bf16 with
 // mul), 32 lanes per step. The float32 values (times the block multiplier
-// float32frombits(blk[b]) with mul: dense, pair only) are split into their top halves and a
+// float32frombits(blk[b]) with mul) are split into their top halves and a
 // sticky mask (low half nonzero; exact, every decision point lying on the
-// bf16 grid); without mul the top halves are lowered by blk[2b] (e<<7).
-// The sign of a negative value is kept when its float32 magnitude bits
-// exceed blk[2b+1] (signed; with mul every sign is kept). pair: bs = 16,
+// bf16 grid); without mul the top halves are lowered by blk[b] (e<<7), and
+// the sign of a negative value is kept when its float32 magnitude bits
+// exceed blk[64+b] (signed); with mul every sign is kept. pair: bs = 16,
 // blocks b and b+1 in one step; otherwise bs a multiple of 32.
 func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
@@ -1174,12 +1207,9 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 		MOVL(U32(0xFFFF0000), t)
 		KMOVD(t, kHi)
 	}
-	next := 8 // bytes of blk to the second block of a pair
-	if !pair {
-		next = 0
-	}
-	if mul {
-		next = 4 // dense multipliers
+	next := 0
+	if pair {
+		next = 4 // dense: the second block of the pair is the next entry
 	}
 
 	Label(name + "_block")
@@ -1197,8 +1227,8 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 			VMOVDQU16(t, kHi, shW)
 		}
 		zt0, zt1 = ZMM(), ZMM()
-		VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt0)
-		VPBROADCASTD(Mem{Base: blk, Disp: next + 4}, zt1)
+		VPBROADCASTD(Mem{Base: blk, Disp: 256}, zt0)
+		VPBROADCASTD(Mem{Base: blk, Disp: 256 + next}, zt1)
 	}
 	cnt := GP64()
 	MOVQ(bs, cnt)
@@ -1273,15 +1303,11 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	ADDQ(U8(16), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
-	switch {
-	case mul:
+	if pair {
 		ADDQ(U8(8), blk)
 		SUBQ(bs, n)
-	case pair:
-		ADDQ(U8(16), blk)
-		SUBQ(bs, n)
-	default:
-		ADDQ(U8(8), blk)
+	} else {
+		ADDQ(U8(4), blk)
 	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
