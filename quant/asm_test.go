@@ -246,6 +246,25 @@ func TestAsmBlockScales(t *testing.T) {
 				}
 			}
 		}
+		for _, name := range []string{"int8_g64", "int4_g32"} {
+			c := codecFor(t, name).(*intCodec)
+			for i := 0; i < len(vals); i += asmChunk {
+				var amax [asmChunk]uint32
+				var s16 [asmChunk]uint16
+				var div [asmChunk]float32
+				copy(amax[:], vals[i:])
+				amax[1] = 0x7FC00000 // a NaN group
+				amax[2] = 0x7F800000 // an infinite maximum
+				q := c.qmax
+				intScalesAVX512(&s16[0], &div[0], &amax[0], asmChunk, &q)
+				for j, a := range amax {
+					w16, w := c.groupScale(a)
+					if s16[j] != w16 || math.Float32bits(div[j]) != math.Float32bits(w) && w == w {
+						t.Fatalf("%s: scale of %#08x = %#04x %v, want %#04x %v", name, a, s16[j], div[j], w16, w)
+					}
+				}
+			}
+		}
 		p := [3]float32{nv.invG, rcp6, nv.g}
 		for i := 0; i < len(vals); i += asmChunk {
 			var amax [asmChunk]uint32

@@ -440,24 +440,10 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 		} else {
 			amaxBF16(&amax, bf[b0*g:], m, g)
 		}
-		// groupScale for the chunk: the fp16 rounding (RNE, as
-		// FP16.Encode) and widening by the conversion kernels
-		var nanMask uint64
-		for i, a := range amax[:m] {
-			s := float32(1)
-			if a > 0x7F800000 {
-				nanMask |= 1 << i
-			} else if a > 0 {
-				s = min(math.Float32frombits(a)/c.qmax, 65504)
-			}
-			div[i] = s
-		}
-		n16 := (m + 15) &^ 15 // the arrays hold asmChunk entries
-		fp16FromF32AVX512(&s16[0], &div[0], n16)
-		for ; nanMask != 0; nanMask &= nanMask - 1 {
-			s16[bits.TrailingZeros64(nanMask)] = 0x7E00
-		}
-		f32FromFP16AVX512(&div[0], &s16[0], n16)
+		// groupScale for the chunk (min(a/qmax, 65504), 1 for a zero
+		// group, fp16 nearest even as FP16.Encode, NaN 0x7E00)
+		qmax := c.qmax
+		intScalesAVX512(&s16[0], &div[0], &amax[0], (m+15)&^15, &qmax)
 		copy(scales[2*b0:2*(b0+m)], bytesOf(s16[:m]))
 		switch {
 		case c.four && f32 != nil:

@@ -84,6 +84,11 @@ func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
 //go:noescape
 func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
 
+// intScalesAVX512 computes the fp16 scales of integer groups from their maxima, 16 per step.
+//
+//go:noescape
+func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape

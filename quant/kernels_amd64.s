@@ -1190,6 +1190,45 @@ pow2ScalesAVX512_loop:
 	VZEROUPPER
 	RET
 
+// func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+// Requires: AVX, AVX512F
+TEXT ·intScalesAVX512(SB), NOSPLIT, $0-40
+	MOVQ         s16+0(FP), AX
+	MOVQ         div+8(FP), CX
+	MOVQ         amax+16(FP), DX
+	MOVQ         m+24(FP), BX
+	MOVQ         qmax+32(FP), SI
+	VBROADCASTSS (SI), Z0
+	MOVL         $0x477fe000, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x3f800000, SI
+	VPBROADCASTD SI, Z2
+	MOVL         $0x7f800000, SI
+	VPBROADCASTD SI, Z3
+	MOVL         $0x00007e00, SI
+	VPBROADCASTD SI, Z4
+
+intScalesAVX512_loop:
+	VMOVDQU32 (DX), Z5
+	VDIVPS    Z0, Z5, Z6
+	VMINPS    Z1, Z6, Z6
+	VPTESTNMD Z5, Z5, K1
+	VMOVDQA32 Z2, K1, Z6
+	VCVTPS2PH $0x00, Z6, Y6
+	VPMOVZXWD Y6, Z6
+	VPCMPUD   $0x06, Z3, Z5, K1
+	VMOVDQA32 Z4, K1, Z6
+	VPMOVDW   Z6, (AX)
+	VCVTPH2PS (AX), Z5
+	VMOVUPS   Z5, (CX)
+	ADDQ      $0x40, DX
+	ADDQ      $0x40, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x10, BX
+	JNZ       intScalesAVX512_loop
+	VZEROUPPER
+	RET
+
 // func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 // Requires: AVX, AVX512F
 TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-56

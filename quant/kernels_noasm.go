@@ -55,3 +55,4 @@ func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, 
 func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
+func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }

@@ -37,6 +37,7 @@ func main() {
 	}
 	int4DecodeBF16()
 	pow2Scales()
+	intScales()
 	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
 	amaxW("amaxBF16x32AVX512", false)
@@ -1374,6 +1375,55 @@ func int4DecodeBF16() {
 	ADDQ(U8(16), src)
 	ADDQ(U8(64), dst)
 	SUBQ(U8(32), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// intScales emits func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32):
+// the fp16 group scales of m group maxima (float32 bits; m a positive
+// multiple of 16): s = a > 0 ? min(a / qmax, 65504) : 1, rounded to fp16
+// (nearest even; a NaN maximum gives 0x7E00), and that scale widened back
+// to float32 in div.
+func intScales() {
+	name := "intScalesAVX512"
+	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)")
+	Pragma("noescape")
+	Doc(name + " computes the fp16 scales of integer groups from their maxima, 16 per step.")
+	s16 := Load(Param("s16"), GP64())
+	div := Load(Param("div"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	qp := Load(Param("qmax"), GP64())
+	q := ZMM()
+	VBROADCASTSS(Mem{Base: qp}, q)
+	maxS := konst(math.Float32bits(65504))
+	oneF := konst(0x3F800000)
+	inf := konst(0x7F800000)
+	nan := konst(0x7E00)
+	Label(name + "_loop")
+	a := ZMM()
+	VMOVDQU32(Mem{Base: amax}, a)
+	s := ZMM()
+	VDIVPS(q, a, s)
+	VMINPS(maxS, s, s)
+	kz := K()
+	VPTESTNMD(a, a, kz)
+	VMOVDQA32(oneF, kz, s)
+	h := ZMM()
+	VCVTPS2PH(U8(0), s, h.AsY())
+	VPMOVZXWD(h.AsY(), h)
+	kn := K()
+	VPCMPUD(U8(6), inf, a, kn)
+	VMOVDQA32(nan, kn, h)
+	VPMOVDW(h, Mem{Base: s16})
+	f := ZMM()
+	VCVTPH2PS(Mem{Base: s16}, f)
+	VMOVUPS(f, Mem{Base: div})
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), div)
+	ADDQ(U8(32), s16)
+	SUBQ(U8(16), m)
 	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
