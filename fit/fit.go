@@ -829,6 +829,12 @@ func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) 
 	out.capacity = plan.Capacity(rep, s.spec, capL)
 	held := rep.MaxConcurrencyAtContextLength >= int64(n)
 	if s.wl != nil {
+		if rep.Engine == plan.EngineVLLM {
+			// vLLM's own concurrency counts max_model_len per request;
+			// the workload's requests hold their blocks.
+			bs := int64(max(rep.BlockSize, 1))
+			out.capacity = rep.MaxTotalNumTokens / ((int64(capL) + bs - 1) / bs * bs)
+		}
 		held = out.capacity >= int64(n)
 	}
 	// The engine may clamp the context to what its pool holds
