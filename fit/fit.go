@@ -648,7 +648,11 @@ func (s *search) request(c candidate, n, L int) plan.Request {
 		r.DPSize = c.dp
 	}
 	_ = r.SetField(s.ctxKey, strconv.Itoa(L))
-	_ = r.SetField(s.capKey, strconv.Itoa(n))
+	if s.wl == nil {
+		// A workload keeps the engine's own cap: its simulation shows
+		// what the traffic does with it.
+		_ = r.SetField(s.capKey, strconv.Itoa(n))
+	}
 	return r
 }
 

@@ -233,14 +233,18 @@ func closeSource(src simulate.Source) {
 }
 
 // demand simulates the workload on an unbounded pool without a request
-// cap, with the time model of the first layout that starts (fewest GPUs
-// of the first GPU type searched, dp 1): its peak running requests are
-// the concurrency the search sizes for.
+// cap, with the time model of the fastest layout that starts (the most
+// GPUs, widest TP first, of the first GPU type searched; dp 1): its peak
+// running requests are the concurrency the search sizes for, about the
+// least any layout sees (a slower one keeps requests longer; dp replicas
+// each get their share).
 func (s *search) demand(ctx context.Context, dtype string, maxGPUs int) error {
 	w := s.wl
 	for _, g := range s.gpus {
-		for count := 1; count <= maxGPUs; count++ {
-			for _, tp := range divisors(count) {
+		for count := maxGPUs; count >= 1; count-- {
+			tps := divisors(count)
+			slices.Reverse(tps)
+			for _, tp := range tps {
 				c := candidate{gpu: g, tp: tp, pp: count / tp, dp: 1, dtype: dtype}
 				if layoutReason(s.spec, c.tp, c.pp) != "" {
 					continue

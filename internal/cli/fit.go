@@ -206,16 +206,17 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		capLen := t.ContextLength
 		if wl != nil {
-			capLen = wl.MeanRequestTokens
+			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens (the workload's mean) the pools hold (over all DP replicas); the engine's own request cap is kept.\n",
+				group(int64(wl.MeanRequestTokens)))
+		} else {
+			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
+				group(int64(t.ContextLength)), t.Concurrency)
+			if anyDP(res.Configurations) {
+				fmt.Fprint(w, " (per replica: its share)")
+			}
+			fmt.Fprintln(w, ".")
 		}
-		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
-			group(int64(capLen)), t.Concurrency)
-		if anyDP(res.Configurations) {
-			fmt.Fprint(w, " (per replica: its share)")
-		}
-		fmt.Fprintln(w, ".")
 		if wl != nil {
 			fmt.Fprintf(w, "Each row is the first of its GPU type and dtype whose simulation of the workload serves it (%s).\n", criteriaText(wl.Criteria))
 		}
