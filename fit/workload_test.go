@@ -181,3 +181,17 @@ func TestFitWorkloadInvalid(t *testing.T) {
 		})
 	}
 }
+
+func TestFitWorkloadLooserCriteria(t *testing.T) {
+	// Retractions and KV queueing allowed: one GPU serves.
+	o := fit.Options{Base: workloadBase(plan.EngineSGLang), GPUs: []string{"H100"}, MaxGPUs: 2, Source: traceSource(t),
+		Simulation: simulate.Options{StepTimeS: 0.01}, Criteria: fit.Criteria{MaxRetractions: 10, MaxKVBlockedShare: 1, AllowKVPoolBinding: true}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 1 || res.Configurations[0].GPUCount != 1 || res.Configurations[0].Simulation.Setbacks() < 1 {
+		t.Fatalf("configurations %+v", res.Configurations)
+	}
+	checkResimulated(t, res.Configurations[0], o)
+}

@@ -84,3 +84,21 @@ func TestFitCommandWorkloadErrors(t *testing.T) {
 		})
 	}
 }
+
+// The README's workload example prints what the README shows.
+func TestFitREADMEWorkloadExample(t *testing.T) {
+	out, errs, code := runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--kv-cache-dtypes", "auto,fp8_e4m3",
+		"--requests", "1000", "--rate", "10", "--prompt-len", "1500", "--output-len", "300", "--shared-prefix", "1000", "--prefix-groups", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"Demand: peak 28 running and 50,489 KV tokens on an unbounded pool (time model of 8× H100-80GB, tp 8)",
+		"257       0                arrivals  0.398       --tp-size 1 --kv-cache-dtype fp8_e4m3 --context-length 2800 --mem-fraction-static 0.835",
+		"77        0                arrivals  0.398       --tp-size 2 --kv-cache-dtype auto --context-length 2800 --mem-fraction-static 0.834",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q (update README.md's fit workload example):\n%s", want, out)
+		}
+	}
+}
