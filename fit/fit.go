@@ -11,6 +11,11 @@
 // pools solved for the target: the SWA/full token ratio of hybrid
 // sliding-window pools and the mamba state slots of hybrid
 // linear-attention models.
+//
+// The target may instead be a workload (a trace or a generator, package
+// simulate): the search then sizes for the workload's peak running
+// requests and lists the cheapest layouts whose simulation of the
+// workload meets Criteria (docs/fit.md#serving-a-workload).
 package fit
 
 import (

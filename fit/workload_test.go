@@ -195,3 +195,28 @@ func TestFitWorkloadLooserCriteria(t *testing.T) {
 	}
 	checkResimulated(t, res.Configurations[0], o)
 }
+
+// BenchmarkFitWorkload is a workload fit (the README's: 1,000 generated
+// requests, two KV dtypes on H100s) against its baseline, the concurrency
+// fit of the same search (the demand's 28 requests of 2,800 tokens):
+// compare the two ns/op.
+func BenchmarkFitWorkload(b *testing.B) {
+	g := &simulate.Generator{Requests: 1000, Rate: 10, Prompt: simulate.Lengths{Mean: 1500}, Output: simulate.Lengths{Mean: 300},
+		SharedPrefix: 1000, PrefixGroups: 4, Seed: 1}
+	base := plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}
+	for _, bc := range []struct {
+		name string
+		o    fit.Options
+	}{
+		{"concurrency", fit.Options{Base: base, GPUs: []string{"H100"}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}, Concurrency: 28, ContextLength: 2800}},
+		{"workload", fit.Options{Base: base, GPUs: []string{"H100"}, KVCacheDTypes: []string{"auto", "fp8_e4m3"}, Workload: g}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := fit.Run(context.Background(), bc.o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
