@@ -102,3 +102,56 @@ func TestFitREADMEWorkloadExample(t *testing.T) {
 		}
 	}
 }
+
+func TestFitCommandTraceCSV(t *testing.T) {
+	out, errs, code := runKV(t, "", append(fitTraceArgs, "--max-gpus", "2", "-o", "csv")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], ",peak_running,retractions_or_preemptions,binding_limit,prefix_hit_rate") ||
+		!strings.HasSuffix(lines[1], ",5,0,token_budget,0.0000") {
+		t.Errorf("csv:\n%s", out)
+	}
+}
+
+// The chosen row's kvcfg plan arguments, given to kvcfg simulate with the
+// same trace, reproduce the row's simulation figures.
+func TestFitTraceRowResimulates(t *testing.T) {
+	for _, engine := range []string{"sglang", "vllm"} {
+		t.Run(engine, func(t *testing.T) {
+			share := map[string]string{"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization"}[engine]
+			args := []string{"fit", "--engine", engine, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--gpu-memory", "20GiB",
+				share, "0.9", "--trace", "testdata/fit-retract.jsonl", "--step-time", "0.01", "--max-gpus", "2", "-o", "json"}
+			out, errs, code := runKV(t, "", args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var res struct {
+				Configurations []struct {
+					PlanArgs   []string       `json:"plan_args"`
+					Simulation map[string]any `json:"simulation"`
+				} `json:"configurations"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Configurations) != 1 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			row := res.Configurations[0]
+			sim := append(append([]string{"simulate"}, row.PlanArgs...), "--trace", "testdata/fit-retract.jsonl", "--step-time", "0.01", "-o", "json")
+			out, errs, code = runKV(t, "", sim...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", sim, code, errs)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{"requests_completed", "unservable_requests", "peak_running", "recomputed_tokens", "prefix_hit_rate", "peak_kv_tokens", "pool_tokens", "binding_limit", "retractions", "preemptions"}
+			for _, k := range keys {
+				if got[k] != row.Simulation[k] {
+					t.Errorf("%s: fit %v, simulate %v", k, row.Simulation[k], got[k])
+				}
+			}
+		})
+	}
+}
