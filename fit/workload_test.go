@@ -220,3 +220,55 @@ func BenchmarkFitWorkload(b *testing.B) {
 		})
 	}
 }
+
+// A DP row's figures are those of its replicas, each simulated with its
+// round-robin share of the trace (request i to replica i mod dp).
+func TestFitWorkloadDPReplicas(t *testing.T) {
+	o := fit.Options{Base: workloadBase(plan.EngineSGLang), GPUs: []string{"H100"}, MaxGPUs: 2, All: true, Source: traceSource(t),
+		Simulation: simulate.Options{StepTimeS: 0.01}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dp *fit.Configuration
+	for i, c := range res.Configurations {
+		if c.DPSize == 2 {
+			dp = &res.Configurations[i]
+		}
+	}
+	if dp == nil {
+		t.Fatalf("no DP2 row in %+v", res.Configurations)
+	}
+	req, err := fit.ParseFlags(plan.Request{}, dp.PlanArgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := simulate.FromPlan(context.Background(), req, o.Simulation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := traceSource(t)()
+	var shares [2][]simulate.Request
+	for i := 0; ; i++ {
+		r, err := src.Next()
+		if err != nil {
+			break
+		}
+		shares[i%2] = append(shares[i%2], r)
+	}
+	var completed, peakKV int64
+	var peak int
+	for _, sh := range shares {
+		sum, err := simulate.Run(context.Background(), cfg, &simulate.SliceSource{Reqs: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed += sum.RequestsCompleted
+		peak += sum.PeakRunning
+		peakKV += sum.PeakKVTokens
+	}
+	m := dp.Simulation
+	if m.RequestsCompleted != completed || m.PeakRunning != peak || m.PeakKVTokens != peakKV || completed != 16 {
+		t.Errorf("DP row %+v, replicas: %d completed, peak %d running, %d KV tokens", m, completed, peak, peakKV)
+	}
+}
