@@ -986,6 +986,9 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	}
 	// Largest context L' < L with n requests.
 	clo, chi := 0, L-1
+	if s.wl != nil {
+		chi = 0 // a workload's context is its longest request
+	}
 	for clo < chi {
 		mid := (clo + chi + 1) / 2
 		o, err := ok(n, mid)
@@ -1011,6 +1014,12 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			KVCacheDType: c.dtype, Flags: EngineFlags(shown.req), PlanArgs: PlanArgs(shown.req), Request: shown.req}
 	}
 	total := out.capacity * int64(c.dp)
+	// lbl is the request length capacities are counted in: a workload's
+	// mean request, else the target context.
+	lbl := L
+	if s.wl != nil {
+		lbl = min(L, s.wl.meanTokens)
+	}
 	weightsOver := false
 	switch {
 	case out.err != nil:
@@ -1033,10 +1042,10 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			weightsOver = true
 		}
 	case total > 0:
-		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, lbl, n)
 		m.Shortfall = fmt.Sprintf("holds %s of the %s requests (%d%%)", units.Group(total), units.Group(int64(n)), percent(float64(total)/float64(n)))
 	default:
-		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, lbl, n)
 		tokens := out.rep.MaxTotalNumTokens
 		m.Shortfall = fmt.Sprintf("holds %s of the %s tokens one request needs (%d%%)", units.Group(tokens), units.Group(int64(L)), percent(float64(tokens)/float64(L)))
 	}
@@ -1048,7 +1057,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	}
 	var can []string
 	if lo > 0 {
-		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(L))))
+		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(lbl))))
 	}
 	if clo > 0 {
 		can = append(can, fmt.Sprintf("serve %s concurrent requests of up to %s tokens", units.Group(int64(n)), units.Group(int64(clo))))
@@ -1065,7 +1074,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			why = "as separate engine instances: fit lists data-parallel replicas of tensor-parallel layouts only"
 		}
 		fixes = append(fixes, fmt.Sprintf("about %d GPUs as %d replicas of %s, each holding %s requests of %s tokens (%s)",
-			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(L)), why))
+			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(lbl)), why))
 	}
 	if f := s.unpinShare(ctx, c, out, n, L); f != "" {
 		fixes = append(fixes, f)

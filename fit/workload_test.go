@@ -272,3 +272,23 @@ func TestFitWorkloadDPReplicas(t *testing.T) {
 		t.Errorf("DP row %+v, replicas: %d completed, peak %d running, %d KV tokens", m, completed, peak, peakKV)
 	}
 }
+
+// When no layout's plan holds the workload's demand, the closest miss is
+// the plan's, counted in requests of the workload's mean length.
+func TestFitWorkloadPlanMiss(t *testing.T) {
+	g := &simulate.Generator{Requests: 200, Rate: 0, Prompt: simulate.Lengths{Mean: 3000}, Output: simulate.Lengths{Mean: 500}, Seed: 1}
+	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, GPUs: []string{"L4"}, MaxGPUs: 1, Workload: g,
+		Simulation: simulate.Options{StepTimeS: 0.05}}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.ClosestMiss
+	// All 200 arrive at once: the demand is all of them.
+	if res.Target.Concurrency != 200 || len(res.Configurations) != 0 || m == nil || m.Simulation != nil {
+		t.Fatalf("target %+v, configurations %d, miss %+v", res.Target, len(res.Configurations), m)
+	}
+	if m.MaxContextLength != 0 || !strings.Contains(m.Error, "of 3500 tokens, not 200") || m.MaxConcurrency < 1 {
+		t.Errorf("miss %+v", m)
+	}
+}

@@ -249,6 +249,8 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 				group(sim.RequestsCompleted), group(wl.Requests), group(int64(sim.PeakRunning)), sim.SetbackText(), sim.BindingLimit, sim.PrefixHitRate)
 		case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
 			fmt.Fprintf(w, "  serves:       no request at this layout\n")
+		case wl != nil:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens (the workload's mean)\n", requests(m.MaxConcurrency, "request"), group(int64(wl.MeanRequestTokens)))
 		case m.MaxContextLength == 0:
 			fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
 		default:
