@@ -206,7 +206,7 @@ var flagTable = []Flag{
 		Help:     "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)",
 		Spelling: sp(EngineSGLang, "--mamba-ssm-dtype")},
 	{Key: "sglang_version", Name: "--sglang-version", Kind: KindString, Engines: sglangOnly, Role: "version",
-		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the 0.5.3 profile)"},
+		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the newest profile; pin a run's release, e.g. 0.5.3)"},
 
 	{Key: "pre_load_free_memory", Name: "--pre-load-free-memory", Kind: KindSize, Engines: sglangVLLM, NonZero: true,
 		Help: "free memory before weight load as the engine logged it (e.g. 78.81GiB)"},

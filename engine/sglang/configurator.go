@@ -215,7 +215,7 @@ func (c *Configurator) Reset(in Input) error {
 	if prof.Era == "" || prof.Version != in.Version {
 		var err error
 		if prof, err = ResolveProfile(in.Version); err != nil {
-			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the default profile"}
+			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest profile"}
 		}
 	}
 	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
