@@ -189,7 +189,7 @@ var flagTable = []Flag{
 		Help:     "disable the radix (prefix) cache",
 		Spelling: sp(EngineSGLang, "--disable-radix-cache", EngineVLLM, "--no-enable-prefix-caching")},
 	{Key: "speculative_algorithm", Name: "--speculative-algorithm", Kind: KindString, Engines: allEngines,
-		Help:     "speculative decoding: EAGLE, EAGLE3, STANDALONE, DFLASH or NGRAM",
+		Help:     "speculative decoding: EAGLE, EAGLE3, NEXTN (SGLang's alias of EAGLE), STANDALONE, DFLASH or NGRAM; MTP with --engine trtllm",
 		Spelling: sp(EngineSGLang, "--speculative-algorithm")},
 	{Key: "speculative_num_draft_tokens", Name: "--speculative-num-draft-tokens", Kind: KindInt, Engines: sglangOnly, NonZero: true,
 		Help:     "draft tokens per step (default 4)",

@@ -558,3 +558,27 @@ func TestSWAVHeadDimDefault(t *testing.T) {
 		t.Errorf("cell %v, want %v", r.CellSize, want)
 	}
 }
+
+// NEXTN is SGLang's alias of EAGLE: server_args rewrites it before sizing,
+// so the plan is EAGLE's (DeepSeek-V3's MTP layer as the draft, the 2 GiB
+// speculative reserve of the 0.5.3 fraction: 0.882).
+func TestNEXTNIsEAGLE(t *testing.T) {
+	var got []string
+	for _, alg := range []string{"NEXTN", "nextn", "EAGLE"} {
+		c := newC(t, sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: h200,
+			Args: sglang.ServerArgs{SpeculativeAlgorithm: alg, SpeculativeNumDraftTokens: 4}, PostLoadFreeBytes: gibBytes(59.5)})
+		r, err := c.Configure(gibBytes(139.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Derived()
+		got = append(got, fmt.Sprintf("%s %d %v %v %d", d.SpeculativeAlgo, d.DraftLayers, d.MemFractionStatic, r.CellSize, r.MaxTotalNumTokens))
+	}
+	if got[0] != got[2] || got[1] != got[2] || !strings.HasPrefix(got[2], "EAGLE 1 0.882 ") {
+		t.Errorf("NEXTN / nextn / EAGLE: %q", got)
+	}
+	if _, err := sglang.New(sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
+		Args: sglang.ServerArgs{SpeculativeAlgorithm: "MTP"}}); !errors.Is(err, sglang.ErrInvalid) {
+		t.Errorf("MTP: err %v, want ErrInvalid (SGLang's parser has no MTP choice)", err)
+	}
+}
