@@ -52,7 +52,8 @@ func TestSpeculativeAlgorithmNames(t *testing.T) {
 }
 
 // MTP, NEXTN and EAGLE are one plan on TensorRT-LLM (one-model MTP over the
-// checkpoint's next-token layer), and NEXTN is EAGLE's plan on SGLang.
+// checkpoint's next-token layer), and NEXTN is EAGLE's plan on SGLang and
+// vLLM.
 func TestSpeculativeAliasesPlanAlike(t *testing.T) {
 	type key struct {
 		cell   float64
@@ -96,6 +97,9 @@ func TestSpeculativeAliasesPlanAlike(t *testing.T) {
 	sgl := plans(plan.EngineSGLang, "NEXTN", "EAGLE")
 	if sgl[0] != sgl[1] {
 		t.Errorf("sglang NEXTN / EAGLE differ:\n%+v", sgl)
+	}
+	if v := plans(plan.EngineVLLM, "NEXTN", "EAGLE"); v[0] != v[1] {
+		t.Errorf("vllm NEXTN / EAGLE differ:\n%+v", v)
 	}
 }
 
