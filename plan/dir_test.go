@@ -16,22 +16,7 @@ import (
 // A model directory with safetensors: weights come from the headers, not
 // the estimate.
 func TestModelDirectoryWeights(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := catalog.Config(catalog.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	ts := []safetensors.TensorData{{Name: "model.embed_tokens.weight", DType: "BF16", Shape: []int64{1024, 512}, Data: make([]byte, 1024*512*2)}}
-	if err := safetensors.Write(&b, ts, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := modelDir(t, "model.safetensors", 512)
 	r, err := plan.Run(context.Background(), plan.Request{Model: dir, TPSize: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -58,28 +43,13 @@ func TestModelDirectoryWeights(t *testing.T) {
 // sized from the shard it has: every engine estimates from the config and
 // says which shards are missing.
 func TestPartialCheckpoint(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := catalog.Config(catalog.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := modelDir(t, "model-00001-of-00004.safetensors", 1024)
 	index := `{"metadata": {"total_size": 16060522496}, "weight_map": {
 	  "model.embed_tokens.weight": "model-00001-of-00004.safetensors",
 	  "model.layers.0.mlp.down_proj.weight": "model-00002-of-00004.safetensors",
 	  "model.layers.20.mlp.down_proj.weight": "model-00003-of-00004.safetensors",
 	  "lm_head.weight": "model-00004-of-00004.safetensors"}}`
 	if err := os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(index), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	ts := []safetensors.TensorData{{Name: "model.embed_tokens.weight", DType: "BF16", Shape: []int64{1024, 1024}, Data: make([]byte, 1024*1024*2)}}
-	if err := safetensors.Write(&b, ts, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model-00001-of-00004.safetensors"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, eng := range plan.Engines() {
@@ -100,4 +70,27 @@ func TestPartialCheckpoint(t *testing.T) {
 			t.Errorf("%s: no partial-download warning in %q", eng, r.Warnings)
 		}
 	}
+}
+
+// modelDir writes a model directory: the catalog default's config.json and
+// one safetensors shard named shard holding a bf16 1024×cols embedding.
+func modelDir(t *testing.T, shard string, cols int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, err := catalog.Config(catalog.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	ts := []safetensors.TensorData{{Name: "model.embed_tokens.weight", DType: "BF16", Shape: []int64{1024, cols}, Data: make([]byte, 1024*cols*2)}}
+	if err := safetensors.Write(&b, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, shard), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"bytes"
+	"github.com/kvcfg/kvcfg/dtype"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -34,6 +35,10 @@ type benchCase struct {
 var benchCases = []benchCase{
 	{"fp8_e4m3/encode_bf16", "fp8_e4m3", true},
 	{"fp8_e4m3/decode_bf16", "fp8_e4m3", false},
+	{"fp8_e5m2/encode_bf16", "fp8_e5m2", true},
+	{"fp8_e5m2/decode_bf16", "fp8_e5m2", false},
+	{"fp8_e4m3fnuz/encode_bf16", "fp8_e4m3fnuz", true},
+	{"fp8_e4m3fnuz/decode_bf16", "fp8_e4m3fnuz", false},
 	{"mxfp8/encode_bf16", "mxfp8", true},
 	{"mxfp8/decode_bf16", "mxfp8", false},
 	{"fp4_mx_block16/encode_bf16", "fp4_mx_block16", true},
@@ -113,7 +118,13 @@ func BenchmarkKV(b *testing.B) {
 func benchOne(b *testing.B, bc benchCase) {
 	src := benchInput()
 	n := len(src)
-	c, err := ForKV(bc.codec)
+	var c Codec
+	var err error
+	if bc.codec == "fp8_e4m3fnuz" {
+		c, err = FP8(dtype.FP8E4M3FNUZ, 1, NonSat)
+	} else {
+		c, err = ForKV(bc.codec)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -135,6 +135,15 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeFP8Asm(dst, scales, src, nil) || c.encodeFP4Asm(dst, scales, src, nil) {
+		return nil
+	}
+	c.encodeF32Blocks(dst, scales, src)
+	return nil
+}
+
+// encodeF32Blocks is the portable encoder of whole blocks (buffers checked).
+func (c *pow2Codec) encodeF32Blocks(dst, scales []byte, src []float32) {
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
@@ -174,7 +183,6 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 			out[j] = (tab[keyMag(y0&0x7FFFFFFF)] | c.sign4(y0)) | (tab[keyMag(y1&0x7FFFFFFF)]|c.sign4(y1))<<4
 		}
 	}
-	return nil
 }
 
 // sign4 returns the E2M1 sign bit (0x8) of a scaled element y: set for
@@ -190,6 +198,9 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeFP8Asm(dst, scales, nil, src) || c.encodeFP4Asm(dst, scales, nil, src) {
+		return nil
+	}
 	if c.encodeFP4BF16SIMD(dst, scales, src) {
 		return nil
 	}
@@ -197,6 +208,13 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 		c.encodeFP4BF16Table(dst, scales, src)
 		return nil
 	}
+	c.encodeBF16Blocks(dst, scales, src)
+	return nil
+}
+
+// encodeBF16Blocks is the portable encoder of whole blocks (buffers
+// checked).
+func (c *pow2Codec) encodeBF16Blocks(dst, scales []byte, src []uint16) {
 	bs := c.bs
 	for b := range len(src) / bs {
 		blk := src[b*bs : b*bs+bs]
@@ -248,7 +266,6 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 		}
 		c.encodeBlockFP4Slow(out, blk, e)
 	}
-	return nil
 }
 
 // encodeBlockFP4Slow encodes one E2M1 block of bf16 values with scale 2^e
@@ -287,6 +304,15 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	if c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
+		return nil
+	}
+	c.decodeF32Blocks(dst, src, scales)
+	return nil
+}
+
+// decodeF32Blocks is the portable float32 decoder of whole blocks.
+func (c *pow2Codec) decodeF32Blocks(dst []float32, src, scales []byte) {
 	bs := c.bs
 	for b, s := range scales {
 		f := c.scaleF32(s)
@@ -303,12 +329,14 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 			out[2*j+1] = e2m1F32[q>>4] * f
 		}
 	}
-	return nil
 }
 
 func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
+	}
+	if c.decodeFP8Asm(dst, nil, src, scales) || c.decodeFP4Asm(dst, nil, src, scales) {
+		return nil
 	}
 	if c.decodeFP4BF16SIMD(dst, src, scales) {
 		return nil

@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kvcfg/kvcfg/dtype"
 )
@@ -93,6 +94,8 @@ func (c *fp8Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	enc := &c.t.enc
 	dst = dst[:len(src)]
 	if c.scale == 1 {
+		done := encodeFP8F32Asm(dst, src, c.t)
+		dst, src = dst[done:], src[done:]
 		for i, x := range src {
 			dst[i] = enc[keyF32(math.Float32bits(x))]
 		}
@@ -112,10 +115,11 @@ func (c *fp8Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	enc := (*[1 << 16]uint8)(c.t.enc[:1<<16])
 	dst = dst[:len(src)]
 	if c.scale == 1 {
-		if c.f == E4M3FN && c.ov == NonSat {
-			done := encodeE4M3BF16SIMD(dst, src)
-			dst, src = dst[done:], src[done:]
+		done := encodeFP8BF16Asm(dst, src, c.t)
+		if done == 0 && c.f == E4M3FN && c.ov == NonSat {
+			done = encodeE4M3BF16SIMD(dst, src)
 		}
+		dst, src = dst[done:], src[done:]
 		for i, b := range src {
 			dst[i] = enc[b]
 		}
@@ -135,6 +139,8 @@ func (c *fp8Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	dec := &c.t.dec
 	src = src[:len(dst)]
 	if c.scale == 1 {
+		done := decodeFP8F32Asm(dst, src, c.t)
+		dst, src = dst[done:], src[done:]
 		for i, b := range src {
 			dst[i] = dec[b]
 		}
@@ -154,10 +160,11 @@ func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	src = src[:len(dst)]
 	if c.scale == 1 {
 		dec := &c.t.decBF
-		if c.f == E4M3FN {
-			done := decodeE4M3BF16SIMD(dst, src, 0)
-			dst, src = dst[done:], src[done:]
+		done := decodeFP8BF16Asm(dst, src, c.t)
+		if done == 0 && c.f == E4M3FN {
+			done = decodeE4M3BF16SIMD(dst, src, 0)
 		}
+		dst, src = dst[done:], src[done:]
 		if d64 := asU64(dst); d64 != nil {
 			src = src[:4*len(d64)]
 			for j := range d64 {
@@ -192,10 +199,24 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	}
 	switch c.f {
 	case BF16:
+		if d := u16s(dst); d != nil {
+			done := wideAsm(d, src, bf16FromF32AVX512)
+			for i, x := range src[done:] {
+				d[done+i] = BF16FromF32(x)
+			}
+			return nil
+		}
 		for i, x := range src {
 			put16(dst[2*i:], BF16FromF32(x))
 		}
 	case FP16:
+		if d := u16s(dst); d != nil {
+			done := wideAsm(d, src, fp16FromF32AVX512)
+			for i, x := range src[done:] {
+				d[done+i] = FP16.Encode(x, NonSat)
+			}
+			return nil
+		}
 		for i, x := range src {
 			put16(dst[2*i:], FP16.Encode(x, NonSat))
 		}
@@ -213,10 +234,21 @@ func (c *wideCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	}
 	switch c.f {
 	case BF16:
+		if d := u16s(dst); d != nil {
+			copy(d, src)
+			return nil
+		}
 		for i, b := range src {
 			put16(dst[2*i:], b)
 		}
 	case FP16:
+		if d := u16s(dst); d != nil {
+			done := wideAsm(d, src, fp16FromBF16AVX512)
+			for i, b := range src[done:] {
+				d[done+i] = FP16.Encode(BF16ToF32(b), NonSat)
+			}
+			return nil
+		}
 		for i, b := range src {
 			put16(dst[2*i:], FP16.Encode(BF16ToF32(b), NonSat))
 		}
@@ -234,10 +266,24 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	}
 	switch c.f {
 	case BF16:
+		if s := u16s(src); s != nil {
+			done := wideAsm(dst, s, f32FromBF16AVX512)
+			for i, b := range s[done:] {
+				dst[done+i] = BF16ToF32(b)
+			}
+			return nil
+		}
 		for i := range dst {
 			dst[i] = BF16ToF32(get16(src[2*i:]))
 		}
 	case FP16:
+		if s := u16s(src); s != nil {
+			done := wideAsm(dst, s, f32FromFP16AVX512)
+			for i, b := range s[done:] {
+				dst[done+i] = fp16ToF32(b)
+			}
+			return nil
+		}
 		for i := range dst {
 			dst[i] = fp16ToF32(get16(src[2*i:]))
 		}
@@ -255,6 +301,10 @@ func (c *wideCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	}
 	switch c.f {
 	case BF16:
+		if s := u16s(src); s != nil {
+			copy(dst, s)
+			return nil
+		}
 		for i := range dst {
 			dst[i] = get16(src[2*i:])
 		}
@@ -371,4 +421,13 @@ func put32(b []byte, v uint32) {
 func get32(b []byte) uint32 {
 	_ = b[3]
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// u16s views little-endian 16-bit values stored in b as a []uint16, or
+// returns nil (big-endian machine or misaligned b).
+func u16s(b []byte) []uint16 {
+	if !littleEndian || len(b) == 0 || uintptr(unsafe.Pointer(&b[0]))%2 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }

@@ -36,7 +36,7 @@ func (c *intCodec) groupScale(amax uint32) (uint16, float32) {
 	if amax > 0 {
 		s = min(math.Float32frombits(amax)/c.qmax, 65504)
 	}
-	s16 := FP16.Encode(s, NonSat)
+	s16 := fp16FromPos(s)
 	return s16, fp16ToF32(s16)
 }
 
@@ -56,6 +56,9 @@ func (c *intCodec) quantize(x, s float32) int32 {
 func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
+	}
+	if c.encodeAsm(dst, scales, src, nil) {
+		return nil
 	}
 	g := c.g
 	for b := range len(src) / g {
@@ -90,6 +93,9 @@ func (c *intCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeAsm(dst, scales, nil, src) {
+		return nil
+	}
 	g := c.g
 	var buf [64]float32
 	for b := range len(src) / g {
@@ -109,6 +115,9 @@ func (c *intCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
+	}
+	if c.decodeAsm(nil, dst, src, scales) {
+		return nil
 	}
 	g := c.g
 	for b := range len(dst) / g {
@@ -132,7 +141,7 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeBF16SIMD(dst, src, scales) {
+	if c.decodeAsm(dst, nil, src, scales) || c.decodeBF16SIMD(dst, src, scales) {
 		return nil
 	}
 	g := c.g
@@ -164,4 +173,15 @@ func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {
 		}
 	}
 	return nil
+}
+
+// fp16FromPos is FP16.Encode(s, NonSat) with a fast path for s in the
+// normal fp16 range (the usual group scale).
+func fp16FromPos(s float32) uint16 {
+	u := math.Float32bits(s)
+	if u >= 0x38800000 && u < 0x477FF000 {
+		r := u - 112<<23
+		return uint16((r + 0xFFF + r>>13&1) >> 13)
+	}
+	return FP16.Encode(s, NonSat)
 }

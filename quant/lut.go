@@ -27,6 +27,11 @@ type fp8Tables struct {
 	decBF [256]uint16 // exact bf16 of each code (NaN → 0x7FC0)
 	// decBFScaled adds k<<7 to decBF for finite nonzero codes: the mask.
 	nzBF [256]uint16
+	// decHi is the top half of each dec value (the low half is zero for
+	// every FP8 value and NaN), for the assembly float32 decoder.
+	decHi [256]uint16
+	kp    [16]uint32 // assembly encoder parameters (fp8KernParams)
+	kpW   [32]uint16 // the same for the 16-bit-lane bf16 encoder
 }
 
 var (
@@ -48,10 +53,12 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 			v := f.Decode(uint16(c))
 			t.dec[c] = v
 			t.decBF[c] = BF16FromF32(v)
+			t.decHi[c] = uint16(math.Float32bits(v) >> 16)
 			if a := math.Float32bits(v) & 0x7FFFFFFF; a != 0 && a < 0x7F800000 {
 				t.nzBF[c] = 0xFFFF
 			}
 		}
+		fp8KernParams(&t.kp, &t.kpW, f, &t.enc)
 		fp8Tabs[f][ov] = t
 	})
 	return fp8Tabs[f][ov]
@@ -137,6 +144,7 @@ func init() {
 		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1RNE[k], e2m1HalfUp[k]
 	}
 	initE2M1Shift()
+	initE2M1Lut()
 }
 
 // clampLow returns max(t, 0) without a branch.

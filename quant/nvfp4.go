@@ -34,6 +34,8 @@ type nvfp4Dec struct {
 	// sign bit set (false for the NaN scales).
 	lh  [256][32]uint8
 	sym [256]bool
+	// bf32 is bf in 32-bit lanes, for the assembly decoder.
+	bf32 [256][16]uint32
 }
 
 func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
@@ -42,6 +44,7 @@ func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
 		c.blockTable(&c.dec.f32[s], uint8(s))
 		for i, v := range c.dec.f32[s] {
 			c.dec.bf[s][i] = BF16FromF32(v)
+			c.dec.bf32[s][i] = uint32(c.dec.bf[s][i])
 		}
 		bf := &c.dec.bf[s]
 		c.dec.sym[s] = true
@@ -74,6 +77,15 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if c.encodeAsm(dst, scales, src, nil) {
+		return nil
+	}
+	c.encodeF32Blocks(dst, scales, src)
+	return nil
+}
+
+// encodeF32Blocks is the portable float32 encoder of whole blocks.
+func (c *nvfp4Codec) encodeF32Blocks(dst, scales []byte, src []float32) {
 	for b := range len(src) / 16 {
 		blk := src[b*16 : b*16+16]
 		var amax uint32
@@ -89,14 +101,13 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 			out[j] = nvCode(blk[2*j]*os) | nvCode(blk[2*j+1]*os)<<4
 		}
 	}
-	return nil
 }
 
 func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
-	if c.encodeBF16SIMD(dst, scales, src) {
+	if c.encodeAsm(dst, scales, nil, src) || c.encodeBF16SIMD(dst, scales, src) {
 		return nil
 	}
 	c.encodeBlockBF16(dst, scales, src)
@@ -149,6 +160,9 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	if c.decodeAsm(nil, dst, src, scales) {
+		return nil
+	}
 	for b, s := range scales {
 		t := &c.dec.f32[s]
 		out := (*[16]float32)(dst[b*16:])
@@ -163,7 +177,7 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeBF16SIMD(dst, src, scales) {
+	if c.decodeAsm(dst, nil, src, scales) || c.decodeBF16SIMD(dst, src, scales) {
 		return nil
 	}
 	d64 := asU64(dst)

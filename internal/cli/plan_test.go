@@ -162,3 +162,29 @@ func TestVersionLine(t *testing.T) {
 		t.Errorf("versionLine without build info = %q", got)
 	}
 }
+
+// The command table's names and summaries are what the constructors build
+// (the root's help lists them from the table when it builds one command).
+func TestCommandTable(t *testing.T) {
+	for _, c := range commands {
+		cmd := c.mk()
+		if cmd.Name() != c.name || cmd.Short != c.short {
+			t.Errorf("table says %q %q, constructor builds %q %q", c.name, c.short, cmd.Name(), cmd.Short)
+		}
+	}
+	// Building one command gives the same root help as building all.
+	var one, all strings.Builder
+	r1 := newRoot(strings.NewReader(""), &one, &one, "plan")
+	r1.SetArgs([]string{"--help"})
+	r2 := newRoot(strings.NewReader(""), &all, &all, "")
+	r2.SetArgs([]string{"--help"})
+	if err := r1.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if one.String() != all.String() {
+		t.Errorf("root help differs when one command is built:\n%s\nvs\n%s", one.String(), all.String())
+	}
+}

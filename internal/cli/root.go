@@ -16,7 +16,7 @@ import (
 
 // Main runs the kvcfg command line with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := NewRootCommand(stdin, stdout, stderr)
+	root := newRoot(stdin, stdout, stderr, invoked(args))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError
@@ -66,6 +66,29 @@ func argsAreInput(c *cobra.Command) {
 
 // NewRootCommand builds the kvcfg command tree writing to the given streams.
 func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return newRoot(stdin, stdout, stderr, "")
+}
+
+// invoked returns the subcommand a command line runs when its first word
+// names one ("" otherwise: help, completion, an unknown command or a flag
+// first, which need the whole tree).
+func invoked(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// newRoot builds the tree; with only set, the other subcommands are
+// placeholders with their name and summary (what the root's help lists),
+// so a process pays for building one command's flags, not all of them
+// (the planning commands each bind the whole flag table).
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kvcfg",
 		Short:         "Plan the KV cache of LLM inference servers (SGLang, vLLM) before renting a GPU",
@@ -78,27 +101,40 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	for _, mk := range commands {
-		root.AddCommand(mk())
+	for _, c := range commands {
+		if only != "" && c.name != only {
+			root.AddCommand(&cobra.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
+				RunE: func(*cobra.Command, []string) error { return fmt.Errorf("%s: not built in this process", c.name) }})
+			continue
+		}
+		root.AddCommand(c.mk())
 	}
 	argsAreInput(root)
 	return root
 }
 
-// commands lists the subcommand constructors; each lives in its own file.
-var commands = []func() *cobra.Command{
-	newVersionCmd,
-	newInspectCmd,
-	newModelsCmd,
-	newPlanCmd,
-	newGPUsCmd,
-	newQuantCmd,
-	newQuantErrorCmd,
-	newServeCmd,
-	newCompareCmd,
-	newFitCmd,
-	newExplainCmd,
-	newSimulateCmd,
+// command is one subcommand: its name and summary (TestCommandTable keeps
+// them equal to what the constructor builds) and its constructor, which
+// lives in its own file.
+type command struct {
+	name, short string
+	mk          func() *cobra.Command
+}
+
+// commands lists the subcommands in the order help shows them.
+var commands = []command{
+	{"version", "Print the kvcfg module version, commit and Go version", newVersionCmd},
+	{"inspect", "Print the KV-relevant shape of a model (config.json, model directory, catalog name or Hub id)", newInspectCmd},
+	{"models", "List the models of the built-in catalog (usable as --model NAME)", newModelsCmd},
+	{"plan", "Compute the KV cache an engine would build for a model, GPU and flags", newPlanCmd},
+	{"gpus", "List the GPUs kvcfg knows (names accepted by --gpu)", newGPUsCmd},
+	{"quant", "Encode float values from stdin with a KV codec and show codes, scales and payload bytes", newQuantCmd},
+	{"quant-error", "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors", newQuantErrorCmd},
+	{"serve", "Serve the planning HTTP API, the web page with charts, and Prometheus metrics", newServeCmd},
+	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd},
+	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd},
+	{"explain", "Explain an SGLang or vLLM KV-cache error and say which knob to turn", newExplainCmd},
+	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd},
 }
 
 // exitError carries a non-default exit code through cobra.

@@ -1,71 +1,85 @@
-// Package metrics is kvcfg's only metrics adapter. It records what the HTTP
-// server reports (requests, latencies, errors by kind, plans by outcome) in
-// a private set of VictoriaMetrics/metrics counters and histograms and
-// writes them, with the Go runtime and process metrics, in the Prometheus
-// text exposition format. It never imports net/http: the server calls the
-// Observe methods and copies WriteText into its response.
+// Package metrics is kvcfg's metrics adapter. It records what the HTTP
+// server reports (requests, latencies, errors by kind, plans by outcome)
+// and writes them, with a few Go runtime and process metrics, in the
+// Prometheus text exposition format. It never imports net/http: the server
+// calls the Observe methods and copies WriteText into its response.
 //
-// VictoriaMetrics/metrics rather than Prometheus's client_golang: the same
-// exposition at a fraction of the binary and start-up cost (client_golang
-// and its protobuf dependencies added about a third to the page faults of
-// every kvcfg process, `kvcfg plan` included; see docs/PERFORMANCE.md).
+// It is written by hand on purpose: every kvcfg process links it (the
+// `serve` command lives in the same binary as `plan`), and the metrics
+// libraries do work at package init (client_golang registers collectors
+// and builds protobuf descriptors; VictoriaMetrics/metrics reads /proc and
+// the runtime/metrics catalogue) that a `kvcfg plan` process paid on every
+// start. Counters and histograms are a few atomics; the exposition is
+// checked by Prometheus's own parser in the tests. See
+// docs/PERFORMANCE.md#start-up.
 package metrics
 
 import (
 	"bufio"
-	"bytes"
 	"io"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	vm "github.com/VictoriaMetrics/metrics"
 )
 
 // ContentType is the media type of what WriteText writes (Prometheus text
 // exposition format 0.0.4).
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Metric families: name → type and help, written as # HELP / # TYPE.
-var families = map[string][2]string{
-	"kvcfg_http_requests_total":           {"counter", "HTTP requests served, by route pattern, method and status code."},
-	"kvcfg_http_request_duration_seconds": {"histogram", "Time to serve an HTTP request, by route pattern and method."},
-	"kvcfg_http_errors_total":             {"counter", "HTTP error responses, by route pattern and error kind (invalid_input, infeasible, malformed_body, body_too_large, not_found, method_not_allowed, forbidden, internal, ...)."},
-	"kvcfg_plans_total":                   {"counter", "Plans computed through the API, by endpoint (plan, compare, fit, explain) and outcome (ok, invalid_input, infeasible, error)."},
-	"kvcfg_http_requests_in_flight":       {"gauge", "HTTP requests being served now."},
-}
-
 // durationBuckets are the latency histogram's upper bounds in seconds.
 var durationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
-// Recorder holds the server's metrics in its own set. The zero value is
-// not usable; call New. A Recorder is safe for concurrent use.
+// Recorder holds the server's metrics. The zero value is not usable; call
+// New. A Recorder is safe for concurrent use.
 type Recorder struct {
-	set      *vm.Set
+	start    time.Time
 	inFlight atomic.Int64
 	done     func() // ends an in-flight request; made once, not per request
-	// counters and histograms by their full name with labels, so the hot
-	// path builds no string once a series exists.
-	requests  sync.Map // requestKey → *vm.Counter
-	durations sync.Map // [2]string{route, method} → *vm.PrometheusHistogram
-	errors    sync.Map // [2]string{route, kind} → *vm.Counter
-	plans     sync.Map // [2]string{endpoint, outcome} → *vm.Counter
+	requests family // labels code, method, route
+	duration family // labels method, route; histograms
+	errors   family // labels kind, route
+	plans    family // labels endpoint, outcome
 }
 
-type requestKey struct {
-	route, method string
-	code          int
+// family is one metric name's series, keyed by their label values joined
+// with a NUL byte.
+type family struct {
+	name, help, kind string
+	labels           []string
+	series           sync.Map // key → *series
 }
 
-// New returns a Recorder with a fresh set holding the kvcfg_http_* and
-// kvcfg_plans_total metrics; WriteText adds the Go runtime and process
-// metrics.
+// series is one labelled counter or histogram.
+type series struct {
+	values []string
+	count  atomic.Uint64
+	// Histograms only: bucket counts (cumulated when written) and the sum
+	// in float64 bits.
+	buckets []atomic.Uint64
+	sumBits atomic.Uint64
+}
+
+// New returns a Recorder with the kvcfg_http_* and kvcfg_plans_total
+// metrics; WriteText adds the Go runtime and process metrics.
 func New() *Recorder {
-	r := &Recorder{set: vm.NewSet()}
+	r := &Recorder{start: time.Now(),
+		requests: family{name: "kvcfg_http_requests_total", kind: "counter", labels: []string{"code", "method", "route"},
+			help: "HTTP requests served, by route pattern, method and status code."},
+		duration: family{name: "kvcfg_http_request_duration_seconds", kind: "histogram", labels: []string{"method", "route"},
+			help: "Time to serve an HTTP request, by route pattern and method."},
+		errors: family{name: "kvcfg_http_errors_total", kind: "counter", labels: []string{"kind", "route"},
+			help: "HTTP error responses, by route pattern and error kind (invalid_input, infeasible, malformed_body, body_too_large, not_found, method_not_allowed, forbidden, internal, ...)."},
+		plans: family{name: "kvcfg_plans_total", kind: "counter", labels: []string{"endpoint", "outcome"},
+			help: "Plans computed through the API, by endpoint (plan, compare, fit, explain, simulate) and outcome (ok, invalid_input, infeasible, error)."},
+	}
 	r.done = func() { r.inFlight.Add(-1) }
-	r.set.NewGauge("kvcfg_http_requests_in_flight", func() float64 { return float64(r.inFlight.Load()) })
 	return r
 }
 
@@ -80,100 +94,196 @@ func (r *Recorder) Start() (done func()) {
 // label values stay bounded.
 func (r *Recorder) ObserveRequest(route, method string, code int, elapsed time.Duration) {
 	method = boundedMethod(method)
-	k := requestKey{route, method, code}
-	c, ok := r.requests.Load(k)
-	if !ok {
-		c, _ = r.requests.LoadOrStore(k, r.set.GetOrCreateCounter(series("kvcfg_http_requests_total", "code", strconv.Itoa(code), "method", method, "route", route)))
+	r.requests.get(codeString(code), method, route).count.Add(1)
+	h := r.duration.get(method, route)
+	s := elapsed.Seconds()
+	if i, ok := slices.BinarySearch(durationBuckets, s); ok || i < len(durationBuckets) {
+		h.buckets[i].Add(1)
 	}
-	c.(*vm.Counter).Inc()
-	dk := [2]string{route, method}
-	h, ok := r.durations.Load(dk)
-	if !ok {
-		h, _ = r.durations.LoadOrStore(dk, r.set.GetOrCreatePrometheusHistogramExt(series("kvcfg_http_request_duration_seconds", "method", method, "route", route), durationBuckets))
+	h.count.Add(1)
+	for {
+		old := h.sumBits.Load()
+		if h.sumBits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+s)) {
+			break
+		}
 	}
-	h.(*vm.PrometheusHistogram).Update(elapsed.Seconds())
 }
 
 // ObserveError records one error response of the given kind on route.
-func (r *Recorder) ObserveError(route, kind string) {
-	r.counter(&r.errors, "kvcfg_http_errors_total", "kind", kind, "route", route).Inc()
-}
+func (r *Recorder) ObserveError(route, kind string) { r.errors.get(kind, route).count.Add(1) }
 
 // ObservePlan records one planning call on endpoint ("plan", "compare",
-// "fit", "explain") with its outcome ("ok", "invalid_input", "infeasible"
-// or "error").
+// "fit", "explain", "simulate") with its outcome ("ok", "invalid_input",
+// "infeasible" or "error").
 func (r *Recorder) ObservePlan(endpoint, outcome string) {
-	r.counter(&r.plans, "kvcfg_plans_total", "endpoint", endpoint, "outcome", outcome).Inc()
+	r.plans.get(endpoint, outcome).count.Add(1)
 }
 
-func (r *Recorder) counter(m *sync.Map, name, l1, v1, l2, v2 string) *vm.Counter {
-	k := [2]string{v1, v2}
-	if c, ok := m.Load(k); ok {
-		return c.(*vm.Counter)
+// get returns the series of the label values (in the family's label
+// order), creating it on first use.
+func (f *family) get(values ...string) *series {
+	key := values[0]
+	if len(values) > 1 {
+		key = strings.Join(values, "\x00")
 	}
-	c, _ := m.LoadOrStore(k, r.set.GetOrCreateCounter(series(name, l1, v1, l2, v2)))
-	return c.(*vm.Counter)
+	if s, ok := f.series.Load(key); ok {
+		return s.(*series)
+	}
+	s := &series{values: slices.Clone(values)}
+	if f.kind == "histogram" {
+		s.buckets = make([]atomic.Uint64, len(durationBuckets))
+	}
+	got, _ := f.series.LoadOrStore(key, s)
+	return got.(*series)
 }
 
-// WriteText writes the set, then the Go runtime and process metrics, to w
-// in the text exposition format (see ContentType), each kvcfg family under
-// its # HELP and # TYPE lines. It returns the error writing to w.
+// codeString is strconv.Itoa without allocating for the usual codes.
+func codeString(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 400:
+		return "400"
+	case 404:
+		return "404"
+	case 422:
+		return "422"
+	}
+	return strconv.Itoa(code)
+}
+
+// WriteText writes every metric, then the Go runtime and process metrics,
+// to w in the text exposition format (see ContentType): families sorted by
+// name, series by their label values. It returns the error writing to w.
 func (r *Recorder) WriteText(w io.Writer) error {
-	var buf bytes.Buffer
-	r.set.WritePrometheus(&buf)
 	bw := bufio.NewWriter(w)
-	last := ""
-	for line := range strings.Lines(buf.String()) {
-		if f := family(line); f != last {
-			last = f
-			if meta, ok := families[f]; ok {
-				bw.WriteString("# HELP " + f + " " + meta[1] + "\n# TYPE " + f + " " + meta[0] + "\n")
-			}
-		}
-		bw.WriteString(line)
-	}
-	vm.WriteProcessMetrics(bw)
+	r.errors.write(bw)
+	r.duration.write(bw)
+	writeFamily(bw, "kvcfg_http_requests_in_flight", "gauge", "HTTP requests being served now.", float64(r.inFlight.Load()))
+	r.requests.write(bw)
+	r.plans.write(bw)
+	writeRuntime(bw, r.start)
 	return bw.Flush()
 }
 
-// family returns the metric family of an exposition line: the name before
-// the labels or value, less a histogram's _bucket/_sum/_count suffix.
-func family(line string) string {
-	name := line
-	if i := strings.IndexAny(line, "{ "); i >= 0 {
-		name = line[:i]
+// write prints the family: # HELP, # TYPE, then each series; nothing when
+// it has no series yet.
+func (f *family) write(w *bufio.Writer) {
+	var all []*series
+	f.series.Range(func(_, v any) bool {
+		all = append(all, v.(*series))
+		return true
+	})
+	if len(all) == 0 {
+		return
 	}
-	for _, suf := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suf); ok {
-			if meta, known := families[base]; known && meta[0] == "histogram" {
-				return base
-			}
+	slices.SortFunc(all, func(a, b *series) int { return slices.Compare(a.values, b.values) })
+	w.WriteString("# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.kind + "\n")
+	for _, s := range all {
+		if f.kind != "histogram" {
+			writeSample(w, f.name, f.labels, s.values, "", "", float64(s.count.Load()))
+			continue
 		}
+		var cum uint64
+		for i, ub := range durationBuckets {
+			cum += s.buckets[i].Load()
+			writeSample(w, f.name+"_bucket", f.labels, s.values, "le", strconv.FormatFloat(ub, 'g', -1, 64), float64(cum))
+		}
+		n := s.count.Load()
+		writeSample(w, f.name+"_bucket", f.labels, s.values, "le", "+Inf", float64(n))
+		writeSample(w, f.name+"_sum", f.labels, s.values, "", "", math.Float64frombits(s.sumBits.Load()))
+		writeSample(w, f.name+"_count", f.labels, s.values, "", "", float64(n))
 	}
-	return name
 }
 
-// series writes name{l1="v1",...} with the label values escaped as the
-// exposition format requires. Callers pass labels sorted by name, as
-// Prometheus clients print them.
-func series(name string, labels ...string) string {
-	var b strings.Builder
-	b.WriteString(name)
-	b.WriteByte('{')
-	for i := 0; i+1 < len(labels); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
+// writeFamily writes an unlabelled metric with its # HELP and # TYPE.
+func writeFamily(w *bufio.Writer, name, kind, help string, v float64) {
+	w.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + kind + "\n")
+	writeSample(w, name, nil, nil, "", "", v)
+}
+
+// writeSample writes name{labels...,extra="x"} v with the label values
+// escaped as the format requires.
+func writeSample(w *bufio.Writer, name string, labels, values []string, extra, extraValue string, v float64) {
+	w.WriteString(name)
+	if len(labels) > 0 || extra != "" {
+		w.WriteByte('{')
+		for i, l := range labels {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(l + `="`)
+			labelEscaper.WriteString(w, values[i])
+			w.WriteByte('"')
 		}
-		b.WriteString(labels[i])
-		b.WriteString(`="`)
-		b.WriteString(labelEscaper.Replace(labels[i+1]))
-		b.WriteByte('"')
+		if extra != "" {
+			if len(labels) > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(extra + `="` + extraValue + `"`)
+		}
+		w.WriteByte('}')
 	}
-	b.WriteByte('}')
-	return b.String()
+	w.WriteByte(' ')
+	w.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	w.WriteByte('\n')
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// runtimeSamples are the runtime/metrics read at each scrape (none at
+// start-up) and the Prometheus names they are written as.
+var runtimeSamples = []struct{ name, kind, help, key string }{
+	{"go_goroutines", "gauge", "Number of goroutines that currently exist.", "/sched/goroutines:goroutines"},
+	{"go_gc_cycles_total", "counter", "Completed GC cycles.", "/gc/cycles/total:gc-cycles"},
+	{"go_memstats_heap_alloc_bytes", "gauge", "Bytes of allocated heap objects.", "/memory/classes/heap/objects:bytes"},
+	{"go_memory_total_bytes", "gauge", "All memory mapped by the Go runtime.", "/memory/classes/total:bytes"},
+	{"process_cpu_seconds_total", "counter", "CPU time the process used (the Go runtime's estimate).", "/cpu/classes/total:cpu-seconds"},
+}
+
+// writeRuntime writes the Go runtime metrics, the start time and, where
+// /proc has it, the resident memory.
+func writeRuntime(w *bufio.Writer, start time.Time) {
+	ss := make([]metrics.Sample, len(runtimeSamples))
+	for i, m := range runtimeSamples {
+		ss[i].Name = m.key
+	}
+	metrics.Read(ss)
+	for i, m := range runtimeSamples {
+		var v float64
+		switch ss[i].Value.Kind() {
+		case metrics.KindUint64:
+			v = float64(ss[i].Value.Uint64())
+		case metrics.KindFloat64:
+			v = ss[i].Value.Float64()
+		default:
+			continue // not in this Go version
+		}
+		writeFamily(w, m.name, m.kind, m.help, v)
+	}
+	writeFamily(w, "go_info_maxprocs", "gauge", "GOMAXPROCS.", float64(runtime.GOMAXPROCS(0)))
+	writeFamily(w, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds (when the server's recorder was made).", float64(start.UnixNano())/1e9)
+	if rss, ok := residentBytes(); ok {
+		writeFamily(w, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", float64(rss))
+	}
+}
+
+// residentBytes reads the resident set size from /proc/self/statm (Linux).
+func residentBytes() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
+}
 
 // boundedMethod maps the request method to a small fixed set of label values.
 func boundedMethod(m string) string {

@@ -1,0 +1,196 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// withAsm runs fn with the assembly kernels switched on or off; on builds
+// or CPUs without them "on" is skipped.
+func withAsm(t *testing.T, on bool, fn func(t *testing.T)) {
+	t.Helper()
+	if on && !hasAVX512 {
+		t.Skip("no assembly kernels in this build or on this CPU")
+	}
+	old := useAsm
+	useAsm = on
+	defer func() { useAsm = old }()
+	fn(t)
+}
+
+// asmInputsF32 returns float32 inputs: every bf16 pattern exactly, and
+// again with random low bits (the sticky cases), plus random bit patterns.
+func asmInputsF32() []float32 {
+	rng := rand.New(rand.NewPCG(11, 12))
+	x := make([]float32, 0, 3<<16+16)
+	for b := range 1 << 16 {
+		x = append(x, math.Float32frombits(uint32(b)<<16))
+	}
+	for b := range 1 << 16 {
+		x = append(x, math.Float32frombits(uint32(b)<<16|uint32(rng.IntN(1<<16))))
+	}
+	for range 1<<16 + 16 {
+		x = append(x, math.Float32frombits(rng.Uint32()))
+	}
+	return x
+}
+
+// TestAsmFP8 checks the assembly FP8 encoders (bf16 and float32 input, every
+// format and overflow policy) against the tables, and the decoders on every
+// code, through the codecs.
+func TestAsmFP8(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		bf := make([]uint16, 1<<16)
+		for i := range bf {
+			bf[i] = uint16(i)
+		}
+		xf := asmInputsF32()
+		codes := make([]byte, 256*4)
+		for i := range codes {
+			codes[i] = byte(i)
+		}
+		for _, f := range []Float{E4M3FN, E5M2, E4M3FNUZ} {
+			for _, ov := range []Overflow{NonSat, SatFinite} {
+				tab := fp8TablesFor(f, ov)
+				cc, err := FP8(f.DType(), 1, ov)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := cc.(*fp8Codec)
+				got := make([]byte, len(bf))
+				if err := c.EncodeBF16(got, nil, bf); err != nil {
+					t.Fatal(err)
+				}
+				for i, b := range bf {
+					if got[i] != tab.enc[b] {
+						t.Fatalf("%v/%v: bf16 %#04x encodes to %#02x, want %#02x", f, ov, b, got[i], tab.enc[b])
+					}
+				}
+				got = make([]byte, len(xf))
+				if err := c.EncodeF32(got, nil, xf); err != nil {
+					t.Fatal(err)
+				}
+				for i, x := range xf {
+					if w := tab.enc[keyF32(math.Float32bits(x))]; got[i] != w {
+						t.Fatalf("%v/%v: f32 %#08x encodes to %#02x, want %#02x", f, ov, math.Float32bits(x), got[i], w)
+					}
+				}
+				d := make([]uint16, len(codes))
+				df := make([]float32, len(codes))
+				if err := c.DecodeBF16(d, codes, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.DecodeF32(df, codes, nil); err != nil {
+					t.Fatal(err)
+				}
+				for i, q := range codes {
+					if d[i] != tab.decBF[q] || math.Float32bits(df[i]) != math.Float32bits(tab.dec[q]) {
+						t.Fatalf("%v: code %#02x decodes to %#04x / %#08x, want %#04x / %#08x", f, q, d[i], math.Float32bits(df[i]), tab.decBF[q], math.Float32bits(tab.dec[q]))
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAsmWide checks the bf16 and fp16 kernels against the scalar
+// conversions: every 16-bit pattern and the float32 inputs.
+func TestAsmWide(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		xf := asmInputsF32()
+		bf := make([]uint16, 1<<16)
+		for i := range bf {
+			bf[i] = uint16(i)
+		}
+		for _, name := range []string{"bf16", "fp16"} {
+			c, err := New(name, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := make([]byte, 2*len(xf))
+			if err := c.EncodeF32(p, nil, xf); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range xf {
+				want := BF16FromF32(x)
+				if name == "fp16" {
+					want = FP16.Encode(x, NonSat)
+				}
+				if got := get16(p[2*i:]); got != want {
+					t.Fatalf("%s: EncodeF32(%#08x) = %#04x, want %#04x", name, math.Float32bits(x), got, want)
+				}
+			}
+			p = make([]byte, 2*len(bf))
+			if err := c.EncodeBF16(p, nil, bf); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range bf {
+				want := b
+				if name == "fp16" {
+					want = FP16.Encode(BF16ToF32(b), NonSat)
+				}
+				if got := get16(p[2*i:]); got != want {
+					t.Fatalf("%s: EncodeBF16(%#04x) = %#04x, want %#04x", name, b, got, want)
+				}
+			}
+			// decode every 16-bit pattern
+			for i, b := range bf {
+				put16(p[2*i:], b)
+			}
+			df := make([]float32, len(bf))
+			if err := c.DecodeF32(df, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range bf {
+				want := BF16ToF32(b)
+				if name == "fp16" {
+					want = fp16ToF32(b)
+				}
+				if math.Float32bits(df[i]) != math.Float32bits(want) {
+					t.Fatalf("%s: DecodeF32(%#04x) = %#08x, want %#08x", name, b, math.Float32bits(df[i]), math.Float32bits(want))
+				}
+			}
+		}
+	})
+}
+
+// TestPortablePaths reruns the codec cross-checks with the assembly kernels
+// switched off, so the portable Go code is tested on machines that have
+// them (CI also runs the package with -tags purego).
+func TestPortablePaths(t *testing.T) {
+	if !useAsm {
+		t.Skip("the portable paths are what the other tests ran")
+	}
+	withAsm(t, false, func(t *testing.T) {
+		t.Run("CodecsMatchReference", TestCodecsMatchReference)
+		t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
+		t.Run("NonFiniteBlocks", TestNonFiniteBlocks)
+		t.Run("Vectors", TestVectors)
+		t.Run("CRef", TestCRef)
+		t.Run("FP8Scale", TestFP8Scale)
+	})
+}
+
+// TestFP16FromPos checks the group-scale fast path against FP16.Encode.
+func TestFP16FromPos(t *testing.T) {
+	for _, x := range asmInputsF32() {
+		if got, want := fp16FromPos(x), FP16.Encode(x, NonSat); got != want {
+			t.Fatalf("fp16FromPos(%#08x) = %#04x, want %#04x", math.Float32bits(x), got, want)
+		}
+	}
+}
+
+// TestE2M1Lut checks the 16-bit-lane encoder's table against the E2M1
+// tables for every bf16 magnitude.
+func TestE2M1Lut(t *testing.T) {
+	for a := range uint32(0x7F81) {
+		k := keyMag(a << 16)
+		if got, want := e2m1LutCode(&e2m1LutRNE, uint16(a)), uint16(e2m1RNE[k]); got != want {
+			t.Fatalf("RNE %#04x: %d, want %d", a, got, want)
+		}
+		if got, want := e2m1LutCode(&e2m1LutUp, uint16(a)), uint16(e2m1HalfUp[k]); got != want {
+			t.Fatalf("half up %#04x: %d, want %d", a, got, want)
+		}
+	}
+}

@@ -1,0 +1,442 @@
+package quant
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// Assembly paths of the power-of-two block formats (mxfp8): the block
+// maxima and the encode or decode run in the kernels, the scale of each
+// block in Go, in chunks of asmChunk blocks; blocks the kernels do not
+// cover (non-finite, or a scale outside their exponent range) are redone
+// by the portable code.
+
+const asmChunk = 64
+
+// encodeFP8Asm encodes all blocks of mxfp8 from f32 (or bf16 when f32 is
+// nil) and reports whether it did.
+func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
+	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+		return false
+	}
+	bs, nb := c.bs, len(scales)
+	et := c.expTableBF16()
+	var amax [asmChunk]uint32
+	var sh, shW [asmChunk]int32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		if f32 != nil {
+			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+		} else {
+			amaxBF16(&amax, bf[b0*bs:], m, bs)
+		}
+		var bad uint64
+		for i, a := range amax[:m] {
+			if a >= 0x7F800000 {
+				bad |= 1 << i
+				continue
+			}
+			var e int
+			switch {
+			case f32 != nil:
+				e = c.blockExp(a)
+			case et != nil:
+				e = int(et[a>>16])
+			default:
+				e = c.blockExpBF16(uint16(a >> 16))
+			}
+			if e < -100 {
+				bad |= 1 << i
+			}
+			scales[b0+i] = uint8(e + 127)
+			sh[i] = int32(e) << 23
+			shW[i] = int32(e) << 7
+		}
+		if f32 != nil {
+			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kp[0])
+		} else {
+			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
+		}
+		for ; bad != 0; bad &= bad - 1 {
+			b := b0 + bits.TrailingZeros64(bad)
+			if f32 != nil {
+				c.encodeF32Blocks(dst[b*bs:(b+1)*bs], scales[b:b+1], f32[b*bs:(b+1)*bs])
+			} else {
+				c.encodeBF16Blocks(dst[b*bs:(b+1)*bs], scales[b:b+1], bf[b*bs:(b+1)*bs])
+			}
+		}
+	}
+	return true
+}
+
+// decodeFP8Asm decodes all blocks of mxfp8 into bf16 (or float32 when bf
+// is nil) and reports whether it did.
+func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
+	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+		return false
+	}
+	bs, nb := c.bs, len(scales)
+	var adds [asmChunk]int32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		var bad uint64
+		for i, s := range scales[b0 : b0+m] {
+			// E4M3 magnitudes span float exponents 118..135: adding k
+			// keeps them normal for k in [-117, 119].
+			k := int32(s) - 127
+			if k < -117 || k > 119 {
+				bad |= 1 << i
+			}
+			adds[i] = k << 7
+		}
+		if bf != nil {
+			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
+		} else {
+			fp8DecF32AVX512(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &adds[0], bs)
+		}
+		for ; bad != 0; bad &= bad - 1 {
+			b := b0 + bits.TrailingZeros64(bad)
+			if bf != nil {
+				c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+			} else {
+				c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+			}
+		}
+	}
+	return true
+}
+
+// E2M1 thresholds for the assembly encoder as float32 bits: the magnitude
+// code is the number of thresholds at or below |y|. Round-to-nearest-even
+// keeps ties at 0.25, 1.25, 2.5 and 5.0 on the even code below; SGLang's
+// rule rounds every midpoint up.
+var e2m1ThrRNE, e2m1ThrUp [8]uint32
+
+// Tables of the 16-bit-lane E2M1 encoder (see internal/asmgen): entry
+// 2j + s is the magnitude code of the bf16 magnitudes t with t/32 = j +
+// e2m1LutBase and (t mod 32 ≠ 0) = s; entry 64 is the base and 65 the sign
+// limit (keep the sign of x < 0 when |x| > it, signed).
+const e2m1LutBase = 0x1F3
+
+var e2m1LutRNE, e2m1LutUp [66]uint16
+
+func init() {
+	for k, b := range e2m1Bounds {
+		u := math.Float32bits(b)
+		e2m1ThrUp[k] = u
+		e2m1ThrRNE[k] = u
+		if k%2 == 0 {
+			e2m1ThrRNE[k] = u + 1
+		}
+	}
+}
+
+// initE2M1Lut fills the encoder tables from e2m1RNE and e2m1HalfUp (called
+// by the init that builds those).
+func initE2M1Lut() {
+	for i := range 64 {
+		t := uint32(i/2+e2m1LutBase)<<5 | uint32(i%2)
+		e2m1LutRNE[i] = uint16(e2m1RNE[keyMag(t<<16)])
+		e2m1LutUp[i] = uint16(e2m1HalfUp[keyMag(t<<16)])
+	}
+	e2m1LutRNE[64], e2m1LutUp[64] = e2m1LutBase, e2m1LutBase
+	e2m1LutRNE[65], e2m1LutUp[65] = 0xFFFF, 0
+}
+
+// e2m1LutCode is the encoder's table lookup in Go (tested against the
+// tables for every bf16 magnitude).
+func e2m1LutCode(lut *[66]uint16, t uint16) uint16 {
+	j := min(max(int(t>>5)-int(lut[64]), 0), 31)
+	s := 0
+	if t&31 != 0 {
+		s = 1
+	}
+	return lut[2*j+s]
+}
+
+// amaxBF16 writes the block maxima of m blocks of bs bf16 values (bs a
+// multiple of 16) as float32 bits.
+func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
+	switch {
+	case bs%32 == 0:
+		amaxBF16x32AVX512(&out[0], &src[0], m, bs)
+	case bs == 16 && m > 1:
+		amaxBF16x16AVX512(&out[0], &src[0], m&^1, bs)
+		if m&1 != 0 {
+			amaxBF16AVX512(&out[m-1], &src[(m-1)*bs], 1, bs)
+		}
+	default:
+		amaxBF16AVX512(&out[0], &src[0], m, bs)
+	}
+}
+
+// e2m1Dec holds the decoded values of every (scale byte, code) of a
+// power-of-two E2M1 format, as float32 bits and as bf16 in 32-bit lanes.
+type e2m1Dec struct {
+	f32 [256][16]float32
+	bf  [256][16]uint32
+}
+
+var (
+	e2m1DecOnce [2]sync.Once
+	e2m1DecTabs [2]*e2m1Dec
+)
+
+// decTables returns the decode tables of c's scale convention.
+func (c *pow2Codec) decTables() *e2m1Dec {
+	i := 0
+	if c.sglangScale {
+		i = 1
+	}
+	e2m1DecOnce[i].Do(func() {
+		t := new(e2m1Dec)
+		for s := range 256 {
+			f := c.scaleF32(uint8(s))
+			for q := range 16 {
+				v := e2m1F32[q] * f
+				t.f32[s][q] = v
+				t.bf[s][q] = uint32(BF16FromF32(v))
+			}
+		}
+		e2m1DecTabs[i] = t
+	})
+	return e2m1DecTabs[i]
+}
+
+// encodeFP4Asm encodes all blocks of fp4_mx_block16 or mxfp4 from f32 (or
+// bf16 when f32 is nil) and reports whether it did.
+func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
+	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+		return false
+	}
+	thr, thrW := &e2m1ThrRNE, &e2m1LutRNE
+	if c.halfUp {
+		thr, thrW = &e2m1ThrUp, &e2m1LutUp
+	}
+	bs, nb := c.bs, len(scales)
+	var amax [asmChunk]uint32
+	var blk [2 * asmChunk]int32
+	var shW [asmChunk]int32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		if f32 != nil {
+			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+		} else {
+			amaxBF16(&amax, bf[b0*bs:], m, bs)
+		}
+		var bad uint64
+		for i, a := range amax[:m] {
+			if a >= 0x7F800000 {
+				bad |= 1 << i
+				continue
+			}
+			var e int
+			if f32 != nil {
+				e = c.blockExp(a)
+			} else {
+				e = c.fp4Exp(uint16(a >> 16))
+			}
+			if e < -100 || e > 16 {
+				bad |= 1 << i
+			}
+			scales[b0+i] = uint8(e + 127)
+			blk[2*i] = int32(e) << 23
+			shW[i] = int32(e) << 7
+			// the sign of x·2^-e: kept unless it rounds to zero (SGLang
+			// tests y < 0), that is unless |x| ≤ 2^(e−150)
+			switch {
+			case !c.halfUp:
+				blk[2*i+1] = -1
+			case e >= 1:
+				blk[2*i+1] = 1 << (e - 1)
+			default:
+				blk[2*i+1] = 0
+			}
+		}
+		h := bs / 2
+		switch {
+		case f32 != nil:
+			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thr[0])
+		case bs == 16:
+			if m&1 != 0 {
+				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
+			}
+			if m > 1 {
+				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &shW[0], bs, &thrW[0])
+			}
+		default:
+			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &shW[0], bs, &thrW[0])
+		}
+		for ; bad != 0; bad &= bad - 1 {
+			b := b0 + bits.TrailingZeros64(bad)
+			if f32 != nil {
+				c.encodeF32Blocks(dst[b*h:(b+1)*h], scales[b:b+1], f32[b*bs:(b+1)*bs])
+			} else {
+				c.encodeBF16Blocks(dst[b*h:(b+1)*h], scales[b:b+1], bf[b*bs:(b+1)*bs])
+			}
+		}
+	}
+	return true
+}
+
+// decodeFP4Asm decodes all blocks of fp4_mx_block16 or mxfp4 into bf16 (or
+// float32 when bf is nil) and reports whether it did.
+func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
+	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+		return false
+	}
+	t := c.decTables()
+	n := len(scales) * c.bs
+	if bf != nil {
+		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
+	} else {
+		e2m1DecF32AVX512(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
+	}
+	return true
+}
+
+// encodeAsm encodes all nvfp4 blocks from f32 (or bf16 when f32 is nil)
+// and reports whether it did.
+func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) bool {
+	if !useAsm || len(scales) == 0 {
+		return false
+	}
+	nb := len(scales)
+	var amax [asmChunk]uint32
+	var blk [2 * asmChunk]int32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		if f32 != nil {
+			amaxF32AVX512(&amax[0], &f32[b0*16], m, 16)
+		} else {
+			amaxBF16(&amax, bf[b0*16:], m, 16)
+		}
+		var bad uint64
+		for i, a := range amax[:m] {
+			if a > 0x7F800000 { // NaN: fmaxf skips it; the portable code does
+				bad |= 1 << i
+				continue
+			}
+			sf8, os := c.blockScale(math.Float32frombits(a))
+			scales[b0+i] = sf8
+			if os > math.MaxFloat32 {
+				bad |= 1 << i
+			}
+			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os)), -1
+		}
+		if f32 != nil {
+			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
+		} else {
+			e2m1MulEncBF16AVX512(&dst[b0*8], &bf[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
+		}
+		for ; bad != 0; bad &= bad - 1 {
+			b := b0 + bits.TrailingZeros64(bad)
+			if f32 != nil {
+				c.encodeF32Blocks(dst[b*8:(b+1)*8], scales[b:b+1], f32[b*16:(b+1)*16])
+			} else {
+				c.encodeBlockBF16(dst[b*8:(b+1)*8], scales[b:b+1], bf[b*16:(b+1)*16])
+			}
+		}
+	}
+	return true
+}
+
+// decodeAsm decodes all nvfp4 blocks into bf16 (or float32 when bf is nil)
+// and reports whether it did.
+func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) bool {
+	if !useAsm || len(scales) == 0 {
+		return false
+	}
+	n := 16 * len(scales)
+	if bf != nil {
+		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
+	} else {
+		e2m1DecF32AVX512(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&c.dec.f32[0][0])), 16)
+	}
+	return true
+}
+
+// encodeAsm encodes all groups of int8_g64 or int4_g32 from f32 (or bf16
+// when f32 is nil) and reports whether it did.
+func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) bool {
+	if !useAsm || c.g%16 != 0 || len(scales) == 0 {
+		return false
+	}
+	g, nb := c.g, len(scales)/2
+	var amax [asmChunk]uint32
+	var div [asmChunk]float32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		if f32 != nil {
+			amaxF32AVX512(&amax[0], &f32[b0*g], m, g)
+		} else {
+			amaxBF16(&amax, bf[b0*g:], m, g)
+		}
+		for i, a := range amax[:m] {
+			s16, s := c.groupScale(a)
+			put16(scales[2*(b0+i):], s16)
+			div[i] = s
+		}
+		switch {
+		case c.four && f32 != nil:
+			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
+		case c.four:
+			int4EncBF16AVX512(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g)
+		case f32 != nil:
+			int8EncF32AVX512(&dst[b0*g], &f32[b0*g], m*g, &div[0], g)
+		default:
+			int8EncBF16AVX512(&dst[b0*g], &bf[b0*g], m*g, &div[0], g)
+		}
+	}
+	return true
+}
+
+// decodeAsm decodes all groups of int8_g64 or int4_g32 into bf16 (or
+// float32 when bf is nil) and reports whether it did.
+func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) bool {
+	if !useAsm || c.g%16 != 0 || len(scales) == 0 {
+		return false
+	}
+	g, nb := c.g, len(scales)/2
+	var mul [asmChunk]float32
+	for b0 := 0; b0 < nb; b0 += asmChunk {
+		m := min(asmChunk, nb-b0)
+		for i := range m {
+			mul[i] = fp16ToF32(get16(scales[2*(b0+i):]))
+		}
+		switch {
+		case c.four && f32 != nil:
+			int4DecF32AVX512(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case c.four:
+			int4DecBF16AVX512(&bf[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case f32 != nil:
+			int8DecF32AVX512(&f32[b0*g], &src[b0*g], m*g, &mul[0], g)
+		default:
+			int8DecBF16AVX512(&bf[b0*g], &src[b0*g], m*g, &mul[0], g)
+		}
+	}
+	return true
+}
+
+var (
+	mxfp8ExpOnce sync.Once
+	mxfp8Exp     *[1 << 15]int8
+)
+
+// expTableBF16 returns blockExpBF16 for every finite bf16 magnitude of the
+// mxfp8 ceil rule (built on first use), or nil for other codecs.
+func (c *pow2Codec) expTableBF16() *[1 << 15]int8 {
+	if c.rule != ruleCeil || c.maxElem != 448 {
+		return nil
+	}
+	mxfp8ExpOnce.Do(func() {
+		t := new([1 << 15]int8)
+		for a := range uint16(0x7F80) {
+			t[a] = int8(c.blockExpBF16(a))
+		}
+		mxfp8Exp = t
+	})
+	return mxfp8Exp
+}
