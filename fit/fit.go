@@ -108,6 +108,10 @@ type Target struct {
 	GPUs          []string `json:"gpus"`
 	KVCacheDTypes []string `json:"kv_cache_dtypes"`
 	MaxGPUs       int      `json:"max_gpus"`
+	// SGLangProfile names the SGLang version profile the SGLang rows are
+	// sized with (their default memory share included) and why; empty when
+	// SGLang is not searched.
+	SGLangProfile string `json:"sglang_profile,omitempty"`
 }
 
 // Configuration is one setup that serves the target.
@@ -332,6 +336,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
+	if slices.Contains(strings.Split(base.Engine, ","), plan.EngineSGLang) {
+		if p, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
+			res.Target.SGLangProfile = p.Reason
+		}
+	}
 
 	var best *scored
 	var all []Configuration

@@ -133,8 +133,12 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		return writeFitCSV(w, res)
 	}
 	t := res.Target
-	fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
+	fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
 		requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	if t.SGLangProfile != "" {
+		fmt.Fprintf(w, "SGLang profile: %s\n", t.SGLangProfile)
+	}
+	fmt.Fprintln(w)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		// Several engines searched: each row says whose flags it lists.
