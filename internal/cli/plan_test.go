@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"runtime/debug"
 	"strings"
@@ -186,5 +188,25 @@ func TestCommandTable(t *testing.T) {
 	}
 	if one.String() != all.String() {
 		t.Errorf("root help differs when one command is built:\n%s\nvs\n%s", one.String(), all.String())
+	}
+}
+
+// simulate answers first: does the KV pool hold the workload.
+func TestSimulateAnswersFirst(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--requests", "50", "--rate", "5", "--prompt-len", "1000", "--output-len", "100"}, "The KV pool holds this workload: peak "},
+		{[]string{"--context-length", "8192", "--mem-fraction-static", "0.3", "--requests", "200", "--rate", "50", "--prompt-len", "4000", "--output-len", "500"}, "The KV pool limits this workload: "},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"simulate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100"}, tt.args...)
+		if code := Main(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		if !strings.HasPrefix(out.String(), tt.want) {
+			t.Errorf("%v: output starts %.120q, want %q", tt.args, out.String(), tt.want)
+		}
 	}
 }

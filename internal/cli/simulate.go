@@ -353,6 +353,9 @@ func simRows(s *simulate.Summary, both bool) [][2]string {
 }
 
 func writeSimTable(w io.Writer, r simulateResult) error {
+	if _, err := fmt.Fprintf(w, "%s\n\n", simAnswer(r.Summary)); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "engine\t%s\nmodel\t%s\ngpu\t%s\n", r.Engine, r.Model, r.GPU)
 	for _, row := range simRows(r.Summary, false) {
@@ -370,6 +373,30 @@ func writeSimTable(w io.Writer, r simulateResult) error {
 		}
 	}
 	return nil
+}
+
+// simAnswer is the run's answer in one sentence, printed first: does the
+// KV pool hold this traffic, and if not, what it cost.
+func simAnswer(s *simulate.Summary) string {
+	evictions, word := int64(0), "retractions"
+	if s.Retractions != nil {
+		evictions = *s.Retractions
+	}
+	if s.Preemptions != nil {
+		evictions, word = *s.Preemptions, "preemptions"
+	}
+	peak := ""
+	if s.PoolTokens > 0 {
+		peak = fmt.Sprintf("peak %s of %s KV tokens (%.1f%%)", group(s.PeakKVTokens), group(s.PoolTokens), 100*float64(s.PeakKVTokens)/float64(s.PoolTokens))
+	}
+	switch {
+	case s.UnservableRequests > 0:
+		return fmt.Sprintf("Does not serve this workload: %d of %d requests can never run (longer than the KV pool or the context length).", s.UnservableRequests, s.RequestsRead)
+	case s.BindingLimit == "kv_pool" || evictions > 0:
+		return fmt.Sprintf("The KV pool limits this workload: %d %s, %s recomputed tokens, requests waited %.0f request-seconds behind the pool (est.), %s.",
+			evictions, word, group(s.RecomputedTokens), s.KVQueueEstS, peak)
+	}
+	return fmt.Sprintf("The KV pool holds this workload: %s, no %s; the binding limit is %s.", peak, word, strings.ReplaceAll(s.BindingLimit, "_", " "))
 }
 
 func writeSimCompare(w io.Writer, format string, rows []simulate.CompareRow) error {
