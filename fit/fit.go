@@ -142,6 +142,10 @@ type Target struct {
 	// running requests on an unbounded pool, ContextLength its longest
 	// request.
 	Workload *WorkloadTarget `json:"workload,omitempty"`
+	// SGLangProfile names the SGLang version profile the SGLang rows are
+	// sized with (their default memory share included) and why; empty when
+	// SGLang is not searched.
+	SGLangProfile string `json:"sglang_profile,omitempty"`
 }
 
 // Configuration is one setup that serves the target.
@@ -394,6 +398,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
+	if slices.Contains(strings.Split(base.Engine, ","), plan.EngineSGLang) {
+		if p, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
+			res.Target.SGLangProfile = p.Reason
+		}
+	}
 	if wl != nil {
 		res.Target.Workload = wl.target
 	}

@@ -251,6 +251,18 @@ func (s *search) demand(ctx context.Context, dtype string, maxGPUs int) error {
 				}
 				req := s.request(c, 1, w.maxTokens)
 				rep, err := s.run(ctx, req)
+				// A layout that does not start at the engine's default share
+				// (an 8B model on a 24 GB card) may at its safe maximum: the
+				// reference only needs a plan that starts, its pool is
+				// replaced by an unbounded one below.
+				if k := plan.KnobsOf(rep); err != nil && k.Share != "" && !s.fixed(k.Share) && k.SafeMax > k.Current {
+					r2 := req
+					if r2.SetField(k.Share, plan.FormatFloat(k.SafeMax)) == nil {
+						if rep2, err2 := s.run(ctx, r2); err2 == nil && rep2 != nil {
+							req, rep, err = r2, rep2, nil
+						}
+					}
+				}
 				if err != nil || rep == nil {
 					if cerr := ctx.Err(); cerr != nil {
 						return cerr

@@ -172,12 +172,16 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintf(w, "Target: a workload of %s (up to %s tokens, %s on average) of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
 			requests(int(wl.Requests), "request"), group(int64(wl.MaxRequestTokens)), group(int64(wl.MeanRequestTokens)), t.Model, t.Engine,
 			strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
-		fmt.Fprintf(w, "Demand: peak %s running and %s KV tokens on an unbounded pool (time model of %s): sized for %s of %s tokens on average, context %s\n\n",
+		fmt.Fprintf(w, "Demand: peak %s running and %s KV tokens on an unbounded pool (time model of %s): sized for %s of %s tokens on average, context %s\n",
 			group(int64(wl.PeakRunning)), group(wl.PeakKVTokens), orNone(wl.Reference), requests(t.Concurrency, "concurrent request"), group(int64(wl.MeanRequestTokens)), group(int64(t.ContextLength)))
 	} else {
-		fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
+		fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
 			requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
 	}
+	if t.SGLangProfile != "" {
+		fmt.Fprintf(w, "SGLang profile: %s\n", t.SGLangProfile)
+	}
+	fmt.Fprintln(w)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		// Several engines searched: each row says whose flags it lists.
