@@ -194,3 +194,106 @@ func TestE2M1Lut(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmBlockScales checks the scale kernels (ceil-rule exponents, nvfp4
+// scales and multipliers) against the portable functions on float32 block
+// maxima of every exponent, near powers of two and at random.
+func TestAsmBlockScales(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		var vals []uint32
+		for e := range uint32(255) {
+			for _, m := range []uint32{0, 1, 0x3FFFFF, 0x400000, 0x400001, 0x200000, 0x7FFFFF, rng.Uint32() & 0x7FFFFF} {
+				vals = append(vals, e<<23|m)
+			}
+		}
+		for range 4096 {
+			vals = append(vals, rng.Uint32()&0x7F7FFFFF)
+		}
+		for len(vals)%asmChunk != 0 {
+			vals = append(vals, 0)
+		}
+		nv := codecFor(t, "nvfp4").(*nvfp4Codec)
+		for _, name := range []string{"fp4_mx_block16", "mxfp8", "mxfp4_ceil"} {
+			c := codecFor(t, name).(*pow2Codec)
+			for i := 0; i < len(vals); i += asmChunk {
+				var amax [asmChunk]uint32
+				var ex [asmChunk]int32
+				copy(amax[:], vals[i:])
+				if !c.expF32(&ex, &amax, asmChunk) {
+					t.Fatalf("%s: no kernel", name)
+				}
+				for j, a := range amax {
+					if want := c.blockExp(a); int(ex[j]) != want {
+						t.Fatalf("%s: exponent of %#08x = %d, want %d", name, a, ex[j], want)
+					}
+				}
+			}
+		}
+		p := [3]float32{nv.invG, rcp6, nv.g}
+		for i := 0; i < len(vals); i += asmChunk {
+			var amax [asmChunk]uint32
+			var os [asmChunk]float32
+			var sc [asmChunk]byte
+			copy(amax[:], vals[i:])
+			nvfp4ScalesAVX512(&sc[0], &os[0], &amax[0], asmChunk, &nv.t.enc[0], &e4m3fnF32[0], &p[0])
+			for j, a := range amax {
+				s, o := nv.blockScale(math.Float32frombits(a))
+				if sc[j] != s || math.Float32bits(os[j]) != math.Float32bits(o) {
+					t.Fatalf("nvfp4: scale of %#08x = %#02x, %v; want %#02x, %v", a, sc[j], os[j], s, o)
+				}
+			}
+		}
+	})
+}
+
+// TestAsmE2M1TinySigns checks SGLang's "y < 0" sign rule for float32
+// inputs whose scaled value rounds to zero (|x| at and around 2^(e−150)),
+// and the float32 sticky bits at every E2M1 decision point, against the
+// reference.
+func TestAsmE2M1TinySigns(t *testing.T) {
+	for _, name := range []string{"fp4_mx_block16", "mxfp4", "nvfp4"} {
+		c := codecFor(t, name)
+		bs := c.Format().BlockSize
+		var x []float32
+		for e := -2; e <= 16; e++ {
+			blk := make([]float32, bs)
+			blk[0] = float32(math.Ldexp(5.9, e+2))
+			for i := 1; i < bs; i++ {
+				var u uint32
+				switch i % 4 {
+				case 0:
+					u = 1 << max(e-1, 0)
+				case 1:
+					u = 1<<max(e-1, 0) + 1
+				case 2:
+					u = 1<<max(e-1, 0) - 1
+				default:
+					// a decision point of E2M1 times 2^e, plus a sticky bit
+					b := e2m1Bounds[i%7]
+					u = math.Float32bits(float32(math.Ldexp(float64(b), e))) + uint32(i%2)
+				}
+				blk[i] = math.Float32frombits(u | 0x80000000)
+			}
+			x = append(x, blk...)
+		}
+		for len(x)%64 != 0 {
+			x = append(x, 0)
+		}
+		want, wantS := refEncode(name, x)
+		for _, on := range []bool{true, false} {
+			if on && !hasAVX512 {
+				continue
+			}
+			withAsm(t, on, func(t *testing.T) {
+				p := make([]byte, len(want))
+				s := make([]byte, len(wantS))
+				if err := c.EncodeF32(p, s, x); err != nil {
+					t.Fatal(err)
+				}
+				compareBytes(t, name+" payload", want, p)
+				compareBytes(t, name+" scales", wantS, s)
+			})
+		}
+	}
+}

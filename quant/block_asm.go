@@ -24,15 +24,17 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	bs, nb := c.bs, len(scales)
 	et := c.expTableBF16()
 	var amax [asmChunk]uint32
-	var sh, shW [asmChunk]int32
+	var shW [asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+			amaxF32(&amax, f32[b0*bs:], m, bs)
 		} else {
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
+		var ex [asmChunk]int32
+		vexp := c.expF32(&ex, &amax, m) // bf16 maxima too: blockExpBF16 = blockExp there
 		for i, a := range amax[:m] {
 			if a >= 0x7F800000 {
 				bad |= 1 << i
@@ -40,6 +42,8 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 			var e int
 			switch {
+			case vexp:
+				e = int(ex[i])
 			case f32 != nil:
 				e = c.blockExp(a)
 			case et != nil:
@@ -51,11 +55,10 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				bad |= 1 << i
 			}
 			scales[b0+i] = uint8(e + 127)
-			sh[i] = int32(e) << 23
 			shW[i] = int32(e) << 7
 		}
 		if f32 != nil {
-			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kp[0])
+			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		} else {
 			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		}
@@ -108,30 +111,14 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 	return true
 }
 
-// E2M1 thresholds for the assembly encoder as float32 bits: the magnitude
-// code is the number of thresholds at or below |y|. Round-to-nearest-even
-// keeps ties at 0.25, 1.25, 2.5 and 5.0 on the even code below; SGLang's
-// rule rounds every midpoint up.
-var e2m1ThrRNE, e2m1ThrUp [8]uint32
-
 // Tables of the 16-bit-lane E2M1 encoder (see internal/asmgen): entry
 // 2j + s is the magnitude code of the bf16 magnitudes t with t/32 = j +
 // e2m1LutBase and (t mod 32 ≠ 0) = s; entry 64 is the base and 65 the sign
 // limit (keep the sign of x < 0 when |x| > it, signed).
 const e2m1LutBase = 0x1F3
 
-var e2m1LutRNE, e2m1LutUp [66]uint16
-
-func init() {
-	for k, b := range e2m1Bounds {
-		u := math.Float32bits(b)
-		e2m1ThrUp[k] = u
-		e2m1ThrRNE[k] = u
-		if k%2 == 0 {
-			e2m1ThrRNE[k] = u + 1
-		}
-	}
-}
+// (72 entries: the float32-lane encoder loads eight words at entry 64.)
+var e2m1LutRNE, e2m1LutUp [72]uint16
 
 // initE2M1Lut fills the encoder tables from e2m1RNE and e2m1HalfUp (called
 // by the init that builds those).
@@ -147,13 +134,51 @@ func initE2M1Lut() {
 
 // e2m1LutCode is the encoder's table lookup in Go (tested against the
 // tables for every bf16 magnitude).
-func e2m1LutCode(lut *[66]uint16, t uint16) uint16 {
+func e2m1LutCode(lut *[72]uint16, t uint16) uint16 {
 	j := min(max(int(t>>5)-int(lut[64]), 0), 31)
 	s := 0
 	if t&31 != 0 {
 		s = 1
 	}
 	return lut[2*j+s]
+}
+
+// expF32 computes the scale exponents of m float32 block maxima with the
+// ceil rules (SGLang fp4, RCEIL) in the kernel and reports whether it did
+// (not for the floor rule).
+func (c *pow2Codec) expF32(ex *[asmChunk]int32, amax *[asmChunk]uint32, m int) bool {
+	var p [5]float32
+	switch c.rule {
+	case ruleSGLangFP4:
+		p = [5]float32{0, 6, 1e-10, math.Float32frombits(uint32(0xC0000000)), math.Float32frombits(1 << 30)}
+	case ruleCeil:
+		lo := int32(-127)
+		p = [5]float32{1e-30, c.maxElem, 0, math.Float32frombits(uint32(lo)), math.Float32frombits(127)}
+	default:
+		return false
+	}
+	pow2ExpAVX512(&ex[0], &amax[0], (m+15)&^15, &p[0])
+	return true
+}
+
+// amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
+// multiple of 16) as float32 bits.
+func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
+	k := m &^ 15
+	switch {
+	case k == 0:
+	case bs == 16:
+		amaxF32x16b16AVX512(&out[0], &src[0], k)
+	case bs == 32:
+		amaxF32x16b32AVX512(&out[0], &src[0], k)
+	case bs == 64:
+		amaxF32x16b64AVX512(&out[0], &src[0], k)
+	default:
+		k = 0
+	}
+	if k < m {
+		amaxF32AVX512(&out[k], &src[k*bs], m-k, bs)
+	}
 }
 
 // amaxBF16 writes the block maxima of m blocks of bs bf16 values (bs a
@@ -208,12 +233,12 @@ func (c *pow2Codec) decTables() *e2m1Dec {
 // encodeFP4Asm encodes all blocks of fp4_mx_block16 or mxfp4 from f32 (or
 // bf16 when f32 is nil) and reports whether it did.
 func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+	if !useAsm || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
 		return false
 	}
-	thr, thrW := &e2m1ThrRNE, &e2m1LutRNE
+	thrW := &e2m1LutRNE
 	if c.halfUp {
-		thr, thrW = &e2m1ThrUp, &e2m1LutUp
+		thrW = &e2m1LutUp
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
@@ -222,27 +247,51 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*bs], m, bs)
+			amaxF32(&amax, f32[b0*bs:], m, bs)
 		} else {
 			amaxBF16(&amax, bf[b0*bs:], m, bs)
 		}
 		var bad uint64
+		var ex [asmChunk]int32
+		vexp := f32 != nil && c.expF32(&ex, &amax, m)
+		if f32 == nil && c.rule != ruleCeil {
+			// the integer rules of fp4Exp, inline: e = max(E + c0 + (f +
+			// r)>>7, lo) for amax = 1.f·2^E
+			c0, r, lo := -127-c.emax, 0, -127
+			if c.rule == ruleSGLangFP4 {
+				c0, r, lo = -129, 63, -33
+			}
+			sc := scales[b0 : b0+m]
+			for i, a := range amax[:m] {
+				h := int(a >> 16)
+				e := max(h>>7+c0+(h&0x7F+r)>>7, lo)
+				if h >= 0x7F80 || e < -100 || e > 16 {
+					bad |= 1 << i
+				}
+				sc[i] = uint8(e + 127)
+				shW[i] = int32(e) << 7
+			}
+			goto encode
+		}
 		for i, a := range amax[:m] {
 			if a >= 0x7F800000 {
 				bad |= 1 << i
 				continue
 			}
 			var e int
-			if f32 != nil {
+			switch {
+			case vexp:
+				e = int(ex[i])
+			case f32 != nil:
 				e = c.blockExp(a)
-			} else {
+			default:
 				e = c.fp4Exp(uint16(a >> 16))
 			}
 			if e < -100 || e > 16 {
 				bad |= 1 << i
 			}
 			scales[b0+i] = uint8(e + 127)
-			blk[2*i] = int32(e) << 23
+			blk[2*i] = int32(e) << 7
 			shW[i] = int32(e) << 7
 			// the sign of x·2^-e: kept unless it rounds to zero (SGLang
 			// tests y < 0), that is unless |x| ≤ 2^(e−150)
@@ -255,10 +304,18 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				blk[2*i+1] = 0
 			}
 		}
+	encode:
 		h := bs / 2
 		switch {
+		case f32 != nil && bs == 16:
+			if m&1 != 0 {
+				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
+			}
+			if m > 1 {
+				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &blk[0], bs, &thrW[0])
+			}
 		case f32 != nil:
-			e2m1ShiftEncF32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thr[0])
+			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &blk[0], bs, &thrW[0])
 		case bs == 16:
 			if m&1 != 0 {
 				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
@@ -309,27 +366,31 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*16], m, 16)
+			amaxF32(&amax, f32[b0*16:], m, 16)
 		} else {
 			amaxBF16(&amax, bf[b0*16:], m, 16)
 		}
 		var bad uint64
+		var os [asmChunk]float32
+		var sc [asmChunk]byte
+		p := [3]float32{c.invG, rcp6, c.g}
+		nvfp4ScalesAVX512(&sc[0], &os[0], &amax[0], (m+15)&^15, &c.t.enc[0], &e4m3fnF32[0], &p[0])
+		copy(scales[b0:b0+m], sc[:m])
 		for i, a := range amax[:m] {
-			if a > 0x7F800000 { // NaN: fmaxf skips it; the portable code does
-				bad |= 1 << i
-				continue
-			}
-			sf8, os := c.blockScale(math.Float32frombits(a))
-			scales[b0+i] = sf8
-			if os > math.MaxFloat32 {
+			// NaN (fmaxf skips it) and an infinite multiplier: the
+			// portable code
+			if a > 0x7F800000 || os[i] > math.MaxFloat32 {
 				bad |= 1 << i
 			}
-			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os)), -1
+			blk[2*i], blk[2*i+1] = int32(math.Float32bits(os[i])), -1
 		}
-		if f32 != nil {
-			e2m1MulEncF32AVX512(&dst[b0*8], &f32[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
-		} else {
-			e2m1MulEncBF16AVX512(&dst[b0*8], &bf[b0*16], m*16, &blk[0], 16, &e2m1ThrRNE[0])
+		if m&1 != 0 {
+			bad |= 1 << (m - 1) // the kernels take two blocks per step
+		}
+		if m > 1 && f32 != nil {
+			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
+		} else if m > 1 {
+			e2m1MulEncBF16x16AVX512(&dst[b0*8], &bf[b0*16], (m&^1)*16, &blk[0], 16, &e2m1LutRNE[0])
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
@@ -367,18 +428,33 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 	g, nb := c.g, len(scales)/2
 	var amax [asmChunk]uint32
 	var div [asmChunk]float32
+	var s16 [asmChunk]uint16
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		if f32 != nil {
-			amaxF32AVX512(&amax[0], &f32[b0*g], m, g)
+			amaxF32(&amax, f32[b0*g:], m, g)
 		} else {
 			amaxBF16(&amax, bf[b0*g:], m, g)
 		}
+		// groupScale for the chunk: the fp16 rounding (RNE, as
+		// FP16.Encode) and widening by the conversion kernels
+		var nanMask uint64
 		for i, a := range amax[:m] {
-			s16, s := c.groupScale(a)
-			put16(scales[2*(b0+i):], s16)
+			s := float32(1)
+			if a > 0x7F800000 {
+				nanMask |= 1 << i
+			} else if a > 0 {
+				s = min(math.Float32frombits(a)/c.qmax, 65504)
+			}
 			div[i] = s
 		}
+		n16 := (m + 15) &^ 15 // the arrays hold asmChunk entries
+		fp16FromF32AVX512(&s16[0], &div[0], n16)
+		for ; nanMask != 0; nanMask &= nanMask - 1 {
+			s16[bits.TrailingZeros64(nanMask)] = 0x7E00
+		}
+		f32FromFP16AVX512(&div[0], &s16[0], n16)
+		copy(scales[2*b0:2*(b0+m)], bytesOf(s16[:m]))
 		switch {
 		case c.four && f32 != nil:
 			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
@@ -403,9 +479,9 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 	var mul [asmChunk]float32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
-		for i := range m {
-			mul[i] = fp16ToF32(get16(scales[2*(b0+i):]))
-		}
+		var s16 [asmChunk]uint16
+		copy(bytesOf(s16[:m]), scales[2*b0:2*(b0+m)])
+		f32FromFP16AVX512(&mul[0], &s16[0], (m+15)&^15)
 		switch {
 		case c.four && f32 != nil:
 			int4DecF32AVX512(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)

@@ -19,45 +19,26 @@ var useAsm = hasAVX512 && os.Getenv("KVCFG_QUANT_ASM") != "0"
 // process.
 func AsmKernels() bool { return useAsm }
 
-// Kernel parameter layout of the FP8 encoder (see internal/asmgen).
-const (
-	kpOff = iota
-	kpDrop
-	kpHalfM1
-	kpNormMin
-	kpSubK
-	kpOvT
-	kpZeroSign
-	kpSpec
-)
-
-// fp8KernParams fills the encoder parameters of format f from its table.
-func fp8KernParams(p *[16]uint32, w *[32]uint16, f Float, enc *[1 << 17]uint8) {
+// fp8KernParams fills the FP8 encoder parameters of format f (see
+// internal/asmgen, fp8EncodeW): the format's geometry in bf16 bits, and the
+// codes of ±Inf, ±NaN and ±overflow from its table.
+func fp8KernParams(w *[32]uint16, f Float, enc *[1 << 17]uint8) {
 	fp := &floats[f]
-	m, b := uint32(fp.mant), uint32(fp.bias)
-	d := 23 - m
-	p[kpOff] = (127 - b) << 23
-	p[kpDrop] = d
-	p[kpHalfM1] = 1<<(d-1) - 1
-	p[kpNormMin] = (128 - b) << 23
-	p[kpSubK] = d + 128 - b
-	p[kpZeroSign] = 0x80
+	m, b := uint16(fp.mant), uint16(fp.bias)
+	w[0], w[1], w[2] = (127-b)<<7, 7-m, 1<<(6-m)-1
+	w[3], w[4] = (128-b)<<7, 7-m+128-b
+	w[6] = 0x80 // the sign of a zero result: −0 exists
 	switch f {
 	case E4M3FN:
-		p[kpOvT] = 0x7F
+		w[5] = 0x7F // first magnitude code that is not finite
 	case E5M2:
-		p[kpOvT] = 0x7C
+		w[5] = 0x7C
 	case E4M3FNUZ:
-		p[kpOvT] = 0x80
-		p[kpZeroSign] = 0
+		w[5], w[6] = 0x80, 0
 	}
 	for i, u := range []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, math.Float32bits(1e30), math.Float32bits(-1e30)} {
-		p[kpSpec+i] = uint32(enc[keyF32(u)])
 		w[16+i] = uint16(enc[keyF32(u)])
 	}
-	// 16-bit lanes: the same with the float32 exponent field moved to bit 7
-	w[0], w[1], w[2] = uint16((127-b)<<7), uint16(7-m), uint16(1<<(6-m)-1)
-	w[3], w[4], w[5], w[6] = uint16((128-b)<<7), uint16(7-m+128-b), uint16(p[kpOvT]), uint16(p[kpZeroSign])
 }
 
 // zeroShift is the block shift of unscaled formats.
@@ -76,11 +57,11 @@ func encodeFP8BF16Asm(dst []byte, src []uint16, t *fp8Tables) int {
 
 // encodeFP8F32Asm is encodeFP8BF16Asm for float32 input.
 func encodeFP8F32Asm(dst []byte, src []float32, t *fp8Tables) int {
-	n := len(src) &^ 15
+	n := len(src) &^ 31
 	if !useAsm || n == 0 {
 		return 0
 	}
-	fp8EncF32AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kp[0])
+	fp8EncF32AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	return n
 }
 

@@ -4,12 +4,12 @@
 
 package quant
 
-// fp8EncF32AVX512 encodes float32 or bf16 (by name) to FP8 by integer round-to-nearest-even, 16 lanes per step.
+// fp8EncF32AVX512 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.
 //
 //go:noescape
-func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32)
+func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
 
-// fp8EncBF16AVX512 encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.
+// fp8EncBF16AVX512 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.
 //
 //go:noescape
 func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
@@ -59,6 +59,36 @@ func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)
 //go:noescape
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)
 
+// amaxF32x16b16AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)
+
+// amaxF32x16b32AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)
+
+// amaxF32x16b64AVX512 writes the largest magnitude bits of float32 blocks, sixteen blocks per step.
+//
+//go:noescape
+func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)
+
+// int4DecBF16AVX512 dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.
+//
+//go:noescape
+func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// pow2ExpAVX512 computes ceil-rule block scale exponents from block maxima, 16 per step.
+//
+//go:noescape
+func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32)
+
+// nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
+//
+//go:noescape
+func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)
+
 // amaxBF16x16AVX512 writes the largest magnitude bits of each block of bf16 values, 32 lanes per step.
 //
 //go:noescape
@@ -79,15 +109,25 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 //go:noescape
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
 
-// e2m1ShiftEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+// e2m1ShiftEncF32x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
 //
 //go:noescape
-func e2m1ShiftEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+func e2m1ShiftEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
 
-// e2m1MulEncF32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
+// e2m1ShiftEncF32x32AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
 //
 //go:noescape
-func e2m1MulEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)
+func e2m1ShiftEncF32x32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+
+// e2m1MulEncF32x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
+//
+//go:noescape
+func e2m1MulEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+
+// e2m1MulEncBF16x16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.
+//
+//go:noescape
+func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
 
 // e2m1DecF32AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
 //
@@ -114,11 +154,6 @@ func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
 //go:noescape
 func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
 
-// e2m1MulEncBF16AVX512 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.
-//
-//go:noescape
-func e2m1MulEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)
-
 // e2m1DecBF16AVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
 //
 //go:noescape
@@ -138,8 +173,3 @@ func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
 //
 //go:noescape
 func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
-
-// int4DecBF16AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
-//
-//go:noescape
-func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)

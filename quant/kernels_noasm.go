@@ -9,7 +9,7 @@ const hasAVX512 = false
 
 func noAsm() { panic("quant: assembly kernel called in a build without it") }
 
-func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32) { noAsm() }
+func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8DecBF16AVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
 func fp8DecF32AVX512(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
@@ -21,19 +21,16 @@ func f32FromFP16AVX512(dst *float32, src *uint16, n int)                        
 func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)                          { noAsm() }
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)                          { noAsm() }
 
-func e2m1ShiftEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32) { noAsm() }
-func e2m1MulEncF32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)   { noAsm() }
-func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)    { noAsm() }
-func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)                 { noAsm() }
-func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)                 { noAsm() }
-func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)                 { noAsm() }
-func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)                 { noAsm() }
-func e2m1MulEncBF16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)   { noAsm() }
-func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)    { noAsm() }
-func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)                 { noAsm() }
-func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)                 { noAsm() }
-func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)                 { noAsm() }
-func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)                 { noAsm() }
+func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int) { noAsm() }
+func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)              { noAsm() }
+func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)              { noAsm() }
+func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)              { noAsm() }
+func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)              { noAsm() }
+func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int) { noAsm() }
+func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)              { noAsm() }
+func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)              { noAsm() }
+func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)              { noAsm() }
+func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)              { noAsm() }
 
 func amaxBF16x16AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
 func amaxBF16x32AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
@@ -43,3 +40,18 @@ func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int,
 func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
 	noAsm()
 }
+func pow2ExpAVX512(e *int32, amax *uint32, m int, p *float32) { noAsm() }
+func nvfp4ScalesAVX512(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32) {
+	noAsm()
+}
+func e2m1ShiftEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+	noAsm()
+}
+func e2m1ShiftEncF32x32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+	noAsm()
+}
+func e2m1MulEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) { noAsm() }
+func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16) { noAsm() }
+func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
+func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
+func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }

@@ -30,8 +30,7 @@ type fp8Tables struct {
 	// decHi is the top half of each dec value (the low half is zero for
 	// every FP8 value and NaN), for the assembly float32 decoder.
 	decHi [256]uint16
-	kp    [16]uint32 // assembly encoder parameters (fp8KernParams)
-	kpW   [32]uint16 // the same for the 16-bit-lane bf16 encoder
+	kpW   [32]uint16 // assembly encoder parameters (fp8KernParams)
 }
 
 var (
@@ -58,7 +57,7 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 				t.nzBF[c] = 0xFFFF
 			}
 		}
-		fp8KernParams(&t.kp, &t.kpW, f, &t.enc)
+		fp8KernParams(&t.kpW, f, &t.enc)
 		fp8Tabs[f][ov] = t
 	})
 	return fp8Tabs[f][ov]

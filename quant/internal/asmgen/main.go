@@ -11,6 +11,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -20,8 +21,8 @@ import (
 
 func main() {
 	ConstraintExpr("amd64,!purego")
-	fp8Encode("fp8EncF32AVX512", false)
-	fp8EncodeW("fp8EncBF16AVX512")
+	fp8EncodeW("fp8EncF32AVX512", true)
+	fp8EncodeW("fp8EncBF16AVX512", false)
 	fp8Decode("fp8DecBF16AVX512", false)
 	fp8Decode("fp8DecF32AVX512", true)
 	bf16FromF32()
@@ -31,24 +32,32 @@ func main() {
 	f32FromFP16()
 	amax("amaxF32AVX512", false)
 	amax("amaxBF16AVX512", true)
+	for _, k := range []int{1, 2, 4} {
+		amaxTree(k)
+	}
+	int4DecodeBF16()
+	pow2Exp()
+	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
 	amaxW("amaxBF16x32AVX512", false)
 	e2m1EncodeW("e2m1ShiftEncBF16x16AVX512", true)
 	e2m1EncodeW("e2m1ShiftEncBF16x32AVX512", false)
+	e2m1EncodeWF("e2m1ShiftEncF32x16AVX512", false, false, true)
+	e2m1EncodeWF("e2m1ShiftEncF32x32AVX512", false, false, false)
+	e2m1EncodeWF("e2m1MulEncF32x16AVX512", false, true, true)
+	e2m1EncodeWF("e2m1MulEncBF16x16AVX512", true, true, true)
 	for _, bf16 := range []bool{false, true} {
 		in := "F32"
 		if bf16 {
 			in = "BF16"
 		}
-		if !bf16 {
-			e2m1Encode("e2m1ShiftEnc"+in+"AVX512", bf16, false)
-		}
-		e2m1Encode("e2m1MulEnc"+in+"AVX512", bf16, true)
 		e2m1Decode("e2m1Dec"+in+"AVX512", bf16)
 		intEncode("int8Enc"+in+"AVX512", bf16, false)
 		intEncode("int4Enc"+in+"AVX512", bf16, true)
 		intDecode("int8Dec"+in+"AVX512", bf16, false)
-		intDecode("int4Dec"+in+"AVX512", bf16, true)
+		if !bf16 {
+			intDecode("int4Dec"+in+"AVX512", bf16, true)
+		}
 	}
 	Generate()
 }
@@ -89,145 +98,6 @@ const (
 	pZeroSign        // 0x80 when the format has −0, else 0
 	pSpec            // 8 codes: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
 )
-
-// fp8Encode emits func(dst *byte, src *T, n int, shifts *int32, bs int, p *uint32):
-// n elements (n a positive multiple of bs, bs of 16) in blocks of bs; the
-// magnitude bits of block b are lowered by shifts[b] (a block scale 2^e as
-// e<<23, clamped at zero) before round-to-nearest-even into the FP8 format
-// p describes. Non-finite inputs encode by p's special codes (callers redo
-// non-finite blocks of scaled formats themselves).
-func fp8Encode(name string, bf16 bool) {
-	sig := "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint32)"
-	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint32)"
-	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) to FP8 by integer round-to-nearest-even, 16 lanes per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	shifts := Load(Param("shifts"), GP64())
-	bs := Load(Param("bs"), GP64())
-	p := Load(Param("p"), GP64())
-
-	absMask := konst(0x7FFFFFFF)
-	off := bcast(p, pOff)
-	drop := bcast(p, pDrop)
-	halfM1 := bcast(p, pHalfM1)
-	normMin := bcast(p, pNormMin)
-	subK := bcast(p, pSubK)
-	ovT := bcast(p, pOvT)
-	zeroSign := bcast(p, pZeroSign)
-	spec := ZMM()
-	VMOVDQU32(Mem{Base: p, Disp: 4 * pSpec}, spec.AsY())
-	one := konst(1)
-	two := konst(2)
-	four := konst(4)
-	c31 := konst(31)
-	mant := konst(0x7FFFFF)
-	impl := konst(0x800000)
-	inf := konst(0x7F800000)
-	c80 := konst(0x80)
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-
-	Label(name + "_block")
-	shift := ZMM()
-	VPBROADCASTD(Mem{Base: shifts}, shift)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	u := ZMM()
-	if bf16 {
-		VPMOVZXWD(Mem{Base: src}, u)
-		VPSLLD(U8(16), u, u)
-	} else {
-		VMOVDQU32(Mem{Base: src}, u)
-	}
-	a0 := ZMM()
-	VPANDD(absMask, u, a0)
-	a := ZMM()
-	VPSUBD(shift, a0, a)
-	VPMAXSD(zero, a, a)
-	sgn := ZMM()
-	VPSRLD(U8(24), u, sgn)
-	VPANDD(c80, sgn, sgn)
-
-	// normal result: drop bits with round-to-nearest-even
-	t := ZMM()
-	VPSUBD(off, a, t)
-	lsb := ZMM()
-	VPSRLVD(drop, t, lsb)
-	VPANDD(one, lsb, lsb)
-	VPADDD(halfM1, t, t)
-	VPADDD(lsb, t, t)
-	VPSRLVD(drop, t, t)
-
-	// subnormal result: the significand shifted by subK − exponent
-	sh := ZMM()
-	VPSRLD(U8(23), a, sh)
-	VPSUBD(sh, subK, sh)
-	VPMINUD(c31, sh, sh)
-	sg := ZMM()
-	VPANDD(mant, a, sg)
-	VPORD(impl, sg, sg)
-	h := ZMM()
-	VPSLLVD(sh, one, h)
-	VPSRLD(U8(1), h, h)
-	VPSUBD(one, h, h)
-	l2 := ZMM()
-	VPSRLVD(sh, sg, l2)
-	VPANDD(one, l2, l2)
-	VPADDD(h, sg, sg)
-	VPADDD(l2, sg, sg)
-	VPSRLVD(sh, sg, sg)
-
-	kNorm := K()
-	VPCMPUD(U8(5), normMin, a, kNorm) // a >= normMin
-	mag := ZMM()
-	VPBLENDMD(t, sg, kNorm, mag)
-
-	// sign: kept for nonzero magnitudes, and for zero where −0 exists
-	code := ZMM()
-	VPANDD(zeroSign, sgn, code)
-	VPORD(mag, code, code)
-	kNZ := K()
-	VPTESTMD(mag, mag, kNZ)
-	VPORD(sgn, mag, kNZ, code)
-
-	// overflow and non-finite inputs take codes from the spec table
-	idx := ZMM()
-	VPSRLD(U8(7), sgn, idx)
-	kOv := K()
-	VPCMPUD(U8(5), ovT, mag, kOv) // mag >= ovT
-	idx4 := ZMM()
-	VPORD(four, idx, idx4)
-	VPERMD(spec, idx4, kOv, code)
-	kNF := K()
-	VPCMPUD(U8(5), inf, a0, kNF) // a0 >= Inf
-	kNaN := K()
-	VPCMPUD(U8(6), inf, a0, kNaN) // a0 > Inf
-	VPORD(two, idx, kNaN, idx)
-	VPERMD(spec, idx, kNF, code)
-
-	VPMOVDB(code, Mem{Base: dst})
-
-	if bf16 {
-		ADDQ(U8(32), src)
-	} else {
-		ADDQ(U8(64), src)
-	}
-	ADDQ(U8(16), dst)
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(4), shifts)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
-}
 
 // fp8Decode emits func(dst *T, src *byte, n int, tab *uint16, adds *int32, bs int):
 // n codes (n a positive multiple of bs, bs of 32) looked up in a 256-entry
@@ -536,80 +406,6 @@ func unpackNibbles(src reg.Register, mask reg.VecVirtual) reg.VecVirtual {
 	return b
 }
 
-// e2m1Encode emits func(dst *byte, src *T, n int, blk *int32, bs int, thr *uint32):
-// n elements (a positive multiple of bs, bs of 16) to E2M1 codes two per
-// byte. Block b has the pair blk[2b], blk[2b+1] = (v, zt): with mul, y =
-// x·float32frombits(v); otherwise |y| bits = max(|x| bits − v, 0) (v = e<<23
-// for a scale 2^e). The magnitude code is the number of thr[0..6] (float32
-// bits) at or below |y|; the sign bit is set when x is negative and its
-// magnitude bits exceed zt (signed; −1 keeps every sign).
-func e2m1Encode(name string, bf16, mul bool) {
-	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, thr *uint32)"
-	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, thr *uint32)"
-	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name), 16 lanes per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	blk := Load(Param("blk"), GP64())
-	bs := Load(Param("bs"), GP64())
-	thr := Load(Param("thr"), GP64())
-	var T [7]reg.VecVirtual
-	for i := range T {
-		T[i] = bcast(thr, i)
-	}
-	absMask := konst(0x7FFFFFFF)
-	one := konst(1)
-	eight := konst(8)
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-
-	Label(name + "_block")
-	v, zt := ZMM(), ZMM()
-	VPBROADCASTD(Mem{Base: blk}, v)
-	VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	u := loadF32(src, bf16)
-	a := ZMM()
-	if mul {
-		VMULPS(v, u, u)
-		VPANDD(absMask, u, a)
-	} else {
-		VPANDD(absMask, u, a)
-	}
-	kSign := K()
-	VPCMPD(U8(6), zt, a, kSign) // |x| > zt (signed)
-	if !mul {
-		VPSUBD(v, a, a)
-		VPMAXSD(zero, a, a)
-	}
-	code := ZMM()
-	VPXORD(code, code, code)
-	for i := range T {
-		k := K()
-		VPCMPUD(U8(5), T[i], a, k) // a >= thr
-		VPADDD(one, code, k, code)
-	}
-	kNeg := K()
-	VPCMPD(U8(1), zero, u, kNeg) // x < 0 (as signed bits)
-	KANDW(kNeg, kSign, kSign)
-	VPORD(eight, code, kSign, code)
-	packNibbles(code, dst)
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(8), blk)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
-}
-
 // e2m1Decode emits func(dst *T, src *byte, n int, scales *byte, tab *uint32, bs int):
 // n elements (a positive multiple of bs, bs of 16) from E2M1 codes two per
 // byte; block b looks its codes up in the 16 dwords at tab + 64·scales[b]
@@ -815,10 +611,14 @@ func bcastW(p reg.Register, i int) reg.VecVirtual {
 // fp8Encode for bf16 input in 16-bit lanes, 32 per step (bs a multiple of
 // 32); shifts[b] is the block scale 2^e as e<<7 (only its low 16 bits are
 // read).
-func fp8EncodeW(name string) {
-	TEXT(name, NOSPLIT, "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)")
+func fp8EncodeW(name string, f32 bool) {
+	sig := "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)"
+	if f32 {
+		sig = "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " encodes bf16 to FP8 by integer round-to-nearest-even, 32 lanes per step.")
+	Doc(name + " encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even, 32 lanes per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
@@ -846,6 +646,17 @@ func fp8EncodeW(name string) {
 	c80 := konstW(0x80)
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
+	var low16, odd reg.VecVirtual
+	if f32 {
+		low16 = konst(0xFFFF)
+		// word indices of the top halves of 32 dwords in two registers
+		odd = ZMM()
+		perm := GLOBL(name+"Odd", RODATA|NOPTR)
+		for i := range 32 {
+			DATA(2*i, U16(uint16(2*i+1)))
+		}
+		VMOVDQU16(perm, odd)
+	}
 
 	Label(name + "_block")
 	shift := ZMM()
@@ -855,7 +666,24 @@ func fp8EncodeW(name string) {
 
 	Label(name + "_loop")
 	u := ZMM()
-	VMOVDQU16(Mem{Base: src}, u)
+	kSticky := K()
+	if f32 {
+		// float32: the top halves as bf16 and a sticky mask (low half
+		// nonzero). Every FP8 decision point lies on the bf16 grid, so
+		// rounding the top half with the sticky bit ORed into the
+		// round-to-even bit is exact.
+		lo, hi := ZMM(), ZMM()
+		VMOVDQU32(Mem{Base: src}, lo)
+		VMOVDQU32(Mem{Base: src, Disp: 64}, hi)
+		VMOVDQA64(odd, u)
+		VPERMI2W(hi, lo, u)
+		k0, k1 := K(), K()
+		VPTESTMD(low16, lo, k0)
+		VPTESTMD(low16, hi, k1)
+		KUNPCKWD(k0, k1, kSticky) // k1 high, k0 low
+	} else {
+		VMOVDQU16(Mem{Base: src}, u)
+	}
 	a0 := ZMM()
 	VPANDD(absMask, u, a0)
 	a := ZMM()
@@ -865,15 +693,20 @@ func fp8EncodeW(name string) {
 	VPSRLW(U8(8), u, sgn)
 	VPANDD(c80, sgn, sgn)
 
+	// normal result: drop bits with round-to-nearest-even
 	t := ZMM()
 	VPSUBW(off, a, t)
 	lsb := ZMM()
 	VPSRLVW(drop, t, lsb)
 	VPANDD(one, lsb, lsb)
+	if f32 {
+		VMOVDQU16(one, kSticky, lsb)
+	}
 	VPADDW(halfM1, t, t)
 	VPADDW(lsb, t, t)
 	VPSRLVW(drop, t, t)
 
+	// subnormal result: the significand shifted by subK − exponent
 	sh := ZMM()
 	VPSRLW(U8(7), a, sh)
 	VPSUBW(sh, subK, sh)
@@ -888,6 +721,9 @@ func fp8EncodeW(name string) {
 	l2 := ZMM()
 	VPSRLVW(sh, sg, l2)
 	VPANDD(one, l2, l2)
+	if f32 {
+		VMOVDQU16(one, kSticky, l2)
+	}
 	VPADDW(h, sg, sg)
 	VPADDW(l2, sg, sg)
 	VPSRLVW(sh, sg, sg)
@@ -907,24 +743,40 @@ func fp8EncodeW(name string) {
 	code := ZMM()
 	VPORD(se, mag, code)
 
+	// overflow and non-finite inputs (rare: branched over) take codes
+	// from the spec table
+	kOv := K()
+	VPCMPUW(U8(5), ovT, mag, kOv) // mag >= ovT
+	kNF := K()
+	VPCMPUW(U8(5), inf, a0, kNF) // |x| >= Inf
+	kAny := K()
+	KORD(kOv, kNF, kAny)
+	KORTESTD(kAny, kAny)
+	JZ(LabelRef(name + "_store"))
 	idx := ZMM()
 	VPSRLW(U8(7), sgn, idx)
-	kOv := K()
-	VPCMPUW(U8(5), ovT, mag, kOv)
 	idx4 := ZMM()
 	VPORD(four, idx, idx4)
 	VPERMW(spec, idx4, kOv, code)
-	kNF := K()
-	VPCMPUW(U8(5), inf, a0, kNF)
 	kNaN := K()
-	VPCMPUW(U8(6), inf, a0, kNaN)
+	VPCMPUW(U8(6), inf, a0, kNaN) // |x| > Inf
+	if f32 {
+		// a float32 NaN may have the top half of Inf
+		KANDD(kSticky, kNF, kAny)
+		KORD(kAny, kNaN, kNaN)
+	}
 	VPORD(two, idx, idx4)
 	VMOVDQU16(idx4, kNaN, idx)
 	VPERMW(spec, idx, kNF, code)
 
+	Label(name + "_store")
 	VPMOVWB(code, Mem{Base: dst})
 
-	ADDQ(U8(64), src)
+	if f32 {
+		ADDQ(U8(128), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
 	ADDQ(U8(32), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
@@ -1087,6 +939,388 @@ func e2m1EncodeW(name string, pair bool) {
 	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// amaxTree emits func(out *uint32, src *float32, nb int): amax of float32
+// blocks of 16·k sixteen at a time (nb a positive multiple of 16): each block's vector maximum, then a four-level shuffle tree that
+// reduces sixteen vectors into one vector of sixteen maxima.
+func amaxTree(k int) {
+	name := fmt.Sprintf("amaxF32x16b%dAVX512", 16*k)
+	TEXT(name, NOSPLIT, "func(out *uint32, src *float32, nb int)")
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of float32 blocks, sixteen blocks per step.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	perm := GLOBL(name+"Perm", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15} {
+		DATA(4*i, U32(v))
+	}
+	absMask := konst(0x7FFFFFFF)
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
+
+	Label(name + "_group")
+	var v [16]reg.VecVirtual
+	for b := range v {
+		v[b] = ZMM()
+		VPANDD(Mem{Base: src}, absMask, v[b])
+		for i := 1; i < k; i++ {
+			t := ZMM()
+			VPANDD(Mem{Base: src, Disp: 64 * i}, absMask, t)
+			VPMAXUD(t, v[b], v[b])
+		}
+		ADDQ(U32(64*k), src)
+	}
+	level := func(in []reg.VecVirtual, shuf func(imm uint8, b, a, dst reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
+		var outv []reg.VecVirtual
+		for i := 0; i < len(in); i += 2 {
+			x, y := ZMM(), ZMM()
+			shuf(lo, in[i+1], in[i], x)
+			shuf(hi, in[i+1], in[i], y)
+			VPMAXUD(y, x, x)
+			outv = append(outv, x)
+		}
+		return outv
+	}
+	shufi := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFI64X2(U8(imm), b, a, dst) }
+	shufps := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFPS(U8(imm), b, a, dst) }
+	r := level(v[:], shufi, 0x44, 0xEE)
+	r = level(r, shufi, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	res := ZMM()
+	VPERMD(r[0], idx, res)
+	VMOVDQU32(res, Mem{Base: out})
+	ADDQ(U8(64), out)
+	SUBQ(U8(16), nb)
+	JNZ(LabelRef(name + "_group"))
+	VZEROUPPER()
+	RET()
+}
+
+// pow2Exp emits func(e *int32, amax *uint32, m int, p *float32): for m
+// block maxima (float32 bits; m a positive multiple of 16) the scale
+// exponent e = clamp(ceil(log2(max(max(a, p[0]) / p[1], p[2]))), p[3], p[4])
+// (p[3], p[4] int32): SGLang's fp4 rule and the RCEIL rule with the
+// divisions the portable code does.
+func pow2Exp() {
+	name := "pow2ExpAVX512"
+	TEXT(name, NOSPLIT, "func(e *int32, amax *uint32, m int, p *float32)")
+	Pragma("noescape")
+	Doc(name + " computes ceil-rule block scale exponents from block maxima, 16 per step.")
+	e := Load(Param("e"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	p := Load(Param("p"), GP64())
+	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
+	mant := konst(0x7FFFFF)
+	one := konst(1)
+	c127 := konst(127)
+	Label(name + "_loop")
+	q := ZMM()
+	VMAXPS(Mem{Base: amax}, pre, q)
+	VDIVPS(div, q, q)
+	VMAXPS(post, q, q)
+	x := ZMM()
+	VPSRLD(U8(23), q, x)
+	VPSUBD(c127, x, x)
+	f := ZMM()
+	VPANDD(mant, q, f)
+	VPMINUD(one, f, f)
+	VPADDD(f, x, x)
+	VPMAXSD(lo, x, x)
+	VPMINSD(hi, x, x)
+	VMOVDQU32(x, Mem{Base: e})
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), e)
+	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// nvfp4Scales emits func(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32):
+// nvfp4 block scales for m block maxima (m a positive multiple of 16): sf
+// = p[0]·(a·p[1]), sf8 = enc[keyF32(sf)] (the E4M3 satfinite table),
+// os = a ≠ 0 ? 1/(e4m3[sf8]·p[2]) : 0.
+func nvfp4Scales() {
+	name := "nvfp4ScalesAVX512"
+	TEXT(name, NOSPLIT, "func(scales *byte, os *float32, amax *uint32, m int, enc *uint8, e4m3 *float32, p *float32)")
+	Pragma("noescape")
+	Doc(name + " computes nvfp4 block scales and element multipliers from block maxima, 16 per step.")
+	scales := Load(Param("scales"), GP64())
+	os := Load(Param("os"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	enc := Load(Param("enc"), GP64())
+	e4m3 := Load(Param("e4m3"), GP64())
+	p := Load(Param("p"), GP64())
+	invG, rcp6, g := bcast(p, 0), bcast(p, 1), bcast(p, 2)
+	low := konst(0xFFFF)
+	one := konst(1)
+	b8 := konst(0xFF)
+	oneF := konst(0x3F800000)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	Label(name + "_loop")
+	a := ZMM()
+	VMOVDQU32(Mem{Base: amax}, a)
+	sf := ZMM()
+	VMULPS(rcp6, a, sf)
+	VMULPS(sf, invG, sf)
+	key := ZMM()
+	VPANDD(low, sf, key)
+	VPMINUD(one, key, key)
+	VPSLLD(U8(16), key, key)
+	t := ZMM()
+	VPSRLD(U8(16), sf, t)
+	VPORD(t, key, key)
+	k1 := K()
+	KXNORW(k1, k1, k1)
+	c := ZMM()
+	VPXORD(c, c, c)
+	VPGATHERDD(Mem{Base: enc, Index: key, Scale: 1}, k1, c)
+	VPANDD(b8, c, c)
+	VPMOVDB(c, Mem{Base: scales})
+	k2 := K()
+	KXNORW(k2, k2, k2)
+	v := ZMM()
+	VPXORD(v, v, v)
+	VGATHERDPS(Mem{Base: e4m3, Index: c, Scale: 4}, k2, v)
+	VMULPS(g, v, v)
+	o := ZMM()
+	VDIVPS(v, oneF, o)
+	kz := K()
+	VPTESTNMD(a, a, kz)
+	VMOVDQA32(zero, kz, o)
+	VMOVDQU32(o, Mem{Base: os})
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), os)
+	ADDQ(U8(16), scales)
+	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// e2m1EncodeWF emits func(dst *byte, src *T, n int, blk *int32, bs int, lut *uint16):
+// the E2M1 table encoder of e2m1EncodeW for float32 input (or bf16 with
+// mul), 32 lanes per step. The float32 values (times the block multiplier
+// float32frombits(blk[2b]) with mul) are split into their top halves and a
+// sticky mask (low half nonzero; exact, every decision point lying on the
+// bf16 grid); without mul the top halves are lowered by blk[2b] (e<<7).
+// The sign of a negative value is kept when its float32 magnitude bits
+// exceed blk[2b+1] (signed; with mul every sign is kept). pair: bs = 16,
+// blocks b and b+1 in one step; otherwise bs a multiple of 32.
+func e2m1EncodeWF(name string, bf16, mul, pair bool) {
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through a table, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	blk := Load(Param("blk"), GP64())
+	bs := Load(Param("bs"), GP64())
+	lut := Load(Param("lut"), GP64())
+	L0, L1 := ZMM(), ZMM()
+	VMOVDQU16(Mem{Base: lut}, L0)
+	VMOVDQU16(Mem{Base: lut, Disp: 64}, L1)
+	base := bcastW(lut, 64)
+	absMaskW := konstW(0x7FFF)
+	absMask := konst(0x7FFFFFFF)
+	low16 := konst(0xFFFF)
+	one := konstW(1)
+	c31 := konstW(31)
+	c8 := konstW(8)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	odd := ZMM()
+	perm := GLOBL(name+"Odd", RODATA|NOPTR)
+	for i := range 32 {
+		DATA(2*i, U16(uint16(2*i+1)))
+	}
+	VMOVDQU16(perm, odd)
+	kHi := K()
+	if pair {
+		t := GP32()
+		MOVL(U32(0xFFFF0000), t)
+		KMOVD(t, kHi)
+	}
+	next := 8 // bytes of blk to the second block of a pair
+	if !pair {
+		next = 0
+	}
+
+	Label(name + "_block")
+	var shW, os0, os1, zt0, zt1 reg.VecVirtual
+	if mul {
+		os0, os1 = ZMM(), ZMM()
+		VPBROADCASTD(Mem{Base: blk}, os0)
+		VPBROADCASTD(Mem{Base: blk, Disp: next}, os1)
+	} else {
+		shW = ZMM()
+		VPBROADCASTW(Mem{Base: blk}, shW)
+		if pair {
+			t := ZMM()
+			VPBROADCASTW(Mem{Base: blk, Disp: next}, t)
+			VMOVDQU16(t, kHi, shW)
+		}
+		zt0, zt1 = ZMM(), ZMM()
+		VPBROADCASTD(Mem{Base: blk, Disp: 4}, zt0)
+		VPBROADCASTD(Mem{Base: blk, Disp: next + 4}, zt1)
+	}
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		ADDQ(bs, cnt)
+	}
+
+	Label(name + "_loop")
+	lo, hi := ZMM(), ZMM()
+	if bf16 {
+		VPMOVZXWD(Mem{Base: src}, lo)
+		VPMOVZXWD(Mem{Base: src, Disp: 32}, hi)
+		VPSLLD(U8(16), lo, lo)
+		VPSLLD(U8(16), hi, hi)
+		ADDQ(U8(64), src)
+	} else {
+		VMOVDQU32(Mem{Base: src}, lo)
+		VMOVDQU32(Mem{Base: src, Disp: 64}, hi)
+		ADDQ(U8(128), src)
+	}
+	kSign := K()
+	if mul {
+		VMULPS(os0, lo, lo)
+		VMULPS(os1, hi, hi)
+	} else {
+		al, ah := ZMM(), ZMM()
+		VPANDD(absMask, lo, al)
+		VPANDD(absMask, hi, ah)
+		k0, k1 := K(), K()
+		VPCMPD(U8(6), zt0, al, k0)
+		VPCMPD(U8(6), zt1, ah, k1)
+		KUNPCKWD(k0, k1, kSign)
+	}
+	u := ZMM()
+	VMOVDQA64(odd, u)
+	VPERMI2W(hi, lo, u)
+	kSticky := K()
+	{
+		k0, k1 := K(), K()
+		VPTESTMD(low16, lo, k0)
+		VPTESTMD(low16, hi, k1)
+		KUNPCKWD(k0, k1, kSticky)
+	}
+	kNeg := K()
+	VPMOVW2M(u, kNeg)
+	if !mul {
+		KANDD(kNeg, kSign, kNeg)
+	}
+	a := ZMM()
+	VPANDD(absMaskW, u, a)
+	if !mul {
+		VPSUBW(shW, a, a)
+		VPMAXSW(zero, a, a)
+	}
+	j := ZMM()
+	VPSRLW(U8(5), a, j)
+	VPSUBW(base, j, j)
+	VPMAXSW(zero, j, j)
+	VPMINSW(c31, j, j)
+	l := ZMM()
+	VPANDD(c31, a, l)
+	VPMINUW(one, l, l)
+	VMOVDQU16(one, kSticky, l)
+	VPADDW(j, j, j)
+	VPADDW(l, j, j)
+	VPERMI2W(L1, L0, j)
+	VPADDW(c8, j, kNeg, j)
+	t := ZMM()
+	VPSRLD(U8(12), j, t)
+	VPORD(t, j, j)
+	VPMOVDB(j, Mem{Base: dst})
+	ADDQ(U8(16), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if pair {
+		ADDQ(U8(16), blk)
+		SUBQ(bs, n)
+	} else {
+		ADDQ(U8(8), blk)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// int4DecodeBF16 emits func(dst *uint16, src *byte, n int, mul *float32, bs int):
+// int4 groups of bs = 32 codes (q+8 nibbles) to bf16: per group the 16
+// possible values bf16((q−8)·mul[b]) (nearest even, NaN 0x7FC0) form a
+// table, and one VPERMW looks up 32 codes.
+func int4DecodeBF16() {
+	name := "int4DecBF16AVX512"
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, mul *float32, bs int)")
+	Pragma("noescape")
+	Doc(name + " dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	mul := Load(Param("mul"), GP64())
+	Load(Param("bs"), GP64())
+	q := ZMM()
+	qs := GLOBL(name+"Q", RODATA|NOPTR)
+	for i := range 16 {
+		DATA(4*i, U32(math.Float32bits(float32(i-8))))
+	}
+	VMOVUPS(qs, q)
+	absMask := konst(0x7FFFFFFF)
+	inf := konst(0x7F800000)
+	r7 := konst(0x7FFF)
+	one := konst(1)
+	nan := konst(0x7FC0)
+	lo4 := konst(0x0F)
+	hi4 := konst(0xF0)
+	Label(name + "_loop")
+	// table: bf16((i−8)·s) in the low 16 words
+	v := ZMM()
+	VBROADCASTSS(Mem{Base: mul}, v)
+	VMULPS(v, q, v)
+	l := ZMM()
+	VPSRLD(U8(16), v, l)
+	VPANDD(one, l, l)
+	VPADDD(r7, l, l)
+	VPADDD(v, l, l)
+	VPSRLD(U8(16), l, l)
+	a := ZMM()
+	VPANDD(absMask, v, a)
+	k := K()
+	VPCMPUD(U8(6), inf, a, k)
+	VMOVDQA32(nan, k, l)
+	tab := ZMM()
+	VPMOVDW(l, tab.AsY())
+	// 16 bytes → 32 word nibbles, low nibble first
+	b := ZMM()
+	VPMOVZXBD(Mem{Base: src}, b)
+	h := ZMM()
+	VPANDD(hi4, b, h)
+	VPSLLD(U8(12), h, h)
+	VPANDD(lo4, b, b)
+	VPORD(h, b, b)
+	VPERMW(tab, b, b)
+	VMOVDQU16(b, Mem{Base: dst})
+	ADDQ(U8(4), mul)
+	ADDQ(U8(16), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(32), n)
+	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
 }
