@@ -27,8 +27,7 @@ func (s *Server) handleFlags(w http.ResponseWriter, r *http.Request) {
 // explicitZeros returns the top-level keys of a JSON object body whose
 // value is a zero number (or a zero size string, "0GiB"), in body order. A
 // decoded Request cannot tell {"tp_size": 0} from a missing key; the body
-// can. It scans the body once and allocates nothing unless a key is a flag
-// that refuses zero.
+// can. It scans the body once, without a JSON decoder.
 func explicitZeros(body []byte) []string {
 	var keys []string
 	eachMember(body, func(key, raw []byte) {
