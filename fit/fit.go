@@ -11,6 +11,11 @@
 // pools solved for the target: the SWA/full token ratio of hybrid
 // sliding-window pools and the mamba state slots of hybrid
 // linear-attention models.
+//
+// The target may instead be a workload (a trace or a generator, package
+// simulate): the search then sizes for the workload's peak running
+// requests and lists the cheapest layouts whose simulation of the
+// workload meets Criteria (docs/fit.md#serving-a-workload).
 package fit
 
 import (
@@ -27,6 +32,7 @@ import (
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/simulate"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -64,6 +70,26 @@ type Options struct {
 	// count per GPU type and dtype is listed, with its best TP/PP/DP
 	// layout.
 	All bool `json:"all,omitempty"`
+
+	// Workload, Trace or Source (one of them) make a workload the target
+	// instead of Concurrency (docs/fit.md#serving-a-workload): a layout
+	// serves it when the simulation of the workload on its plan (package
+	// simulate, as `kvcfg simulate` runs it) meets Criteria. The search
+	// sizes for the peak running requests of the workload on an unbounded
+	// pool; ContextLength defaults to its longest request. Workload
+	// generates the requests, Trace lists them, Source opens them afresh
+	// for each simulation (a trace file; library callers only).
+	Workload *simulate.Generator             `json:"workload,omitempty"`
+	Trace    []simulate.Request              `json:"trace,omitempty"`
+	Source   func() (simulate.Source, error) `json:"-"`
+	// Simulation are the simulation's own options (step time, roofline
+	// tuning, SGLang's --max-prefill-tokens and
+	// --schedule-conservativeness); its time series is never recorded.
+	Simulation simulate.Options `json:"simulation,omitzero"`
+	// Criteria are what a layout's simulation must show (the zero value:
+	// no retraction or preemption, the KV pool never holding requests
+	// back).
+	Criteria Criteria `json:"criteria,omitzero"`
 }
 
 // Validate reports every problem with the options at once.
@@ -72,11 +98,15 @@ func (o Options) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...)))
 	}
-	if o.Concurrency < 1 {
-		bad("concurrency", "%d must be at least 1", o.Concurrency)
-	}
-	if o.ContextLength < 1 {
-		bad("context_length", "%d must be at least 1", o.ContextLength)
+	if o.workloads() > 0 {
+		errs = append(errs, o.validateWorkload()...)
+	} else {
+		if o.Concurrency < 1 {
+			bad("concurrency", "%d must be at least 1 (or give a workload)", o.Concurrency)
+		}
+		if o.ContextLength < 1 {
+			bad("context_length", "%d must be at least 1", o.ContextLength)
+		}
 	}
 	if o.MaxGPUs < 0 || o.MaxGPUs > MaxGPUsLimit {
 		bad("max_gpus", "%d must be between 1 and %d", o.MaxGPUs, MaxGPUsLimit)
@@ -108,6 +138,14 @@ type Target struct {
 	GPUs          []string `json:"gpus"`
 	KVCacheDTypes []string `json:"kv_cache_dtypes"`
 	MaxGPUs       int      `json:"max_gpus"`
+	// Workload is set for a workload target: Concurrency is then its peak
+	// running requests on an unbounded pool, ContextLength its longest
+	// request.
+	Workload *WorkloadTarget `json:"workload,omitempty"`
+	// SGLangProfile names the SGLang version profile the SGLang rows are
+	// sized with (their default memory share included) and why; empty when
+	// SGLang is not searched.
+	SGLangProfile string `json:"sglang_profile,omitempty"`
 }
 
 // Configuration is one setup that serves the target.
@@ -152,6 +190,9 @@ type Configuration struct {
 	Flags []string `json:"flags"`
 	// PlanArgs are the `kvcfg plan` arguments that reproduce the plan.
 	PlanArgs []string `json:"plan_args"`
+	// Simulation is the simulation of the workload on this setup (a
+	// workload target only).
+	Simulation *Simulated `json:"simulation,omitempty"`
 	// Request is the plan request Flags encode.
 	Request plan.Request `json:"-"`
 	// Report is the plan of Request (one replica).
@@ -257,6 +298,8 @@ type search struct {
 	dp             bool
 	// gpus are the GPU types searched.
 	gpus []string
+	// wl is the workload target (nil: Concurrency is the target).
+	wl *workload
 }
 
 // targetKeys are the request keys an engine takes the context length and
@@ -282,8 +325,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	spec := m.Spec
+	var wl *workload
+	if o.workloads() > 0 {
+		if wl, err = scanWorkload(ctx, o); err != nil {
+			return nil, err
+		}
+		switch {
+		case o.ContextLength == 0:
+			o.ContextLength = wl.maxTokens
+		case o.ContextLength < wl.maxTokens:
+			return nil, fmt.Errorf("%w: context_length: %d is shorter than the workload's longest request (%d tokens): raise it or leave it out", ErrInvalid, o.ContextLength, wl.maxTokens)
+		}
+	}
 	if spec.ContextLength > 0 && o.ContextLength > spec.ContextLength {
-		return nil, fmt.Errorf("%w: context_length: %d exceeds the model's context length %d", ErrInvalid, o.ContextLength, spec.ContextLength)
+		what := "context_length: " + strconv.Itoa(o.ContextLength)
+		if wl != nil && o.ContextLength == wl.maxTokens {
+			what = fmt.Sprintf("workload: its longest request (%d tokens)", wl.maxTokens)
+		}
+		return nil, fmt.Errorf("%w: %s exceeds the model's context length %d", ErrInvalid, what, spec.ContextLength)
 	}
 	// Every plan of the search reads the one parsed model, and none looks
 	// for a TP size that fits: the search tries the layouts itself (the
@@ -328,12 +387,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		maxGPUs = DefaultMaxGPUs
 	}
 	s.gpus = names
+	if wl != nil {
+		s.wl = wl
+		if err := s.demand(ctx, dtypes[0], maxGPUs); err != nil {
+			return nil, err
+		}
+		o.Concurrency = wl.target.PeakRunning
+	}
 	res := &Result{Target: Target{
 		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
+	if slices.Contains(strings.Split(base.Engine, ","), plan.EngineSGLang) {
+		if p, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
+			res.Target.SGLangProfile = p.Reason
+		}
+	}
+	if wl != nil {
+		res.Target.Workload = wl.target
+	}
 
 	var best *scored
+	var simBest *simMiss
 	var all []Configuration
 	for _, g := range names {
 	dtypeLoop:
@@ -341,6 +416,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			found := false
 			for count := 1; count <= maxGPUs && !(found && !o.All); count++ {
 				var atCount []Configuration
+				var solved []simMiss
 				for _, c := range s.layouts(g, d, count) {
 					if reason := layoutReason(spec, c.tp, c.pp); reason != "" {
 						if c.dp == 1 {
@@ -364,10 +440,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					}
 					if out.ok {
 						atCount = append(atCount, s.configuration(c, out, o.Concurrency))
+						solved = append(solved, simMiss{c: c, out: out})
 						continue
 					}
 					if sc := s.score(c, out, o.Concurrency, o.ContextLength); best == nil || sc.better(*best) {
 						best = &sc
+					}
+				}
+				if wl != nil && len(atCount) > 0 {
+					var err error
+					if atCount, err = s.simulateCount(ctx, atCount, solved, o, &simBest, res); err != nil {
+						return nil, err
 					}
 				}
 				if len(atCount) == 0 {
@@ -391,7 +474,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.Configurations == nil {
 		res.Configurations = []Configuration{}
 	}
-	if len(all) == 0 && best != nil {
+	if len(all) == 0 && simBest != nil {
+		res.ClosestMiss = s.workloadMiss(*simBest, o, maxGPUs)
+	} else if len(all) == 0 && best != nil {
 		m, err := s.miss(ctx, *best, o, maxGPUs)
 		if err != nil {
 			return nil, err
@@ -399,6 +484,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.ClosestMiss = m
 	}
 	res.Plans = s.plans
+	if wl != nil {
+		wl.target.Simulations = wl.simulations
+	}
 	return res, nil
 }
 
@@ -574,7 +662,11 @@ func (s *search) request(c candidate, n, L int) plan.Request {
 		r.DPSize = c.dp
 	}
 	_ = r.SetField(s.ctxKey, strconv.Itoa(L))
-	_ = r.SetField(s.capKey, strconv.Itoa(n))
+	if s.wl == nil {
+		// A workload keeps the engine's own cap: its simulation shows
+		// what the traffic does with it.
+		_ = r.SetField(s.capKey, strconv.Itoa(n))
+	}
 	return r
 }
 
@@ -605,12 +697,68 @@ const shareStep = 0.01
 // serves (the safe maximum's outcome when none does). ok means the final
 // plan serves the target.
 func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
+	sv := s.solver(ctx, c, n, L)
+	if sv.at == nil {
+		return sv.probe
+	}
+	k := sv.knobs
+	out := sv.at(k.Current)
+	if out.ok || !sv.free || k.SafeMax <= k.Current {
+		return out
+	}
+	grid := shareGrid(k.Current, k.SafeMax)
+	if len(grid) == 0 {
+		return out
+	}
+	top := sv.at(grid[len(grid)-1])
+	if !top.ok {
+		return top
+	}
+	lo, hi := 0, len(grid)-1
+	best := top
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if o := sv.at(grid[mid]); o.ok {
+			best, hi = o, mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return best
+}
+
+// shareGrid is the 0.01 grid of memory shares above cur up to safeMax.
+func shareGrid(cur, safeMax float64) []float64 {
+	var grid []float64
+	for i := int(math.Floor(cur/shareStep+1e-9)) + 1; float64(i)*shareStep <= safeMax+1e-9; i++ {
+		grid = append(grid, float64(i)*shareStep)
+	}
+	return grid
+}
+
+// shareSolver plans one candidate at a chosen memory share.
+type shareSolver struct {
+	// probe is the outcome of the engine's defaults when the probe failed
+	// (at is nil then).
+	probe outcome
+	knobs plan.Knobs
+	// free says the memory share is the search's to choose.
+	free bool
+	// at plans the candidate with the memory share share (the engine's
+	// own when it is not free) and judges it.
+	at func(share float64) outcome
+}
+
+// solver probes candidate c for n requests of L tokens (n/dp per
+// replica) at the engine's defaults and returns the solver of its memory
+// share.
+func (s *search) solver(ctx context.Context, c candidate, n, L int) shareSolver {
 	nr := c.perReplica(n)
 	req := s.request(c, nr, L)
 	// Probe: the engine's own defaults for this layout.
 	probe, err := s.run(ctx, req)
 	if errors.Is(err, plan.ErrInvalid) || probe == nil {
-		return outcome{req: req, rep: probe, err: err}
+		return shareSolver{probe: outcome{req: req, rep: probe, err: err}}
 	}
 	k := plan.KnobsOf(probe)
 	free := k.Share != "" && !s.fixed(k.Share)
@@ -633,32 +781,7 @@ func (s *search) solve(ctx context.Context, c candidate, n, L int) outcome {
 		out.knobs, out.share, out.def = k, v, k.Current
 		return out
 	}
-	out := at(k.Current)
-	if out.ok || !free || k.SafeMax <= k.Current {
-		return out
-	}
-	var grid []float64
-	for i := int(math.Floor(k.Current/shareStep+1e-9)) + 1; float64(i)*shareStep <= k.SafeMax+1e-9; i++ {
-		grid = append(grid, float64(i)*shareStep)
-	}
-	if len(grid) == 0 {
-		return out
-	}
-	top := at(grid[len(grid)-1])
-	if !top.ok {
-		return top
-	}
-	lo, hi := 0, len(grid)-1
-	best := top
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if o := at(grid[mid]); o.ok {
-			best, hi = o, mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return best
+	return shareSolver{knobs: k, free: free, at: at}
 }
 
 // solveAt runs req (its memory share set) for n requests of L tokens per
@@ -715,10 +838,26 @@ func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) 
 	if rep == nil {
 		return out
 	}
-	out.capacity = plan.Capacity(rep, s.spec, L)
+	capL := L
+	if s.wl != nil {
+		// A workload: n requests of its mean length (the filter before
+		// the simulation), with the context its longest request needs.
+		capL = min(L, s.wl.meanTokens)
+	}
+	out.capacity = plan.Capacity(rep, s.spec, capL)
+	held := rep.MaxConcurrencyAtContextLength >= int64(n)
+	if s.wl != nil {
+		if rep.Engine == plan.EngineVLLM {
+			// vLLM's own concurrency counts max_model_len per request;
+			// the workload's requests hold their blocks.
+			bs := int64(max(rep.BlockSize, 1))
+			out.capacity = rep.MaxTotalNumTokens / ((int64(capL) + bs - 1) / bs * bs)
+		}
+		held = out.capacity >= int64(n)
+	}
 	// The engine may clamp the context to what its pool holds
 	// (TensorRT-LLM's max_seq_len): then it does not serve L tokens.
-	out.ok = err == nil && rep.ContextLength >= L && rep.MaxConcurrencyAtContextLength >= int64(n) && int64(rep.MaxRunningRequests) >= int64(n)
+	out.ok = err == nil && rep.ContextLength >= L && held && int64(rep.MaxRunningRequests) >= int64(n)
 	return out
 }
 
@@ -856,6 +995,9 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	}
 	// Largest context L' < L with n requests.
 	clo, chi := 0, L-1
+	if s.wl != nil {
+		chi = 0 // a workload's context is its longest request
+	}
 	for clo < chi {
 		mid := (clo + chi + 1) / 2
 		o, err := ok(n, mid)
@@ -881,6 +1023,12 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			KVCacheDType: c.dtype, Flags: EngineFlags(shown.req), PlanArgs: PlanArgs(shown.req), Request: shown.req}
 	}
 	total := out.capacity * int64(c.dp)
+	// lbl is the request length capacities are counted in: a workload's
+	// mean request, else the target context.
+	lbl := L
+	if s.wl != nil {
+		lbl = min(L, s.wl.meanTokens)
+	}
 	weightsOver := false
 	switch {
 	case out.err != nil:
@@ -903,10 +1051,10 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			weightsOver = true
 		}
 	case total > 0:
-		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, lbl, n)
 		m.Shortfall = fmt.Sprintf("holds %s of the %s requests (%d%%)", units.Group(total), units.Group(int64(n)), percent(float64(total)/float64(n)))
 	default:
-		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, L, n)
+		m.Error = fmt.Sprintf("holds %d requests of %d tokens, not %d", total, lbl, n)
 		tokens := out.rep.MaxTotalNumTokens
 		m.Shortfall = fmt.Sprintf("holds %s of the %s tokens one request needs (%d%%)", units.Group(tokens), units.Group(int64(L)), percent(float64(tokens)/float64(L)))
 	}
@@ -918,7 +1066,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	}
 	var can []string
 	if lo > 0 {
-		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(L))))
+		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(lbl))))
 	}
 	if clo > 0 {
 		can = append(can, fmt.Sprintf("serve %s concurrent requests of up to %s tokens", units.Group(int64(n)), units.Group(int64(clo))))
@@ -935,7 +1083,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 			why = "as separate engine instances: fit lists data-parallel replicas of tensor-parallel layouts only"
 		}
 		fixes = append(fixes, fmt.Sprintf("about %d GPUs as %d replicas of %s, each holding %s requests of %s tokens (%s)",
-			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(L)), why))
+			e.count(), e.dp, describe(Configuration{GPU: e.gpu, TPSize: e.tp, PPSize: e.pp}), units.Group(m.estimateCapacity), units.Group(int64(lbl)), why))
 	}
 	if f := s.unpinShare(ctx, c, out, n, L); f != "" {
 		fixes = append(fixes, f)

@@ -9,14 +9,16 @@ import (
 	"github.com/kvcfg/kvcfg/units"
 )
 
-// Reproduce a real run: the engine logged 78.50 GiB free before loading
+// Reproduce a real run: SGLang 0.5.3 logged 78.50 GiB free before loading
 // Llama-3.1-8B-Instruct on an H100 and 63.54 GiB after (docs/sglang.md#ex1).
+// SGLangVersion pins the run's release; without it the newest profile is used.
 func ExampleRun() {
 	pre, _ := units.ParseSize("78.50GiB")
 	post, _ := units.ParseSize("63.54GiB")
 	r, err := plan.Run(context.Background(), plan.Request{
 		Model:              "meta-llama/Llama-3.1-8B-Instruct",
 		GPU:                "H100-80GB",
+		SGLangVersion:      "0.5.3",
 		PreLoadFreeMemory:  pre,
 		PostLoadFreeMemory: post,
 	})
@@ -39,6 +41,7 @@ func ExampleReport_WriteText() {
 	r, err := plan.Run(context.Background(), plan.Request{
 		Model:              "meta-llama/Llama-3.1-8B-Instruct",
 		GPU:                "H100-80GB",
+		SGLangVersion:      "0.5.3",
 		KVCacheDType:       "fp8_e4m3",
 		PreLoadFreeMemory:  pre,
 		PostLoadFreeMemory: post,
@@ -57,6 +60,7 @@ func ExampleReport_WriteText() {
 	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, gqa attention)
 	// gpu                                1 × H100-80GB (79.65 GiB), tp 1, pp 1, dp 1
 	// kv_cache_dtype                     fp8_e4m3 → fp8_e4m3 (torch.float8_e4m3fn)
+	// sglang_profile                     SGLang 0.5.3 is sized with the 0.5.3 profile (0.5.3–0.5.9: MiB reserve from chunked prefill and CUDA-graph size)
 	// mem_fraction_static                0.835
 	// page_size                          1
 	// context_length                     131,072

@@ -160,7 +160,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func TestGoldenReports(t *testing.T) {
 	cases := map[string]plan.Request{
 		"default":              {},
-		"ex1-measured":         {PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("63.54GiB")},
+		"ex1-measured":         {PreLoadFreeMemory: gib("78.50GiB"), PostLoadFreeMemory: gib("63.54GiB"), SGLangVersion: specRelease}, // spec Ex.1
 		"gpt-oss-120b":         {Model: "openai/gpt-oss-120b"},
 		"qwen3-next-tp4":       {Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4},
 		"deepseek-v3-h200-tp8": {Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8},

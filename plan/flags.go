@@ -189,7 +189,7 @@ var flagTable = []Flag{
 		Help:     "disable the radix (prefix) cache",
 		Spelling: sp(EngineSGLang, "--disable-radix-cache", EngineVLLM, "--no-enable-prefix-caching")},
 	{Key: "speculative_algorithm", Name: "--speculative-algorithm", Kind: KindString, Engines: allEngines,
-		Help:     "speculative decoding: EAGLE, EAGLE3, STANDALONE, DFLASH or NGRAM",
+		Help:     "speculative decoding: EAGLE, EAGLE3, NEXTN (SGLang's alias of EAGLE), STANDALONE, DFLASH or NGRAM; MTP with --engine trtllm",
 		Spelling: sp(EngineSGLang, "--speculative-algorithm")},
 	{Key: "speculative_num_draft_tokens", Name: "--speculative-num-draft-tokens", Kind: KindInt, Engines: sglangOnly, NonZero: true,
 		Help:     "draft tokens per step (default 4)",
@@ -206,7 +206,7 @@ var flagTable = []Flag{
 		Help:     "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)",
 		Spelling: sp(EngineSGLang, "--mamba-ssm-dtype")},
 	{Key: "sglang_version", Name: "--sglang-version", Kind: KindString, Engines: sglangOnly, Role: "version",
-		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the 0.5.3 profile)"},
+		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the newest profile; pin a run's release, e.g. 0.5.3)"},
 
 	{Key: "pre_load_free_memory", Name: "--pre-load-free-memory", Kind: KindSize, Engines: sglangVLLM, NonZero: true,
 		Help: "free memory before weight load as the engine logged it (e.g. 78.81GiB)"},

@@ -36,8 +36,14 @@ func summary(r *plan.Report) golden {
 	return golden{r.MemFractionStatic, r.CellSizeBytes, r.MaxTotalNumTokens, r.FullMaxTotalNumTokens, r.SWAMaxTotalNumTokens, r.MaxRunningRequests, r.MaxMambaCacheSize, r.LogLines}
 }
 
+// specRelease is the SGLang release the spec's worked examples
+// (docs/sglang.md#worked-examples) come from: their default
+// mem_fraction_static is the 0.5.3 profile's reserved-MiB formula. Tests
+// that reproduce them pin it; the default profile is the newest.
+const specRelease = "0.5.3"
+
 // The spec's worked examples (docs/sglang.md#worked-examples) run through the public entry point in
-// measured mode over the embedded catalog configs.
+// measured mode over the embedded catalog configs, sized as their release (specRelease).
 func TestWorkedExamples(t *testing.T) {
 	tests := []struct {
 		name string
@@ -67,6 +73,7 @@ func TestWorkedExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.req.SGLangVersion = specRelease
 			r, err := plan.Run(context.Background(), tt.req)
 			if err != nil {
 				t.Fatal(err)
@@ -96,8 +103,22 @@ func TestDefaultPlan(t *testing.T) {
 	if !r.WeightsEstimated || r.Measured || r.PreLoadFreeBytes != 785<<30/10 {
 		t.Errorf("memory model: %+v", r.Breakdown)
 	}
-	if r.MaxTotalNumTokens < 414000 || r.MaxTotalNumTokens > 415000 || r.MaxRunningRequests != 2048 || r.MaxConcurrencyAtContextLength != 3 {
-		t.Errorf("tokens %d running %d conc %d", r.MaxTotalNumTokens, r.MaxRunningRequests, r.MaxConcurrencyAtContextLength)
+	// The newest profile (the default): mem_fraction_static 0.830 on an
+	// H100 at TP 1 (reserve 512 + 1.5·8192 + 128 + 2·256 + 58 prefill
+	// graphs · 8 = 13,904 MiB), 78.50 GiB × 0.005 ÷ 128 KiB ≈ 3,215 tokens
+	// fewer than the 0.5.3 profile's 0.835 (414,433 with these weights).
+	if r.MemFractionStatic != 0.83 || r.MaxTotalNumTokens < 411000 || r.MaxTotalNumTokens > 412000 || r.MaxRunningRequests != 2048 || r.MaxConcurrencyAtContextLength != 3 {
+		t.Errorf("mfs %v tokens %d running %d conc %d", r.MemFractionStatic, r.MaxTotalNumTokens, r.MaxRunningRequests, r.MaxConcurrencyAtContextLength)
+	}
+	if !strings.HasPrefix(r.SGLangProfile, "no --sglang-version: sized with the newest profile, latest") {
+		t.Errorf("sglang_profile %q: want the newest profile and why", r.SGLangProfile)
+	}
+	old, err := plan.Run(context.Background(), plan.Request{SGLangVersion: "0.5.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.MemFractionStatic != 0.835 || old.MaxTotalNumTokens-r.MaxTotalNumTokens != 414433-411217 || !strings.HasPrefix(old.SGLangProfile, "SGLang 0.5.3 is sized with the 0.5.3 profile") {
+		t.Errorf("0.5.3: mfs %v tokens %d profile %q", old.MemFractionStatic, old.MaxTotalNumTokens, old.SGLangProfile)
 	}
 	b := r.Breakdown
 	if b.TotalBytes != b.RuntimeOverheadBytes+b.PreLoadFreeBytes || b.PreLoadFreeBytes != b.WeightsBytes+b.PostLoadFreeBytes {
@@ -168,12 +189,24 @@ func TestInfeasible(t *testing.T) {
 	if r == nil || r.Error == "" || r.FixFlag != "--tp-size" || r.FixValue != "4" {
 		t.Errorf("report %+v", r)
 	}
-	// SWA pool too small for one request.
+	// SWA pool too small for one request. At 0.5.3's 0.835 the engine's
+	// own fix (the smallest ratio that admits a request, 0.001) also holds
+	// the 131,072-token target, so it stands.
+	r, err = plan.Run(context.Background(), plan.Request{Model: "openai/gpt-oss-120b", SWAFullTokensRatio: 0.0005, SGLangVersion: "0.5.3"})
+	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, sizing.ErrSWAFloor) {
+		t.Fatalf("err = %v", err)
+	}
+	if r.FixFlag != "--swa-full-tokens-ratio" || r.FixValue != "0.001" || !strings.Contains(r.Error, "cannot hold even one request") {
+		t.Errorf("report %+v", r)
+	}
+	// The newest profile's 0.830 leaves a full pool of about 128,000 tokens
+	// (64 SWA tokens at 0.0005), below the target even at ratio 0.001, so the
+	// re-plan raises the memory share instead; the engine's words stay.
 	r, err = plan.Run(context.Background(), plan.Request{Model: "openai/gpt-oss-120b", SWAFullTokensRatio: 0.0005})
 	if !errors.Is(err, plan.ErrInfeasible) || !errors.Is(err, sizing.ErrSWAFloor) {
 		t.Fatalf("err = %v", err)
 	}
-	if r.FixFlag != "--swa-full-tokens-ratio" || r.FixValue == "" || !strings.Contains(r.Error, "cannot hold even one request") {
+	if r.FixFlag != "--mem-fraction-static" || r.FixValue == "" || !strings.Contains(r.Error, "SWA pool (64 tokens) cannot hold even one request") {
 		t.Errorf("report %+v", r)
 	}
 	// Measured readings that leave nothing.
@@ -215,20 +248,21 @@ func TestVLMInlineConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ratio := 24.0 * 1280 * 1280 / (24 * 1024 * 1024)
-	want := 0.835 * (0.95 * (1 - 0.1*(ratio-1))) // mfs *= 0.95 * f
+	const base = 0.83                           // the newest profile's H100 TP 1 default (TestDefaultPlan)
+	want := base * (0.95 * (1 - 0.1*(ratio-1))) // mfs *= 0.95 * f
 	if r.MemFractionStatic != want || r.Breakdown.MultimodalCacheBytes != 100<<20 || r.Model != "my-vlm" {
 		t.Errorf("mfs %v want %v, mm cache %d", r.MemFractionStatic, want, r.Breakdown.MultimodalCacheBytes)
 	}
 	// No vision_config: no scaling.
 	noVision := strings.Replace(cfg, `,"vision_config":{"depth":32,"hidden_size":1280}`, "", 1)
 	r, err = plan.Run(context.Background(), plan.Request{Config: json.RawMessage(noVision)})
-	if err != nil || r.MemFractionStatic != 0.835 {
+	if err != nil || r.MemFractionStatic != base {
 		t.Errorf("no vision config: mfs %v", r.MemFractionStatic)
 	}
 }
 
 // The grouped-int KV dtypes are budgeted at the pools' real layout: spec
-// docs/sglang.md#ex1 (rest 54,317,914,521 B, Llama-3.1-8B: 32 layers, K and V rows
+// docs/sglang.md#ex1 at its release (specRelease; rest 54,317,914,521 B, Llama-3.1-8B: 32 layers, K and V rows
 // of 8·128 elements):
 //
 //	int8_g64: 2·(1024 + 1024/64·2)·32 = 67,584 B → ⌊rest / 67,584⌋ = 803,709 tokens
@@ -251,7 +285,7 @@ func TestPlanGroupedIntDTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.dtype, func(t *testing.T) {
-			r, err := plan.Run(context.Background(), plan.Request{KVCacheDType: tt.dtype,
+			r, err := plan.Run(context.Background(), plan.Request{KVCacheDType: tt.dtype, SGLangVersion: specRelease,
 				PreLoadFreeMemory: units.Size(84_288_733_184), PostLoadFreeMemory: units.Size(68_225_555_497)})
 			if err != nil {
 				t.Fatal(err)

@@ -78,9 +78,9 @@ type KVSettings struct {
 	// Configurator names SGLang's pool configurator (for vLLM: the
 	// version's sizing rules and KV cache groups).
 	Configurator string `json:"configurator,omitempty"`
-	// SGLangProfile names the SGLang version profile a plan with
-	// --sglang-version used, and why (empty without the flag: the default
-	// profile).
+	// SGLangProfile names the SGLang version profile the plan used and why
+	// (the newest profile without --sglang-version); set on every SGLang
+	// plan.
 	SGLangProfile string `json:"sglang_profile,omitempty"`
 	// AttentionKind names the model's attention as operators say it (the
 	// model's AttentionLabel): mha, gqa, mqa, mla, dsa or none.

@@ -333,10 +333,17 @@ func (r Request) validate(withEngine bool) []error {
 	default:
 		add("mamba_ssm_dtype", "%q (accepted: float32, bfloat16)", r.MambaSSMDType)
 	}
-	switch strings.ToUpper(strings.TrimSpace(r.SpeculativeAlgorithm)) {
-	case "", "NONE", "EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "NGRAM":
+	switch alg := strings.ToUpper(strings.TrimSpace(r.SpeculativeAlgorithm)); alg {
+	case "", "NONE", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "NGRAM":
+		// NEXTN is SGLang's alias of EAGLE (server_args rewrites it).
+	case "MTP":
+		// TensorRT-LLM's one-model MTP (decoding_type MTP); SGLang's argument
+		// parser has no MTP choice. A comparison checks it per column.
+		if withEngine && r.Engine != EngineTRTLLM {
+			add("speculative_algorithm", "%q is TensorRT-LLM's name, accepted with --engine trtllm; with engine %s use EAGLE (or NEXTN, SGLang's alias), which runs the checkpoint's MTP layers", r.SpeculativeAlgorithm, r.Engine)
+		}
 	default:
-		add("speculative_algorithm", "%q (accepted: EAGLE, EAGLE3, STANDALONE, DFLASH, NGRAM)", r.SpeculativeAlgorithm)
+		add("speculative_algorithm", "%q (accepted: EAGLE, EAGLE3, NEXTN, STANDALONE, DFLASH, NGRAM; MTP with --engine trtllm)", r.SpeculativeAlgorithm)
 	}
 	if r.PreLoadFreeMemory > 0 && r.PostLoadFreeMemory > 0 && r.PostLoadFreeMemory > r.PreLoadFreeMemory {
 		add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)

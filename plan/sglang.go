@@ -93,9 +93,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 	d := cfgr.Derived()
 	kv := cfgr.KV()
-	if req.SGLangVersion != "" {
-		rep.SGLangProfile = cfgr.Profile().Reason
-	}
+	rep.SGLangProfile = cfgr.Profile().Reason
 	rep.ResolvedKVCacheDType = kv.Format.Name
 	rep.KVCacheTorchDType = kv.DType.Torch()
 	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength

@@ -79,9 +79,9 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		cfg.MambaCacheMode = "none"
 	}
 	switch strings.ToUpper(strings.TrimSpace(req.SpeculativeAlgorithm)) {
-	case "EAGLE", "EAGLE3":
+	case "EAGLE", "EAGLE3", "NEXTN":
 		// The drafter's attention layers join the KV cache: the checkpoint's
-		// MTP layers, else one EAGLE layer.
+		// MTP layers, else one EAGLE layer (NEXTN is SGLang's name for EAGLE).
 		cfg.DraftLayers = req.SpeculativeDraftNumLayers
 		if cfg.DraftLayers == 0 {
 			cfg.DraftLayers = max(spec.NumNextNPredictLayers, 1)

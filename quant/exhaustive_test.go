@@ -312,3 +312,25 @@ func formatBits(u uint32) string {
 	}
 	return string(b)
 }
+
+// The E2M1 magnitude tables, built from the bounds at init, agree with
+// E2M1.Encode (round to nearest even, saturating) and SGLang's rule for
+// every key.
+func TestE2M1TablesMatchEncode(t *testing.T) {
+	for k := range uint32(1 << 16) {
+		a := (k & 0x7FFF) << 16
+		if k>>15 != 0 {
+			a |= 1
+		}
+		if a > 0x7F800000 {
+			continue
+		}
+		x := math.Float32frombits(a)
+		if got, want := e2m1RNE[k], uint8(E2M1.Encode(x, SatFinite)); got != want {
+			t.Fatalf("key %#x (%g): RNE table %d, Encode %d", k, x, got, want)
+		}
+		if got, want := e2m1HalfUp[k], e2m1HalfUpSlow(x); got != want {
+			t.Fatalf("key %#x (%g): half-up table %d, rule %d", k, x, got, want)
+		}
+	}
+}

@@ -91,21 +91,35 @@ func e2m1HalfUpSlow(a float32) uint8 {
 }
 
 func init() {
-	for k := range uint32(1 << 16) {
-		a := (k & 0x7FFF) << 16
-		if k>>15 != 0 {
-			a |= 1
-		}
-		x := math.Float32frombits(a)
-		e2m1RNE[k] = uint8(E2M1.Encode(x, SatFinite))
-		if a > 0x7F800000 {
-			// Only nvfp4 can reach this (a NaN element in a finite block):
-			// cvt.rn.satfinite.e2m1x2 behaviour on NaN is unverified; we
-			// saturate to the maximum magnitude.
-			e2m1RNE[k] = 7
-			e2m1HalfUp[k] = 7
-		} else {
-			e2m1HalfUp[k] = e2m1HalfUpSlow(x)
+	// By the bounds, not by E2M1.Encode per key: 65536 encodes cost about a
+	// millisecond at the start of every kvcfg process
+	// (TestE2M1TablesMatchEncode checks every key against Encode).
+	// Magnitudes ascend with the key within each sticky half, so the bound
+	// index only moves forward: one or two comparisons per key.
+	for sticky := range uint32(2) {
+		n := 0 // bounds strictly below the magnitude
+		for m := range uint32(1 << 15) {
+			k := m | sticky<<15
+			a := m<<16 | sticky
+			if a > 0x7F800000 {
+				// Only nvfp4 can reach this (a NaN element in a finite
+				// block): cvt.rn.satfinite.e2m1x2 behaviour on NaN is
+				// unverified; we saturate to the maximum magnitude.
+				e2m1RNE[k], e2m1HalfUp[k] = 7, 7
+				continue
+			}
+			x := math.Float32frombits(a)
+			for n < len(e2m1Bounds) && x > e2m1Bounds[n] {
+				n++
+			}
+			rne, up := uint8(n), uint8(n)
+			if n < len(e2m1Bounds) && x == e2m1Bounds[n] {
+				up++ // SGLang: >= the midpoint goes up
+				if n%2 == 1 {
+					rne++ // a tie goes to the even code
+				}
+			}
+			e2m1RNE[k], e2m1HalfUp[k] = rne, up
 		}
 	}
 	for b := range 256 {

@@ -52,3 +52,25 @@ func BenchmarkDuplicateKey(b *testing.B) {
 		}
 	}
 }
+
+func TestExplicitZerosAndMember(t *testing.T) {
+	body := []byte(` {"model": "m", "tp_size": 0, "config": {"tp_size": 0, "x": [0, {"a": "}"}]}, "gpu_memory": "0GiB", "mem_fraction_static": 0.0, "pp_size": 2, "tp_size": 0} `)
+	got := explicitZeros(body)
+	if strings.Join(got, ",") != "tp_size,gpu_memory,mem_fraction_static" {
+		t.Errorf("explicitZeros = %q", got)
+	}
+	if m := string(member(body, "config")); m != `{"tp_size": 0, "x": [0, {"a": "}"}]}` {
+		t.Errorf("member(config) = %q", m)
+	}
+	if m := member(body, "nope"); m != nil {
+		t.Errorf("member(nope) = %q", m)
+	}
+	for _, bad := range []string{``, `[]`, `{"a"`, `{"a": `, `{"a": "x`, `{"a": {"b": 1}`} {
+		_ = explicitZeros([]byte(bad)) // no panic on malformed input
+		_ = member([]byte(bad), "a")
+	}
+	plain := []byte(`{"model": "m", "gpu": "H100", "tp_size": 2}`)
+	if n := testing.AllocsPerRun(100, func() { explicitZeros(plain) }); n > 1 {
+		t.Errorf("explicitZeros allocates %v times on a body without zeros, want at most 1 (its closure)", n)
+	}
+}

@@ -228,6 +228,10 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 	tableValue := text("#v-max_total_num_tokens")
 	logText := text("#log")
+	// Every SGLang plan names its version profile: the newest by default.
+	if p := text("#profile"); !strings.HasPrefix(p, "Profile: no --sglang-version: sized with the newest profile") {
+		t.Errorf("#profile = %q, want the newest profile and why", p)
+	}
 	probes, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]chartProbe](probeCharts))
 	if err != nil {
 		t.Fatalf("probing the charts: %v", err)

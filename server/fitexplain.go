@@ -9,9 +9,17 @@ import (
 )
 
 // fit runs `kvcfg fit` on a catalog model (or a Hub id with --hub): POST /api/v1/fit takes
-// fit.Options (base is a plan request) and answers fit.Result, the JSON of
+// fit.Options (base is a plan request; a workload target as the generator
+// `workload` or the requests inline as `trace`, bounded as POST
+// /api/v1/simulate bounds them) and answers fit.Result, the JSON of
 // `kvcfg fit -o json`.
 func (s *Server) fit(ctx context.Context, o fit.Options) (*fit.Result, error) {
+	if o.Workload != nil && o.Workload.Requests > maxSimRequests {
+		return nil, badRequest(kindInvalidInput, "workload", "workload.requests %d exceeds this server's limit of %d", o.Workload.Requests, maxSimRequests)
+	}
+	if len(o.Trace) > maxSimRequests {
+		return nil, badRequest(kindInvalidInput, "trace", "%d trace requests exceed this server's limit of %d", len(o.Trace), maxSimRequests)
+	}
 	if err := s.pinModel(ctx, &o.Base); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,40 @@ func TestFitExplainEndpoints(t *testing.T) {
 		t.Errorf("fit with concurrency 0: %d %s", r.status, r.body)
 	}
 
+	// A workload target: a generator, or the requests inline.
+	for _, wl := range []string{
+		`"workload": {"requests": 30, "rate": 10, "prompt": {"mean": 500}, "output": {"mean": 50}, "shared_prefix": 200, "seed": 1}`,
+		`"trace": [{"arrival_s": 0, "prompt_tokens": 500, "output_tokens": 50}, {"arrival_s": 0.1, "prompt_tokens": 300, "output_tokens": 20}]`,
+	} {
+		r := do(t, ts, "POST", "/api/v1/fit", `{"base": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "gpus": ["H100"], "max_gpus": 1, "simulation": {"step_time_s": 0.01}, `+wl+`}`)
+		var wr struct {
+			Target struct {
+				Workload *struct {
+					PeakRunning int `json:"peak_running"`
+				} `json:"workload"`
+			} `json:"target"`
+			Configurations []struct {
+				Simulation *struct {
+					RequestsCompleted int    `json:"requests_completed"`
+					BindingLimit      string `json:"binding_limit"`
+				} `json:"simulation"`
+			} `json:"configurations"`
+		}
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &wr) != nil || wr.Target.Workload == nil || len(wr.Configurations) != 1 ||
+			wr.Configurations[0].Simulation == nil || wr.Configurations[0].Simulation.RequestsCompleted == 0 {
+			t.Errorf("fit with %s: %d %s", wl, r.status, r.body)
+		}
+	}
+	for _, body := range []string{
+		`{"base": {}, "workload": {"requests": 1000000, "prompt": {"mean": 5}, "output": {"mean": 5}}}`,
+		`{"base": {}, "concurrency": 4, "workload": {"requests": 10, "prompt": {"mean": 5}, "output": {"mean": 5}}}`,
+		`{"base": {}, "trace": [{"arrival_s": 0, "prompt_tokens": 0, "output_tokens": 5}]}`,
+	} {
+		if r := do(t, ts, "POST", "/api/v1/fit", body); r.status != 400 {
+			t.Errorf("fit %s: %d %s, want 400", body, r.status, r.body)
+		}
+	}
+
 	r = do(t, ts, "POST", "/api/v1/explain", `{"message": "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.835", "plan": {"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "H100", "tp_size": 2, "context_length": 32768}}`)
 	if r.status != 200 {
 		t.Fatalf("explain: %d %s", r.status, r.body)

@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
@@ -29,49 +27,125 @@ func (s *Server) handleFlags(w http.ResponseWriter, r *http.Request) {
 // explicitZeros returns the top-level keys of a JSON object body whose
 // value is a zero number (or a zero size string, "0GiB"), in body order. A
 // decoded Request cannot tell {"tp_size": 0} from a missing key; the body
-// can.
+// can. It scans the body once, without a JSON decoder.
 func explicitZeros(body []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
 	var keys []string
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return keys
+	eachMember(body, func(key, raw []byte) {
+		f, ok := plan.LookupFlag(string(key))
+		if !ok || !f.NonZero || slices.Contains(keys, string(key)) {
+			return
 		}
-		key, _ := t.(string)
-		var raw json.RawMessage
-		if dec.Decode(&raw) != nil {
-			return keys
-		}
-		f, ok := plan.LookupFlag(key)
-		if !ok || !f.NonZero || slices.Contains(keys, key) {
-			continue
-		}
-		v := strings.TrimSpace(string(raw))
-		if x, err := strconv.ParseFloat(v, 64); err == nil && x == 0 {
-			keys = append(keys, key)
-			continue
+		if x, err := strconv.ParseFloat(string(raw), 64); err == nil && x == 0 {
+			keys = append(keys, string(key))
+			return
 		}
 		var str string
-		if f.Kind == plan.KindSize && json.Unmarshal(raw, &str) == nil {
+		if f.Kind == plan.KindSize && len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
 			if sz, err := units.ParseSize(str); err == nil && sz == 0 {
-				keys = append(keys, key)
+				keys = append(keys, string(key))
 			}
 		}
-	}
+	})
 	return keys
 }
 
 // member returns the raw value of the top-level key of a JSON object body
 // (nil when absent or not an object).
 func member(body []byte, key string) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return nil
+	var out []byte
+	eachMember(body, func(k, raw []byte) {
+		if out == nil && string(k) == key {
+			out = raw
+		}
+	})
+	return out
+}
+
+// eachMember calls fn with each top-level key (its raw bytes, escapes
+// left as they are) and raw value of a JSON object body, in order. It
+// stops at the first thing that is not well-formed (the decoder reports
+// it) and allocates nothing.
+func eachMember(body []byte, fn func(key, raw []byte)) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return
 	}
-	return m[key]
+	i++
+	for {
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != '"' {
+			return
+		}
+		end := skipValue(body, i)
+		if end < 0 {
+			return
+		}
+		key := body[i+1 : end-1]
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return
+		}
+		i = skipSpace(body, i+1)
+		end = skipValue(body, i)
+		if end < 0 {
+			return
+		}
+		fn(key, body[i:end])
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]
+// (a string, an object or array with everything nested in it, or a
+// literal), -1 when it does not end.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(b) {
+				return -1
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // a literal ended by the enclosing object
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }

@@ -215,7 +215,7 @@ func (c *Configurator) Reset(in Input) error {
 	if prof.Era == "" || prof.Version != in.Version {
 		var err error
 		if prof, err = ResolveProfile(in.Version); err != nil {
-			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the default profile"}
+			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest profile"}
 		}
 	}
 	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
@@ -252,8 +252,11 @@ func (c *Configurator) Reset(in Input) error {
 
 	// Speculative decoding.
 	d.SpeculativeAlgo = strings.ToUpper(strings.TrimSpace(a.SpeculativeAlgorithm))
-	if d.SpeculativeAlgo == "NONE" {
+	switch d.SpeculativeAlgo {
+	case "NONE":
 		d.SpeculativeAlgo = ""
+	case "NEXTN":
+		d.SpeculativeAlgo = "EAGLE" // server_args: "NEXTN shares the same implementation of EAGLE"
 	}
 	if d.SpeculativeAlgo != "" {
 		d.DraftTokens = a.SpeculativeNumDraftTokens
@@ -485,9 +488,9 @@ func (in Input) validate() error {
 		bad("mamba_ssm_dtype %q (accepted: float32, bfloat16)", a.MambaSSMDType)
 	}
 	switch strings.ToUpper(strings.TrimSpace(a.SpeculativeAlgorithm)) {
-	case "", "NONE", "EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "NGRAM":
+	case "", "NONE", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "NGRAM":
 	default:
-		bad("speculative algorithm %q (accepted: EAGLE, EAGLE3, STANDALONE, DFLASH, NGRAM)", a.SpeculativeAlgorithm)
+		bad("speculative algorithm %q (accepted: EAGLE, EAGLE3, NEXTN, STANDALONE, DFLASH, NGRAM)", a.SpeculativeAlgorithm)
 	}
 	if a.SpeculativeNumDraftTokens < 0 || a.SpeculativeDraftNumLayers < 0 {
 		bad("speculative draft tokens and layers must not be negative")

@@ -79,6 +79,13 @@ func qwen3Next() *model.Spec {
 	return s
 }
 
+// specRelease is the SGLang release the spec's worked examples and golden
+// vectors (docs/sglang.md#worked-examples) come from: their default
+// mem_fraction_static is the 0.5.x reserved-MiB formula of the 0.5.3
+// profile (Era053). Tests that reproduce those numbers pin it, so the
+// default (the newest profile) can move without changing them.
+const specRelease = "0.5.3"
+
 var (
 	h100 = sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"}
 	h200 = sglang.Hardware{MemoryMiB: 143771, SM: 90, Platform: "cuda"}
@@ -133,7 +140,7 @@ func TestWorkedExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := sglang.New(sglang.Input{Spec: tt.spec, Parallel: sglang.Parallel{TP: tt.tp, PP: 1, DP: 1},
+			c, err := sglang.New(sglang.Input{Spec: tt.spec, Parallel: sglang.Parallel{TP: tt.tp, PP: 1, DP: 1}, Version: specRelease,
 				Args: tt.args, Hardware: tt.hw, PostLoadFreeBytes: gibBytes(tt.post)})
 			if err != nil {
 				t.Fatal(err)
@@ -164,7 +171,7 @@ func TestWorkedExamples(t *testing.T) {
 }
 
 func TestQwen3NextMambaCap(t *testing.T) {
-	c, err := sglang.New(sglang.Input{Spec: qwen3Next(), Parallel: sglang.Parallel{TP: 4, PP: 1, DP: 1}, Hardware: h100, PostLoadFreeBytes: gibBytes(41.25)})
+	c, err := sglang.New(sglang.Input{Spec: qwen3Next(), Parallel: sglang.Parallel{TP: 4, PP: 1, DP: 1}, Version: specRelease, Hardware: h100, PostLoadFreeBytes: gibBytes(41.25)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,8 +266,13 @@ func TestStageRanges(t *testing.T) {
 	}
 }
 
+// newC configures in for an H100 at TP 1 unless set, sized with the
+// spec's release (specRelease) unless in.Version names another.
 func newC(t *testing.T, in sglang.Input) *sglang.Configurator {
 	t.Helper()
+	if in.Version == "" {
+		in.Version = specRelease
+	}
 	if in.Parallel.TP == 0 {
 		in.Parallel = sglang.Parallel{TP: 1, PP: 1, DP: 1}
 	}
@@ -544,5 +556,29 @@ func TestSWAVHeadDimDefault(t *testing.T) {
 	full, swa := 8.0*(128+64)*2, 8.0*(128+128)*2
 	if want := full*18 + float64(0.8*swa)*18; r.CellSize != want {
 		t.Errorf("cell %v, want %v", r.CellSize, want)
+	}
+}
+
+// NEXTN is SGLang's alias of EAGLE: server_args rewrites it before sizing,
+// so the plan is EAGLE's (DeepSeek-V3's MTP layer as the draft, the 2 GiB
+// speculative reserve of the 0.5.3 fraction: 0.882).
+func TestNEXTNIsEAGLE(t *testing.T) {
+	var got []string
+	for _, alg := range []string{"NEXTN", "nextn", "EAGLE"} {
+		c := newC(t, sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: h200,
+			Args: sglang.ServerArgs{SpeculativeAlgorithm: alg, SpeculativeNumDraftTokens: 4}, PostLoadFreeBytes: gibBytes(59.5)})
+		r, err := c.Configure(gibBytes(139.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Derived()
+		got = append(got, fmt.Sprintf("%s %d %v %v %d", d.SpeculativeAlgo, d.DraftLayers, d.MemFractionStatic, r.CellSize, r.MaxTotalNumTokens))
+	}
+	if got[0] != got[2] || got[1] != got[2] || !strings.HasPrefix(got[2], "EAGLE 1 0.882 ") {
+		t.Errorf("NEXTN / nextn / EAGLE: %q", got)
+	}
+	if _, err := sglang.New(sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
+		Args: sglang.ServerArgs{SpeculativeAlgorithm: "MTP"}}); !errors.Is(err, sglang.ErrInvalid) {
+		t.Errorf("MTP: err %v, want ErrInvalid (SGLang's parser has no MTP choice)", err)
 	}
 }

@@ -13,7 +13,8 @@ type Tier struct {
 }
 
 // DefaultTier returns the chunked prefill size and CUDA-graph max batch
-// size SGLang derives for a GPU of gpuMiB (0 = unknown) at tp.
+// size SGLang 0.5.3–0.5.18 derives for a GPU of gpuMiB (0 = unknown) at
+// tp. A plan uses its profile's tier (Profile.Tier; the newest by default).
 func DefaultTier(gpuMiB int64, tp int) Tier {
 	if gpuMiB <= 0 {
 		return Tier{4096, 160}
@@ -95,8 +96,10 @@ func ReservedMiB(in MemFractionInput) float64 {
 	return reserved
 }
 
-// DefaultMemFraction is SGLang's mem_fraction_static when the user gives
-// none: round((gpu_mem − reserved)/gpu_mem, 3), 0.88 for an unknown GPU.
+// DefaultMemFraction is SGLang 0.5.3–0.5.9's mem_fraction_static when the
+// user gives none: round((gpu_mem − reserved)/gpu_mem, 3), 0.88 for an
+// unknown GPU. A plan uses its profile's rule (Profile.MemFraction; the
+// newest by default).
 func DefaultMemFraction(in MemFractionInput) float64 {
 	if in.GPUMemoryMiB <= 0 {
 		return UnknownGPUMemFraction

@@ -39,14 +39,16 @@ func ExampleResolveKV() {
 }
 
 // Worked example 1 (docs/sglang.md#ex1): Llama-3.1-8B on an H100 that
-// logged 78.50 GiB free before loading the weights and 63.54 GiB after.
+// logged 78.50 GiB free before loading the weights and 63.54 GiB after,
+// sized as SGLang 0.5.3 does (the example's release; without Version the
+// newest profile is used).
 func ExampleNew() {
 	pre, _ := units.ParseSize("78.50GiB")
 	post, _ := units.ParseSize("63.54GiB")
 	llama := &model.Spec{Name: "Llama-3.1-8B", Architecture: "LlamaForCausalLM", NumLayers: 32, HiddenSize: 4096,
 		NumAttentionHeads: 32, NumKVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA,
 		ContextLength: 131072, ModelDType: dtype.BFloat16}
-	c, err := sglang.New(sglang.Input{Spec: llama, Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1},
+	c, err := sglang.New(sglang.Input{Spec: llama, Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Version: "0.5.3",
 		Hardware:          sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"},
 		PostLoadFreeBytes: post.Bytes()})
 	if err != nil {

@@ -47,9 +47,10 @@ const (
 // Eras lists the eras, oldest first.
 func Eras() []Era { return []Era{Era04, Era048, Era053, Era0510, EraLatest} }
 
-// DefaultEra is the era a plan without a version uses. It stays the 0.5.3
-// rules the repository's golden reports pin; EraLatest is "latest"/"main".
-const DefaultEra = Era053
+// DefaultEra is the era a plan without a version uses: the newest profile,
+// so a default plan matches the SGLang people install today. Pin an older
+// release with Input.Version (--sglang-version 0.5.3).
+const DefaultEra = EraLatest
 
 // Profile is the SGLang release a plan is sized for: the era's rules plus
 // the single changes that landed inside the era.
@@ -210,7 +211,7 @@ var versionGates = []struct {
 
 // defaultProfile is ResolveProfile(""), built once.
 var defaultProfile = Profile{Era: DefaultEra, rules: eraRules(DefaultEra, nil),
-	Reason: fmt.Sprintf("no --sglang-version: sized with the default %s profile (%s)", DefaultEra, eraSpan(DefaultEra))}
+	Reason: fmt.Sprintf("no --sglang-version: sized with the newest profile, %s (%s)", DefaultEra, eraSpan(DefaultEra))}
 
 // ResolveProfile maps a version string to a profile. "" gives DefaultEra;
 // "latest", "main" and "nightly" give EraLatest; an era's own name gives

@@ -15,7 +15,7 @@ func TestResolveProfileEras(t *testing.T) {
 		era     sglang.Era
 		reason  string
 	}{
-		{"", sglang.DefaultEra, "no --sglang-version"},
+		{"", sglang.EraLatest, "no --sglang-version: sized with the newest profile, latest"}, // issue 18: the default is the newest
 		{"latest", sglang.EraLatest, "latest"},
 		{"main", sglang.EraLatest, "main"},
 		{"0.3.6", sglang.Era04, "predates the oldest profile"},
@@ -228,6 +228,9 @@ func TestTokensByEra(t *testing.T) {
 		{"0.5.10 H100 Ex.1 readings", "0.5.13", 81559, 78.50, 63.54, 0.830, 411197, 2048,
 			"KV Cache is allocated. #tokens: 411197, K size: 25.10 GB, V size: 25.10 GB"},
 		{"latest H100 Ex.1 readings", "latest", 81559, 78.50, 63.54, 0.830, 411197, 2048,
+			"KV Cache is allocated. #tokens: 411197, K size: 25.10 GB, V size: 25.10 GB"},
+		// No version: the newest profile, so the same as "latest".
+		{"default H100 Ex.1 readings", "", 81559, 78.50, 63.54, 0.830, 411197, 2048,
 			"KV Cache is allocated. #tokens: 411197, K size: 25.10 GB, V size: 25.10 GB"},
 	}
 	for _, tt := range tests {

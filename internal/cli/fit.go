@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/simulate"
 )
 
 func newFitCmd() *cobra.Command {
@@ -24,6 +25,9 @@ func newFitCmd() *cobra.Command {
 		maxGPUs     int
 		all, debug  bool
 		format      string
+		wf          workloadFlags
+		simOpts     simulate.Options
+		criteria    fit.Criteria
 	)
 	var pf *planFlags
 	cmd := &cobra.Command{
@@ -55,6 +59,19 @@ would serve the target. Other plan flags (--mem-fraction-static,
 --weights-memory, --disable-radix-cache, ...) apply to every candidate; a
 memory share given is kept as given.
 
+A workload can be the target instead of --concurrency: a JSONL trace
+(--trace) or the generator flags of ` + "`kvcfg simulate`" + ` (--requests, --rate,
+--prompt-len, --output-len, --shared-prefix, --prefix-groups, ...). fit
+then sizes for the workload's peak running requests on an unbounded pool
+(the context length defaults to its longest request), filters the
+layouts by plan, and simulates the cheapest in order: a layout serves
+when every request completes with no retraction (SGLang) or preemption
+(vLLM) and the KV pool never holds a waiting request back
+(--max-retractions, --max-kv-blocked-share and --allow-kv-pool-binding
+loosen that). Each row adds its simulation's figures:
+
+  kvcfg fit --model Qwen/Qwen3-8B --gpus H100 --requests 300 --rate 10 --prompt-len 1000 --output-len 200
+
 Exit status: 0 when a setup serves the target, 3 when none does, 2 for
 invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`,
 		Args: cobra.MaximumNArgs(1),
@@ -75,18 +92,30 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 			if ctxLen == 0 {
 				ctxLen = base.MaxModelLen
 			}
-			if ctxLen == 0 {
-				return &exitError{code: 2, err: errors.New("--context-length is required (the length of each request, prompt plus output)")}
-			}
-			if concurrency == 0 {
-				concurrency = max(base.MaxRunningRequests, base.MaxNumSeqs)
-			}
-			if concurrency == 0 {
-				return &exitError{code: 2, err: errors.New("--concurrency is required (requests resident at once)")}
-			}
 			opts := fit.Options{
-				Base: base, Concurrency: concurrency, ContextLength: ctxLen,
+				Base: base, ContextLength: ctxLen,
 				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
+			}
+			if wf.given() {
+				if concurrency != 0 {
+					return &exitError{code: 2, err: errors.New("give --concurrency or a workload (--trace, or --requests with --prompt-len and --output-len), not both: the workload sets the concurrency")}
+				}
+				newSource, err := wf.source(cmd, true)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				opts.Source, opts.Simulation, opts.Criteria = newSource, simOpts, criteria
+			} else {
+				if ctxLen == 0 {
+					return &exitError{code: 2, err: errors.New("--context-length is required (the length of each request, prompt plus output)")}
+				}
+				if concurrency == 0 {
+					concurrency = max(base.MaxRunningRequests, base.MaxNumSeqs)
+				}
+				if concurrency == 0 {
+					return &exitError{code: 2, err: errors.New("--concurrency is required (requests resident at once), or give a workload (--trace FILE, or --requests N --prompt-len L --output-len O)")}
+				}
+				opts.Concurrency = concurrency
 			}
 			engs := trimList(engines)
 			if len(engs) > 0 && base.Engine != "" {
@@ -121,6 +150,11 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
 	fs.BoolVar(&debug, "debug", false, "also list the layouts left out and why (TP sizes the architecture cannot use, ...)")
 	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or csv")
+	bindWorkloadFlags(fs, &wf)
+	bindSimOptions(fs, &simOpts)
+	fs.Int64Var(&criteria.MaxRetractions, "max-retractions", 0, "workload: retractions (SGLang) or preemptions (vLLM) a setup may have")
+	fs.Float64Var(&criteria.MaxKVBlockedShare, "max-kv-blocked-share", 0, "workload: share of steps (0..1) in which the KV pool may hold a waiting request back")
+	fs.BoolVar(&criteria.AllowKVPoolBinding, "allow-kv-pool-binding", false, "workload: accept the KV pool as the binding limit")
 	return cmd
 }
 
@@ -133,8 +167,21 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		return writeFitCSV(w, res)
 	}
 	t := res.Target
-	fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n\n",
-		requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	wl := t.Workload
+	if wl != nil {
+		fmt.Fprintf(w, "Target: a workload of %s (up to %s tokens, %s on average) of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
+			requests(int(wl.Requests), "request"), group(int64(wl.MaxRequestTokens)), group(int64(wl.MeanRequestTokens)), t.Model, t.Engine,
+			strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+		fmt.Fprintf(w, "Demand: peak %s running and %s KV tokens on an unbounded pool (time model of %s): sized for %s of %s tokens on average, context %s\n",
+			group(int64(wl.PeakRunning)), group(wl.PeakKVTokens), orNone(wl.Reference), requests(t.Concurrency, "concurrent request"), group(int64(wl.MeanRequestTokens)), group(int64(t.ContextLength)))
+	} else {
+		fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
+			requests(t.Concurrency, "concurrent request"), group(int64(t.ContextLength)), t.Model, t.Engine, strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
+	}
+	if t.SGLangProfile != "" {
+		fmt.Fprintf(w, "SGLang profile: %s\n", t.SGLangProfile)
+	}
+	fmt.Fprintln(w)
 	if len(res.Configurations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		// Several engines searched: each row says whose flags it lists.
@@ -143,25 +190,40 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		if engineCol {
 			head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
 		}
+		if wl != nil {
+			head = strings.Replace(head, "\tFLAGS", "\tPEAK RUN\tRETRACT/PREEMPT\tBINDING\tPREFIX HIT\tFLAGS", 1)
+		}
 		fmt.Fprintln(tw, head)
 		for i, c := range res.Configurations {
 			rank := strconv.Itoa(i + 1)
 			if engineCol {
 				rank += "\t" + c.Engine
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
+			sim := ""
+			if m := c.Simulation; m != nil {
+				sim = fmt.Sprintf("%s\t%s\t%s\t%.3f\t", group(int64(m.PeakRunning)), group(m.Setbacks()), m.BindingLimit, m.PrefixHitRate)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
 				c.GPUCount, c.TPSize, c.PPSize, max(c.DPSize, 1), dtypeLabel(c),
-				group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), strings.Join(c.Flags, " "))
+				group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), sim, strings.Join(c.Flags, " "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
-			group(int64(t.ContextLength)), t.Concurrency)
-		if anyDP(res.Configurations) {
-			fmt.Fprint(w, " (per replica: its share)")
+		if wl != nil {
+			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens (the workload's mean) the pools hold (over all DP replicas); the engine's own request cap is kept.\n",
+				group(int64(wl.MeanRequestTokens)))
+		} else {
+			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
+				group(int64(t.ContextLength)), t.Concurrency)
+			if anyDP(res.Configurations) {
+				fmt.Fprint(w, " (per replica: its share)")
+			}
+			fmt.Fprintln(w, ".")
 		}
-		fmt.Fprintln(w, ".")
+		if wl != nil {
+			fmt.Fprintf(w, "Each row is the first of its GPU type and dtype whose simulation of the workload serves it (%s).\n", criteriaText(wl.Criteria))
+		}
 		for i, c := range res.Configurations {
 			for _, n := range c.Notes {
 				fmt.Fprintf(w, "#%d: %s.\n", i+1, n)
@@ -182,19 +244,24 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		}
 		fmt.Fprintf(w, "\nClosest miss: %s, kv %s\n", lay, m.KVCacheDType)
 		fmt.Fprintf(w, "  short:        %s\n", m.Shortfall)
-		if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") {
+		if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") && m.Simulation == nil {
 			fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
 		}
-		switch {
+		switch sim := m.Simulation; {
+		case sim != nil:
+			fmt.Fprintf(w, "  simulated:    %s of %s requests completed, peak %s running, %s, binding limit %s, prefix hit rate %.3f\n",
+				group(sim.RequestsCompleted), group(wl.Requests), group(int64(sim.PeakRunning)), sim.SetbackText(), sim.BindingLimit, sim.PrefixHitRate)
 		case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
 			fmt.Fprintf(w, "  serves:       no request at this layout\n")
+		case wl != nil:
+			fmt.Fprintf(w, "  serves:       %s of %s tokens (the workload's mean)\n", requests(m.MaxConcurrency, "request"), group(int64(wl.MeanRequestTokens)))
 		case m.MaxContextLength == 0:
 			fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
 		default:
 			fmt.Fprintf(w, "  serves:       %s of %s tokens, or %s of up to %s tokens\n",
 				requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)), requests(t.Concurrency, "request"), group(int64(m.MaxContextLength)))
 		}
-		if m.MaxConcurrency > 0 {
+		if m.MaxConcurrency > 0 || m.Simulation != nil {
 			fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
 		}
 		fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
@@ -214,7 +281,11 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		}
 	}
 	if debug {
-		fmt.Fprintf(w, "\n%d plans run\n", res.Plans)
+		fmt.Fprintf(w, "\n%d plans run", res.Plans)
+		if wl != nil {
+			fmt.Fprintf(w, ", %d simulations", wl.Simulations)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }
@@ -244,18 +315,53 @@ func dtypeLabel(c fit.Configuration) string {
 }
 
 func writeFitCSV(w io.Writer, res *fit.Result) error {
-	rows := [][]string{{"rank", "engine", "gpu", "same_as", "gpu_count", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_total_num_tokens",
-		"max_concurrency_at_context_length", "capacity_at_context_length", "headroom_bytes", "memory_share", "flags"}}
+	head := []string{"rank", "engine", "gpu", "same_as", "gpu_count", "tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_total_num_tokens",
+		"max_concurrency_at_context_length", "capacity_at_context_length", "headroom_bytes", "memory_share", "flags"}
+	wl := res.Target.Workload != nil
+	if wl {
+		head = append(head, "peak_running", "retractions_or_preemptions", "binding_limit", "prefix_hit_rate")
+	}
+	rows := [][]string{head}
 	for i, c := range res.Configurations {
 		share := ""
 		if c.MemoryShare > 0 {
 			share = plan.FormatFloat(c.MemoryShare)
 		}
-		rows = append(rows, []string{strconv.Itoa(i + 1), c.Engine, c.GPU, strings.Join(c.SameAs, " "), strconv.Itoa(c.GPUCount), strconv.Itoa(c.TPSize), strconv.Itoa(c.PPSize),
+		row := []string{strconv.Itoa(i + 1), c.Engine, c.GPU, strings.Join(c.SameAs, " "), strconv.Itoa(c.GPUCount), strconv.Itoa(c.TPSize), strconv.Itoa(c.PPSize),
 			strconv.Itoa(c.DPSize), c.KVCacheDType, strconv.FormatInt(c.MaxTotalNumTokens, 10), strconv.FormatInt(c.MaxConcurrencyAtContextLength, 10),
-			strconv.FormatInt(c.CapacityAtContextLength, 10), strconv.FormatInt(c.HeadroomBytes, 10), share, strings.Join(c.Flags, " ")})
+			strconv.FormatInt(c.CapacityAtContextLength, 10), strconv.FormatInt(c.HeadroomBytes, 10), share, strings.Join(c.Flags, " ")}
+		if m := c.Simulation; wl && m != nil {
+			row = append(row, strconv.Itoa(m.PeakRunning), strconv.FormatInt(m.Setbacks(), 10), m.BindingLimit, strconv.FormatFloat(m.PrefixHitRate, 'f', 4, 64))
+		}
+		rows = append(rows, row)
 	}
 	return writeCSVRows(w, rows)
+}
+
+// criteriaText says what a workload's simulation must show.
+func criteriaText(c fit.Criteria) string {
+	parts := []string{"every request completes"}
+	if c.MaxRetractions == 0 {
+		parts = append(parts, "no retraction or preemption")
+	} else {
+		parts = append(parts, fmt.Sprintf("at most %d retractions or preemptions", c.MaxRetractions))
+	}
+	if c.MaxKVBlockedShare == 0 {
+		parts = append(parts, "the KV pool never holds a waiting request back")
+	} else {
+		parts = append(parts, fmt.Sprintf("the KV pool holds waiting requests back in at most %.1f%% of the steps", 100*c.MaxKVBlockedShare))
+	}
+	if !c.AllowKVPoolBinding && c.MaxKVBlockedShare > 0 {
+		parts = append(parts, "the KV pool is not the binding limit")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no layout starts"
+	}
+	return s
 }
 
 // trimList trims the elements of a StringSlice flag and drops empty ones.

@@ -239,11 +239,19 @@ func TestFitCommandRaisesShare(t *testing.T) {
 	for _, s := range []string{
 		"2  H100-80GB  2     2   1   1   fp8_e4m3     38,426",
 		"--tp-size 2 --kv-cache-dtype fp8_e4m3 --context-length 32768 --mem-fraction-static 0.88 --max-running-requests 1",
-		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.834 for this layout (safe up to 0.93)",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.828 for this layout (safe up to 0.93)", // the newest profile's H100 TP 2 default
+		"\nSGLang profile: no --sglang-version: sized with the newest profile, latest (",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
+	}
+	// Pinned to 0.5.3 the SGLang default share at TP 2 is 0.834 (no prefill-graph reserve).
+	out, errs, code = runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-70B-Instruct", "-n", "1", "--context-length", "32768",
+		"--gpus", "H100", "--max-gpus", "2", "--kv-cache-dtypes", "fp8_e4m3", "--sglang-version", "0.5.3")
+	if code != 0 || !strings.Contains(out, "above SGLang's default 0.834 for this layout") ||
+		!strings.Contains(out, "\nSGLang profile: SGLang 0.5.3 is sized with the 0.5.3 profile") {
+		t.Errorf("0.5.3: exit %d %s\n%s", code, errs, out)
 	}
 	// GPU types that plan alike share a row.
 	out, _, code = runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-n", "40", "--context-length", "8192",
@@ -261,10 +269,10 @@ func TestFitREADMEExample(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{
-		"1  H200       3     1   3   1   auto (bf16)  2,623,633   80        24.02 GiB     --tp-size 1 --pp-size 3 ",
-		"--mem-fraction-static 0.905 --max-running-requests 64",
+		"1  H200       3     1   3   1   auto (bf16)  2,614,540   79        22.72 GiB     --tp-size 1 --pp-size 3 ",
+		"--mem-fraction-static 0.902 --max-running-requests 64",
 		"2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B           --tp-size 1 --pp-size 5 ",
-		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.829 for this layout (safe up to 0.93): the default does not hold the target.",
+		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.823 for this layout (safe up to 0.93): the default does not hold the target.",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks README's %q:\n%s", s, out)

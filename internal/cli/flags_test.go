@@ -68,7 +68,11 @@ func TestPlanRefusesOtherEnginesFlags(t *testing.T) {
 
 // --sglang-version reproduces the July 2025 run of issue 18: SGLang 0.4.9
 // on an RTX 4090 held 38,141 tokens at its default fraction 0.879; the
-// report names the profile.
+// report names the profile. Without the flag the newest profile sizes the
+// plan and the report says so: on the 24 GB card its <35 GiB rung (chunk
+// 4096, CUDA-graph batch 48, 50 prefill graphs) reserves 512 + 6144 + 128
+// + 96 + 400 = 7,280 MiB, so 0.704 and 6,458 tokens; 0.5.3 reserves
+// 3,760 MiB (0.847, 32,347 tokens).
 func TestPlanSGLangVersion(t *testing.T) {
 	args := []string{"--gpu", "RTX-4090", "--context-length", "8192", "--pre-load-free-memory", "22.10GiB", "--post-load-free-memory", "7.33GiB"}
 	r, errOut, code := planJSON(t, append(args, "--sglang-version", "0.4.9")...)
@@ -79,8 +83,16 @@ func TestPlanSGLangVersion(t *testing.T) {
 		t.Errorf("fraction %v tokens %d profile %q", r.MemFractionStatic, r.MaxTotalNumTokens, r.SGLangProfile)
 	}
 	def, _, _ := planJSON(t, args...)
-	if def.MemFractionStatic != 0.847 || def.MaxTotalNumTokens != 32347 || def.SGLangProfile != "" {
+	if def.MemFractionStatic != 0.704 || def.MaxTotalNumTokens != 6458 || !strings.HasPrefix(def.SGLangProfile, "no --sglang-version: sized with the newest profile, latest") {
 		t.Errorf("default: fraction %v tokens %d profile %q", def.MemFractionStatic, def.MaxTotalNumTokens, def.SGLangProfile)
+	}
+	old, _, _ := planJSON(t, append(args, "--sglang-version", "0.5.3")...)
+	if old.MemFractionStatic != 0.847 || old.MaxTotalNumTokens != 32347 || !strings.Contains(old.SGLangProfile, "0.5.3 profile") {
+		t.Errorf("0.5.3: fraction %v tokens %d profile %q", old.MemFractionStatic, old.MaxTotalNumTokens, old.SGLangProfile)
+	}
+	// Exit 3: 6,458 tokens hold no request of 8,192.
+	if out, _, code := run(t, append([]string{"plan"}, args...)...); code != 3 || !strings.Contains(out, "sglang_profile                     no --sglang-version: sized with the newest profile") {
+		t.Errorf("default table exit %d:\n%s", code, out)
 	}
 	out, _, code := run(t, append([]string{"plan", "--sglang-version", "0.4.9"}, args...)...)
 	if code != 0 || !strings.Contains(out, "sglang_profile") || !strings.Contains(out, "SGLang 0.4.9 is sized with the 0.4.8 profile") {

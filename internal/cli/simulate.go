@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
 
-// simulateFlags are the workload and simulation flags of `kvcfg simulate`.
-type simulateFlags struct {
+// workloadFlags are the workload flags `kvcfg simulate` and `kvcfg fit`
+// share: a JSONL trace or a generator.
+type workloadFlags struct {
 	trace        string
 	requests     int
 	rate         float64
@@ -36,10 +38,49 @@ type simulateFlags struct {
 	turns        int
 	thinkTime    float64
 	seed         uint64
-	opts         simulate.Options
-	timeseries   string
-	compare      bool
-	progress     bool
+}
+
+// simulateFlags are the workload and simulation flags of `kvcfg simulate`.
+type simulateFlags struct {
+	workloadFlags
+	opts       simulate.Options
+	timeseries string
+	compare    bool
+	progress   bool
+}
+
+// bindWorkloadFlags binds the workload flags (--trace or the generator's)
+// to f.
+func bindWorkloadFlags(fs *pflag.FlagSet, f *workloadFlags) {
+	fs.StringVar(&f.trace, "trace", "", `JSONL workload trace ("-": standard input); one request per line: arrival_s, prompt_tokens or prompt_ids, output_tokens, optional prefix_group and prefix_tokens, session`)
+	fs.IntVar(&f.requests, "requests", 0, "generate this many requests (instead of --trace)")
+	fs.Float64Var(&f.rate, "rate", 0, "arrival rate in requests per second (0: all at once)")
+	fs.StringVar(&f.arrival, "arrival", simulate.ArrivalPoisson, "arrival process: poisson or fixed")
+	fs.IntVar(&f.promptLen, "prompt-len", 0, "prompt tokens per request (after the shared prefix)")
+	fs.IntVar(&f.outputLen, "output-len", 0, "output tokens per request")
+	fs.StringVar(&f.lengthDist, "length-dist", simulate.DistFixed, "length distribution: fixed, uniform (half to 1.5x the length) or lognormal (median the length)")
+	fs.Float64Var(&f.lengthSigma, "length-sigma", 0.5, "shape of the lognormal length distribution")
+	fs.IntVar(&f.sharedPrefix, "shared-prefix", 0, "tokens of shared system prompt in front of every prompt")
+	fs.IntVar(&f.prefixGroups, "prefix-groups", 0, "number of distinct shared system prompts (default 1 with --shared-prefix)")
+	fs.IntVar(&f.turns, "turns", 0, "turns per multi-turn conversation (each turn's prompt is the history plus --prompt-len)")
+	fs.Float64Var(&f.thinkTime, "think-time", 0, "seconds between a conversation's turns")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the generated workload")
+}
+
+// given reports whether any workload flag selects a workload.
+func (f *workloadFlags) given() bool {
+	return f.trace != "" || f.requests > 0 || f.promptLen > 0 || f.outputLen > 0
+}
+
+// bindSimOptions binds the simulation's own flags (SGLang's scheduler
+// knobs and the time model) to o.
+func bindSimOptions(fs *pflag.FlagSet, o *simulate.Options) {
+	fs.IntVar(&o.MaxPrefillTokens, "max-prefill-tokens", 0, "SGLang: --max-prefill-tokens (default 16384)")
+	fs.Float64Var(&o.ScheduleConservativeness, "schedule-conservativeness", 0, "SGLang: --schedule-conservativeness (default 1.0)")
+	fs.Float64Var(&o.StepTimeS, "step-time", 0, "seconds per scheduler step, replacing the roofline time model")
+	fs.Float64Var(&o.MBU, "mbu", 0, "roofline: fraction of HBM bandwidth reached (default 0.7)")
+	fs.Float64Var(&o.MFU, "mfu", 0, "roofline: fraction of peak FLOPS reached (default 0.5)")
+	fs.Float64Var(&o.StepOverheadS, "step-overhead", 0, "roofline: fixed seconds per step (default 0.003)")
 }
 
 // simulateResult is the JSON / YAML output of one simulation.
@@ -149,25 +190,8 @@ Exit status: 0 when every request was served, 3 when some could never be
 	}
 	bindPlanFlags(cmd.Flags(), &req)
 	fs := cmd.Flags()
-	fs.StringVar(&f.trace, "trace", "", `JSONL workload trace ("-": standard input); one request per line: arrival_s, prompt_tokens or prompt_ids, output_tokens, optional prefix_group and prefix_tokens, session`)
-	fs.IntVar(&f.requests, "requests", 0, "generate this many requests (instead of --trace)")
-	fs.Float64Var(&f.rate, "rate", 0, "arrival rate in requests per second (0: all at once)")
-	fs.StringVar(&f.arrival, "arrival", simulate.ArrivalPoisson, "arrival process: poisson or fixed")
-	fs.IntVar(&f.promptLen, "prompt-len", 0, "prompt tokens per request (after the shared prefix)")
-	fs.IntVar(&f.outputLen, "output-len", 0, "output tokens per request")
-	fs.StringVar(&f.lengthDist, "length-dist", simulate.DistFixed, "length distribution: fixed, uniform (half to 1.5x the length) or lognormal (median the length)")
-	fs.Float64Var(&f.lengthSigma, "length-sigma", 0.5, "shape of the lognormal length distribution")
-	fs.IntVar(&f.sharedPrefix, "shared-prefix", 0, "tokens of shared system prompt in front of every prompt")
-	fs.IntVar(&f.prefixGroups, "prefix-groups", 0, "number of distinct shared system prompts (default 1 with --shared-prefix)")
-	fs.IntVar(&f.turns, "turns", 0, "turns per multi-turn conversation (each turn's prompt is the history plus --prompt-len)")
-	fs.Float64Var(&f.thinkTime, "think-time", 0, "seconds between a conversation's turns")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the generated workload")
-	fs.IntVar(&f.opts.MaxPrefillTokens, "max-prefill-tokens", 0, "SGLang: --max-prefill-tokens (default 16384)")
-	fs.Float64Var(&f.opts.ScheduleConservativeness, "schedule-conservativeness", 0, "SGLang: --schedule-conservativeness (default 1.0)")
-	fs.Float64Var(&f.opts.StepTimeS, "step-time", 0, "seconds per scheduler step, replacing the roofline time model")
-	fs.Float64Var(&f.opts.MBU, "mbu", 0, "roofline: fraction of HBM bandwidth reached (default 0.7)")
-	fs.Float64Var(&f.opts.MFU, "mfu", 0, "roofline: fraction of peak FLOPS reached (default 0.5)")
-	fs.Float64Var(&f.opts.StepOverheadS, "step-overhead", 0, "roofline: fixed seconds per step (default 0.003)")
+	bindWorkloadFlags(fs, &f.workloadFlags)
+	bindSimOptions(fs, &f.opts)
 	fs.StringVar(&f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
 	fs.IntVar(&f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
 	fs.BoolVar(&f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
@@ -189,7 +213,7 @@ func simulateExit(err error) error {
 	return &exitError{code: 1, err: err}
 }
 
-func (f *simulateFlags) lengths(mean int) simulate.Lengths {
+func (f *workloadFlags) lengths(mean int) simulate.Lengths {
 	switch f.lengthDist {
 	case simulate.DistUniform:
 		return simulate.Lengths{Kind: simulate.DistUniform, Min: max(mean/2, 1), Max: max(mean+mean/2, 1)}
@@ -202,7 +226,7 @@ func (f *simulateFlags) lengths(mean int) simulate.Lengths {
 // source returns a function that opens the workload afresh (--compare
 // replays it once per plan: replay buffers standard input; a single run
 // streams it).
-func (f *simulateFlags) source(cmd *cobra.Command, replay bool) (func() (simulate.Source, error), error) {
+func (f *workloadFlags) source(cmd *cobra.Command, replay bool) (func() (simulate.Source, error), error) {
 	gen := f.requests > 0 || f.promptLen > 0 || f.outputLen > 0
 	switch {
 	case f.trace != "" && gen:
@@ -353,6 +377,9 @@ func simRows(s *simulate.Summary, both bool) [][2]string {
 }
 
 func writeSimTable(w io.Writer, r simulateResult) error {
+	if _, err := fmt.Fprintf(w, "%s\n\n", simAnswer(r.Summary)); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "engine\t%s\nmodel\t%s\ngpu\t%s\n", r.Engine, r.Model, r.GPU)
 	for _, row := range simRows(r.Summary, false) {
@@ -370,6 +397,30 @@ func writeSimTable(w io.Writer, r simulateResult) error {
 		}
 	}
 	return nil
+}
+
+// simAnswer is the run's answer in one sentence, printed first: does the
+// KV pool hold this traffic, and if not, what it cost.
+func simAnswer(s *simulate.Summary) string {
+	evictions, word := int64(0), "retractions"
+	if s.Retractions != nil {
+		evictions = *s.Retractions
+	}
+	if s.Preemptions != nil {
+		evictions, word = *s.Preemptions, "preemptions"
+	}
+	peak := ""
+	if s.PoolTokens > 0 {
+		peak = fmt.Sprintf("peak %s of %s KV tokens (%.1f%%)", group(s.PeakKVTokens), group(s.PoolTokens), 100*float64(s.PeakKVTokens)/float64(s.PoolTokens))
+	}
+	switch {
+	case s.UnservableRequests > 0:
+		return fmt.Sprintf("Does not serve this workload: %d of %d requests can never run (longer than the KV pool or the context length).", s.UnservableRequests, s.RequestsRead)
+	case s.BindingLimit == "kv_pool" || evictions > 0:
+		return fmt.Sprintf("The KV pool limits this workload: %d %s, %s recomputed tokens, requests waited %.0f request-seconds behind the pool (est.), %s.",
+			evictions, word, group(s.RecomputedTokens), s.KVQueueEstS, peak)
+	}
+	return fmt.Sprintf("The KV pool holds this workload: %s, no %s; the binding limit is %s.", peak, word, strings.ReplaceAll(s.BindingLimit, "_", " "))
 }
 
 func writeSimCompare(w io.Writer, format string, rows []simulate.CompareRow) error {

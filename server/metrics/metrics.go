@@ -20,7 +20,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,36 +230,18 @@ func writeSample(w *bufio.Writer, name string, labels, values []string, extra, e
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-// runtimeSamples are the runtime/metrics read at each scrape (none at
-// start-up) and the Prometheus names they are written as.
-var runtimeSamples = []struct{ name, kind, help, key string }{
-	{"go_goroutines", "gauge", "Number of goroutines that currently exist.", "/sched/goroutines:goroutines"},
-	{"go_gc_cycles_total", "counter", "Completed GC cycles.", "/gc/cycles/total:gc-cycles"},
-	{"go_memstats_heap_alloc_bytes", "gauge", "Bytes of allocated heap objects.", "/memory/classes/heap/objects:bytes"},
-	{"go_memory_total_bytes", "gauge", "All memory mapped by the Go runtime.", "/memory/classes/total:bytes"},
-	{"process_cpu_seconds_total", "counter", "CPU time the process used (the Go runtime's estimate).", "/cpu/classes/total:cpu-seconds"},
-}
-
-// writeRuntime writes the Go runtime metrics, the start time and, where
-// /proc has it, the resident memory.
+// writeRuntime writes the Go runtime metrics (read now: runtime.MemStats
+// rather than runtime/metrics, whose package init builds its catalogue in
+// every process), the start time and, where /proc has it, the resident
+// memory.
 func writeRuntime(w *bufio.Writer, start time.Time) {
-	ss := make([]metrics.Sample, len(runtimeSamples))
-	for i, m := range runtimeSamples {
-		ss[i].Name = m.key
-	}
-	metrics.Read(ss)
-	for i, m := range runtimeSamples {
-		var v float64
-		switch ss[i].Value.Kind() {
-		case metrics.KindUint64:
-			v = float64(ss[i].Value.Uint64())
-		case metrics.KindFloat64:
-			v = ss[i].Value.Float64()
-		default:
-			continue // not in this Go version
-		}
-		writeFamily(w, m.name, m.kind, m.help, v)
-	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	writeFamily(w, "go_goroutines", "gauge", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+	writeFamily(w, "go_gc_cycles_total", "counter", "Completed GC cycles.", float64(ms.NumGC))
+	writeFamily(w, "go_memstats_heap_alloc_bytes", "gauge", "Bytes of allocated heap objects.", float64(ms.HeapAlloc))
+	writeFamily(w, "go_memstats_sys_bytes", "gauge", "Bytes of memory obtained from the OS.", float64(ms.Sys))
+	writeFamily(w, "go_gc_pause_seconds_total", "counter", "Total time the GC stopped the world.", float64(ms.PauseTotalNs)/1e9)
 	writeFamily(w, "go_info_maxprocs", "gauge", "GOMAXPROCS.", float64(runtime.GOMAXPROCS(0)))
 	writeFamily(w, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds (when the server's recorder was made).", float64(start.UnixNano())/1e9)
 	if rss, ok := residentBytes(); ok {

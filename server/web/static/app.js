@@ -302,6 +302,9 @@
     renderVerdict(rep);
     const parts = [rep.engine, rep.model, rep.gpu].filter(Boolean);
     $("title").textContent = parts.join(" · ") + (rep.tp_size ? ` · TP ${rep.tp_size}` : "");
+    // The SGLang version profile the plan used, and why (every SGLang plan).
+    $("profile").textContent = rep.sglang_profile ? "Profile: " + rep.sglang_profile : "";
+    $("profile").hidden = !rep.sglang_profile;
     for (const el of document.querySelectorAll("#cards .v")) {
       const key = el.id.slice(2);
       el.textContent = fmt(key, rep[key], true);
