@@ -629,7 +629,8 @@ func fp8EncodeW(name string, f32 bool) {
 
 	absMask := konstW(0x7FFF)
 	off := bcastW(p, wOff)
-	drop := bcastW(p, wDrop)
+	dropX := ZMM()
+	VPMOVZXWQ(Mem{Base: p, Disp: 2 * wDrop}, dropX.AsX()) // the shift count, zero-extended
 	halfM1 := bcastW(p, wHalfM1)
 	normMin := bcastW(p, wNormMin)
 	subK := bcastW(p, wSubK)
@@ -698,14 +699,26 @@ func fp8EncodeW(name string, f32 bool) {
 	t := ZMM()
 	VPSUBW(off, a, t)
 	lsb := ZMM()
-	VPSRLVW(drop, t, lsb)
+	VPSRLW(dropX.AsX(), t, lsb)
 	VPANDD(one, lsb, lsb)
 	if f32 {
 		VMOVDQU16(one, kSticky, lsb)
 	}
 	VPADDW(halfM1, t, t)
 	VPADDW(lsb, t, t)
-	VPSRLVW(drop, t, t)
+	VPSRLW(dropX.AsX(), t, t)
+
+	// lanes below the normal range: nonzero ones need the subnormal
+	// rounding (rare in scaled blocks: branched over when none has)
+	kNorm := K()
+	VPCMPUW(U8(5), normMin, a, kNorm)
+	mag := ZMM()
+	VMOVDQU16_Z(t, kNorm, mag)
+	kNZa, kSub := K(), K()
+	VPTESTMW(a, a, kNZa)
+	KANDND(kNZa, kNorm, kSub) // ¬normal ∧ nonzero
+	KORTESTD(kSub, kSub)
+	JZ(LabelRef(name + "_signs"))
 
 	// subnormal result: the significand shifted by subK − exponent
 	sh := ZMM()
@@ -728,11 +741,9 @@ func fp8EncodeW(name string, f32 bool) {
 	VPADDW(h, sg, sg)
 	VPADDW(l2, sg, sg)
 	VPSRLVW(sh, sg, sg)
+	VMOVDQU16(sg, kSub, mag)
 
-	kNorm := K()
-	VPCMPUW(U8(5), normMin, a, kNorm)
-	mag := ZMM()
-	VPBLENDMW(t, sg, kNorm, mag)
+	Label(name + "_signs")
 
 	// sign: kept for nonzero magnitudes, and for zero where −0 exists
 	// (word-masked move: VPORD masks are per dword)
