@@ -111,14 +111,15 @@ fp8EncF32AVX512_signs:
 	VPERMW    Z8, Z21, K3, Z23
 
 fp8EncF32AVX512_store:
-	VPMOVWB Z23, (AX)
-	ADDQ    $0x80, CX
-	ADDQ    $0x20, AX
-	SUBQ    $0x20, DI
-	JNZ     fp8EncF32AVX512_loop
-	ADDQ    $0x04, BX
-	SUBQ    SI, DX
-	JNZ     fp8EncF32AVX512_block
+	VPMOVWB   Z23, Y21
+	VMOVDQU32 Y21, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x20, DI
+	JNZ       fp8EncF32AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       fp8EncF32AVX512_block
 	VZEROUPPER
 	RET
 
@@ -250,14 +251,15 @@ fp8EncBF16AVX512_signs:
 	VPERMW    Z8, Z19, K2, Z21
 
 fp8EncBF16AVX512_store:
-	VPMOVWB Z21, (AX)
-	ADDQ    $0x40, CX
-	ADDQ    $0x20, AX
-	SUBQ    $0x20, DI
-	JNZ     fp8EncBF16AVX512_loop
-	ADDQ    $0x04, BX
-	SUBQ    SI, DX
-	JNZ     fp8EncBF16AVX512_block
+	VPMOVWB   Z21, Y19
+	VMOVDQU32 Y19, (AX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x20, DI
+	JNZ       fp8EncBF16AVX512_loop
+	ADDQ      $0x04, BX
+	SUBQ      SI, DX
+	JNZ       fp8EncBF16AVX512_block
 	VZEROUPPER
 	RET
 
@@ -392,7 +394,7 @@ fp8DecF32AVX512_loop:
 	RET
 
 // func bf16FromF32AVX512(dst *uint16, src *float32, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·bf16FromF32AVX512(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -418,7 +420,8 @@ bf16FromF32_loop:
 	VPANDD    Z0, Z5, Z5
 	VPCMPUD   $0x06, Z1, Z5, K1
 	VMOVDQA32 Z4, K1, Z6
-	VPMOVDW   Z6, (AX)
+	VPMOVDW   Z6, Y5
+	VMOVDQU32 Y5, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, DX
@@ -445,7 +448,7 @@ f32FromBF16_loop:
 	RET
 
 // func fp16FromF32AVX512(dst *uint16, src *float32, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·fp16FromF32AVX512(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -469,7 +472,8 @@ fp16FromF32AVX512_loop:
 	VPANDD    Z3, Z4, Z4
 	VPORD     Z2, Z4, Z4
 	VMOVDQA32 Z4, K1, Z5
-	VPMOVDW   Z5, (AX)
+	VPMOVDW   Z5, Y4
+	VMOVDQU32 Y4, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, DX
@@ -478,7 +482,7 @@ fp16FromF32AVX512_loop:
 	RET
 
 // func fp16FromBF16AVX512(dst *uint16, src *uint16, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·fp16FromBF16AVX512(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -503,7 +507,8 @@ fp16FromBF16AVX512_loop:
 	VPANDD    Z3, Z4, Z4
 	VPORD     Z2, Z4, Z4
 	VMOVDQA32 Z4, K1, Z5
-	VPMOVDW   Z5, (AX)
+	VPMOVDW   Z5, Y4
+	VMOVDQU32 Y4, (AX)
 	ADDQ      $0x20, CX
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, DX
@@ -1143,7 +1148,7 @@ DATA int4DecBF16AVX512Q<>+60(SB)/4, $0x40e00000
 GLOBL int4DecBF16AVX512Q<>(SB), RODATA|NOPTR, $64
 
 // func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·pow2ScalesAVX512(SB), NOSPLIT, $0-48
 	MOVQ         scales+0(FP), AX
 	MOVQ         sh+8(FP), CX
@@ -1188,7 +1193,8 @@ pow2ScalesAVX512_loop:
 	KMOVW     K1, DI
 	MOVW      DI, (DX)
 	VPADDD    Z10, Z14, Z12
-	VPMOVDB   Z12, (AX)
+	VPMOVDB   Z12, X12
+	VMOVDQU32 X12, (AX)
 	VPSLLD    $0x07, Z14, Z12
 	VMOVDQU32 Z12, (CX)
 	VPSUBD    Z9, Z14, Z12
@@ -1205,7 +1211,7 @@ pow2ScalesAVX512_loop:
 	RET
 
 // func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·intScalesAVX512(SB), NOSPLIT, $0-40
 	MOVQ         s16+0(FP), AX
 	MOVQ         div+8(FP), CX
@@ -1232,7 +1238,8 @@ intScalesAVX512_loop:
 	VPMOVZXWD Y6, Z6
 	VPCMPUD   $0x06, Z3, Z5, K1
 	VMOVDQA32 Z4, K1, Z6
-	VPMOVDW   Z6, (AX)
+	VPMOVDW   Z6, Y5
+	VMOVDQU32 Y5, (AX)
 	VCVTPH2PS (AX), Z5
 	VMOVUPS   Z5, (CX)
 	ADDQ      $0x40, DX
@@ -1244,7 +1251,7 @@ intScalesAVX512_loop:
 	RET
 
 // func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-56
 	MOVQ         scales+0(FP), AX
 	MOVQ         os+8(FP), CX
@@ -1287,7 +1294,8 @@ nvfp4ScalesAVX512_loop:
 	VPXORD     Z15, Z15, Z15
 	VPGATHERDD (SI)(Z14*1), K1, Z15
 	VPANDD     Z5, Z15, Z15
-	VPMOVDB    Z15, (AX)
+	VPMOVDB    Z15, X13
+	VMOVDQU32  X13, (AX)
 	VPSLLD     $0x14, Z15, Z13
 	VPADDD     Z8, Z13, Z13
 	VCVTDQ2PS  Z15, Z14
@@ -1395,7 +1403,7 @@ amaxBF16x32AVX512_loop:
 	RET
 
 // func e2m1ShiftEncBF16x16AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1ShiftEncBF16x16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1446,7 +1454,8 @@ e2m1ShiftEncBF16x16AVX512_loop:
 	VPADDW    Z10, Z13, K2, Z13
 	VPSRLD    $0x0c, Z13, Z10
 	VPORD     Z10, Z13, Z13
-	VPMOVDB   Z13, (AX)
+	VPMOVDB   Z13, X10
+	VMOVDQU32 X10, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
@@ -1459,7 +1468,7 @@ e2m1ShiftEncBF16x16AVX512_loop:
 	RET
 
 // func e2m1ShiftEncBF16x32AVX512(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1ShiftEncBF16x32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1505,7 +1514,8 @@ e2m1ShiftEncBF16x32AVX512_loop:
 	VPADDW    Z10, Z13, K1, Z13
 	VPSRLD    $0x0c, Z13, Z10
 	VPORD     Z10, Z13, Z13
-	VPMOVDB   Z13, (AX)
+	VPMOVDB   Z13, X10
+	VMOVDQU32 X10, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
@@ -1517,7 +1527,7 @@ e2m1ShiftEncBF16x32AVX512_loop:
 	RET
 
 // func e2m1ShiftEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1ShiftEncF32x16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1586,7 +1596,8 @@ e2m1ShiftEncF32x16AVX512_loop:
 	VPADDW    Z8, Z15, K4, Z15
 	VPSRLD    $0x0c, Z15, Z14
 	VPORD     Z14, Z15, Z15
-	VPMOVDB   Z15, (AX)
+	VPMOVDB   Z15, X14
+	VMOVDQU32 X14, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftEncF32x16AVX512_loop
@@ -1632,7 +1643,7 @@ DATA e2m1ShiftEncF32x16AVX512Odd<>+62(SB)/2, $0x003f
 GLOBL e2m1ShiftEncF32x16AVX512Odd<>(SB), RODATA|NOPTR, $64
 
 // func e2m1ShiftEncF32x32AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1ShiftEncF32x32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1696,7 +1707,8 @@ e2m1ShiftEncF32x32AVX512_loop:
 	VPADDW    Z8, Z15, K3, Z15
 	VPSRLD    $0x0c, Z15, Z14
 	VPORD     Z14, Z15, Z15
-	VPMOVDB   Z15, (AX)
+	VPMOVDB   Z15, X14
+	VMOVDQU32 X14, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftEncF32x32AVX512_loop
@@ -1741,7 +1753,7 @@ DATA e2m1ShiftEncF32x32AVX512Odd<>+62(SB)/2, $0x003f
 GLOBL e2m1ShiftEncF32x32AVX512Odd<>(SB), RODATA|NOPTR, $64
 
 // func e2m1MulEncF32x16AVX512(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1MulEncF32x16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1801,7 +1813,8 @@ e2m1MulEncF32x16AVX512_loop:
 	VPADDW    Z8, Z13, K2, Z13
 	VPSRLD    $0x0c, Z13, Z12
 	VPORD     Z12, Z13, Z13
-	VPMOVDB   Z13, (AX)
+	VPMOVDB   Z13, X12
+	VMOVDQU32 X12, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1MulEncF32x16AVX512_loop
@@ -1847,7 +1860,7 @@ DATA e2m1MulEncF32x16AVX512Odd<>+62(SB)/2, $0x003f
 GLOBL e2m1MulEncF32x16AVX512Odd<>(SB), RODATA|NOPTR, $64
 
 // func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
-// Requires: AVX, AVX512BW, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·e2m1MulEncBF16x16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -1909,7 +1922,8 @@ e2m1MulEncBF16x16AVX512_loop:
 	VPADDW    Z8, Z13, K2, Z13
 	VPSRLD    $0x0c, Z13, Z12
 	VPORD     Z12, Z13, Z13
-	VPMOVDB   Z13, (AX)
+	VPMOVDB   Z13, X12
+	VMOVDQU32 X12, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x20, DI
 	JNZ       e2m1MulEncBF16x16AVX512_loop
@@ -1990,7 +2004,7 @@ e2m1DecF32AVX512_loop:
 	RET
 
 // func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·int8EncF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -2017,7 +2031,8 @@ int8EncF32AVX512_loop:
 	VMINPS    Z0, Z4, Z4
 	VPXORD    Z3, Z3, Z3
 	VCVTPS2DQ Z4, K1, Z3
-	VPMOVDB   Z3, (AX)
+	VPMOVDB   Z3, X4
+	VMOVDQU32 X4, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x10, DI
 	JNZ       int8EncF32AVX512_loop
@@ -2058,7 +2073,8 @@ int4EncF32AVX512_loop:
 	VPADDD    Z2, Z5, Z5
 	VPSRLQ    $0x1c, Z5, Z4
 	VPORQ     Z4, Z5, Z5
-	VPMOVQB   Z5, (AX)
+	VPMOVQB   Z5, X4
+	VMOVQ     X4, (AX)
 	ADDQ      $0x08, AX
 	SUBQ      $0x10, DI
 	JNZ       int4EncF32AVX512_loop
@@ -2157,7 +2173,7 @@ int4DecF32AVX512_loop:
 	RET
 
 // func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·e2m1DecBF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -2181,7 +2197,8 @@ e2m1DecBF16AVX512_loop:
 	VPANDQ    Z0, Z2, Z2
 	ADDQ      $0x08, CX
 	VPERMD    Z1, Z2, Z2
-	VPMOVDW   Z2, (AX)
+	VPMOVDW   Z2, Y2
+	VMOVDQU32 Y2, (AX)
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, R8
 	JNZ       e2m1DecBF16AVX512_loop
@@ -2192,7 +2209,7 @@ e2m1DecBF16AVX512_loop:
 	RET
 
 // func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·int8EncBF16AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -2220,7 +2237,8 @@ int8EncBF16AVX512_loop:
 	VMINPS    Z0, Z4, Z4
 	VPXORD    Z3, Z3, Z3
 	VCVTPS2DQ Z4, K1, Z3
-	VPMOVDB   Z3, (AX)
+	VPMOVDB   Z3, X4
+	VMOVDQU32 X4, (AX)
 	ADDQ      $0x10, AX
 	SUBQ      $0x10, DI
 	JNZ       int8EncBF16AVX512_loop
@@ -2262,7 +2280,8 @@ int4EncBF16AVX512_loop:
 	VPADDD    Z2, Z5, Z5
 	VPSRLQ    $0x1c, Z5, Z4
 	VPORQ     Z4, Z5, Z5
-	VPMOVQB   Z5, (AX)
+	VPMOVQB   Z5, X4
+	VMOVQ     X4, (AX)
 	ADDQ      $0x08, AX
 	SUBQ      $0x10, DI
 	JNZ       int4EncBF16AVX512_loop
@@ -2273,7 +2292,7 @@ int4EncBF16AVX512_loop:
 	RET
 
 // func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512VL
 TEXT ·int8DecBF16AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -2312,7 +2331,8 @@ int8DecBF16AVX512_loop:
 	VPANDD    Z0, Z6, Z6
 	VPCMPUD   $0x06, Z1, Z6, K1
 	VMOVDQA32 Z4, K1, Z7
-	VPMOVDW   Z7, (AX)
+	VPMOVDW   Z7, Y6
+	VMOVDQU32 Y6, (AX)
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, DI
 	JNZ       int8DecBF16AVX512_loop

@@ -212,7 +212,7 @@ func bf16FromF32() {
 	k := K()
 	VPCMPUD(U8(6), inf, a, k)
 	VMOVDQA32(nan, k, l)
-	VPMOVDW(l, Mem{Base: dst})
+	narrowStore(VPMOVDW, l, Mem{Base: dst}, 32)
 	ADDQ(U8(64), src)
 	ADDQ(U8(32), dst)
 	SUBQ(U8(16), n)
@@ -281,7 +281,7 @@ func fp16FromF32(name string, bf16 bool) {
 	VPANDD(c8000, s, s)
 	VPORD(nan, s, s)
 	VMOVDQA32(s, k, h)
-	VPMOVDW(h, Mem{Base: dst})
+	narrowStore(VPMOVDW, h, Mem{Base: dst}, 32)
 	if bf16 {
 		ADDQ(U8(32), src)
 	} else {
@@ -390,7 +390,7 @@ func packNibbles(v reg.VecVirtual, dst reg.Register) {
 	t := ZMM()
 	VPSRLQ(U8(28), v, t)
 	VPORQ(t, v, v)
-	VPMOVQB(v, Mem{Base: dst})
+	narrowStore(VPMOVQB, v, Mem{Base: dst}, 8)
 	ADDQ(U8(8), dst)
 }
 
@@ -443,7 +443,7 @@ func e2m1Decode(name string, bf16 bool) {
 	idx := unpackNibbles(src, nib)
 	VPERMD(tb, idx, idx)
 	if bf16 {
-		VPMOVDW(idx, Mem{Base: dst})
+		narrowStore(VPMOVDW, idx, Mem{Base: dst}, 32)
 		ADDQ(U8(32), dst)
 	} else {
 		VMOVDQU32(idx, Mem{Base: dst})
@@ -503,7 +503,7 @@ func intEncode(name string, bf16, four bool) {
 		VPADDD(eight, q, q)
 		packNibbles(q, dst)
 	} else {
-		VPMOVDB(q, Mem{Base: dst})
+		narrowStore(VPMOVDB, q, Mem{Base: dst}, 16)
 		ADDQ(U8(16), dst)
 	}
 	SUBQ(U8(16), cnt)
@@ -572,7 +572,7 @@ func intDecode(name string, bf16, four bool) {
 		k := K()
 		VPCMPUD(U8(6), inf, a, k)
 		VMOVDQA32(nan, k, l)
-		VPMOVDW(l, Mem{Base: dst})
+		narrowStore(VPMOVDW, l, Mem{Base: dst}, 32)
 		ADDQ(U8(32), dst)
 	} else {
 		VMOVUPS(q, Mem{Base: dst})
@@ -782,7 +782,7 @@ func fp8EncodeW(name string, f32 bool) {
 	VPERMW(spec, idx, kNF, code)
 
 	Label(name + "_store")
-	VPMOVWB(code, Mem{Base: dst})
+	narrowStore(VPMOVWB, code, Mem{Base: dst}, 32)
 
 	if f32 {
 		ADDQ(U8(128), src)
@@ -938,7 +938,7 @@ func e2m1EncodeW(name string, pair bool) {
 	t := ZMM()
 	VPSRLD(U8(12), j, t)
 	VPORD(t, j, j)
-	VPMOVDB(j, Mem{Base: dst})
+	narrowStore(VPMOVDB, j, Mem{Base: dst}, 16)
 	ADDQ(U8(64), src)
 	ADDQ(U8(16), dst)
 	SUBQ(U8(32), cnt)
@@ -1067,7 +1067,7 @@ func pow2Scales() {
 	// scale bytes, shifts, sign limits
 	b := ZMM()
 	VPADDD(c127, x, b)
-	VPMOVDB(b, Mem{Base: scales})
+	narrowStore(VPMOVDB, b, Mem{Base: scales}, 16)
 	s7 := ZMM()
 	VPSLLD(U8(7), x, s7)
 	VMOVDQU32(s7, Mem{Base: sh})
@@ -1135,7 +1135,7 @@ func nvfp4Scales() {
 	VPXORD(c, c, c)
 	VPGATHERDD(Mem{Base: enc, Index: key, Scale: 1}, k1, c)
 	VPANDD(b8, c, c)
-	VPMOVDB(c, Mem{Base: scales})
+	narrowStore(VPMOVDB, c, Mem{Base: scales}, 16)
 	// E4M3 value of the (nonnegative) code: normal codes shift into
 	// float32 bits (exponent bias 7 → 127), subnormal ones are code·2^-9
 	v := ZMM()
@@ -1311,7 +1311,7 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 	t := ZMM()
 	VPSRLD(U8(12), j, t)
 	VPORD(t, j, j)
-	VPMOVDB(j, Mem{Base: dst})
+	narrowStore(VPMOVDB, j, Mem{Base: dst}, 16)
 	ADDQ(U8(16), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
@@ -1427,7 +1427,7 @@ func intScales() {
 	kn := K()
 	VPCMPUD(U8(6), inf, a, kn)
 	VMOVDQA32(nan, kn, h)
-	VPMOVDW(h, Mem{Base: s16})
+	narrowStore(VPMOVDW, h, Mem{Base: s16}, 32)
 	f := ZMM()
 	VCVTPH2PS(Mem{Base: s16}, f)
 	VMOVUPS(f, Mem{Base: div})
@@ -1438,4 +1438,22 @@ func intScales() {
 	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
+}
+
+// narrowStore narrows a register with op (VPMOVWB, VPMOVDW, VPMOVDB,
+// VPMOVQB) into a register and stores the n bytes with a plain move: the
+// memory forms of these instructions are slow on some CPUs (AMD Zen 4/5).
+func narrowStore(op func(...Op), src reg.VecVirtual, m Mem, n int) {
+	t := ZMM()
+	switch n {
+	case 32:
+		op(src, t.AsY())
+		VMOVDQU32(t.AsY(), m)
+	case 16:
+		op(src, t.AsX())
+		VMOVDQU32(t.AsX(), m)
+	default:
+		op(src, t.AsX())
+		VMOVQ(t.AsX(), m)
+	}
 }
