@@ -329,6 +329,30 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if got := text("#title"); !strings.HasPrefix(got, "vllm") {
 		t.Errorf("title %q does not name vllm", got)
 	}
+	// The flag table drives the form: vLLM takes SGLang's free-memory
+	// readings too (the static page said SGLang only), and each field's
+	// tooltip is the table's help.
+	type fieldView struct {
+		PreEngines string `json:"pre_engines"`
+		CtxEngines string `json:"ctx_engines"`
+		Title      string `json:"title"`
+		Help       string `json:"help"`
+	}
+	fv, err := chromedp.Run(ctx, chromedp.Evaluate[fieldView](`(() => {
+	  const f = window.kvcfg.flags.flags.find((f) => f.key === "mem_fraction_static");
+	  return {
+	    pre_engines: document.getElementById("f-pre_load_free_memory").closest("label").dataset.engines,
+	    ctx_engines: document.getElementById("f-context_length").closest("label").dataset.engines,
+	    title: document.getElementById("f-mem_fraction_static").title,
+	    help: f.help,
+	  };
+	})()`))
+	if err != nil {
+		t.Fatalf("reading the form: %v", err)
+	}
+	if fv.PreEngines != "sglang vllm" || fv.CtxEngines != "sglang" || !strings.HasPrefix(fv.Title, fv.Help) || fv.Help == "" {
+		t.Errorf("form not driven by the flag table: %+v", fv)
+	}
 	// The form shows the engine's own fields only: vLLM has no
 	// --mem-fraction-static, and a disabled field is not sent.
 	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`[document.getElementById("f-mem_fraction_static").disabled, document.getElementById("f-gpu_memory_utilization").disabled]`)); err != nil || !shown[0] || shown[1] {

@@ -285,6 +285,25 @@
     }
   }
 
+  // applyFlagTable lets the flag table (GET /api/v1/flags, the table the
+  // CLI is built from) decide which engines each form field belongs to and
+  // what its tooltip says: a field shows for the engines whose row takes
+  // it, and for a setting the engines name differently (the context
+  // length, the memory share) only under the engine's own name.
+  function applyFlagTable(table) {
+    state.flags = table;
+    for (const f of (table && table.flags) || []) {
+      const el = form.elements[f.key];
+      const label = el && el.closest ? el.closest("label") : null;
+      if (!label) continue;
+      let engines = f.engines || [];
+      if (f.role && f.spelling) engines = engines.filter((e) => f.spelling[e]);
+      label.dataset.engines = engines.join(" ");
+      const names = f.spelling ? Object.entries(f.spelling).map(([e, n]) => `${e}: ${n}`).join(", ") : f.name;
+      el.title = `${f.help} (${names})`;
+    }
+  }
+
   function renderVerdict(rep) {
     const box = $("verdict");
     box.dataset.verdict = rep.verdict || "";
@@ -397,8 +416,8 @@
       return;
     }
     try {
-      const [models, gpus, dtypes] = await Promise.all([
-        getJSON("api/v1/models"), getJSON("api/v1/gpus"), getJSON("api/v1/dtypes"),
+      const [models, gpus, dtypes, flags] = await Promise.all([
+        getJSON("api/v1/models"), getJSON("api/v1/gpus"), getJSON("api/v1/dtypes"), getJSON("api/v1/flags"),
       ]);
       const msel = $("f-model");
       for (const m of models.models || []) {
@@ -411,6 +430,7 @@
       for (const g of gpus.gpus || []) {
         gsel.append(option(g.name, `${g.name} (${(g.memory_mib / 1024).toFixed(1)} GiB)`));
       }
+      applyFlagTable(flags);
       state.engineDTypes = dtypes.engines || { sglang: dtypes.kv_cache_dtypes || [] };
       applyEngine();
       $("f-engine").addEventListener("change", applyEngine);
