@@ -67,6 +67,7 @@ func run(args []string, out io.Writer) error {
 	}
 	base := *url
 	if base == "" {
+		server.ApplyGCDefault() // the GC setting kvcfg serve runs with
 		srv, err := server.New(server.Config{})
 		if err != nil {
 			return err

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,12 +91,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		h = slog.NewJSONHandler(cmd.ErrOrStderr(), hopts)
 	}
 	logger := slog.New(h)
-	if os.Getenv("GOGC") == "" {
-		// A plan allocates ~13 KB and the live heap is small: a GC target
-		// of 400% measured 4% more plans per second under load than 100%
-		// (docs/PERFORMANCE.md); GOGC and GOMEMLIMIT still override.
-		debug.SetGCPercent(400)
-	}
+	server.ApplyGCDefault()
 	srv, err := server.New(server.Config{
 		MaxBodyBytes:    o.maxBodyBytes,
 		ShutdownTimeout: o.shutdownTimeout,
