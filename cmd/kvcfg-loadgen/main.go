@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,12 +59,24 @@ func run(args []string, out io.Writer) error {
 	url := fs.String("url", "", "server base URL (default: start kvcfg's server in-process on loopback)")
 	conc := fs.Int("c", 64, "concurrent clients")
 	dur := fs.Duration("d", 5*time.Second, "duration of each phase")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process server) to this file")
 	body := fs.String("body", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}`, "plan request body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *conc < 1 || *dur <= 0 {
 		return errors.New("-c must be at least 1 and -d positive")
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	base := *url
 	if base == "" {
