@@ -98,13 +98,25 @@ func waitHint(h http.Header) time.Duration {
 			}
 		}
 		if r == 0 && t >= 0 {
-			return time.Duration(t+1) * time.Second
+			return seconds(t + 1)
 		}
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
+		return seconds(n)
 	}
 	return 0
+}
+
+// maxWaitHint bounds what a server may ask to wait: more than a day is
+// taken as a day (the total deadline ends the wait long before), and a
+// huge count of seconds cannot overflow time.Duration.
+const maxWaitHint = 24 * time.Hour
+
+func seconds(n int) time.Duration {
+	if n < 0 || n > int(maxWaitHint/time.Second) {
+		return maxWaitHint
+	}
+	return time.Duration(n) * time.Second
 }
 
 // get performs a GET of a resolve URL with retries (408, 429, 5xx and
