@@ -64,14 +64,7 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		} else {
 			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
 		}
-		for ; bad != 0; bad &= bad - 1 {
-			b := b0 + bits.TrailingZeros64(bad)
-			if f32 != nil {
-				c.encodeF32Blocks(dst[b*bs:(b+1)*bs], scales[b:b+1], f32[b*bs:(b+1)*bs])
-			} else {
-				c.encodeBF16Blocks(dst[b*bs:(b+1)*bs], scales[b:b+1], bf[b*bs:(b+1)*bs])
-			}
-		}
+		c.redoEncode(bad, b0, bs, dst, scales, bf, f32)
 	}
 	return true
 }
@@ -338,14 +331,7 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		default:
 			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrW[0])
 		}
-		for ; bad != 0; bad &= bad - 1 {
-			b := b0 + bits.TrailingZeros64(bad)
-			if f32 != nil {
-				c.encodeF32Blocks(dst[b*h:(b+1)*h], scales[b:b+1], f32[b*bs:(b+1)*bs])
-			} else {
-				c.encodeBF16Blocks(dst[b*h:(b+1)*h], scales[b:b+1], bf[b*bs:(b+1)*bs])
-			}
-		}
+		c.redoEncode(bad, b0, h, dst, scales, bf, f32)
 	}
 	return true
 }
@@ -507,4 +493,19 @@ func (c *pow2Codec) expTableBF16() *[1 << 15]int8 {
 		mxfp8Exp = t
 	})
 	return mxfp8Exp
+}
+
+// redoEncode encodes with the portable code the blocks a kernel left (bit
+// i of bad is block b0+i): out bytes of output per block, from bf16 (or
+// float32 when f32 is not nil).
+func (c *pow2Codec) redoEncode(bad uint64, b0, out int, dst, scales []byte, bf []uint16, f32 []float32) {
+	bs := c.bs
+	for ; bad != 0; bad &= bad - 1 {
+		b := b0 + bits.TrailingZeros64(bad)
+		if f32 != nil {
+			c.encodeF32Blocks(dst[b*out:(b+1)*out], scales[b:b+1], f32[b*bs:(b+1)*bs])
+		} else {
+			c.encodeBF16Blocks(dst[b*out:(b+1)*out], scales[b:b+1], bf[b*bs:(b+1)*bs])
+		}
+	}
 }
