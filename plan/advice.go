@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ type change struct{ key, value string }
 // sets rep's fix to it, but only after re-planning with the change and
 // seeing the target met. When no change in reach meets it, the hint says
 // what is missing. m is the resolved model; rep has been judged.
-func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o runOpts) {
+func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error, o runOpts) {
 	e, ok := engines[req.Engine]
 	if !ok || rep.Verdict == VerdictServes {
 		return
@@ -123,7 +124,13 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 		judge(rp, r, err != nil)
 		return rp, rp.Verdict == VerdictServes && rp.ContextLength >= L
 	}
-	engineHint := rep.FixHint
+	// A tensor-parallel refusal (either engine's TPError) knows every size
+	// that works; the verified fix picks one and names the others.
+	var tp interface{ Sizes() []int }
+	tpSizes := ""
+	if errors.As(planErr, &tp) && len(tp.Sizes()) > 0 {
+		tpSizes = "TP sizes that split the heads: " + joinInts(tp.Sizes())
+	}
 	found := func(rp *Report, ch ...change) {
 		ch = append(base[:len(base):len(base)], ch...)
 		rep.FixArgs = rep.FixArgs[:0]
@@ -143,11 +150,8 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, o r
 		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
 			rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
 		}
-		// A TP refusal's fix picks one size; the others stay named.
-		for _, marker := range []string{"sizes that split the heads: ", "attention TP sizes that work: "} {
-			if _, sizes, ok := strings.Cut(engineHint, marker); ok && rep.FixFlag != "" && strings.Contains(rep.FixFlag, "-size") {
-				rep.FixHint += "; " + marker + sizes
-			}
+		if tpSizes != "" && strings.Contains(rep.FixFlag, "-size") {
+			rep.FixHint += "; " + tpSizes
 		}
 	}
 

@@ -56,7 +56,7 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	}
 	judge(rep, req, err != nil)
 	if o.advise {
-		advise(ctx, req, m, rep, o)
+		advise(ctx, req, m, rep, err, o)
 	}
 	return rep, err
 }

@@ -36,6 +36,10 @@ func (e *TPError) Error() string { return "sglang: " + e.Message }
 // Unwrap returns ErrTensorParallel.
 func (e *TPError) Unwrap() error { return ErrTensorParallel }
 
+// Sizes returns ValidSizes, so callers can ask any engine's refusal for
+// the sizes that work through one interface.
+func (e *TPError) Sizes() []int { return e.ValidSizes }
+
 // Nearest returns the valid size closest to the refused one (the larger on
 // a tie), 0 when there is none.
 func (e *TPError) Nearest() int {

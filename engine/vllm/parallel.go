@@ -30,6 +30,10 @@ func (e *TPError) Error() string { return "vllm: " + e.Message }
 // Unwrap returns the refusal, so errors.As finds a *RefusalError.
 func (e *TPError) Unwrap() error { return &RefusalError{Message: e.Message} }
 
+// Sizes returns ValidSizes, so callers can ask any engine's refusal for
+// the sizes that work through one interface.
+func (e *TPError) Sizes() []int { return e.ValidSizes }
+
 // Nearest returns the valid size closest to the refused one (the larger on
 // a tie), or 0 when there is none.
 func (e *TPError) Nearest() int {
