@@ -180,12 +180,7 @@ func duplicateKey(body []byte) string {
 			expectKey = len(stack) > 0 && stack[len(stack)-1].object
 		case '"':
 			start := i + 1
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(body) {
+			if i = closingQuote(body, i); i < 0 {
 				return ""
 			}
 			if !expectKey || len(stack) == 0 {

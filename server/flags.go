@@ -117,12 +117,7 @@ func skipValue(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		switch c := b[i]; c {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(b) {
+			if i = closingQuote(b, i); i < 0 {
 				return -1
 			}
 			if depth == 0 {
@@ -148,4 +143,18 @@ func skipValue(b []byte, i int) int {
 		return i
 	}
 	return -1
+}
+
+// closingQuote returns the index of the quote that closes the JSON string
+// opening at b[i] (escapes skipped), -1 when it does not close.
+func closingQuote(b []byte, i int) int {
+	for i++; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	if i >= len(b) {
+		return -1
+	}
+	return i
 }
