@@ -6,17 +6,32 @@ import (
 	"testing"
 )
 
-// withAsm runs fn with the assembly kernels switched on or off; on builds
-// or CPUs without them "on" is skipped.
+// withAsm runs fn with the assembly kernels switched on (the current
+// level, or the best one when the current is portable) or off; on builds or
+// CPUs without them "on" is skipped.
 func withAsm(t *testing.T, on bool, fn func(t *testing.T)) {
 	t.Helper()
-	if on && !hasAVX512 {
+	if on && bestLevel == levelPortable {
 		t.Skip("no assembly kernels in this build or on this CPU")
 	}
-	old := useAsm
-	useAsm = on
-	defer func() { useAsm = old }()
-	fn(t)
+	l := levelPortable
+	if on {
+		l = asmLevel
+		if l == levelPortable {
+			l = bestLevel
+		}
+	}
+	withLevel(l, fn)(t)
+}
+
+// withLevel returns fn run with the kernels of level l.
+func withLevel(l int, fn func(t *testing.T)) func(t *testing.T) {
+	return func(t *testing.T) {
+		old := asmLevel
+		setLevel(l)
+		defer setLevel(old)
+		fn(t)
+	}
 }
 
 // asmInputsF32 returns float32 inputs: every bf16 pattern exactly, and
@@ -159,7 +174,7 @@ func TestAsmWide(t *testing.T) {
 // switched off, so the portable Go code is tested on machines that have
 // them (CI also runs the package with -tags purego).
 func TestPortablePaths(t *testing.T) {
-	if !useAsm {
+	if asmLevel == levelPortable {
 		t.Skip("the portable paths are what the other tests ran")
 	}
 	withAsm(t, false, func(t *testing.T) {
@@ -170,6 +185,33 @@ func TestPortablePaths(t *testing.T) {
 		t.Run("CRef", TestCRef)
 		t.Run("FP8Scale", TestFP8Scale)
 	})
+}
+
+// TestAVX2Paths reruns the assembly and codec cross-checks with the AVX2
+// kernels, so that they are tested on AVX-512 machines too (where the
+// other tests ran the AVX-512 ones).
+func TestAVX2Paths(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 kernels in this build or on this CPU")
+	}
+	if asmLevel == levelAVX2 {
+		t.Skip("the AVX2 paths are what the other tests ran")
+	}
+	withLevel(levelAVX2, func(t *testing.T) {
+		if !useAVX2 {
+			t.Fatal("AVX2 level not selected")
+		}
+		t.Run("AsmFP8", TestAsmFP8)
+		t.Run("AsmWide", TestAsmWide)
+		t.Run("AsmBlockScales", TestAsmBlockScales)
+		t.Run("AsmE2M1TinySigns", TestAsmE2M1TinySigns)
+		t.Run("CodecsMatchReference", TestCodecsMatchReference)
+		t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
+		t.Run("NonFiniteBlocks", TestNonFiniteBlocks)
+		t.Run("Vectors", TestVectors)
+		t.Run("CRef", TestCRef)
+		t.Run("FP8Scale", TestFP8Scale)
+	})(t)
 }
 
 // TestFP16FromPos checks the group-scale fast path against FP16.Encode.
@@ -256,7 +298,7 @@ func TestAsmBlockScales(t *testing.T) {
 				amax[1] = 0x7FC00000 // a NaN group
 				amax[2] = 0x7F800000 // an infinite maximum
 				q := c.qmax
-				intScalesAVX512(&s16[0], &div[0], &amax[0], asmChunk, &q)
+				intScales(&s16[0], &div[0], &amax[0], asmChunk, &q)
 				for j, a := range amax {
 					w16, w := c.groupScale(a)
 					if s16[j] != w16 || math.Float32bits(div[j]) != math.Float32bits(w) && w == w {
@@ -264,6 +306,9 @@ func TestAsmBlockScales(t *testing.T) {
 					}
 				}
 			}
+		}
+		if !useAsm {
+			return // nvfp4 scales: AVX-512 only
 		}
 		p := [3]float32{nv.invG, rcp6, nv.g}
 		for i := 0; i < len(vals); i += asmChunk {
@@ -319,7 +364,7 @@ func TestAsmE2M1TinySigns(t *testing.T) {
 		}
 		want, wantS := refEncode(name, x)
 		for _, on := range []bool{true, false} {
-			if on && !hasAVX512 {
+			if on && bestLevel == levelPortable {
 				continue
 			}
 			withAsm(t, on, func(t *testing.T) {

@@ -18,7 +18,7 @@ const asmChunk = 64
 // encodeFP8Asm encodes all blocks of mxfp8 from f32 (or bf16 when f32 is
 // nil) and reports whether it did.
 func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
@@ -58,11 +58,15 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 				sh[i] = int32(e) << 7
 			}
 		}
-		shW := &sh
-		if f32 != nil {
-			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
-		} else {
-			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &shW[0], bs, &c.t.kpW[0])
+		switch {
+		case f32 != nil && useAVX2:
+			fp8EncF32AVX2(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kpY[0][0])
+		case f32 != nil:
+			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kpW[0])
+		case useAVX2:
+			fp8EncBF16AVX2(&dst[b0*bs], &bf[b0*bs], m*bs, &sh[0], bs, &c.t.kpY[0][0])
+		default:
+			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &sh[0], bs, &c.t.kpW[0])
 		}
 		c.redoEncode(bad, b0, bs, dst, scales, bf, f32)
 	}
@@ -72,11 +76,13 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 // decodeFP8Asm decodes all blocks of mxfp8 into bf16 (or float32 when bf
 // is nil) and reports whether it did.
 func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
 	var adds [asmChunk]int32
+	var muls [asmChunk]float32 // the AVX2 decoder's 2^(15 − bias + k)
+	mul0 := int32(math.Float32bits(c.t.decMul) >> 23)
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		var bad uint64
@@ -88,10 +94,16 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 				bad |= 1 << i
 			}
 			adds[i] = k << 7
+			muls[i] = math.Float32frombits(uint32(min(max(mul0+k, 1), 254)) << 23)
 		}
-		if bf != nil {
+		switch {
+		case useAVX2 && bf != nil:
+			fp8DecBF16AVX2(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &muls[0], bs, &c.t.kpYD[0][0])
+		case useAVX2:
+			fp8DecF32AVX2(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &muls[0], bs, &c.t.kpYD[0][0])
+		case bf != nil:
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
-		} else {
+		default:
 			fp8DecF32AVX512(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &adds[0], bs)
 		}
 		for ; bad != 0; bad &= bad - 1 {
@@ -160,7 +172,11 @@ func (c *pow2Codec) ceilScales(scales []byte, sh *[2 * asmChunk]int32, amax *[as
 	}
 	var sc [asmChunk]byte
 	var badW [asmChunk / 16]uint16
-	pow2ScalesAVX512(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+	if useAVX2 {
+		pow2ScalesAVX2(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+	} else {
+		pow2ScalesAVX512(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+	}
 	copy(scales, sc[:m])
 	return (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1), true
 }
@@ -168,6 +184,10 @@ func (c *pow2Codec) ceilScales(scales []byte, sh *[2 * asmChunk]int32, amax *[as
 // amaxF32 writes the block maxima of m blocks of bs float32 values (bs a
 // multiple of 16) as float32 bits.
 func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
+	if useAVX2 {
+		amaxF32AVX2(&out[0], &src[0], m, bs)
+		return
+	}
 	k := m &^ 15
 	switch {
 	case k == 0:
@@ -189,6 +209,8 @@ func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
 // multiple of 16) as float32 bits.
 func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
 	switch {
+	case useAVX2:
+		amaxBF16AVX2(&out[0], &src[0], m, bs)
 	case bs%32 == 0:
 		amaxBF16x32AVX512(&out[0], &src[0], m, bs)
 	case bs == 16 && m > 1:
@@ -339,11 +361,19 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 // decodeFP4Asm decodes all blocks of fp4_mx_block16 or mxfp4 into bf16 (or
 // float32 when bf is nil) and reports whether it did.
 func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !useAsm || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || c.fp8 || c.bs%16 != 0 || len(scales) == 0 {
 		return false
 	}
 	t := c.decTables()
 	n := len(scales) * c.bs
+	if useAVX2 {
+		if bf != nil {
+			e2m1DecBF16AVX2(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
+		} else {
+			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
+		}
+		return true
+	}
 	if bf != nil {
 		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
 	} else {
@@ -399,10 +429,18 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 // decodeAsm decodes all nvfp4 blocks into bf16 (or float32 when bf is nil)
 // and reports whether it did.
 func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !useAsm || len(scales) == 0 {
+	if !(useAsm || useAVX2) || len(scales) == 0 {
 		return false
 	}
 	n := 16 * len(scales)
+	if useAVX2 {
+		if bf != nil {
+			e2m1DecBF16AVX2(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
+		} else {
+			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&c.dec.f32[0][0])), 16)
+		}
+		return true
+	}
 	if bf != nil {
 		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
 	} else {
@@ -414,7 +452,7 @@ func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) b
 // encodeAsm encodes all groups of int8_g64 or int4_g32 from f32 (or bf16
 // when f32 is nil) and reports whether it did.
 func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || c.g%16 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || c.g%16 != 0 || len(scales) == 0 {
 		return false
 	}
 	g, nb := c.g, len(scales)/2
@@ -431,9 +469,17 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 		// groupScale for the chunk (min(a/qmax, 65504), 1 for a zero
 		// group, fp16 nearest even as FP16.Encode, NaN 0x7E00)
 		qmax := c.qmax
-		intScalesAVX512(&s16[0], &div[0], &amax[0], (m+15)&^15, &qmax)
+		intScales(&s16[0], &div[0], &amax[0], (m+15)&^15, &qmax)
 		copy(scales[2*b0:2*(b0+m)], bytesOf(s16[:m]))
 		switch {
+		case useAVX2 && c.four && f32 != nil:
+			int4EncF32AVX2(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
+		case useAVX2 && c.four:
+			int4EncBF16AVX2(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g)
+		case useAVX2 && f32 != nil:
+			int8EncF32AVX2(&dst[b0*g], &f32[b0*g], m*g, &div[0], g)
+		case useAVX2:
+			int8EncBF16AVX2(&dst[b0*g], &bf[b0*g], m*g, &div[0], g)
 		case c.four && f32 != nil:
 			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
 		case c.four:
@@ -450,7 +496,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 // decodeAsm decodes all groups of int8_g64 or int4_g32 into bf16 (or
 // float32 when bf is nil) and reports whether it did.
 func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !useAsm || c.g%16 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || c.g%16 != 0 || len(scales) == 0 {
 		return false
 	}
 	g, nb := c.g, len(scales)/2
@@ -459,8 +505,21 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		m := min(asmChunk, nb-b0)
 		var s16 [asmChunk]uint16
 		copy(bytesOf(s16[:m]), scales[2*b0:2*(b0+m)])
-		f32FromFP16AVX512(&mul[0], &s16[0], (m+15)&^15)
 		switch {
+		case useAVX2:
+			f32FromFP16AVX2(&mul[0], &s16[0], (m+15)&^15)
+		default:
+			f32FromFP16AVX512(&mul[0], &s16[0], (m+15)&^15)
+		}
+		switch {
+		case useAVX2 && c.four && f32 != nil:
+			int4DecF32AVX2(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case useAVX2 && c.four:
+			int4DecBF16AVX2(&bf[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case useAVX2 && f32 != nil:
+			int8DecF32AVX2(&f32[b0*g], &src[b0*g], m*g, &mul[0], g)
+		case useAVX2:
+			int8DecBF16AVX2(&bf[b0*g], &src[b0*g], m*g, &mul[0], g)
 		case c.four && f32 != nil:
 			int4DecF32AVX512(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)
 		case c.four:
@@ -472,6 +531,16 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		}
 	}
 	return true
+}
+
+// intScales computes the fp16 scales of m integer groups (m a multiple of
+// 16) with the kernel of the current level.
+func intScales(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32) {
+	if useAVX2 {
+		intScalesAVX2(s16, div, amax, m, qmax)
+		return
+	}
+	intScalesAVX512(s16, div, amax, m, qmax)
 }
 
 var (

@@ -200,7 +200,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	switch c.f {
 	case BF16:
 		if d := u16s(dst); d != nil {
-			done := wideAsm(d, src, bf16FromF32AVX512)
+			done := wideAsm(d, src, bf16FromF32AVX512, bf16FromF32AVX2)
 			for i, x := range src[done:] {
 				d[done+i] = BF16FromF32(x)
 			}
@@ -211,7 +211,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 		}
 	case FP16:
 		if d := u16s(dst); d != nil {
-			done := wideAsm(d, src, fp16FromF32AVX512)
+			done := wideAsm(d, src, fp16FromF32AVX512, fp16FromF32AVX2)
 			for i, x := range src[done:] {
 				d[done+i] = FP16.Encode(x, NonSat)
 			}
@@ -243,7 +243,7 @@ func (c *wideCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
 		}
 	case FP16:
 		if d := u16s(dst); d != nil {
-			done := wideAsm(d, src, fp16FromBF16AVX512)
+			done := wideAsm(d, src, fp16FromBF16AVX512, fp16FromBF16AVX2)
 			for i, b := range src[done:] {
 				d[done+i] = FP16.Encode(BF16ToF32(b), NonSat)
 			}
@@ -267,7 +267,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	switch c.f {
 	case BF16:
 		if s := u16s(src); s != nil {
-			done := wideAsm(dst, s, f32FromBF16AVX512)
+			done := wideAsm(dst, s, f32FromBF16AVX512, f32FromBF16AVX2)
 			for i, b := range s[done:] {
 				dst[done+i] = BF16ToF32(b)
 			}
@@ -278,7 +278,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 		}
 	case FP16:
 		if s := u16s(src); s != nil {
-			done := wideAsm(dst, s, f32FromFP16AVX512)
+			done := wideAsm(dst, s, f32FromFP16AVX512, f32FromFP16AVX2)
 			for i, b := range s[done:] {
 				dst[done+i] = fp16ToF32(b)
 			}

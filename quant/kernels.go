@@ -8,16 +8,65 @@ import (
 )
 
 // Vector kernels. On amd64 the codecs' hot loops run in assembly generated
-// by internal/asmgen (avo) when the CPU has AVX-512 (F, BW, VL), chosen at
-// run time; everywhere else, with -tags purego, or with KVCFG_QUANT_ASM=0
-// in the environment, they run the portable Go code, which stays the
-// reference: the tests run every codec both ways against the same tables
-// and vectors (see asm_test.go).
-var useAsm = hasAVX512 && os.Getenv("KVCFG_QUANT_ASM") != "0"
+// by internal/asmgen (avo), chosen at run time from the CPU's features:
+// the AVX-512 (F, BW, VL) kernels where the CPU has them, else the AVX2
+// kernels (AVX2, FMA, F16C) for the conversions that have an AVX2 variant,
+// else the portable Go code. Everywhere else, with -tags purego, or with
+// KVCFG_QUANT_ASM=0 in the environment, every codec runs the portable Go
+// code, which stays the reference: the tests run every codec on each level
+// against the same tables and vectors (see asm_test.go).
+// KVCFG_QUANT_ASM=avx2 selects the AVX2 kernels on an AVX-512 CPU (for
+// tests and benchmarks).
+const (
+	levelPortable = iota
+	levelAVX2
+	levelAVX512
+)
 
-// AsmKernels reports whether the codecs use the assembly kernels in this
-// process.
-func AsmKernels() bool { return useAsm }
+// bestLevel is the best kernel level of this CPU and build.
+var bestLevel = func() int {
+	switch {
+	case hasAVX512:
+		return levelAVX512
+	case hasAVX2:
+		return levelAVX2
+	}
+	return levelPortable
+}()
+
+var (
+	asmLevel int
+	useAsm   bool // the AVX-512 kernels
+	useAVX2  bool // the AVX2 kernels
+)
+
+func init() {
+	l := bestLevel
+	switch os.Getenv("KVCFG_QUANT_ASM") {
+	case "0":
+		l = levelPortable
+	case "avx2":
+		l = min(l, levelAVX2)
+	}
+	setLevel(l)
+}
+
+// setLevel selects the kernels of level l (at most bestLevel).
+func setLevel(l int) {
+	asmLevel = min(l, bestLevel)
+	useAsm = asmLevel == levelAVX512
+	useAVX2 = asmLevel == levelAVX2
+}
+
+// AsmKernels reports whether the codecs use assembly kernels (AVX-512 or
+// AVX2) in this process.
+func AsmKernels() bool { return asmLevel != levelPortable }
+
+// AsmLevel names the kernels the codecs use in this process: "avx512",
+// "avx2" or "portable".
+func AsmLevel() string {
+	return [...]string{"portable", "avx2", "avx512"}[asmLevel]
+}
 
 // fp8KernParams fills the FP8 encoder parameters of format f (see
 // internal/asmgen, fp8EncodeW): the format's geometry in bf16 bits, and the
@@ -41,6 +90,43 @@ func fp8KernParams(w *[32]uint16, f Float, enc *[1 << 17]uint8) {
 	}
 }
 
+// fp8KernParamsY fills the AVX2 FP8 kernels' parameters from the AVX-512
+// ones (see internal/asmgen, fp8EncodeY and fp8DecodeY): 32-byte rows of
+// one value each, the encoder's special codes as bytes, and the F16C
+// decoder's shift, special-code limits and multiplier 2^(15 − bias).
+func fp8KernParamsY(t *fp8Tables, f Float) {
+	w := &t.kpW
+	fill := func(row *[16]uint16, v uint16) {
+		for i := range row {
+			row[i] = v
+		}
+	}
+	fill(&t.kpY[0], w[0])
+	fill(&t.kpY[1], w[2])
+	fill(&t.kpY[2], w[3]-1)
+	fill(&t.kpY[3], w[4])
+	fill(&t.kpY[4], w[5]-1)
+	fill(&t.kpY[5], w[6])
+	for lane := range 2 {
+		for i := range 3 {
+			t.kpY[6][8*lane+i] = w[16+2*i] | w[17+2*i]<<8
+		}
+	}
+	t.kpY[7][0] = w[1]
+	fp := &floats[f]
+	t.kpYD[0][0] = uint16(10 - fp.mant)
+	thr, eq := uint16(0x7F), uint16(0xFFFF) // e4m3fn: 0x7F and 0xFF are NaN
+	switch f {
+	case E5M2:
+		thr = 0x7C // Inf and NaN
+	case E4M3FNUZ:
+		thr, eq = 0x80, 0x80 // 0x80 is NaN
+	}
+	fill(&t.kpYD[1], thr-1)
+	fill(&t.kpYD[2], eq)
+	t.decMul = math.Float32frombits(uint32(127+15-fp.bias) << 23)
+}
+
 // zeroShift is the block shift of unscaled formats.
 var zeroShift int32
 
@@ -48,50 +134,76 @@ var zeroShift int32
 // returns how many elements it did.
 func encodeFP8BF16Asm(dst []byte, src []uint16, t *fp8Tables) int {
 	n := len(src) &^ 31
-	if !useAsm || n == 0 {
+	switch {
+	case n == 0:
+	case useAsm:
+		fp8EncBF16AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
+	case useAVX2:
+		fp8EncBF16AVX2(&dst[0], &src[0], n, &zeroShift, n, &t.kpY[0][0])
+	default:
 		return 0
 	}
-	fp8EncBF16AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	return n
 }
 
 // encodeFP8F32Asm is encodeFP8BF16Asm for float32 input.
 func encodeFP8F32Asm(dst []byte, src []float32, t *fp8Tables) int {
 	n := len(src) &^ 31
-	if !useAsm || n == 0 {
+	switch {
+	case n == 0:
+	case useAsm:
+		fp8EncF32AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
+	case useAVX2:
+		fp8EncF32AVX2(&dst[0], &src[0], n, &zeroShift, n, &t.kpY[0][0])
+	default:
 		return 0
 	}
-	fp8EncF32AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	return n
 }
 
 // decodeFP8BF16Asm decodes the leading whole vectors of src (unscaled).
 func decodeFP8BF16Asm(dst []uint16, src []byte, t *fp8Tables) int {
 	n := len(dst) &^ 31
-	if !useAsm || n == 0 {
+	switch {
+	case n == 0:
+	case useAsm:
+		fp8DecBF16AVX512(&dst[0], &src[0], n, &t.decBF[0], &zeroShift, n)
+	case useAVX2:
+		fp8DecBF16AVX2(&dst[0], &src[0], n, &t.decBF[0], &t.decMul, n, &t.kpYD[0][0])
+	default:
 		return 0
 	}
-	fp8DecBF16AVX512(&dst[0], &src[0], n, &t.decBF[0], &zeroShift, n)
 	return n
 }
 
 // decodeFP8F32Asm is decodeFP8BF16Asm into float32.
 func decodeFP8F32Asm(dst []float32, src []byte, t *fp8Tables) int {
 	n := len(dst) &^ 31
-	if !useAsm || n == 0 {
+	switch {
+	case n == 0:
+	case useAsm:
+		fp8DecF32AVX512(&dst[0], &src[0], n, &t.decHi[0], &zeroShift, n)
+	case useAVX2:
+		fp8DecF32AVX2(&dst[0], &src[0], n, &t.decHi[0], &t.decMul, n, &t.kpYD[0][0])
+	default:
 		return 0
 	}
-	fp8DecF32AVX512(&dst[0], &src[0], n, &t.decHi[0], &zeroShift, n)
 	return n
 }
 
 // wideAsm converts the leading whole vectors with one of the 16-lane
-// kernels and returns how many elements it did.
-func wideAsm[D, S any](dst []D, src []S, k func(*D, *S, int)) int {
+// kernels (k512 for AVX-512, k2 for AVX2) and returns how many elements it
+// did.
+func wideAsm[D, S any](dst []D, src []S, k512, k2 func(*D, *S, int)) int {
 	n := min(len(dst), len(src)) &^ 15
-	if !useAsm || n == 0 {
+	switch {
+	case n == 0:
+	case useAsm:
+		k512(&dst[0], &src[0], n)
+	case useAVX2:
+		k2(&dst[0], &src[0], n)
+	default:
 		return 0
 	}
-	k(&dst[0], &src[0], n)
 	return n
 }

@@ -178,3 +178,118 @@ func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
 //
 //go:noescape
 func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// fp8EncF32AVX2 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
+
+// fp8EncBF16AVX2 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
+
+// fp8DecBF16AVX2 decodes FP8 codes through F16C conversions with AVX2, 16 per step.
+//
+//go:noescape
+func fp8DecBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)
+
+// fp8DecF32AVX2 decodes FP8 codes through F16C conversions with AVX2, 16 per step.
+//
+//go:noescape
+func fp8DecF32AVX2(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)
+
+// bf16FromF32AVX2 rounds float32 to bf16 (nearest even, NaN 0x7FC0) with AVX2, 16 per step.
+//
+//go:noescape
+func bf16FromF32AVX2(dst *uint16, src *float32, n int)
+
+// f32FromBF16AVX2 widens bf16 to float32 with AVX2, 16 per step.
+//
+//go:noescape
+func f32FromBF16AVX2(dst *float32, src *uint16, n int)
+
+// fp16FromF32AVX2 rounds float32 or bf16 (by name) to fp16 (nearest even, NaN 0x7E00 with sign) with AVX2, 16 per step.
+//
+//go:noescape
+func fp16FromF32AVX2(dst *uint16, src *float32, n int)
+
+// fp16FromBF16AVX2 rounds float32 or bf16 (by name) to fp16 (nearest even, NaN 0x7E00 with sign) with AVX2, 16 per step.
+//
+//go:noescape
+func fp16FromBF16AVX2(dst *uint16, src *uint16, n int)
+
+// f32FromFP16AVX2 widens fp16 to float32 with F16C, 16 per step.
+//
+//go:noescape
+func f32FromFP16AVX2(dst *float32, src *uint16, n int)
+
+// amaxF32AVX2 writes the largest magnitude bits of each block of float32 or bf16 (by name) values with AVX2.
+//
+//go:noescape
+func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)
+
+// amaxBF16AVX2 writes the largest magnitude bits of each block of float32 or bf16 (by name) values with AVX2.
+//
+//go:noescape
+func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)
+
+// pow2ScalesAVX2 computes ceil-rule block scales, shifts and sign limits from block maxima with AVX2, 16 per step.
+//
+//go:noescape
+func pow2ScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
+
+// intScalesAVX2 computes the fp16 scales of integer groups from their maxima with AVX2, 8 per step.
+//
+//go:noescape
+func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+
+// e2m1DecF32AVX2 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
+
+// int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+//
+//go:noescape
+func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+
+// int4EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+//
+//go:noescape
+func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+
+// int8DecF32AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
+
+// int4DecF32AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
+
+// e2m1DecBF16AVX2 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
+
+// int8EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+//
+//go:noescape
+func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+
+// int4EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+//
+//go:noescape
+func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+
+// int8DecBF16AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// int4DecBF16AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)

@@ -5,7 +5,10 @@ package quant
 // Without the amd64 assembly (other CPUs, or -tags purego) every codec
 // takes its portable Go path; these declarations are never called.
 
-const hasAVX512 = false
+const (
+	hasAVX512 = false
+	hasAVX2   = false
+)
 
 func noAsm() { panic("quant: assembly kernel called in a build without it") }
 
@@ -56,3 +59,31 @@ func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                     
 func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }
+
+func fp8EncF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) { noAsm() }
+func fp8EncBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) { noAsm() }
+func fp8DecBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8DecF32AVX2(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16) {
+	noAsm()
+}
+func bf16FromF32AVX2(dst *uint16, src *float32, n int)                                   { noAsm() }
+func f32FromBF16AVX2(dst *float32, src *uint16, n int)                                   { noAsm() }
+func fp16FromF32AVX2(dst *uint16, src *float32, n int)                                   { noAsm() }
+func fp16FromBF16AVX2(dst *uint16, src *uint16, n int)                                   { noAsm() }
+func f32FromFP16AVX2(dst *float32, src *uint16, n int)                                   { noAsm() }
+func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)                              { noAsm() }
+func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)                              { noAsm() }
+func pow2ScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) { noAsm() }
+func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)        { noAsm() }
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)   { noAsm() }
+func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)   { noAsm() }
+func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
+func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
+func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)                { noAsm() }
+func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)                { noAsm() }
+func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)                { noAsm() }
+func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)                { noAsm() }
+func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }
+func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }

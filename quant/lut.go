@@ -31,6 +31,10 @@ type fp8Tables struct {
 	// every FP8 value and NaN), for the assembly float32 decoder.
 	decHi [256]uint16
 	kpW   [32]uint16 // assembly encoder parameters (fp8KernParams)
+	// the AVX2 kernels' parameters (fp8KernParamsY)
+	kpY    [8][16]uint16
+	kpYD   [3][16]uint16
+	decMul float32
 }
 
 var (
@@ -58,6 +62,7 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 			}
 		}
 		fp8KernParams(&t.kpW, f, &t.enc)
+		fp8KernParamsY(t, f)
 		fp8Tabs[f][ov] = t
 	})
 	return fp8Tabs[f][ov]

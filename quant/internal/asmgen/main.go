@@ -60,6 +60,7 @@ func main() {
 			intDecode("int4Dec"+in+"AVX512", bf16, true)
 		}
 	}
+	genAVX2()
 	Generate()
 }
 

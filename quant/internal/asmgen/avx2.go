@@ -1,0 +1,901 @@
+package main
+
+// AVX2 variants of the kernels, for amd64 CPUs without AVX-512 (AVX2, FMA
+// and F16C: x86-64-v3). They keep the contracts of the AVX-512 kernels
+// (the same whole-vector and block sizes, the same results bit for bit)
+// with 256-bit registers, vector masks instead of mask registers and
+// VPBLENDVB instead of masked moves. Only the first sixteen vector
+// registers are encodable without EVEX: quant's TestAVX2KernelsVEXOnly
+// checks the generated code for that. Constants are 32-byte RODATA values
+// used as memory operands, which keeps the register pressure down.
+
+import (
+	"fmt"
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+func genAVX2() {
+	fp8EncodeY("fp8EncF32AVX2", true)
+	fp8EncodeY("fp8EncBF16AVX2", false)
+	fp8DecodeY("fp8DecBF16AVX2", false)
+	fp8DecodeY("fp8DecF32AVX2", true)
+	bf16FromF32Y()
+	f32FromBF16Y()
+	fp16FromF32Y("fp16FromF32AVX2", false)
+	fp16FromF32Y("fp16FromBF16AVX2", true)
+	f32FromFP16Y()
+	amaxY("amaxF32AVX2", false)
+	amaxY("amaxBF16AVX2", true)
+	pow2ScalesY()
+	intScalesY()
+	for _, bf16 := range []bool{false, true} {
+		in := "F32"
+		if bf16 {
+			in = "BF16"
+		}
+		e2m1DecodeY("e2m1Dec"+in+"AVX2", bf16)
+		intEncodeY("int8Enc"+in+"AVX2", bf16, false)
+		intEncodeY("int4Enc"+in+"AVX2", bf16, true)
+		intDecodeY("int8Dec"+in+"AVX2", bf16, false)
+		intDecodeY("int4Dec"+in+"AVX2", bf16, true)
+	}
+}
+
+var yConsts = map[string]Mem{}
+
+// cData returns a 32-byte RODATA value of eight dwords.
+func cData(v [8]uint32) Mem {
+	name := "avx2c"
+	for _, x := range v {
+		name += fmt.Sprintf("%08x", x)
+	}
+	if v == [8]uint32{v[0], v[0], v[0], v[0], v[0], v[0], v[0], v[0]} {
+		name = fmt.Sprintf("avx2c%08x", v[0])
+	}
+	if m, ok := yConsts[name]; ok {
+		return m
+	}
+	m := GLOBL(name, RODATA|NOPTR)
+	for i, x := range v {
+		DATA(4*i, U32(x))
+	}
+	yConsts[name] = m
+	return m
+}
+
+// cY is a 32-bit constant in every dword of a 32-byte value.
+func cY(v uint32) Mem { return cData([8]uint32{v, v, v, v, v, v, v, v}) }
+
+// cW is a 16-bit constant in every word.
+func cW(v uint16) Mem { return cY(uint32(v) | uint32(v)<<16) }
+
+// rowY is row i of a parameter block of 32-byte rows.
+func rowY(p reg.Register, i int) Mem { return Mem{Base: p, Disp: 32 * i} }
+
+// packDW packs two registers of eight dwords (each ≤ 0xFFFF) into one of
+// sixteen words in order.
+func packDW(lo, hi reg.VecVirtual) reg.VecVirtual {
+	r := YMM()
+	VPACKUSDW(hi, lo, r)
+	VPERMQ(U8(0xD8), r, r)
+	return r
+}
+
+// bf16RoundY rounds eight float32 (bits) to bf16 in the low halves of the
+// dwords (nearest even, NaN 0x7FC0), in place.
+func bf16RoundY(u reg.VecVirtual) {
+	l, a := YMM(), YMM()
+	VPSRLD(U8(16), u, l)
+	VPAND(cY(1), l, l)
+	VPADDD(cY(0x7FFF), l, l)
+	VPADDD(u, l, l)
+	VPSRLD(U8(16), l, l)
+	VPAND(cY(0x7FFFFFFF), u, a)
+	VPCMPGTD(cY(0x7F800000), a, a)
+	VPBLENDVB(a, cY(0x7FC0), l, u)
+}
+
+// loadF32Y loads eight float32 (or bf16, widened) values at src+8·i
+// elements into a new register.
+func loadF32Y(src reg.Register, i int, bf16 bool) reg.VecVirtual {
+	u := YMM()
+	if bf16 {
+		VPMOVZXWD(Mem{Base: src, Disp: 16 * i}, u)
+		VPSLLD(U8(16), u, u)
+	} else {
+		VMOVDQU(Mem{Base: src, Disp: 32 * i}, u)
+	}
+	return u
+}
+
+// nibblesY loads four bytes at m as eight dword nibbles (low nibble first).
+func nibblesY(m Mem) reg.VecVirtual {
+	b, t := YMM(), YMM()
+	VPMOVZXBQ(m, b)
+	VPSLLQ(U8(28), b, t)
+	VPOR(t, b, b)
+	VPAND(cData([8]uint32{15, 15, 15, 15, 15, 15, 15, 15}), b, b)
+	return b
+}
+
+// Rows of the AVX2 fp8 encode parameters (quant.fp8KernParamsY, 16 words
+// each).
+const (
+	yOff      = iota // (127 − bias) << 7
+	yHalfM1          // 1 << (drop − 1) − 1
+	yNormM1          // (128 − bias) << 7 − 1
+	ySubK            // drop + 128 − bias
+	yOvM1            // first magnitude code that is not finite, − 1
+	yZeroSign        // 0x80 when the format has −0, else 0
+	ySpec            // bytes 0..5 of each 16-byte lane: +Inf, −Inf, +NaN, −NaN, +ov, −ov
+	yDrop            // word 0: 7 − mantissa bits (a shift count)
+)
+
+// fp8EncodeY emits fp8EncodeW's contract (bs a multiple of 32; shifts[b]
+// the block scale as e<<7) with AVX2, 32 elements per step in two halves
+// of sixteen 16-bit lanes; p points at the parameter rows above.
+func fp8EncodeY(name string, f32 bool) {
+	sig := "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)"
+	if f32 {
+		sig = "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	shifts := Load(Param("shifts"), GP64())
+	bs := Load(Param("bs"), GP64())
+	p := Load(Param("p"), GP64())
+	drop := XMM()
+	VMOVQ(rowY(p, yDrop), drop)
+	zero := YMM()
+	VPXOR(zero, zero, zero)
+
+	Label(name + "_block")
+	shift := YMM()
+	VPBROADCASTW(Mem{Base: shifts}, shift)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	var codes [2]reg.VecVirtual
+	for h := range 2 {
+		u := YMM()
+		var stOne reg.VecVirtual
+		if f32 {
+			// top halves as bf16 and the sticky bit (low half nonzero)
+			x0, x1, t := YMM(), YMM(), YMM()
+			VMOVDQU(Mem{Base: src, Disp: 64 * h}, x0)
+			VMOVDQU(Mem{Base: src, Disp: 64*h + 32}, x1)
+			VPSRLD(U8(16), x0, u)
+			VPSRLD(U8(16), x1, t)
+			VPACKUSDW(t, u, u)
+			VPERMQ(U8(0xD8), u, u)
+			VPAND(cY(0xFFFF), x0, x0)
+			VPMINUD(cY(1), x0, x0)
+			VPAND(cY(0xFFFF), x1, x1)
+			VPMINUD(cY(1), x1, x1)
+			stOne = packDW(x0, x1)
+		} else {
+			VMOVDQU(Mem{Base: src, Disp: 32 * h}, u)
+		}
+		codes[h] = fp8EncHalfY(fmt.Sprintf("%s_h%d", name, h), u, stOne, shift, drop, zero, p)
+	}
+	VPACKUSWB(codes[1], codes[0], codes[0])
+	VPERMQ(U8(0xD8), codes[0], codes[0])
+	VMOVDQU(codes[0], Mem{Base: dst})
+	if f32 {
+		ADDQ(U8(128), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
+	ADDQ(U8(32), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), shifts)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// fp8EncHalfY encodes sixteen bf16 words u (stOne: 1 in lanes with a
+// sticky bit, float32 input only) and returns the codes as words.
+func fp8EncHalfY(lbl string, u, stOne, shift reg.VecVirtual, drop reg.VecVirtual, zero reg.VecVirtual, p reg.Register) reg.VecVirtual {
+	a0, a, sgn := YMM(), YMM(), YMM()
+	VPAND(cW(0x7FFF), u, a0)
+	VPSUBW(shift, a0, a)
+	VPMAXSW(zero, a, a)
+	VPSRLW(U8(8), u, sgn)
+	VPAND(cW(0x80), sgn, sgn)
+
+	// normal result: drop bits with round-to-nearest-even
+	t, lsb := YMM(), YMM()
+	VPSUBW(rowY(p, yOff), a, t)
+	VPSRLW(drop.AsX(), t, lsb)
+	VPAND(cW(1), lsb, lsb)
+	if stOne != nil {
+		VPOR(stOne, lsb, lsb)
+	}
+	VPADDW(rowY(p, yHalfM1), t, t)
+	VPADDW(lsb, t, t)
+	VPSRLW(drop.AsX(), t, t)
+	kNorm, mag, sub := YMM(), YMM(), YMM()
+	VPCMPGTW(rowY(p, yNormM1), a, kNorm)
+	VPAND(kNorm, t, mag)
+	VPCMPGTW(zero, a, sub)
+	VPANDN(sub, kNorm, sub) // ¬normal ∧ nonzero
+	VPTEST(sub, sub)
+	JZ(LabelRef(lbl + "_signs"))
+
+	// subnormal result (rare): the significand shifted by subK − exponent,
+	// with the per-lane word shifts done in dwords
+	sh, sk := YMM(), YMM()
+	VPSRLW(U8(7), a, sh)
+	VMOVDQU(rowY(p, ySubK), sk)
+	VPSUBW(sh, sk, sh)
+	VPMINUW(cW(15), sh, sh)
+	shL, shH := YMM(), YMM()
+	VPUNPCKLWD(zero, sh, shL)
+	VPUNPCKHWD(zero, sh, shH)
+	vshift := func(op func(...Op), x reg.VecVirtual) reg.VecVirtual {
+		xl, xh := YMM(), YMM()
+		VPUNPCKLWD(zero, x, xl)
+		VPUNPCKHWD(zero, x, xh)
+		op(shL, xl, xl)
+		op(shH, xh, xh)
+		r := YMM()
+		VPACKUSDW(xh, xl, r)
+		return r
+	}
+	sg := YMM()
+	VPAND(cW(0x7F), a, sg)
+	VPOR(cW(0x80), sg, sg)
+	one := YMM()
+	VMOVDQU(cW(1), one)
+	h := vshift(VPSLLVD, one)
+	VPSRLW(U8(1), h, h)
+	VPSUBW(cW(1), h, h)
+	l2 := vshift(VPSRLVD, sg)
+	VPAND(cW(1), l2, l2)
+	if stOne != nil {
+		VPOR(stOne, l2, l2)
+	}
+	VPADDW(h, sg, sg)
+	VPADDW(l2, sg, sg)
+	r := vshift(VPSRLVD, sg)
+	VPBLENDVB(sub, r, mag, mag)
+
+	Label(lbl + "_signs")
+	// sign: kept for nonzero magnitudes, and for zero where −0 exists
+	nz := YMM()
+	VPCMPGTW(zero, mag, nz)
+	VPOR(rowY(p, yZeroSign), nz, nz)
+	VPAND(sgn, nz, nz)
+	code := YMM()
+	VPOR(nz, mag, code)
+
+	// overflow and non-finite inputs (rare): codes from the spec bytes
+	kOv, kNF, any := YMM(), YMM(), YMM()
+	VPCMPGTW(rowY(p, yOvM1), mag, kOv)
+	VPCMPGTW(cW(0x7F7F), a0, kNF)
+	VPOR(kOv, kNF, any)
+	VPTEST(any, any)
+	JZ(LabelRef(lbl + "_done"))
+	idx, i4, spec, ov := YMM(), YMM(), YMM(), YMM()
+	VPSRLW(U8(7), sgn, idx)
+	VPOR(cW(0x8004), idx, i4) // high bytes 0x80: VPSHUFB writes 0
+	VMOVDQU(rowY(p, ySpec), spec)
+	VPSHUFB(i4, spec, ov)
+	VPBLENDVB(kOv, ov, code, code)
+	kNaN := YMM()
+	VPCMPGTW(cW(0x7F80), a0, kNaN)
+	if stOne != nil {
+		// a float32 NaN may have the top half of Inf
+		st := YMM()
+		VPCMPGTW(zero, stOne, st)
+		VPAND(kNF, st, st)
+		VPOR(st, kNaN, kNaN)
+	}
+	VPAND(cW(2), kNaN, kNaN)
+	VPOR(kNaN, idx, idx)
+	VPOR(cW(0x8000), idx, idx)
+	VPSHUFB(idx, spec, ov)
+	VPBLENDVB(kNF, ov, code, code)
+	Label(lbl + "_done")
+	return code
+}
+
+// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16):
+// n FP8 codes (n a positive multiple of bs, bs of 16) decoded through
+// F16C: the code's magnitude shifted left by p row 0 (10 − mantissa bits)
+// with the sign in bit 15 is a binary16 value, widened to float32 and
+// multiplied by muls[b] (2^(15 − bias) times the block scale; exact).
+// Codes whose magnitude exceeds p row 1 or equals p row 2 (Inf, NaN) take
+// tab[code] (the bf16 value or the top half of the float32 one) instead.
+func fp8DecodeY(name string, f32 bool) {
+	sig := "func(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)"
+	if f32 {
+		sig = "func(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " decodes FP8 codes through F16C conversions with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	tab := Load(Param("tab"), GP64())
+	muls := Load(Param("muls"), GP64())
+	bs := Load(Param("bs"), GP64())
+	p := Load(Param("p"), GP64())
+	shiftX := XMM()
+	VMOVQ(rowY(p, 0), shiftX)
+
+	Label(name + "_block")
+	mul := YMM()
+	VBROADCASTSS(Mem{Base: muls}, mul)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	c, m, sp, eq, s := YMM(), YMM(), YMM(), YMM(), YMM()
+	VPMOVZXBW(Mem{Base: src}, c)
+	VPAND(cW(0x7F), c, m)
+	VPCMPGTW(rowY(p, 1), m, sp)
+	VPCMPEQW(rowY(p, 2), c, eq)
+	VPOR(eq, sp, sp)
+	VPSLLW(shiftX, m, m)
+	VPSLLW(U8(8), c, s)
+	VPAND(cW(0x8000), s, s)
+	VPOR(s, m, m)
+	f0, f1 := YMM(), YMM()
+	hi := XMM()
+	VCVTPH2PS(m.AsX(), f0)
+	VEXTRACTI128(U8(1), m, hi)
+	VCVTPH2PS(hi, f1)
+	VMULPS(mul, f0, f0)
+	VMULPS(mul, f1, f1)
+	if f32 {
+		VMOVUPS(f0, Mem{Base: dst})
+		VMOVUPS(f1, Mem{Base: dst, Disp: 32})
+	} else {
+		VPSRLD(U8(16), f0, f0)
+		VPSRLD(U8(16), f1, f1)
+		w := packDW(f0, f1)
+		VMOVDQU(w, Mem{Base: dst})
+	}
+	VPTEST(sp, sp)
+	JNZ(LabelRef(name + "_fix"))
+
+	Label(name + "_next")
+	ADDQ(U8(16), src)
+	if f32 {
+		ADDQ(U8(64), dst)
+	} else {
+		ADDQ(U8(32), dst)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), muls)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+
+	// Inf and NaN codes: the table value, lane by lane
+	Label(name + "_fix")
+	msk := GP64()
+	VPMOVMSKB(sp, msk.As32())
+	ANDQ(U32(0x55555555), msk)
+	Label(name + "_fixlane")
+	lane, code, w, t := GP64(), GP64(), GP64(), GP64()
+	BSFQ(msk, lane)
+	SHRQ(U8(1), lane)
+	MOVBQZX(Mem{Base: src, Index: lane, Scale: 1}, code)
+	MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, w)
+	if f32 {
+		SHLQ(U8(16), w)
+		MOVL(w.As32(), Mem{Base: dst, Index: lane, Scale: 4})
+	} else {
+		MOVW(w.As16(), Mem{Base: dst, Index: lane, Scale: 2})
+	}
+	LEAQ(Mem{Base: msk, Disp: -1}, t)
+	ANDQ(t, msk)
+	JNZ(LabelRef(name + "_fixlane"))
+	JMP(LabelRef(name + "_next"))
+}
+
+// bf16FromF32Y is bf16FromF32 with AVX2.
+func bf16FromF32Y() {
+	name := "bf16FromF32AVX2"
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *float32, n int)")
+	Pragma("noescape")
+	Doc(name + " rounds float32 to bf16 (nearest even, NaN 0x7FC0) with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	Label(name + "_loop")
+	u0 := loadF32Y(src, 0, false)
+	u1 := loadF32Y(src, 1, false)
+	bf16RoundY(u0)
+	bf16RoundY(u1)
+	VMOVDQU(packDW(u0, u1), Mem{Base: dst})
+	ADDQ(U8(64), src)
+	ADDQ(U8(32), dst)
+	SUBQ(U8(16), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// f32FromBF16Y is f32FromBF16 with AVX2.
+func f32FromBF16Y() {
+	name := "f32FromBF16AVX2"
+	TEXT(name, NOSPLIT, "func(dst *float32, src *uint16, n int)")
+	Pragma("noescape")
+	Doc(name + " widens bf16 to float32 with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	Label(name + "_loop")
+	for i := range 2 {
+		u := loadF32Y(src, i, true)
+		VMOVDQU(u, Mem{Base: dst, Disp: 32 * i})
+	}
+	ADDQ(U8(32), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(16), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// fp16FromF32Y is fp16FromF32 with AVX2 and F16C.
+func fp16FromF32Y(name string, bf16 bool) {
+	sig := "func(dst *uint16, src *float32, n int)"
+	if bf16 {
+		sig = "func(dst *uint16, src *uint16, n int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " rounds float32 or bf16 (by name) to fp16 (nearest even, NaN 0x7E00 with sign) with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	Label(name + "_loop")
+	var k, s [2]reg.VecVirtual
+	h := YMM()
+	for i := range 2 {
+		u := loadF32Y(src, i, bf16)
+		if i == 0 {
+			VCVTPS2PH(U8(0), u, h.AsX())
+		} else {
+			hx := XMM()
+			VCVTPS2PH(U8(0), u, hx)
+			VINSERTI128(U8(1), hx, h, h)
+		}
+		k[i], s[i] = YMM(), YMM()
+		VPAND(cY(0x7FFFFFFF), u, k[i])
+		VPCMPGTD(cY(0x7F800000), k[i], k[i])
+		VPSRLD(U8(16), u, s[i])
+		VPAND(cY(0x8000), s[i], s[i])
+		VPOR(cY(0x7E00), s[i], s[i])
+	}
+	km := YMM()
+	VPACKSSDW(k[1], k[0], km)
+	VPERMQ(U8(0xD8), km, km)
+	sw := packDW(s[0], s[1])
+	VPBLENDVB(km, sw, h, h)
+	VMOVDQU(h, Mem{Base: dst})
+	if bf16 {
+		ADDQ(U8(32), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
+	ADDQ(U8(32), dst)
+	SUBQ(U8(16), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// f32FromFP16Y is f32FromFP16 with F16C.
+func f32FromFP16Y() {
+	name := "f32FromFP16AVX2"
+	TEXT(name, NOSPLIT, "func(dst *float32, src *uint16, n int)")
+	Pragma("noescape")
+	Doc(name + " widens fp16 to float32 with F16C, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	Label(name + "_loop")
+	for i := range 2 {
+		u := YMM()
+		VCVTPH2PS(Mem{Base: src, Disp: 16 * i}, u)
+		VMOVUPS(u, Mem{Base: dst, Disp: 32 * i})
+	}
+	ADDQ(U8(32), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(16), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// amaxY is amax with AVX2 (bs a multiple of 16).
+func amaxY(name string, bf16 bool) {
+	sig := "func(out *uint32, src *float32, nb int, bs int)"
+	if bf16 {
+		sig = "func(out *uint32, src *uint16, nb int, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of each block of float32 or bf16 (by name) values with AVX2.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	bs := Load(Param("bs"), GP64())
+	Label(name + "_block")
+	m0, m1 := YMM(), YMM()
+	VPXOR(m0, m0, m0)
+	VPXOR(m1, m1, m1)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	Label(name + "_loop")
+	for i, m := range []reg.VecVirtual{m0, m1} {
+		u := loadF32Y(src, i, bf16)
+		VPAND(cY(0x7FFFFFFF), u, u)
+		VPMAXUD(u, m, m)
+	}
+	if bf16 {
+		ADDQ(U8(32), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	VPMAXUD(m1, m0, m0)
+	x, t := XMM(), XMM()
+	VEXTRACTI128(U8(1), m0, x)
+	VPMAXUD(m0.AsX(), x, x)
+	VPSHUFD(U8(0x4E), x, t)
+	VPMAXUD(t, x, x)
+	VPSHUFD(U8(0xB1), x, t)
+	VPMAXUD(t, x, x)
+	VMOVD(x, Mem{Base: out})
+	ADDQ(U8(4), out)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// lowBytes gathers byte 0 of each dword of v into bytes 0..3 (lane 0) and
+// 4..7 (lane 1) of the result's low quadword.
+func lowBytes(v reg.VecVirtual) reg.VecVirtual {
+	sel := cData([8]uint32{0x0C080400, 0x80808080, 0x80808080, 0x80808080, 0x80808080, 0x0C080400, 0x80808080, 0x80808080})
+	VPSHUFB(sel, v, v)
+	x := XMM()
+	VEXTRACTI128(U8(1), v, x)
+	VPOR(v.AsX(), x, x)
+	return x
+}
+
+// pow2ScalesY is pow2Scales with AVX2.
+func pow2ScalesY() {
+	name := "pow2ScalesAVX2"
+	TEXT(name, NOSPLIT, "func(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)")
+	Pragma("noescape")
+	Doc(name + " computes ceil-rule block scales, shifts and sign limits from block maxima with AVX2, 16 per step.")
+	scales := Load(Param("scales"), GP64())
+	sh := Load(Param("sh"), GP64())
+	bad := Load(Param("bad"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	p := Load(Param("p"), GP64())
+	bc := func(i int) reg.VecVirtual {
+		z := YMM()
+		VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
+		return z
+	}
+	pre, div, post, lo, hi := bc(0), bc(1), bc(2), bc(3), bc(4)
+	badLo, badHi, ztOr := bc(5), bc(6), bc(7)
+	Label(name + "_loop")
+	bits := GP64()
+	XORQ(bits, bits)
+	for h := range 2 {
+		a, q, x, f := YMM(), YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: amax, Disp: 32 * h}, a)
+		VMAXPS(a, pre, q)
+		VDIVPS(div, q, q)
+		VMAXPS(post, q, q)
+		VPSRLD(U8(23), q, x)
+		VPSUBD(cY(127), x, x)
+		VPAND(cY(0x7FFFFF), q, f)
+		VPMINUD(cY(1), f, f)
+		VPADDD(f, x, x)
+		VPMAXSD(lo, x, x)
+		VPMINSD(hi, x, x)
+		// bad blocks: a ≥ Inf, e < badLo, e > badHi
+		k0, k1 := YMM(), YMM()
+		VPCMPGTD(cY(0x7F7FFFFF), a, k0)
+		VPCMPGTD(x, badLo, k1)
+		VPOR(k1, k0, k0)
+		VPCMPGTD(badHi, x, k1)
+		VPOR(k1, k0, k0)
+		r := GP64()
+		VMOVMSKPS(k0, r.As32())
+		if h == 1 {
+			SHLQ(U8(8), r)
+		}
+		ORQ(r, bits)
+		// scale bytes, shifts, sign limits
+		b := YMM()
+		VPADDD(cY(127), x, b)
+		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		s7 := YMM()
+		VPSLLD(U8(7), x, s7)
+		VMOVDQU(s7, Mem{Base: sh, Disp: 32 * h})
+		one, zt := YMM(), YMM()
+		VMOVDQU(cY(1), one)
+		VPSUBD(one, x, x)
+		VPSLLVD(x, one, zt)
+		VPOR(ztOr, zt, zt)
+		VMOVDQU(zt, Mem{Base: sh, Disp: 256 + 32*h})
+	}
+	MOVW(bits.As16(), Mem{Base: bad})
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), sh)
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
+	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// intScalesY is intScales with AVX2 and F16C.
+func intScalesY() {
+	name := "intScalesAVX2"
+	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)")
+	Pragma("noescape")
+	Doc(name + " computes the fp16 scales of integer groups from their maxima with AVX2, 8 per step.")
+	s16 := Load(Param("s16"), GP64())
+	div := Load(Param("div"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	qp := Load(Param("qmax"), GP64())
+	q := YMM()
+	VBROADCASTSS(Mem{Base: qp}, q)
+	zero := YMM()
+	VPXOR(zero, zero, zero)
+	Label(name + "_loop")
+	a, s, kz := YMM(), YMM(), YMM()
+	VMOVDQU(Mem{Base: amax}, a)
+	VDIVPS(q, a, s)
+	VMINPS(cY(math.Float32bits(65504)), s, s)
+	VPCMPEQD(zero, a, kz)
+	VPBLENDVB(kz, cY(0x3F800000), s, s)
+	h := XMM()
+	VCVTPS2PH(U8(0), s, h)
+	kn, kh := YMM(), XMM()
+	VPCMPGTD(cY(0x7F800000), a, kn)
+	VEXTRACTI128(U8(1), kn, kh)
+	VPACKSSDW(kh, kn.AsX(), kh)
+	VPBLENDVB(kh, cW(0x7E00), h, h)
+	VMOVDQU(h, Mem{Base: s16})
+	f := YMM()
+	VCVTPH2PS(h, f)
+	VMOVUPS(f, Mem{Base: div})
+	ADDQ(U8(32), amax)
+	ADDQ(U8(32), div)
+	ADDQ(U8(16), s16)
+	SUBQ(U8(8), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// e2m1DecodeY is e2m1Decode with AVX2: two VPERMD lookups in the block's
+// 16-entry table and a blend on bit 3 of the code.
+func e2m1DecodeY(name string, bf16 bool) {
+	sig := "func(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)"
+	if bf16 {
+		sig = "func(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	scales := Load(Param("scales"), GP64())
+	tab := Load(Param("tab"), GP64())
+	bs := Load(Param("bs"), GP64())
+
+	Label(name + "_block")
+	s := GP64()
+	MOVBQZX(Mem{Base: scales}, s)
+	SHLQ(U8(6), s)
+	ADDQ(tab, s)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	var v [2]reg.VecVirtual
+	for i := range 2 {
+		idx := nibblesY(Mem{Base: src, Disp: 4 * i})
+		lo, hi, sel := YMM(), YMM(), YMM()
+		VPERMD(Mem{Base: s}, idx, lo)
+		VPERMD(Mem{Base: s, Disp: 32}, idx, hi)
+		VPCMPGTD(cY(7), idx, sel)
+		VPBLENDVB(sel, hi, lo, lo)
+		v[i] = lo
+		if !bf16 {
+			VMOVDQU(lo, Mem{Base: dst, Disp: 32 * i})
+		}
+	}
+	if bf16 {
+		VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
+		ADDQ(U8(32), dst)
+	} else {
+		ADDQ(U8(64), dst)
+	}
+	ADDQ(U8(8), src)
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	INCQ(scales)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// intEncodeY is intEncode with AVX2, 16 per step.
+func intEncodeY(name string, bf16, four bool) {
+	sig := "func(dst *byte, src *float32, n int, div *float32, bs int)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	div := Load(Param("div"), GP64())
+	bs := Load(Param("bs"), GP64())
+	qmax := float32(127)
+	if four {
+		qmax = 7
+	}
+
+	Label(name + "_block")
+	d := YMM()
+	VBROADCASTSS(Mem{Base: div}, d)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	var q [2]reg.VecVirtual
+	for i := range 2 {
+		u := loadF32Y(src, i, bf16)
+		VDIVPS(d, u, u)
+		ord := YMM()
+		VCMPPS(U8(7), u, u, ord) // ordered: not NaN
+		VMAXPS(cY(f32bits(-qmax)), u, u)
+		VMINPS(cY(f32bits(qmax)), u, u)
+		q[i] = YMM()
+		VCVTPS2DQ(u, q[i]) // round to nearest even (MXCSR default)
+		VPAND(ord, q[i], q[i])
+	}
+	if four {
+		// q+8 nibbles, two per byte: byte 0 of each quadword
+		var x [2]reg.VecVirtual
+		sels := [2][8]uint32{
+			{0x80800800, 0x80808080, 0x80808080, 0x80808080, 0x08008080, 0x80808080, 0x80808080, 0x80808080},
+			{0x80808080, 0x80800800, 0x80808080, 0x80808080, 0x80808080, 0x08008080, 0x80808080, 0x80808080},
+		}
+		for i := range 2 {
+			t := YMM()
+			VPADDD(cY(8), q[i], q[i])
+			VPSRLQ(U8(28), q[i], t)
+			VPOR(t, q[i], q[i])
+			VPSHUFB(cData(sels[i]), q[i], q[i])
+			x[i] = XMM()
+			VEXTRACTI128(U8(1), q[i], x[i])
+			VPOR(q[i].AsX(), x[i], x[i])
+		}
+		VPOR(x[1], x[0], x[0])
+		VMOVQ(x[0], Mem{Base: dst})
+		ADDQ(U8(8), dst)
+	} else {
+		w := YMM()
+		VPACKSSDW(q[1], q[0], w)
+		VPERMQ(U8(0xD8), w, w)
+		x := XMM()
+		VEXTRACTI128(U8(1), w, x)
+		VPACKSSWB(x, w.AsX(), x)
+		VMOVDQU(x, Mem{Base: dst})
+		ADDQ(U8(16), dst)
+	}
+	if bf16 {
+		ADDQ(U8(32), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), div)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// intDecodeY is intDecode with AVX2, 16 per step.
+func intDecodeY(name string, bf16, four bool) {
+	sig := "func(dst *float32, src *byte, n int, mul *float32, bs int)"
+	if bf16 {
+		sig = "func(dst *uint16, src *byte, n int, mul *float32, bs int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	mul := Load(Param("mul"), GP64())
+	bs := Load(Param("bs"), GP64())
+
+	Label(name + "_block")
+	m := YMM()
+	VBROADCASTSS(Mem{Base: mul}, m)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	var v [2]reg.VecVirtual
+	for i := range 2 {
+		var q reg.VecVirtual
+		if four {
+			q = nibblesY(Mem{Base: src, Disp: 4 * i})
+			VPSUBD(cY(8), q, q)
+		} else {
+			q = YMM()
+			VPMOVSXBD(Mem{Base: src, Disp: 8 * i}, q)
+		}
+		VCVTDQ2PS(q, q)
+		VMULPS(m, q, q)
+		if bf16 {
+			bf16RoundY(q)
+		} else {
+			VMOVUPS(q, Mem{Base: dst, Disp: 32 * i})
+		}
+		v[i] = q
+	}
+	if bf16 {
+		VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
+		ADDQ(U8(32), dst)
+	} else {
+		ADDQ(U8(64), dst)
+	}
+	if four {
+		ADDQ(U8(8), src)
+	} else {
+		ADDQ(U8(16), src)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	ADDQ(U8(4), mul)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
