@@ -187,10 +187,10 @@ func TestPortablePaths(t *testing.T) {
 	})
 }
 
-// TestAVX2Paths reruns the assembly and codec cross-checks with the AVX2
+// TestAVX2Level reruns the assembly and codec cross-checks with the AVX2
 // kernels, so that they are tested on AVX-512 machines too (where the
 // other tests ran the AVX-512 ones).
-func TestAVX2Paths(t *testing.T) {
+func TestAVX2Level(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 kernels in this build or on this CPU")
 	}
