@@ -237,6 +237,23 @@ func TestE2M1Lut(t *testing.T) {
 	}
 }
 
+// TestE2M1Thresholds checks the AVX2 encoders' thresholds against the
+// E2M1 tables for every bf16 magnitude, with and without a sticky bit
+// (a float32 value just above it).
+func TestE2M1Thresholds(t *testing.T) {
+	for a := range uint32(0x7F80) {
+		for _, st := range []uint32{0, 1} {
+			k := keyMag(a<<16 | st)
+			if got, want := e2m1ThrCode(&e2m1ThrRNE, uint16(a), st != 0), uint16(e2m1RNE[k]); got != want {
+				t.Fatalf("RNE %#04x sticky %d: %d, want %d", a, st, got, want)
+			}
+			if got, want := e2m1ThrCode(&e2m1ThrUp, uint16(a), st != 0), uint16(e2m1HalfUp[k]); got != want {
+				t.Fatalf("half up %#04x sticky %d: %d, want %d", a, st, got, want)
+			}
+		}
+	}
+}
+
 // TestAsmBlockScales checks the scale kernels (ceil-rule exponents, nvfp4
 // scales and multipliers) against the portable functions on float32 block
 // maxima of every exponent, near powers of two and at random.
@@ -307,9 +324,6 @@ func TestAsmBlockScales(t *testing.T) {
 				}
 			}
 		}
-		if !useAsm {
-			return // nvfp4 scales: AVX-512 only
-		}
 		p := [3]float32{nv.invG, rcp6, nv.g}
 		for i := 0; i < len(vals); i += asmChunk {
 			var amax [asmChunk]uint32
@@ -317,7 +331,7 @@ func TestAsmBlockScales(t *testing.T) {
 			var sc [asmChunk]byte
 			copy(amax[:], vals[i:])
 			var bad [asmChunk / 16]uint16
-			nvfp4ScalesAVX512(&sc[0], &os[0], &bad[0], &amax[0], asmChunk, &nv.t.enc[0], &p[0])
+			nvfp4Scales(&sc[0], &os[0], &bad[0], &amax[0], asmChunk, &nv.t.enc[0], &p[0])
 			for j, a := range amax {
 				s, o := nv.blockScale(math.Float32frombits(a))
 				isBad := bad[j/16]>>(j%16)&1 != 0

@@ -137,6 +137,50 @@ func initE2M1Lut() {
 	}
 	e2m1LutRNE[64], e2m1LutUp[64] = e2m1LutBase, e2m1LutBase
 	e2m1LutRNE[65], e2m1LutUp[65] = 0xFFFF, 0
+	e2m1ThrRNE = e2m1Thresholds(&e2m1LutRNE)
+	e2m1ThrUp = e2m1Thresholds(&e2m1LutUp)
+}
+
+// Parameters of the AVX2 E2M1 encoders (see internal/asmgen, e2m1EncodeY):
+// rows 0..6 the seven thresholds of the key k = 2·min(max(t − 0x3E00, 0),
+// 0x3FFF) + sticky (t the bf16 magnitude bits), row 7 the sign limit of
+// the 16-bit-lane table; one value per row, in all 16 words.
+var e2m1ThrRNE, e2m1ThrUp [8][16]uint16
+
+// e2m1Thresholds derives the thresholds from a 16-bit-lane table: the code
+// steps up at entry i = 2j + s, that is at magnitudes ≥ T (s = 0) or > T
+// (s = 1) for T = 32·(j + base).
+func e2m1Thresholds(lut *[72]uint16) (p [8][16]uint16) {
+	r := 0
+	for i := 1; i < 64 && r < 7; i++ {
+		for c := lut[i-1]; c < lut[i] && r < 7; c++ {
+			k := 2*(32*(i/2+int(lut[64]))-0x3E00) - 1 + i%2
+			for w := range p[r] {
+				p[r][w] = uint16(k)
+			}
+			r++
+		}
+	}
+	for w := range p[7] {
+		p[7][w] = lut[65]
+	}
+	return p
+}
+
+// e2m1ThrCode is the AVX2 encoders' code of the bf16 magnitude t (sticky:
+// the float32 value is above t) in Go (tested against the tables).
+func e2m1ThrCode(p *[8][16]uint16, t uint16, sticky bool) uint16 {
+	k := 2 * min(int(t)-min(int(t), 0x3E00), 0x3FFF)
+	if sticky {
+		k++
+	}
+	c := uint16(0)
+	for r := range 7 {
+		if k > int(int16(p[r][0])) {
+			c++
+		}
+	}
+	return c
 }
 
 // e2m1LutCode is the encoder's table lookup in Go (tested against the
@@ -259,12 +303,12 @@ func (c *pow2Codec) decTables() *e2m1Dec {
 // encodeFP4Asm encodes all blocks of fp4_mx_block16 or mxfp4 from f32 (or
 // bf16 when f32 is nil) and reports whether it did.
 func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
+	if !(useAsm || useAVX2) || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
 		return false
 	}
-	thrW := &e2m1LutRNE
+	thrW, thrY := &e2m1LutRNE, &e2m1ThrRNE
 	if c.halfUp {
-		thrW = &e2m1LutUp
+		thrW, thrY = &e2m1LutUp, &e2m1ThrUp
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
@@ -333,20 +377,29 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 		}
 		h := bs / 2
+		if bs == 16 && m&1 != 0 {
+			bad |= 1 << (m - 1) // the pair kernels take two blocks per step
+		}
 		switch {
-		case f32 != nil && bs == 16:
-			if m&1 != 0 {
-				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
+		case useAVX2 && f32 != nil && bs == 16:
+			if m > 1 {
+				e2m1ShiftEncF32x16AVX2(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
 			}
+		case useAVX2 && f32 != nil:
+			e2m1ShiftEncF32x32AVX2(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+		case useAVX2 && bs == 16:
+			if m > 1 {
+				e2m1ShiftEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
+			}
+		case useAVX2:
+			e2m1ShiftEncBF16x32AVX2(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+		case f32 != nil && bs == 16:
 			if m > 1 {
 				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
 			}
 		case f32 != nil:
 			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrW[0])
 		case bs == 16:
-			if m&1 != 0 {
-				bad |= 1 << (m - 1) // the pair kernel takes two blocks per step
-			}
 			if m > 1 {
 				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
 			}
@@ -385,7 +438,7 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 // encodeAsm encodes all nvfp4 blocks from f32 (or bf16 when f32 is nil)
 // and reports whether it did.
 func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !useAsm || len(scales) == 0 {
+	if !(useAsm || useAVX2) || len(scales) == 0 {
 		return false
 	}
 	nb := len(scales)
@@ -401,7 +454,7 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 		var sc [asmChunk]byte
 		var badW [asmChunk / 16]uint16
 		p := [3]float32{c.invG, rcp6, c.g}
-		nvfp4ScalesAVX512(&sc[0], &os[0], &badW[0], &amax[0], (m+15)&^15, &c.t.enc[0], &p[0])
+		nvfp4Scales(&sc[0], &os[0], &badW[0], &amax[0], (m+15)&^15, &c.t.enc[0], &p[0])
 		copy(scales[b0:b0+m], sc[:m])
 		// NaN maxima (fmaxf skips NaN) and infinite multipliers: the
 		// portable code; so is an odd last block (two blocks per step)
@@ -409,7 +462,11 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 		if m&1 != 0 {
 			bad |= 1 << (m - 1)
 		}
-		if m > 1 && f32 != nil {
+		if m > 1 && useAVX2 && f32 != nil {
+			e2m1MulEncF32x16AVX2(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1ThrRNE[0][0])
+		} else if m > 1 && useAVX2 {
+			e2m1MulEncBF16x16AVX2(&dst[b0*8], &bf[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1ThrRNE[0][0])
+		} else if m > 1 && f32 != nil {
 			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1LutRNE[0])
 		} else if m > 1 {
 			e2m1MulEncBF16x16AVX512(&dst[b0*8], &bf[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1LutRNE[0])
@@ -531,6 +588,16 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		}
 	}
 	return true
+}
+
+// nvfp4Scales computes nvfp4 block scales with the kernel of the current
+// level.
+func nvfp4Scales(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
+	if useAVX2 {
+		nvfp4ScalesAVX2(scales, os, bad, amax, m, enc, p)
+		return
+	}
+	nvfp4ScalesAVX512(scales, os, bad, amax, m, enc, p)
 }
 
 // intScales computes the fp16 scales of m integer groups (m a multiple of

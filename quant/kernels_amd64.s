@@ -3450,6 +3450,840 @@ DATA avx2c7e007e00<>+24(SB)/4, $0x7e007e00
 DATA avx2c7e007e00<>+28(SB)/4, $0x7e007e00
 GLOBL avx2c7e007e00<>(SB), RODATA|NOPTR, $32
 
+// func nvfp4ScalesAVX2(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
+// Requires: AVX, AVX2
+TEXT ·nvfp4ScalesAVX2(SB), NOSPLIT, $0-56
+	MOVQ         scales+0(FP), AX
+	MOVQ         os+8(FP), CX
+	MOVQ         bad+16(FP), DX
+	MOVQ         amax+24(FP), BX
+	MOVQ         m+32(FP), SI
+	MOVQ         enc+40(FP), DI
+	MOVQ         p+48(FP), R8
+	VBROADCASTSS (R8), Y0
+	VBROADCASTSS 4(R8), Y1
+	VBROADCASTSS 8(R8), Y2
+	VPXOR        Y3, Y3, Y3
+
+nvfp4ScalesAVX2_loop:
+	XORQ         R8, R8
+	VMOVDQU      (BX), Y4
+	VMULPS       Y1, Y4, Y5
+	VMULPS       Y5, Y0, Y5
+	VPAND        avx2c0000ffff<>+0(SB), Y5, Y6
+	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPSRLD       $0x10, Y5, Y5
+	VPOR         Y5, Y6, Y6
+	VPCMPEQD     Y5, Y5, Y5
+	VPXOR        Y7, Y7, Y7
+	VPGATHERDD   Y5, (DI)(Y6*1), Y7
+	VPAND        avx2c000000ff<>+0(SB), Y7, Y7
+	VMOVDQA      Y7, Y5
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPOR         X5, X6, X6
+	VMOVQ        X6, (AX)
+	VPSLLD       $0x14, Y7, Y5
+	VPADDD       avx2c3c000000<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y7, Y6
+	VMULPS       avx2c3b000000<>+0(SB), Y6, Y6
+	VPCMPGTD     avx2c00000007<>+0(SB), Y7, Y7
+	VPBLENDVB    Y7, Y5, Y6, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVDQU      avx2c3f800000<>+0(SB), Y6
+	VDIVPS       Y5, Y6, Y6
+	VPCMPEQD     Y3, Y4, Y5
+	VPANDN       Y6, Y5, Y6
+	VMOVUPS      Y6, (CX)
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y4, Y4
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y6, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVMSKPS    Y4, R9
+	ORQ          R9, R8
+	VMOVDQU      32(BX), Y4
+	VMULPS       Y1, Y4, Y5
+	VMULPS       Y5, Y0, Y5
+	VPAND        avx2c0000ffff<>+0(SB), Y5, Y6
+	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPSRLD       $0x10, Y5, Y5
+	VPOR         Y5, Y6, Y6
+	VPCMPEQD     Y5, Y5, Y5
+	VPXOR        Y7, Y7, Y7
+	VPGATHERDD   Y5, (DI)(Y6*1), Y7
+	VPAND        avx2c000000ff<>+0(SB), Y7, Y7
+	VMOVDQA      Y7, Y5
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPOR         X5, X6, X6
+	VMOVQ        X6, 8(AX)
+	VPSLLD       $0x14, Y7, Y5
+	VPADDD       avx2c3c000000<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y7, Y6
+	VMULPS       avx2c3b000000<>+0(SB), Y6, Y6
+	VPCMPGTD     avx2c00000007<>+0(SB), Y7, Y7
+	VPBLENDVB    Y7, Y5, Y6, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVDQU      avx2c3f800000<>+0(SB), Y6
+	VDIVPS       Y5, Y6, Y6
+	VPCMPEQD     Y3, Y4, Y5
+	VPANDN       Y6, Y5, Y6
+	VMOVUPS      Y6, 32(CX)
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y4, Y4
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y6, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVMSKPS    Y4, R9
+	SHLQ         $0x08, R9
+	ORQ          R9, R8
+	MOVW         R8, (DX)
+	ADDQ         $0x02, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x10, SI
+	JNZ          nvfp4ScalesAVX2_loop
+	VZEROUPPER
+	RET
+
+DATA avx2c000000ff<>+0(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+4(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+8(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+12(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+16(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+20(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+24(SB)/4, $0x000000ff
+DATA avx2c000000ff<>+28(SB)/4, $0x000000ff
+GLOBL avx2c000000ff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3c000000<>+0(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+4(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+8(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+12(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+16(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+20(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+24(SB)/4, $0x3c000000
+DATA avx2c3c000000<>+28(SB)/4, $0x3c000000
+GLOBL avx2c3c000000<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3b000000<>+0(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+4(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+8(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+12(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+16(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+20(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+24(SB)/4, $0x3b000000
+DATA avx2c3b000000<>+28(SB)/4, $0x3b000000
+GLOBL avx2c3b000000<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c00000007<>+0(SB)/4, $0x00000007
+DATA avx2c00000007<>+4(SB)/4, $0x00000007
+DATA avx2c00000007<>+8(SB)/4, $0x00000007
+DATA avx2c00000007<>+12(SB)/4, $0x00000007
+DATA avx2c00000007<>+16(SB)/4, $0x00000007
+DATA avx2c00000007<>+20(SB)/4, $0x00000007
+DATA avx2c00000007<>+24(SB)/4, $0x00000007
+DATA avx2c00000007<>+28(SB)/4, $0x00000007
+GLOBL avx2c00000007<>(SB), RODATA|NOPTR, $32
+
+// func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1ShiftEncBF16x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1ShiftEncBF16x16AVX2_block:
+	MOVQ SI, R8
+	ADDQ SI, R8
+
+e2m1ShiftEncBF16x16AVX2_loop:
+	VMOVDQU      (CX), Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y2
+	VPCMPGTW     224(DI), Y2, Y3
+	VPBROADCASTW (BX), Y4
+	VPSUBW       Y4, Y2, Y2
+	VPMAXSW      Y0, Y2, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y4
+	VPCMPGTW     32(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     64(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     96(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     128(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     160(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     192(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPABSW       Y4, Y4
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y3, Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVDQU      32(CX), Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y2
+	VPCMPGTW     224(DI), Y2, Y3
+	VPBROADCASTW 4(BX), Y5
+	VPSUBW       Y5, Y2, Y2
+	VPMAXSW      Y0, Y2, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y5
+	VPCMPGTW     32(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     64(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     96(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     128(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     160(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     192(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPABSW       Y5, Y5
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y3, Y1, Y1
+	VPOR         Y1, Y5, Y5
+	VPSRLD       $0x0c, Y4, Y1
+	VPOR         Y1, Y4, Y4
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y4, Y4
+	VPSRLD       $0x0c, Y5, Y1
+	VPOR         Y1, Y5, Y5
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPOR         X4, X1, X1
+	VMOVDQU      X1, (AX)
+	ADDQ         $0x40, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1ShiftEncBF16x16AVX2_loop
+	ADDQ         $0x08, BX
+	SUBQ         SI, DX
+	SUBQ         SI, DX
+	JNZ          e2m1ShiftEncBF16x16AVX2_block
+	VZEROUPPER
+	RET
+
+DATA avx2c3e003e00<>+0(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+4(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+8(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+12(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+16(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+20(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+24(SB)/4, $0x3e003e00
+DATA avx2c3e003e00<>+28(SB)/4, $0x3e003e00
+GLOBL avx2c3e003e00<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3fff3fff<>+0(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+4(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+8(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+12(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+16(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+20(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+24(SB)/4, $0x3fff3fff
+DATA avx2c3fff3fff<>+28(SB)/4, $0x3fff3fff
+GLOBL avx2c3fff3fff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c00080008<>+0(SB)/4, $0x00080008
+DATA avx2c00080008<>+4(SB)/4, $0x00080008
+DATA avx2c00080008<>+8(SB)/4, $0x00080008
+DATA avx2c00080008<>+12(SB)/4, $0x00080008
+DATA avx2c00080008<>+16(SB)/4, $0x00080008
+DATA avx2c00080008<>+20(SB)/4, $0x00080008
+DATA avx2c00080008<>+24(SB)/4, $0x00080008
+DATA avx2c00080008<>+28(SB)/4, $0x00080008
+GLOBL avx2c00080008<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+4(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+8(SB)/4, $0x0c080400
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+12(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+16(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+20(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+24(SB)/4, $0x80808080
+DATA avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+28(SB)/4, $0x0c080400
+GLOBL avx2c80808080808080800c080400808080808080808080808080808080800c080400<>(SB), RODATA|NOPTR, $32
+
+// func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1ShiftEncBF16x32AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1ShiftEncBF16x32AVX2_block:
+	MOVQ SI, R8
+
+e2m1ShiftEncBF16x32AVX2_loop:
+	VMOVDQU      (CX), Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y2
+	VPCMPGTW     224(DI), Y2, Y3
+	VPBROADCASTW (BX), Y4
+	VPSUBW       Y4, Y2, Y2
+	VPMAXSW      Y0, Y2, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y4
+	VPCMPGTW     32(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     64(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     96(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     128(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     160(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPCMPGTW     192(DI), Y2, Y5
+	VPADDW       Y5, Y4, Y4
+	VPABSW       Y4, Y4
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y3, Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVDQU      32(CX), Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y2
+	VPCMPGTW     224(DI), Y2, Y3
+	VPBROADCASTW (BX), Y5
+	VPSUBW       Y5, Y2, Y2
+	VPMAXSW      Y0, Y2, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y5
+	VPCMPGTW     32(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     64(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     96(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     128(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     160(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPCMPGTW     192(DI), Y2, Y6
+	VPADDW       Y6, Y5, Y5
+	VPABSW       Y5, Y5
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y3, Y1, Y1
+	VPOR         Y1, Y5, Y5
+	VPSRLD       $0x0c, Y4, Y1
+	VPOR         Y1, Y4, Y4
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y4, Y4
+	VPSRLD       $0x0c, Y5, Y1
+	VPOR         Y1, Y5, Y5
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPOR         X4, X1, X1
+	VMOVDQU      X1, (AX)
+	ADDQ         $0x40, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1ShiftEncBF16x32AVX2_loop
+	ADDQ         $0x04, BX
+	SUBQ         SI, DX
+	JNZ          e2m1ShiftEncBF16x32AVX2_block
+	VZEROUPPER
+	RET
+
+// func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1ShiftEncF32x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1ShiftEncF32x16AVX2_block:
+	MOVQ SI, R8
+	ADDQ SI, R8
+
+e2m1ShiftEncF32x16AVX2_loop:
+	VMOVDQU      (CX), Y2
+	VMOVDQU      32(CX), Y3
+	VPBROADCASTD 256(BX), Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y2, Y4
+	VPCMPGTD     Y1, Y4, Y4
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y5
+	VPCMPGTD     Y1, Y5, Y5
+	VPACKSSDW    Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPSRLD       $0x10, Y2, Y1
+	VPSRLD       $0x10, Y3, Y5
+	VPACKUSDW    Y5, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPACKUSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y3
+	VPBROADCASTW (BX), Y5
+	VPSUBW       Y5, Y3, Y3
+	VPMAXSW      Y0, Y3, Y3
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
+	VPADDW       Y3, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPCMPGTW     (DI), Y3, Y2
+	VPCMPGTW     32(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     64(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     96(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     128(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     160(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     192(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPABSW       Y2, Y2
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y4, Y1, Y1
+	VPOR         Y1, Y2, Y2
+	VMOVDQU      64(CX), Y3
+	VMOVDQU      96(CX), Y4
+	VPBROADCASTD 260(BX), Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y5
+	VPCMPGTD     Y1, Y5, Y5
+	VPAND        avx2c7fffffff<>+0(SB), Y4, Y6
+	VPCMPGTD     Y1, Y6, Y6
+	VPACKSSDW    Y6, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VPSRLD       $0x10, Y3, Y1
+	VPSRLD       $0x10, Y4, Y6
+	VPACKUSDW    Y6, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
+	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
+	VPACKUSDW    Y4, Y3, Y3
+	VPERMQ       $0xd8, Y3, Y3
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y4
+	VPBROADCASTW 4(BX), Y6
+	VPSUBW       Y6, Y4, Y4
+	VPMAXSW      Y0, Y4, Y4
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y4, Y4
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y4, Y4
+	VPADDW       Y4, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPCMPGTW     (DI), Y4, Y3
+	VPCMPGTW     32(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     64(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     96(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     128(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     160(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     192(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPABSW       Y3, Y3
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y5, Y1, Y1
+	VPOR         Y1, Y3, Y3
+	VPSRLD       $0x0c, Y2, Y1
+	VPOR         Y1, Y2, Y2
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y2, Y2
+	VPSRLD       $0x0c, Y3, Y1
+	VPOR         Y1, Y3, Y3
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPOR         X2, X1, X1
+	VMOVDQU      X1, (AX)
+	ADDQ         $0x80, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1ShiftEncF32x16AVX2_loop
+	ADDQ         $0x08, BX
+	SUBQ         SI, DX
+	SUBQ         SI, DX
+	JNZ          e2m1ShiftEncF32x16AVX2_block
+	VZEROUPPER
+	RET
+
+// func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1ShiftEncF32x32AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1ShiftEncF32x32AVX2_block:
+	MOVQ SI, R8
+
+e2m1ShiftEncF32x32AVX2_loop:
+	VMOVDQU      (CX), Y2
+	VMOVDQU      32(CX), Y3
+	VPBROADCASTD 256(BX), Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y2, Y4
+	VPCMPGTD     Y1, Y4, Y4
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y5
+	VPCMPGTD     Y1, Y5, Y5
+	VPACKSSDW    Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPSRLD       $0x10, Y2, Y1
+	VPSRLD       $0x10, Y3, Y5
+	VPACKUSDW    Y5, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPACKUSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y3
+	VPBROADCASTW (BX), Y5
+	VPSUBW       Y5, Y3, Y3
+	VPMAXSW      Y0, Y3, Y3
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
+	VPADDW       Y3, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPCMPGTW     (DI), Y3, Y2
+	VPCMPGTW     32(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     64(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     96(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     128(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     160(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPCMPGTW     192(DI), Y3, Y5
+	VPADDW       Y5, Y2, Y2
+	VPABSW       Y2, Y2
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y4, Y1, Y1
+	VPOR         Y1, Y2, Y2
+	VMOVDQU      64(CX), Y3
+	VMOVDQU      96(CX), Y4
+	VPBROADCASTD 256(BX), Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y5
+	VPCMPGTD     Y1, Y5, Y5
+	VPAND        avx2c7fffffff<>+0(SB), Y4, Y6
+	VPCMPGTD     Y1, Y6, Y6
+	VPACKSSDW    Y6, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VPSRLD       $0x10, Y3, Y1
+	VPSRLD       $0x10, Y4, Y6
+	VPACKUSDW    Y6, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
+	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
+	VPACKUSDW    Y4, Y3, Y3
+	VPERMQ       $0xd8, Y3, Y3
+	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y4
+	VPBROADCASTW (BX), Y6
+	VPSUBW       Y6, Y4, Y4
+	VPMAXSW      Y0, Y4, Y4
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y4, Y4
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y4, Y4
+	VPADDW       Y4, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPCMPGTW     (DI), Y4, Y3
+	VPCMPGTW     32(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     64(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     96(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     128(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     160(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPCMPGTW     192(DI), Y4, Y6
+	VPADDW       Y6, Y3, Y3
+	VPABSW       Y3, Y3
+	VPSRLW       $0x0c, Y1, Y1
+	VPAND        avx2c00080008<>+0(SB), Y1, Y1
+	VPAND        Y5, Y1, Y1
+	VPOR         Y1, Y3, Y3
+	VPSRLD       $0x0c, Y2, Y1
+	VPOR         Y1, Y2, Y2
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y2, Y2
+	VPSRLD       $0x0c, Y3, Y1
+	VPOR         Y1, Y3, Y3
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPOR         X2, X1, X1
+	VMOVDQU      X1, (AX)
+	ADDQ         $0x80, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1ShiftEncF32x32AVX2_loop
+	ADDQ         $0x04, BX
+	SUBQ         SI, DX
+	JNZ          e2m1ShiftEncF32x32AVX2_block
+	VZEROUPPER
+	RET
+
+// func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1MulEncF32x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1MulEncF32x16AVX2_block:
+	MOVQ SI, R8
+	ADDQ SI, R8
+
+e2m1MulEncF32x16AVX2_loop:
+	VMOVDQU      (CX), Y1
+	VMOVDQU      32(CX), Y2
+	VBROADCASTSS (BX), Y0
+	VMULPS       Y0, Y1, Y1
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y0
+	VPSRLD       $0x10, Y2, Y3
+	VPACKUSDW    Y3, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPAND        avx2c0000ffff<>+0(SB), Y1, Y1
+	VPMINUD      avx2c00000001<>+0(SB), Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPACKUSDW    Y2, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y0, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPOR         Y1, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y1
+	VPCMPGTW     32(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     64(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     96(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     128(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     160(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     192(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPABSW       Y1, Y1
+	VPSRLW       $0x0c, Y0, Y0
+	VPAND        avx2c00080008<>+0(SB), Y0, Y0
+	VPOR         Y0, Y1, Y1
+	VMOVDQU      64(CX), Y2
+	VMOVDQU      96(CX), Y3
+	VBROADCASTSS 4(BX), Y0
+	VMULPS       Y0, Y2, Y2
+	VMULPS       Y0, Y3, Y3
+	VPSRLD       $0x10, Y2, Y0
+	VPSRLD       $0x10, Y3, Y4
+	VPACKUSDW    Y4, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPACKUSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPAND        avx2c7fff7fff<>+0(SB), Y0, Y3
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
+	VPADDW       Y3, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPCMPGTW     (DI), Y3, Y2
+	VPCMPGTW     32(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     64(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     96(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     128(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     160(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     192(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPABSW       Y2, Y2
+	VPSRLW       $0x0c, Y0, Y0
+	VPAND        avx2c00080008<>+0(SB), Y0, Y0
+	VPOR         Y0, Y2, Y2
+	VPSRLD       $0x0c, Y1, Y0
+	VPOR         Y0, Y1, Y1
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y1, Y1
+	VPSRLD       $0x0c, Y2, Y0
+	VPOR         Y0, Y2, Y2
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y2, Y2
+	VPOR         Y2, Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPOR         X1, X0, X0
+	VMOVDQU      X0, (AX)
+	ADDQ         $0x80, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1MulEncF32x16AVX2_loop
+	ADDQ         $0x08, BX
+	SUBQ         SI, DX
+	SUBQ         SI, DX
+	JNZ          e2m1MulEncF32x16AVX2_block
+	VZEROUPPER
+	RET
+
+// func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// Requires: AVX, AVX2
+TEXT ·e2m1MulEncBF16x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  blk+24(FP), BX
+	MOVQ  bs+32(FP), SI
+	MOVQ  lut+40(FP), DI
+	VPXOR Y0, Y0, Y0
+
+e2m1MulEncBF16x16AVX2_block:
+	MOVQ SI, R8
+	ADDQ SI, R8
+
+e2m1MulEncBF16x16AVX2_loop:
+	VPMOVZXWD    (CX), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(CX), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VBROADCASTSS (BX), Y0
+	VMULPS       Y0, Y1, Y1
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y0
+	VPSRLD       $0x10, Y2, Y3
+	VPACKUSDW    Y3, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPAND        avx2c0000ffff<>+0(SB), Y1, Y1
+	VPMINUD      avx2c00000001<>+0(SB), Y1, Y1
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPACKUSDW    Y2, Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y0, Y2
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y2, Y2
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y2, Y2
+	VPADDW       Y2, Y2, Y2
+	VPOR         Y1, Y2, Y2
+	VPCMPGTW     (DI), Y2, Y1
+	VPCMPGTW     32(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     64(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     96(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     128(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     160(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPCMPGTW     192(DI), Y2, Y3
+	VPADDW       Y3, Y1, Y1
+	VPABSW       Y1, Y1
+	VPSRLW       $0x0c, Y0, Y0
+	VPAND        avx2c00080008<>+0(SB), Y0, Y0
+	VPOR         Y0, Y1, Y1
+	VPMOVZXWD    32(CX), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    48(CX), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VBROADCASTSS 4(BX), Y0
+	VMULPS       Y0, Y2, Y2
+	VMULPS       Y0, Y3, Y3
+	VPSRLD       $0x10, Y2, Y0
+	VPSRLD       $0x10, Y3, Y4
+	VPACKUSDW    Y4, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
+	VPACKUSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPAND        avx2c7fff7fff<>+0(SB), Y0, Y3
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
+	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
+	VPADDW       Y3, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPCMPGTW     (DI), Y3, Y2
+	VPCMPGTW     32(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     64(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     96(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     128(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     160(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPCMPGTW     192(DI), Y3, Y4
+	VPADDW       Y4, Y2, Y2
+	VPABSW       Y2, Y2
+	VPSRLW       $0x0c, Y0, Y0
+	VPAND        avx2c00080008<>+0(SB), Y0, Y0
+	VPOR         Y0, Y2, Y2
+	VPSRLD       $0x0c, Y1, Y0
+	VPOR         Y0, Y1, Y1
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y1, Y1
+	VPSRLD       $0x0c, Y2, Y0
+	VPOR         Y0, Y2, Y2
+	VPSHUFB      avx2c80808080808080800c080400808080808080808080808080808080800c080400<>+0(SB), Y2, Y2
+	VPOR         Y2, Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPOR         X1, X0, X0
+	VMOVDQU      X0, (AX)
+	ADDQ         $0x40, CX
+	ADDQ         $0x10, AX
+	SUBQ         $0x20, R8
+	JNZ          e2m1MulEncBF16x16AVX2_loop
+	ADDQ         $0x08, BX
+	SUBQ         SI, DX
+	SUBQ         SI, DX
+	JNZ          e2m1MulEncBF16x16AVX2_block
+	VZEROUPPER
+	RET
+
 // func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
 // Requires: AVX, AVX2
 TEXT ·e2m1DecF32AVX2(SB), NOSPLIT, $0-48
@@ -3504,16 +4338,6 @@ DATA avx2c0000000f<>+20(SB)/4, $0x0000000f
 DATA avx2c0000000f<>+24(SB)/4, $0x0000000f
 DATA avx2c0000000f<>+28(SB)/4, $0x0000000f
 GLOBL avx2c0000000f<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c00000007<>+0(SB)/4, $0x00000007
-DATA avx2c00000007<>+4(SB)/4, $0x00000007
-DATA avx2c00000007<>+8(SB)/4, $0x00000007
-DATA avx2c00000007<>+12(SB)/4, $0x00000007
-DATA avx2c00000007<>+16(SB)/4, $0x00000007
-DATA avx2c00000007<>+20(SB)/4, $0x00000007
-DATA avx2c00000007<>+24(SB)/4, $0x00000007
-DATA avx2c00000007<>+28(SB)/4, $0x00000007
-GLOBL avx2c00000007<>(SB), RODATA|NOPTR, $32
 
 // func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
 // Requires: AVX, AVX2

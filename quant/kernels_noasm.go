@@ -87,3 +87,16 @@ func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)       
 func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)                { noAsm() }
 func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }
 func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }
+func nvfp4ScalesAVX2(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
+	noAsm()
+}
+func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) { noAsm() }
+func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) { noAsm() }
+func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+	noAsm()
+}
+func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+	noAsm()
+}
+func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) { noAsm() }
+func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16) { noAsm() }

@@ -32,6 +32,13 @@ func genAVX2() {
 	amaxY("amaxBF16AVX2", true)
 	pow2ScalesY()
 	intScalesY()
+	nvfp4ScalesY()
+	e2m1EncodeY("e2m1ShiftEncBF16x16AVX2", true, false, true)
+	e2m1EncodeY("e2m1ShiftEncBF16x32AVX2", true, false, false)
+	e2m1EncodeY("e2m1ShiftEncF32x16AVX2", false, false, true)
+	e2m1EncodeY("e2m1ShiftEncF32x32AVX2", false, false, false)
+	e2m1EncodeY("e2m1MulEncF32x16AVX2", false, true, true)
+	e2m1EncodeY("e2m1MulEncBF16x16AVX2", true, true, true)
 	for _, bf16 := range []bool{false, true} {
 		in := "F32"
 		if bf16 {
@@ -896,6 +903,250 @@ func intDecodeY(name string, bf16, four bool) {
 	ADDQ(U8(4), mul)
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// Rows of the AVX2 E2M1 encoder parameters (quant.e2m1Thr*, 16 words
+// each): the code of a magnitude is the number of thresholds its key
+// k = 2·min(max(t − 0x3E00, 0), 0x3FFF) + sticky exceeds (t its bf16 bits;
+// every E2M1 decision point is a bf16 value, so the key orders the
+// magnitudes exactly), and the sign limit of the bf16 shift encoder.
+const (
+	eThr  = 0 // rows 0..6
+	eSign = 7 // keep the sign of x < 0 when |x| > it (signed words)
+)
+
+// e2m1CodesY returns the E2M1 magnitude codes (words) of sixteen bf16
+// magnitudes a (stOne: the sticky bits, float32 input only).
+func e2m1CodesY(a, stOne reg.VecVirtual, p reg.Register) reg.VecVirtual {
+	k := YMM()
+	VPSUBUSW(cW(0x3E00), a, k)
+	VPMINUW(cW(0x3FFF), k, k)
+	VPADDW(k, k, k)
+	if stOne != nil {
+		VPOR(stOne, k, k)
+	}
+	acc, c := YMM(), YMM()
+	VPCMPGTW(rowY(p, eThr), k, acc)
+	for i := 1; i < 7; i++ {
+		VPCMPGTW(rowY(p, eThr+i), k, c)
+		VPADDW(c, acc, acc)
+	}
+	VPABSW(acc, acc)
+	return acc
+}
+
+// e2m1PackY stores the codes of 32 elements (two registers of sixteen
+// words, sign in bit 3) as 16 bytes, two codes per byte, even element in
+// the low nibble.
+func e2m1PackY(c [2]reg.VecVirtual, dst reg.Register) {
+	sels := [2][8]uint32{
+		{0x0C080400, 0x80808080, 0x80808080, 0x80808080, 0x80808080, 0x0C080400, 0x80808080, 0x80808080},
+		{0x80808080, 0x80808080, 0x0C080400, 0x80808080, 0x80808080, 0x80808080, 0x80808080, 0x0C080400},
+	}
+	for i := range 2 {
+		t := YMM()
+		VPSRLD(U8(12), c[i], t)
+		VPOR(t, c[i], c[i])
+		VPSHUFB(cData(sels[i]), c[i], c[i])
+	}
+	VPOR(c[1], c[0], c[0])
+	x := XMM()
+	VEXTRACTI128(U8(1), c[0], x)
+	VPOR(c[0].AsX(), x, x)
+	VMOVDQU(x, Mem{Base: dst})
+}
+
+// e2m1EncodeY emits the contracts of e2m1EncodeW (bf16, shift) and
+// e2m1EncodeWF (float32 input, or bf16 with mul) with AVX2: 32 elements
+// per step in two halves of sixteen; with pair (bs = 16) the halves are
+// blocks b and b+1, otherwise both are block b (bs a multiple of 32). p
+// points at the parameter rows above.
+func e2m1EncodeY(name string, bf16, mul, pair bool) {
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
+	if bf16 {
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
+	}
+	f32in := !bf16 || mul // the float32 path (bf16 widened when multiplied)
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	blk := Load(Param("blk"), GP64())
+	bs := Load(Param("bs"), GP64())
+	p := Load(Param("lut"), GP64())
+	zero := YMM()
+	VPXOR(zero, zero, zero)
+	next := 0
+	if pair {
+		next = 4
+	}
+
+	Label(name + "_block")
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		ADDQ(bs, cnt)
+	}
+
+	Label(name + "_loop")
+	var codes [2]reg.VecVirtual
+	for h := range 2 {
+		d := next * h // this half's block entry
+		u := YMM()
+		var stOne, kSign reg.VecVirtual
+		if f32in {
+			x0, x1 := loadF32Y(src, 2*h, bf16), loadF32Y(src, 2*h+1, bf16)
+			if mul {
+				os := YMM()
+				VBROADCASTSS(Mem{Base: blk, Disp: d}, os)
+				VMULPS(os, x0, x0)
+				VMULPS(os, x1, x1)
+			} else {
+				zt, k0, k1 := YMM(), YMM(), YMM()
+				VPBROADCASTD(Mem{Base: blk, Disp: 256 + d}, zt)
+				VPAND(cY(0x7FFFFFFF), x0, k0)
+				VPCMPGTD(zt, k0, k0)
+				VPAND(cY(0x7FFFFFFF), x1, k1)
+				VPCMPGTD(zt, k1, k1)
+				kSign = YMM()
+				VPACKSSDW(k1, k0, kSign)
+				VPERMQ(U8(0xD8), kSign, kSign)
+			}
+			t := YMM()
+			VPSRLD(U8(16), x0, u)
+			VPSRLD(U8(16), x1, t)
+			VPACKUSDW(t, u, u)
+			VPERMQ(U8(0xD8), u, u)
+			VPAND(cY(0xFFFF), x0, x0)
+			VPMINUD(cY(1), x0, x0)
+			VPAND(cY(0xFFFF), x1, x1)
+			VPMINUD(cY(1), x1, x1)
+			stOne = packDW(x0, x1)
+		} else {
+			VMOVDQU(Mem{Base: src, Disp: 32 * h}, u)
+		}
+		a := YMM()
+		VPAND(cW(0x7FFF), u, a)
+		if !f32in {
+			kSign = YMM()
+			VPCMPGTW(rowY(p, eSign), a, kSign)
+		}
+		if !mul {
+			sh := YMM()
+			VPBROADCASTW(Mem{Base: blk, Disp: d}, sh)
+			VPSUBW(sh, a, a)
+			VPMAXSW(zero, a, a)
+		}
+		c := e2m1CodesY(a, stOne, p)
+		s8 := YMM()
+		VPSRLW(U8(12), u, s8)
+		VPAND(cW(8), s8, s8)
+		if kSign != nil {
+			VPAND(kSign, s8, s8)
+		}
+		VPOR(s8, c, c)
+		codes[h] = c
+	}
+	e2m1PackY(codes, dst)
+	if f32in && !bf16 {
+		ADDQ(U8(128), src)
+	} else {
+		ADDQ(U8(64), src)
+	}
+	ADDQ(U8(16), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if pair {
+		ADDQ(U8(8), blk)
+		SUBQ(bs, n)
+	} else {
+		ADDQ(U8(4), blk)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// nvfp4ScalesY is nvfp4Scales with AVX2 (VPGATHERDD from the E4M3 table).
+func nvfp4ScalesY() {
+	name := "nvfp4ScalesAVX2"
+	TEXT(name, NOSPLIT, "func(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)")
+	Pragma("noescape")
+	Doc(name + " computes nvfp4 block scales and element multipliers from block maxima with AVX2, 16 per step.")
+	scales := Load(Param("scales"), GP64())
+	os := Load(Param("os"), GP64())
+	bad := Load(Param("bad"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	enc := Load(Param("enc"), GP64())
+	p := Load(Param("p"), GP64())
+	invG, rcp6, g := YMM(), YMM(), YMM()
+	VBROADCASTSS(Mem{Base: p}, invG)
+	VBROADCASTSS(Mem{Base: p, Disp: 4}, rcp6)
+	VBROADCASTSS(Mem{Base: p, Disp: 8}, g)
+	zero := YMM()
+	VPXOR(zero, zero, zero)
+	Label(name + "_loop")
+	bits := GP64()
+	XORQ(bits, bits)
+	for h := range 2 {
+		a, sf, key, t := YMM(), YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: amax, Disp: 32 * h}, a)
+		VMULPS(rcp6, a, sf)
+		VMULPS(sf, invG, sf)
+		VPAND(cY(0xFFFF), sf, key)
+		VPMINUD(cY(1), key, key)
+		VPSLLD(U8(16), key, key)
+		VPSRLD(U8(16), sf, t)
+		VPOR(t, key, key)
+		all, c := YMM(), YMM()
+		VPCMPEQD(all, all, all)
+		VPXOR(c, c, c)
+		VPGATHERDD(all, Mem{Base: enc, Index: key, Scale: 1}, c)
+		VPAND(cY(0xFF), c, c)
+		b := YMM()
+		VMOVDQA(c, b)
+		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		// E4M3 value of the (nonnegative) code
+		v, sub, gt := YMM(), YMM(), YMM()
+		VPSLLD(U8(20), c, v)
+		VPADDD(cY(120<<23), v, v)
+		VCVTDQ2PS(c, sub)
+		VMULPS(cY(0x3B000000), sub, sub) // 2^-9
+		VPCMPGTD(cY(7), c, gt)
+		VPBLENDVB(gt, v, sub, v)
+		VMULPS(g, v, v)
+		o := YMM()
+		VMOVDQU(cY(0x3F800000), o)
+		VDIVPS(v, o, o)
+		kz := YMM()
+		VPCMPEQD(zero, a, kz)
+		VPANDN(o, kz, o)
+		VMOVUPS(o, Mem{Base: os, Disp: 32 * h})
+		// blocks for the portable code: a NaN maximum, an infinite multiplier
+		kb, ki := YMM(), YMM()
+		VPCMPGTD(cY(0x7F800000), a, kb)
+		VPCMPGTD(cY(0x7F7FFFFF), o, ki)
+		VPOR(ki, kb, kb)
+		r := GP64()
+		VMOVMSKPS(kb, r.As32())
+		if h == 1 {
+			SHLQ(U8(8), r)
+		}
+		ORQ(r, bits)
+	}
+	MOVW(bits.As16(), Mem{Base: bad})
+	ADDQ(U8(2), bad)
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), os)
+	ADDQ(U8(16), scales)
+	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
 }
