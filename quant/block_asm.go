@@ -18,7 +18,7 @@ const asmChunk = 64
 // encodeFP8Asm encodes all blocks of mxfp8 from f32 (or bf16 when f32 is
 // nil) and reports whether it did.
 func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !(useAsm || useAVX2) || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+	if !c.fp8 || !(useAsm || useAVX2 && c.t.f == E4M3FN) || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
@@ -60,11 +60,11 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		}
 		switch {
 		case f32 != nil && useAVX2:
-			fp8EncF32AVX2(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kpY[0][0])
+			fp8EncAVX2(c.t, &dst[b0*bs], nil, &f32[b0*bs], m*bs, &sh[0], bs)
 		case f32 != nil:
 			fp8EncF32AVX512(&dst[b0*bs], &f32[b0*bs], m*bs, &sh[0], bs, &c.t.kpW[0])
 		case useAVX2:
-			fp8EncBF16AVX2(&dst[b0*bs], &bf[b0*bs], m*bs, &sh[0], bs, &c.t.kpY[0][0])
+			fp8EncAVX2(c.t, &dst[b0*bs], &bf[b0*bs], nil, m*bs, &sh[0], bs)
 		default:
 			fp8EncBF16AVX512(&dst[b0*bs], &bf[b0*bs], m*bs, &sh[0], bs, &c.t.kpW[0])
 		}

@@ -90,10 +90,10 @@ func fp8KernParams(w *[32]uint16, f Float, enc *[1 << 17]uint8) {
 	}
 }
 
-// fp8KernParamsY fills the AVX2 FP8 kernels' parameters from the AVX-512
-// ones (see internal/asmgen, fp8EncodeY and fp8DecodeY): 32-byte rows of
-// one value each, the encoder's special codes as bytes, and the F16C
-// decoder's shift, special-code limits and multiplier 2^(15 − bias).
+// fp8KernParamsY fills the AVX2 FP8 kernels' parameters (see
+// internal/asmgen, fp8EncodeY and fp8DecodeY): the encoder's special codes
+// as bytes, and the F16C decoder's shift, special-code limits and
+// multiplier 2^(15 − bias).
 func fp8KernParamsY(t *fp8Tables, f Float) {
 	w := &t.kpW
 	fill := func(row *[16]uint16, v uint16) {
@@ -101,18 +101,11 @@ func fp8KernParamsY(t *fp8Tables, f Float) {
 			row[i] = v
 		}
 	}
-	fill(&t.kpY[0], w[0])
-	fill(&t.kpY[1], w[2])
-	fill(&t.kpY[2], w[3]-1)
-	fill(&t.kpY[3], w[4])
-	fill(&t.kpY[4], w[5]-1)
-	fill(&t.kpY[5], w[6])
 	for lane := range 2 {
 		for i := range 3 {
-			t.kpY[6][8*lane+i] = w[16+2*i] | w[17+2*i]<<8
+			t.kpY[8*lane+i] = w[16+2*i] | w[17+2*i]<<8
 		}
 	}
-	t.kpY[7][0] = w[1]
 	fp := &floats[f]
 	t.kpYD[0][0] = uint16(10 - fp.mant)
 	thr, eq := uint16(0x7F), uint16(0xFFFF) // e4m3fn: 0x7F and 0xFF are NaN
@@ -127,6 +120,31 @@ func fp8KernParamsY(t *fp8Tables, f Float) {
 	t.decMul = math.Float32frombits(uint32(127+15-fp.bias) << 23)
 }
 
+// fp8EncAVX2 runs the AVX2 encoder of t's format on n elements (a multiple
+// of bs, bs of 32) from bf16 (or float32 when f32 is not nil); sh, when not
+// nil, holds the block shifts (E4M3FN only).
+func fp8EncAVX2(t *fp8Tables, dst *byte, bf *uint16, f32 *float32, n int, sh *int32, bs int) {
+	p := &t.kpY[0]
+	switch {
+	case sh != nil && f32 != nil:
+		fp8ScaledEncE4M3FNF32AVX2(dst, f32, n, sh, bs, p)
+	case sh != nil:
+		fp8ScaledEncE4M3FNBF16AVX2(dst, bf, n, sh, bs, p)
+	case t.f == E5M2 && f32 != nil:
+		fp8EncE5M2F32AVX2(dst, f32, n, nil, bs, p)
+	case t.f == E5M2:
+		fp8EncE5M2BF16AVX2(dst, bf, n, nil, bs, p)
+	case t.f == E4M3FNUZ && f32 != nil:
+		fp8EncE4M3FNUZF32AVX2(dst, f32, n, nil, bs, p)
+	case t.f == E4M3FNUZ:
+		fp8EncE4M3FNUZBF16AVX2(dst, bf, n, nil, bs, p)
+	case f32 != nil:
+		fp8EncE4M3FNF32AVX2(dst, f32, n, nil, bs, p)
+	default:
+		fp8EncE4M3FNBF16AVX2(dst, bf, n, nil, bs, p)
+	}
+}
+
 // zeroShift is the block shift of unscaled formats.
 var zeroShift int32
 
@@ -139,7 +157,7 @@ func encodeFP8BF16Asm(dst []byte, src []uint16, t *fp8Tables) int {
 	case useAsm:
 		fp8EncBF16AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	case useAVX2:
-		fp8EncBF16AVX2(&dst[0], &src[0], n, &zeroShift, n, &t.kpY[0][0])
+		fp8EncAVX2(t, &dst[0], &src[0], nil, n, nil, n)
 	default:
 		return 0
 	}
@@ -154,7 +172,7 @@ func encodeFP8F32Asm(dst []byte, src []float32, t *fp8Tables) int {
 	case useAsm:
 		fp8EncF32AVX512(&dst[0], &src[0], n, &zeroShift, n, &t.kpW[0])
 	case useAVX2:
-		fp8EncF32AVX2(&dst[0], &src[0], n, &zeroShift, n, &t.kpY[0][0])
+		fp8EncAVX2(t, &dst[0], nil, &src[0], n, nil, n)
 	default:
 		return 0
 	}

@@ -179,15 +179,45 @@ func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
 //go:noescape
 func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
 
-// fp8EncF32AVX2 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.
+// fp8EncE4M3FNF32AVX2 encodes bf16 or float32 (by name) to E4M3FN by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
 //
 //go:noescape
-func fp8EncF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
+func fp8EncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
 
-// fp8EncBF16AVX2 encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.
+// fp8EncE4M3FNBF16AVX2 encodes bf16 or float32 (by name) to E4M3FN by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
 //
 //go:noescape
-func fp8EncBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
+func fp8EncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
+
+// fp8EncE5M2F32AVX2 encodes bf16 or float32 (by name) to E5M2 by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncE5M2F32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
+
+// fp8EncE5M2BF16AVX2 encodes bf16 or float32 (by name) to E5M2 by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncE5M2BF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
+
+// fp8EncE4M3FNUZF32AVX2 encodes bf16 or float32 (by name) to E4M3FNUZ by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncE4M3FNUZF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
+
+// fp8EncE4M3FNUZBF16AVX2 encodes bf16 or float32 (by name) to E4M3FNUZ by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8EncE4M3FNUZBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
+
+// fp8ScaledEncE4M3FNF32AVX2 encodes bf16 or float32 (by name) to E4M3FN by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8ScaledEncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)
+
+// fp8ScaledEncE4M3FNBF16AVX2 encodes bf16 or float32 (by name) to E4M3FN by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.
+//
+//go:noescape
+func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
 
 // fp8DecBF16AVX2 decodes FP8 codes through F16C conversions with AVX2, 16 per step.
 //

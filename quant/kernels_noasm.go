@@ -60,8 +60,30 @@ func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                     
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }
 
-func fp8EncF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) { noAsm() }
-func fp8EncBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) { noAsm() }
+func fp8EncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8EncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8EncE5M2F32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8EncE5M2BF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8EncE4M3FNUZF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8EncE4M3FNUZBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8ScaledEncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
+func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) {
+	noAsm()
+}
 func fp8DecBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16) {
 	noAsm()
 }

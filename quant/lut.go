@@ -32,7 +32,8 @@ type fp8Tables struct {
 	decHi [256]uint16
 	kpW   [32]uint16 // assembly encoder parameters (fp8KernParams)
 	// the AVX2 kernels' parameters (fp8KernParamsY)
-	kpY    [8][16]uint16
+	f      Float
+	kpY    [16]uint16
 	kpYD   [3][16]uint16
 	decMul float32
 }
@@ -45,6 +46,7 @@ var (
 func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 	fp8Once[f][ov].Do(func() {
 		t := new(fp8Tables)
+		t.f = f
 		for k := range uint32(1 << 17) {
 			u := (k & 0xFFFF) << 16
 			if k>>16 != 0 {

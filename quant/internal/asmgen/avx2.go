@@ -19,8 +19,12 @@ import (
 )
 
 func genAVX2() {
-	fp8EncodeY("fp8EncF32AVX2", true)
-	fp8EncodeY("fp8EncBF16AVX2", false)
+	for _, g := range fp8Formats {
+		fp8EncodeY("fp8Enc"+g.name+"F32AVX2", g, true, false)
+		fp8EncodeY("fp8Enc"+g.name+"BF16AVX2", g, false, false)
+	}
+	fp8EncodeY("fp8ScaledEncE4M3FNF32AVX2", fp8Formats[0], true, true)
+	fp8EncodeY("fp8ScaledEncE4M3FNBF16AVX2", fp8Formats[0], false, true)
 	fp8DecodeY("fp8DecBF16AVX2", false)
 	fp8DecodeY("fp8DecF32AVX2", true)
 	bf16FromF32Y()
@@ -129,49 +133,64 @@ func nibblesY(m Mem) reg.VecVirtual {
 	return b
 }
 
-// Rows of the AVX2 fp8 encode parameters (quant.fp8KernParamsY, 16 words
-// each).
-const (
-	yOff      = iota // (127 − bias) << 7
-	yHalfM1          // 1 << (drop − 1) − 1
-	yNormM1          // (128 − bias) << 7 − 1
-	ySubK            // drop + 128 − bias
-	yOvM1            // first magnitude code that is not finite, − 1
-	yZeroSign        // 0x80 when the format has −0, else 0
-	ySpec            // bytes 0..5 of each 16-byte lane: +Inf, −Inf, +NaN, −NaN, +ov, −ov
-	yDrop            // word 0: 7 − mantissa bits (a shift count)
-)
+// fp8Geom is the geometry of an FP8 format, baked into its AVX2 encoder.
+type fp8Geom struct {
+	name    string
+	mant    int    // mantissa bits
+	bias    int    // exponent bias
+	ovT     uint16 // first magnitude code that is not finite
+	negZero bool   // the format has −0
+}
 
-// fp8EncodeY emits fp8EncodeW's contract (bs a multiple of 32; shifts[b]
-// the block scale as e<<7) with AVX2, 32 elements per step in two halves
-// of sixteen 16-bit lanes; p points at the parameter rows above.
-func fp8EncodeY(name string, f32 bool) {
+var fp8Formats = []fp8Geom{
+	{"E4M3FN", 3, 7, 0x7F, true},
+	{"E5M2", 2, 15, 0x7C, true},
+	{"E4M3FNUZ", 3, 8, 0x80, false},
+}
+
+// fp8EncodeY emits func(dst *byte, src *T, n int, shifts *int32, bs int, p *uint16):
+// fp8EncodeW's contract (bs a multiple of 32; with scaled, shifts[b] is
+// the block scale as e<<7, otherwise shifts is not read) for one format
+// with AVX2, 32 elements per step in two halves of sixteen 16-bit lanes.
+// p points at 16 words whose bytes 0..5 (and 16..21) are the codes of
+// +Inf, −Inf, +NaN, −NaN, +overflow, −overflow.
+//
+// Normal results round the bf16 bits in integer lanes (drop 7 − m bits,
+// nearest even, the carry going into the exponent); results below the
+// normal range come from the FPU without a branch: |x| + 2^(24 − bias − m)
+// in float32 rounds |x| to a multiple of the format's subnormal step, and
+// the low bits of the sum are the code (float32 input keeps its sticky low
+// half, so the rounding is exact). Lanes that may overflow or are not
+// finite take a branch to codes from p.
+func fp8EncodeY(name string, g fp8Geom, f32, scaled bool) {
 	sig := "func(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)"
 	if f32 {
 		sig = "func(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " encodes bf16 or float32 (by name) to FP8 by integer round-to-nearest-even with AVX2, 32 elements per step.")
+	Doc(name + " encodes bf16 or float32 (by name) to " + g.name + " by integer and FPU round-to-nearest-even with AVX2, 32 elements per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
 	shifts := Load(Param("shifts"), GP64())
 	bs := Load(Param("bs"), GP64())
 	p := Load(Param("p"), GP64())
-	drop := XMM()
-	VMOVQ(rowY(p, yDrop), drop)
 	zero := YMM()
 	VPXOR(zero, zero, zero)
 
 	Label(name + "_block")
-	shift := YMM()
-	VPBROADCASTW(Mem{Base: shifts}, shift)
+	var shift reg.VecVirtual
+	if scaled {
+		shift = YMM()
+		VPBROADCASTW(Mem{Base: shifts}, shift)
+	}
 	cnt := GP64()
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
 	var codes [2]reg.VecVirtual
+	var rare []func()
 	for h := range 2 {
 		u := YMM()
 		var stOne reg.VecVirtual
@@ -192,7 +211,10 @@ func fp8EncodeY(name string, f32 bool) {
 		} else {
 			VMOVDQU(Mem{Base: src, Disp: 32 * h}, u)
 		}
-		codes[h] = fp8EncHalfY(fmt.Sprintf("%s_h%d", name, h), u, stOne, shift, drop, zero, p)
+		lbl := fmt.Sprintf("%s_h%d", name, h)
+		var fix func()
+		codes[h], fix = fp8EncHalfY(lbl, g, u, stOne, shift, zero, p)
+		rare = append(rare, fix)
 	}
 	VPACKUSWB(codes[1], codes[0], codes[0])
 	VPERMQ(U8(0xD8), codes[0], codes[0])
@@ -205,118 +227,128 @@ func fp8EncodeY(name string, f32 bool) {
 	ADDQ(U8(32), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(4), shifts)
+	if scaled {
+		ADDQ(U8(4), shifts)
+	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
+	for _, fix := range rare {
+		fix()
+	}
 }
 
 // fp8EncHalfY encodes sixteen bf16 words u (stOne: 1 in lanes with a
-// sticky bit, float32 input only) and returns the codes as words.
-func fp8EncHalfY(lbl string, u, stOne, shift reg.VecVirtual, drop reg.VecVirtual, zero reg.VecVirtual, p reg.Register) reg.VecVirtual {
-	a0, a, sgn := YMM(), YMM(), YMM()
-	VPAND(cW(0x7FFF), u, a0)
-	VPSUBW(shift, a0, a)
-	VPMAXSW(zero, a, a)
-	VPSRLW(U8(8), u, sgn)
-	VPAND(cW(0x80), sgn, sgn)
+// sticky bit, float32 input only; shift: the block's e<<7 or nil) and
+// returns the codes as words, and the out-of-line code of the rare lanes
+// (to be emitted after the function's RET).
+func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p reg.Register) (reg.VecVirtual, func()) {
+	drop := 7 - g.mant
+	off := uint16(127-g.bias) << 7
+	half := uint16(1) << (drop - 1)
+	normMin := uint16(128-g.bias) << 7
+	ovB := off + g.ovT<<drop - half // smallest |x| bits that can round to ovT
+	magic := uint32(127+24-g.bias-g.mant) << 23
 
+	a0 := YMM()
+	VPAND(cW(0x7FFF), u, a0)
+	a := a0
+	if shift != nil {
+		a = YMM()
+		VPSUBW(shift, a0, a)
+		VPMAXSW(zero, a, a)
+	}
 	// normal result: drop bits with round-to-nearest-even
 	t, lsb := YMM(), YMM()
-	VPSUBW(rowY(p, yOff), a, t)
-	VPSRLW(drop.AsX(), t, lsb)
+	VPSUBW(cW(off), a, t)
+	VPSRLW(U8(drop), t, lsb)
 	VPAND(cW(1), lsb, lsb)
 	if stOne != nil {
 		VPOR(stOne, lsb, lsb)
 	}
-	VPADDW(rowY(p, yHalfM1), t, t)
+	VPADDW(cW(half-1), t, t)
 	VPADDW(lsb, t, t)
-	VPSRLW(drop.AsX(), t, t)
-	kNorm, mag, sub := YMM(), YMM(), YMM()
-	VPCMPGTW(rowY(p, yNormM1), a, kNorm)
-	VPAND(kNorm, t, mag)
-	VPCMPGTW(zero, a, sub)
-	VPANDN(sub, kNorm, sub) // ¬normal ∧ nonzero
-	VPTEST(sub, sub)
-	JZ(LabelRef(lbl + "_signs"))
-
-	// subnormal result (rare): the significand shifted by subK − exponent,
-	// with the per-lane word shifts done in dwords
-	sh, sk := YMM(), YMM()
-	VPSRLW(U8(7), a, sh)
-	VMOVDQU(rowY(p, ySubK), sk)
-	VPSUBW(sh, sk, sh)
-	VPMINUW(cW(15), sh, sh)
-	shL, shH := YMM(), YMM()
-	VPUNPCKLWD(zero, sh, shL)
-	VPUNPCKHWD(zero, sh, shH)
-	vshift := func(op func(...Op), x reg.VecVirtual) reg.VecVirtual {
-		xl, xh := YMM(), YMM()
-		VPUNPCKLWD(zero, x, xl)
-		VPUNPCKHWD(zero, x, xh)
-		op(shL, xl, xl)
-		op(shH, xh, xh)
-		r := YMM()
-		VPACKUSDW(xh, xl, r)
-		return r
-	}
-	sg := YMM()
-	VPAND(cW(0x7F), a, sg)
-	VPOR(cW(0x80), sg, sg)
-	one := YMM()
-	VMOVDQU(cW(1), one)
-	h := vshift(VPSLLVD, one)
-	VPSRLW(U8(1), h, h)
-	VPSUBW(cW(1), h, h)
-	l2 := vshift(VPSRLVD, sg)
-	VPAND(cW(1), l2, l2)
+	VPSRLW(U8(drop), t, t)
+	// below the normal range: the FPU rounds to the subnormal step
+	lo, hi := YMM(), YMM()
+	st := zero
 	if stOne != nil {
-		VPOR(stOne, l2, l2)
+		st = stOne
 	}
-	VPADDW(h, sg, sg)
-	VPADDW(l2, sg, sg)
-	r := vshift(VPSRLVD, sg)
-	VPBLENDVB(sub, r, mag, mag)
-
+	VPUNPCKLWD(a, st, lo) // dwords a<<16 | sticky
+	VPUNPCKHWD(a, st, hi)
+	VADDPS(cY(magic), lo, lo)
+	VADDPS(cY(magic), hi, hi)
+	VPSUBD(cY(magic), lo, lo)
+	VPSUBD(cY(magic), hi, hi)
+	mag, kNorm := YMM(), YMM()
+	VPACKUSDW(hi, lo, mag)
+	VPCMPGTW(cW(normMin-1), a, kNorm)
+	VPBLENDVB(kNorm, t, mag, mag)
+	// lanes that may overflow, or are not finite: out of line
+	kr := YMM()
+	VPCMPGTW(cW(ovB-1), a, kr)
+	if shift != nil {
+		nf := YMM()
+		VPCMPGTW(cW(0x7F7F), a0, nf)
+		VPOR(nf, kr, kr)
+	}
+	VPTEST(kr, kr)
+	JNZ(LabelRef(lbl + "_rare"))
 	Label(lbl + "_signs")
 	// sign: kept for nonzero magnitudes, and for zero where −0 exists
-	nz := YMM()
-	VPCMPGTW(zero, mag, nz)
-	VPOR(rowY(p, yZeroSign), nz, nz)
-	VPAND(sgn, nz, nz)
-	code := YMM()
-	VPOR(nz, mag, code)
-
-	// overflow and non-finite inputs (rare): codes from the spec bytes
-	kOv, kNF, any := YMM(), YMM(), YMM()
-	VPCMPGTW(rowY(p, yOvM1), mag, kOv)
-	VPCMPGTW(cW(0x7F7F), a0, kNF)
-	VPOR(kOv, kNF, any)
-	VPTEST(any, any)
-	JZ(LabelRef(lbl + "_done"))
-	idx, i4, spec, ov := YMM(), YMM(), YMM(), YMM()
-	VPSRLW(U8(7), sgn, idx)
-	VPOR(cW(0x8004), idx, i4) // high bytes 0x80: VPSHUFB writes 0
-	VMOVDQU(rowY(p, ySpec), spec)
-	VPSHUFB(i4, spec, ov)
-	VPBLENDVB(kOv, ov, code, code)
-	kNaN := YMM()
-	VPCMPGTW(cW(0x7F80), a0, kNaN)
-	if stOne != nil {
-		// a float32 NaN may have the top half of Inf
-		st := YMM()
-		VPCMPGTW(zero, stOne, st)
-		VPAND(kNF, st, st)
-		VPOR(st, kNaN, kNaN)
+	sgn := YMM()
+	VPSRLW(U8(8), u, sgn)
+	VPAND(cW(0x80), sgn, sgn)
+	if !g.negZero {
+		nz := YMM()
+		VPCMPGTW(zero, mag, nz)
+		VPAND(nz, sgn, sgn)
 	}
-	VPAND(cW(2), kNaN, kNaN)
-	VPOR(kNaN, idx, idx)
-	VPOR(cW(0x8000), idx, idx)
-	VPSHUFB(idx, spec, ov)
-	VPBLENDVB(kNF, ov, code, code)
+	code := YMM()
+	VPOR(sgn, mag, code)
 	Label(lbl + "_done")
-	return code
+
+	fix := func() {
+		Label(lbl + "_rare")
+		// the codes of these lanes, then overflow and non-finite inputs
+		// from the table in p
+		sgn := YMM()
+		VPSRLW(U8(8), u, sgn)
+		VPAND(cW(0x80), sgn, sgn)
+		if !g.negZero {
+			nz := YMM()
+			VPCMPGTW(zero, mag, nz)
+			VPAND(nz, sgn, sgn)
+		}
+		VPOR(sgn, mag, code)
+		kOv, kNF := YMM(), YMM()
+		VPCMPGTW(cW(g.ovT-1), mag, kOv)
+		VPCMPGTW(cW(0x7F7F), a0, kNF)
+		idx, i4, spec, ov := YMM(), YMM(), YMM(), YMM()
+		VPSRLW(U8(15), u, idx)
+		VPOR(cW(0x8004), idx, i4) // high bytes 0x80: VPSHUFB writes 0
+		VMOVDQU(Mem{Base: p}, spec)
+		VPSHUFB(i4, spec, ov)
+		VPBLENDVB(kOv, ov, code, code)
+		kNaN := YMM()
+		VPCMPGTW(cW(0x7F80), a0, kNaN)
+		if stOne != nil {
+			// a float32 NaN may have the top half of Inf
+			s := YMM()
+			VPCMPGTW(zero, stOne, s)
+			VPAND(kNF, s, s)
+			VPOR(s, kNaN, kNaN)
+		}
+		VPAND(cW(2), kNaN, kNaN)
+		VPOR(kNaN, idx, idx)
+		VPOR(cW(0x8000), idx, idx)
+		VPSHUFB(idx, spec, ov)
+		VPBLENDVB(kNF, ov, code, code)
+		JMP(LabelRef(lbl + "_done"))
+	}
+	return code, fix
 }
 
 // fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16):
