@@ -76,13 +76,11 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 // decodeFP8Asm decodes all blocks of mxfp8 into bf16 (or float32 when bf
 // is nil) and reports whether it did.
 func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !(useAsm || useAVX2) || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+	if !c.fp8 || !(useAsm || useAVX2 && c.t.f == E4M3FN) || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
 	var adds [asmChunk]int32
-	var muls [asmChunk]float32 // the AVX2 decoder's 2^(15 − bias + k)
-	mul0 := int32(math.Float32bits(c.t.decMul) >> 23)
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
 		var bad uint64
@@ -94,13 +92,12 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 				bad |= 1 << i
 			}
 			adds[i] = k << 7
-			muls[i] = math.Float32frombits(uint32(min(max(mul0+k, 1), 254)) << 23)
 		}
 		switch {
 		case useAVX2 && bf != nil:
-			fp8DecBF16AVX2(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &muls[0], bs, &c.t.kpYD[0][0])
+			fp8DecAVX2(c.t, &bf[b0*bs], nil, &src[b0*bs], m*bs, &adds[0], bs)
 		case useAVX2:
-			fp8DecF32AVX2(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &muls[0], bs, &c.t.kpYD[0][0])
+			fp8DecAVX2(c.t, nil, &f32[b0*bs], &src[b0*bs], m*bs, &adds[0], bs)
 		case bf != nil:
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
 		default:

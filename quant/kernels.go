@@ -90,34 +90,16 @@ func fp8KernParams(w *[32]uint16, f Float, enc *[1 << 17]uint8) {
 	}
 }
 
-// fp8KernParamsY fills the AVX2 FP8 kernels' parameters (see
-// internal/asmgen, fp8EncodeY and fp8DecodeY): the encoder's special codes
-// as bytes, and the F16C decoder's shift, special-code limits and
-// multiplier 2^(15 − bias).
-func fp8KernParamsY(t *fp8Tables, f Float) {
+// fp8KernParamsY fills the AVX2 FP8 encoders' parameters (see
+// internal/asmgen, fp8EncodeY): the codes of ±Inf, ±NaN and ±overflow as
+// bytes 0..5 of each 16-byte lane.
+func fp8KernParamsY(t *fp8Tables) {
 	w := &t.kpW
-	fill := func(row *[16]uint16, v uint16) {
-		for i := range row {
-			row[i] = v
-		}
-	}
 	for lane := range 2 {
 		for i := range 3 {
 			t.kpY[8*lane+i] = w[16+2*i] | w[17+2*i]<<8
 		}
 	}
-	fp := &floats[f]
-	t.kpYD[0][0] = uint16(10 - fp.mant)
-	thr, eq := uint16(0x7F), uint16(0xFFFF) // e4m3fn: 0x7F and 0xFF are NaN
-	switch f {
-	case E5M2:
-		thr = 0x7C // Inf and NaN
-	case E4M3FNUZ:
-		thr, eq = 0x80, 0x80 // 0x80 is NaN
-	}
-	fill(&t.kpYD[1], thr-1)
-	fill(&t.kpYD[2], eq)
-	t.decMul = math.Float32frombits(uint32(127+15-fp.bias) << 23)
 }
 
 // fp8EncAVX2 runs the AVX2 encoder of t's format on n elements (a multiple
@@ -142,6 +124,30 @@ func fp8EncAVX2(t *fp8Tables, dst *byte, bf *uint16, f32 *float32, n int, sh *in
 		fp8EncE4M3FNF32AVX2(dst, f32, n, nil, bs, p)
 	default:
 		fp8EncE4M3FNBF16AVX2(dst, bf, n, nil, bs, p)
+	}
+}
+
+// fp8DecAVX2 runs the AVX2 decoder of t's format on n codes (a multiple of
+// bs, bs of 32) into bf16 (or float32 when bf is nil); adds, when not nil,
+// holds the block scales k<<7 (E4M3FN only).
+func fp8DecAVX2(t *fp8Tables, bf *uint16, f32 *float32, src *byte, n int, adds *int32, bs int) {
+	switch {
+	case adds != nil && bf != nil:
+		fp8ScaledDecE4M3FNBF16AVX2(bf, src, n, &t.decBF[0], adds, bs)
+	case adds != nil:
+		fp8ScaledDecE4M3FNF32AVX2(f32, src, n, &t.decHi[0], adds, bs)
+	case t.f == E5M2 && bf != nil:
+		fp8DecE5M2BF16AVX2(bf, src, n, &t.decBF[0], nil, bs)
+	case t.f == E5M2:
+		fp8DecE5M2F32AVX2(f32, src, n, &t.decHi[0], nil, bs)
+	case t.f == E4M3FNUZ && bf != nil:
+		fp8DecE4M3FNUZBF16AVX2(bf, src, n, &t.decBF[0], nil, bs)
+	case t.f == E4M3FNUZ:
+		fp8DecE4M3FNUZF32AVX2(f32, src, n, &t.decHi[0], nil, bs)
+	case bf != nil:
+		fp8DecE4M3FNBF16AVX2(bf, src, n, &t.decBF[0], nil, bs)
+	default:
+		fp8DecE4M3FNF32AVX2(f32, src, n, &t.decHi[0], nil, bs)
 	}
 }
 
@@ -187,7 +193,7 @@ func decodeFP8BF16Asm(dst []uint16, src []byte, t *fp8Tables) int {
 	case useAsm:
 		fp8DecBF16AVX512(&dst[0], &src[0], n, &t.decBF[0], &zeroShift, n)
 	case useAVX2:
-		fp8DecBF16AVX2(&dst[0], &src[0], n, &t.decBF[0], &t.decMul, n, &t.kpYD[0][0])
+		fp8DecAVX2(t, &dst[0], nil, &src[0], n, nil, n)
 	default:
 		return 0
 	}
@@ -202,7 +208,7 @@ func decodeFP8F32Asm(dst []float32, src []byte, t *fp8Tables) int {
 	case useAsm:
 		fp8DecF32AVX512(&dst[0], &src[0], n, &t.decHi[0], &zeroShift, n)
 	case useAVX2:
-		fp8DecF32AVX2(&dst[0], &src[0], n, &t.decHi[0], &t.decMul, n, &t.kpYD[0][0])
+		fp8DecAVX2(t, nil, &dst[0], &src[0], n, nil, n)
 	default:
 		return 0
 	}

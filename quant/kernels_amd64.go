@@ -219,15 +219,45 @@ func fp8ScaledEncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs
 //go:noescape
 func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16)
 
-// fp8DecBF16AVX2 decodes FP8 codes through F16C conversions with AVX2, 16 per step.
+// fp8DecE4M3FNBF16AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)
+func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
 
-// fp8DecF32AVX2 decodes FP8 codes through F16C conversions with AVX2, 16 per step.
+// fp8DecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecF32AVX2(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)
+func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8DecE5M2BF16AVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8DecE5M2F32AVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8DecE4M3FNUZBF16AVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8DecE4M3FNUZF32AVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8ScaledDecE4M3FNBF16AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// fp8ScaledDecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
 
 // bf16FromF32AVX2 rounds float32 to bf16 (nearest even, NaN 0x7FC0) with AVX2, 16 per step.
 //

@@ -84,12 +84,6 @@ func fp8ScaledEncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs
 func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) {
 	noAsm()
 }
-func fp8DecBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16) {
-	noAsm()
-}
-func fp8DecF32AVX2(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16) {
-	noAsm()
-}
 func bf16FromF32AVX2(dst *uint16, src *float32, n int)                                   { noAsm() }
 func f32FromBF16AVX2(dst *float32, src *uint16, n int)                                   { noAsm() }
 func fp16FromF32AVX2(dst *uint16, src *float32, n int)                                   { noAsm() }
@@ -120,5 +114,17 @@ func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, 
 func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
 	noAsm()
 }
-func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) { noAsm() }
-func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16) { noAsm() }
+func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)   { noAsm() }
+func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)   { noAsm() }
+func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
+func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
+func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
+func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
+func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
+func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
+func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) {
+	noAsm()
+}
+func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) {
+	noAsm()
+}

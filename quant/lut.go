@@ -31,11 +31,8 @@ type fp8Tables struct {
 	// every FP8 value and NaN), for the assembly float32 decoder.
 	decHi [256]uint16
 	kpW   [32]uint16 // assembly encoder parameters (fp8KernParams)
-	// the AVX2 kernels' parameters (fp8KernParamsY)
-	f      Float
-	kpY    [16]uint16
-	kpYD   [3][16]uint16
-	decMul float32
+	f     Float
+	kpY   [16]uint16 // AVX2 encoder parameters (fp8KernParamsY)
 }
 
 var (
@@ -64,7 +61,7 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 			}
 		}
 		fp8KernParams(&t.kpW, f, &t.enc)
-		fp8KernParamsY(t, f)
+		fp8KernParamsY(t)
 		fp8Tabs[f][ov] = t
 	})
 	return fp8Tabs[f][ov]

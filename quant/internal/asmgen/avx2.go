@@ -25,8 +25,12 @@ func genAVX2() {
 	}
 	fp8EncodeY("fp8ScaledEncE4M3FNF32AVX2", fp8Formats[0], true, true)
 	fp8EncodeY("fp8ScaledEncE4M3FNBF16AVX2", fp8Formats[0], false, true)
-	fp8DecodeY("fp8DecBF16AVX2", false)
-	fp8DecodeY("fp8DecF32AVX2", true)
+	for _, g := range fp8Formats {
+		fp8DecodeY("fp8Dec"+g.name+"BF16AVX2", g, false, false)
+		fp8DecodeY("fp8Dec"+g.name+"F32AVX2", g, true, false)
+	}
+	fp8DecodeY("fp8ScaledDecE4M3FNBF16AVX2", fp8Formats[0], false, true)
+	fp8DecodeY("fp8ScaledDecE4M3FNF32AVX2", fp8Formats[0], true, true)
 	bf16FromF32Y()
 	f32FromBF16Y()
 	fp16FromF32Y("fp16FromF32AVX2", false)
@@ -351,103 +355,153 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 	return code, fix
 }
 
-// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16):
-// n FP8 codes (n a positive multiple of bs, bs of 16) decoded through
-// F16C: the code's magnitude shifted left by p row 0 (10 − mantissa bits)
-// with the sign in bit 15 is a binary16 value, widened to float32 and
-// multiplied by muls[b] (2^(15 − bias) times the block scale; exact).
-// Codes whose magnitude exceeds p row 1 or equals p row 2 (Inf, NaN) take
-// tab[code] (the bf16 value or the top half of the float32 one) instead.
-func fp8DecodeY(name string, f32 bool) {
-	sig := "func(dst *uint16, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)"
+// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, adds *int32, bs int):
+// fp8Decode's contract (n a positive multiple of bs, bs of 32; with
+// scaled, adds[b] = k<<7 is added to the bf16 bits of every finite nonzero
+// value of block b, k in [−117, 119]; otherwise adds is not read) for one
+// format with AVX2, 32 codes per step. Magnitude codes from 16 up shift
+// into bf16 bits (exponent rebiased); the sixteen smallest (the
+// subnormals among them) come from two VPSHUFB tables of their bf16 bytes;
+// Inf and NaN codes take tab[code] (the bf16 value, or the top half of the
+// float32 one) lane by lane, out of line. float32 output widens the bf16
+// bits (every FP8 value is exact in bf16).
+func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
+	sig := "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)"
 	if f32 {
-		sig = "func(dst *float32, src *byte, n int, tab *uint16, muls *float32, bs int, p *uint16)"
+		sig = "func(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " decodes FP8 codes through F16C conversions with AVX2, 16 per step.")
+	Doc(name + " decodes " + g.name + " codes in integer lanes with AVX2, 32 per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
 	tab := Load(Param("tab"), GP64())
-	muls := Load(Param("muls"), GP64())
+	adds := Load(Param("adds"), GP64())
 	bs := Load(Param("bs"), GP64())
-	p := Load(Param("p"), GP64())
-	shiftX := XMM()
-	VMOVQ(rowY(p, 0), shiftX)
+	// the bf16 bits of the sixteen smallest magnitudes, low and high bytes
+	var tl, th [8]uint32
+	for m := range 16 {
+		var v float64
+		if e := m >> g.mant; e == 0 {
+			v = math.Ldexp(float64(m), 1-g.bias-g.mant)
+		} else {
+			v = math.Ldexp(1+float64(m&(1<<g.mant-1))/float64(int(1)<<g.mant), e-g.bias)
+		}
+		b := math.Float32bits(float32(v)) >> 16
+		tl[m/4] |= (b & 0xFF) << (8 * (m % 4))
+		th[m/4] |= (b >> 8) << (8 * (m % 4))
+	}
+	for i := range 4 {
+		tl[4+i], th[4+i] = tl[i], th[i]
+	}
+	TL, TH := YMM(), YMM()
+	VMOVDQU(cData(tl), TL)
+	VMOVDQU(cData(th), TH)
+	zero := YMM()
+	VPXOR(zero, zero, zero)
+	off := uint16(127-g.bias) << 7
 
 	Label(name + "_block")
-	mul := YMM()
-	VBROADCASTSS(Mem{Base: muls}, mul)
+	var add reg.VecVirtual
+	if scaled {
+		add = YMM()
+		VPBROADCASTW(Mem{Base: adds}, add)
+	}
 	cnt := GP64()
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
-	c, m, sp, eq, s := YMM(), YMM(), YMM(), YMM(), YMM()
-	VPMOVZXBW(Mem{Base: src}, c)
-	VPAND(cW(0x7F), c, m)
-	VPCMPGTW(rowY(p, 1), m, sp)
-	VPCMPEQW(rowY(p, 2), c, eq)
-	VPOR(eq, sp, sp)
-	VPSLLW(shiftX, m, m)
-	VPSLLW(U8(8), c, s)
-	VPAND(cW(0x8000), s, s)
-	VPOR(s, m, m)
-	f0, f1 := YMM(), YMM()
-	hi := XMM()
-	VCVTPH2PS(m.AsX(), f0)
-	VEXTRACTI128(U8(1), m, hi)
-	VCVTPH2PS(hi, f1)
-	VMULPS(mul, f0, f0)
-	VMULPS(mul, f1, f1)
-	if f32 {
-		VMOVUPS(f0, Mem{Base: dst})
-		VMOVUPS(f1, Mem{Base: dst, Disp: 32})
-	} else {
-		VPSRLD(U8(16), f0, f0)
-		VPSRLD(U8(16), f1, f1)
-		w := packDW(f0, f1)
-		VMOVDQU(w, Mem{Base: dst})
+	var fixes []func()
+	for h := range 2 {
+		c, m, w, lo, hi, big := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
+		VPMOVZXBW(Mem{Base: src, Disp: 16 * h}, c)
+		VPAND(cW(0x7F), c, m)
+		VPSLLW(U8(7-g.mant), m, w)
+		VPADDW(cW(off), w, w)
+		VPSHUFB(m, TL, lo)
+		VPSHUFB(m, TH, hi)
+		VPSLLW(U8(8), hi, hi)
+		VPOR(hi, lo, lo)
+		VPCMPGTW(cW(15), m, big)
+		VPBLENDVB(big, w, lo, w)
+		if scaled {
+			z := YMM()
+			VPCMPEQW(zero, m, z)
+			VPANDN(add, z, z)
+			VPADDW(z, w, w)
+		}
+		sg := YMM()
+		VPSLLW(U8(8), c, sg)
+		VPAND(cW(0x8000), sg, sg)
+		VPOR(sg, w, w)
+		sp := YMM()
+		switch g.name {
+		case "E4M3FN":
+			VPCMPEQW(cW(0x7F), m, sp)
+		case "E5M2":
+			VPCMPGTW(cW(0x7B), m, sp)
+		default:
+			VPCMPEQW(cW(0x80), c, sp)
+		}
+		if f32 {
+			l, r := YMM(), YMM()
+			VPUNPCKLWD(w, zero, l) // dwords w<<16: elements 0–3, 8–11
+			VPUNPCKHWD(w, zero, r) // 4–7, 12–15
+			o := YMM()
+			VPERM2I128(U8(0x20), r, l, o)
+			VMOVDQU(o, Mem{Base: dst, Disp: 64 * h})
+			VPERM2I128(U8(0x31), r, l, o)
+			VMOVDQU(o, Mem{Base: dst, Disp: 64*h + 32})
+		} else {
+			VMOVDQU(w, Mem{Base: dst, Disp: 32 * h})
+		}
+		lbl := fmt.Sprintf("%s_h%d", name, h)
+		VPTEST(sp, sp)
+		JNZ(LabelRef(lbl + "_fix"))
+		Label(lbl + "_next")
+		fixes = append(fixes, func() {
+			// Inf and NaN codes: the table value, lane by lane
+			Label(lbl + "_fix")
+			msk := GP64()
+			VPMOVMSKB(sp, msk.As32())
+			ANDQ(U32(0x55555555), msk)
+			Label(lbl + "_fixlane")
+			lane, code, v, t := GP64(), GP64(), GP64(), GP64()
+			BSFQ(msk, lane)
+			SHRQ(U8(1), lane)
+			MOVBQZX(Mem{Base: src, Index: lane, Scale: 1, Disp: 16 * h}, code)
+			MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, v)
+			if f32 {
+				SHLQ(U8(16), v)
+				MOVL(v.As32(), Mem{Base: dst, Index: lane, Scale: 4, Disp: 64 * h})
+			} else {
+				MOVW(v.As16(), Mem{Base: dst, Index: lane, Scale: 2, Disp: 32 * h})
+			}
+			LEAQ(Mem{Base: msk, Disp: -1}, t)
+			ANDQ(t, msk)
+			JNZ(LabelRef(lbl + "_fixlane"))
+			JMP(LabelRef(lbl + "_next"))
+		})
 	}
-	VPTEST(sp, sp)
-	JNZ(LabelRef(name + "_fix"))
-
-	Label(name + "_next")
-	ADDQ(U8(16), src)
+	ADDQ(U8(32), src)
 	if f32 {
+		ADDQ(U8(128), dst)
+	} else {
 		ADDQ(U8(64), dst)
-	} else {
-		ADDQ(U8(32), dst)
 	}
-	SUBQ(U8(16), cnt)
+	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(4), muls)
+	if scaled {
+		ADDQ(U8(4), adds)
+	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
-
-	// Inf and NaN codes: the table value, lane by lane
-	Label(name + "_fix")
-	msk := GP64()
-	VPMOVMSKB(sp, msk.As32())
-	ANDQ(U32(0x55555555), msk)
-	Label(name + "_fixlane")
-	lane, code, w, t := GP64(), GP64(), GP64(), GP64()
-	BSFQ(msk, lane)
-	SHRQ(U8(1), lane)
-	MOVBQZX(Mem{Base: src, Index: lane, Scale: 1}, code)
-	MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, w)
-	if f32 {
-		SHLQ(U8(16), w)
-		MOVL(w.As32(), Mem{Base: dst, Index: lane, Scale: 4})
-	} else {
-		MOVW(w.As16(), Mem{Base: dst, Index: lane, Scale: 2})
+	for _, f := range fixes {
+		f()
 	}
-	LEAQ(Mem{Base: msk, Disp: -1}, t)
-	ANDQ(t, msk)
-	JNZ(LabelRef(name + "_fixlane"))
-	JMP(LabelRef(name + "_next"))
 }
 
 // bf16FromF32Y is bf16FromF32 with AVX2.
