@@ -506,7 +506,7 @@ func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) b
 // encodeAsm encodes all groups of int8_g64 or int4_g32 from f32 (or bf16
 // when f32 is nil) and reports whether it did.
 func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) bool {
-	if !(useAsm || useAVX2) || c.g%16 != 0 || len(scales) == 0 {
+	if !(useAsm && c.g%16 == 0 || useAVX2 && c.g%32 == 0) || len(scales) == 0 {
 		return false
 	}
 	g, nb := c.g, len(scales)/2

@@ -289,7 +289,7 @@ func f32FromFP16AVX2(dst *float32, src *uint16, n int)
 //go:noescape
 func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)
 
-// amaxBF16AVX2 writes the largest magnitude bits of each block of float32 or bf16 (by name) values with AVX2.
+// amaxBF16AVX2 writes the largest magnitude bits of each block of bf16 values with AVX2, 16 lanes per step.
 //
 //go:noescape
 func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)
@@ -344,12 +344,12 @@ func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lu
 //go:noescape
 func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
 
-// int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+// int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
 func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
 
-// int4EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+// int4EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
 func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
@@ -369,12 +369,12 @@ func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
 //go:noescape
 func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
 
-// int8EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+// int8EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
 func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
 
-// int4EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.
+// int4EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
 func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)

@@ -37,7 +37,7 @@ func genAVX2() {
 	fp16FromF32Y("fp16FromBF16AVX2", true)
 	f32FromFP16Y()
 	amaxY("amaxF32AVX2", false)
-	amaxY("amaxBF16AVX2", true)
+	amaxWY()
 	pow2ScalesY()
 	intScalesY()
 	nvfp4ScalesY()
@@ -669,6 +669,54 @@ func amaxY(name string, bf16 bool) {
 	RET()
 }
 
+// amaxWY emits func(out *uint32, src *uint16, nb int, bs int) for bf16
+// blocks of bs (a multiple of 16) in 16-bit lanes: the block's largest
+// magnitude by VPMAXUW, then VPHMINPOSUW on the complement; out[b] as
+// float32 bits (bf16 bits << 16).
+func amaxWY() {
+	name := "amaxBF16AVX2"
+	TEXT(name, NOSPLIT, "func(out *uint32, src *uint16, nb int, bs int)")
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of each block of bf16 values with AVX2, 16 lanes per step.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	bs := Load(Param("bs"), GP64())
+	mask := YMM()
+	VMOVDQU(cW(0x7FFF), mask)
+	Label(name + "_block")
+	m := YMM()
+	VPAND(Mem{Base: src}, mask, m)
+	ADDQ(U8(32), src)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	SUBQ(U8(16), cnt)
+	JZ(LabelRef(name + "_reduce"))
+	Label(name + "_loop")
+	u := YMM()
+	VPAND(Mem{Base: src}, mask, u)
+	VPMAXUW(u, m, m)
+	ADDQ(U8(32), src)
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_reduce")
+	x := XMM()
+	VEXTRACTI128(U8(1), m, x)
+	VPMAXUW(m.AsX(), x, x)
+	VPXOR(cW(0xFFFF), x, x) // the complement's minimum is the maximum
+	VPHMINPOSUW(x, x)
+	r := GP32()
+	VMOVD(x, r)
+	NOTL(r)
+	SHLL(U8(16), r)
+	MOVL(r, Mem{Base: out})
+	ADDQ(U8(4), out)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
 // lowBytes gathers byte 0 of each dword of v into bytes 0..3 (lane 0) and
 // 4..7 (lane 1) of the result's low quadword.
 func lowBytes(v reg.VecVirtual) reg.VecVirtual {
@@ -850,7 +898,12 @@ func e2m1DecodeY(name string, bf16 bool) {
 	RET()
 }
 
-// intEncodeY is intEncode with AVX2, 16 per step.
+// intEncodeY emits func(dst *byte, src *T, n int, div *float32, bs int):
+// intEncode's contract with AVX2, 32 elements per step (bs a multiple of
+// 32). A group whose div is finite and positive (the common case: the
+// quotients are then never NaN, as div is the fp16 scale of the group's
+// largest magnitude) skips the NaN test; any other group takes a loop that
+// gives NaN quotients the code 0.
 func intEncodeY(name string, bf16, four bool) {
 	sig := "func(dst *byte, src *float32, n int, div *float32, bs int)"
 	if bf16 {
@@ -858,7 +911,7 @@ func intEncodeY(name string, bf16, four bool) {
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 16 per step.")
+	Doc(name + " quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
@@ -868,68 +921,78 @@ func intEncodeY(name string, bf16, four bool) {
 	if four {
 		qmax = 7
 	}
+	perm := YMM()
+	VMOVDQU(cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7}), perm)
+	zero := XMM()
+	VXORPS(zero, zero, zero)
 
 	Label(name + "_block")
 	d := YMM()
 	VBROADCASTSS(Mem{Base: div}, d)
 	cnt := GP64()
 	MOVQ(bs, cnt)
+	UCOMISS(zero, d.AsX())
+	JBE(LabelRef(name + "_slow")) // d ≤ 0 or NaN
+	UCOMISS(cY(math.Float32bits(math.MaxFloat32)), d.AsX())
+	JA(LabelRef(name + "_slow")) // d = +Inf
 
-	Label(name + "_loop")
-	var q [2]reg.VecVirtual
-	for i := range 2 {
-		u := loadF32Y(src, i, bf16)
-		VDIVPS(d, u, u)
-		ord := YMM()
-		VCMPPS(U8(7), u, u, ord) // ordered: not NaN
-		VMAXPS(cY(f32bits(-qmax)), u, u)
-		VMINPS(cY(f32bits(qmax)), u, u)
-		q[i] = YMM()
-		VCVTPS2DQ(u, q[i]) // round to nearest even (MXCSR default)
-		VPAND(ord, q[i], q[i])
-	}
-	if four {
-		// q+8 nibbles, two per byte: byte 0 of each quadword
-		var x [2]reg.VecVirtual
-		sels := [2][8]uint32{
-			{0x80800800, 0x80808080, 0x80808080, 0x80808080, 0x08008080, 0x80808080, 0x80808080, 0x80808080},
-			{0x80808080, 0x80800800, 0x80808080, 0x80808080, 0x80808080, 0x08008080, 0x80808080, 0x80808080},
+	body := func(loop string, ord bool) {
+		Label(loop)
+		var q [4]reg.VecVirtual
+		for i := range 4 {
+			q[i] = loadF32Y(src, i, bf16)
+			VDIVPS(d, q[i], q[i])
+			var k reg.VecVirtual
+			if ord {
+				k = YMM()
+				VCMPPS(U8(7), q[i], q[i], k) // ordered: not NaN
+			}
+			VMAXPS(cY(f32bits(-qmax)), q[i], q[i])
+			VMINPS(cY(f32bits(qmax)), q[i], q[i])
+			VCVTPS2DQ(q[i], q[i]) // round to nearest even (MXCSR default)
+			if ord {
+				VPAND(k, q[i], q[i])
+			}
 		}
-		for i := range 2 {
+		// 32 bytes in order: e0..e3 of each register in lane 0, e4..e7
+		// in lane 1, gathered by VPERMD
+		VPACKSSDW(q[1], q[0], q[0])
+		VPACKSSDW(q[3], q[2], q[2])
+		VPACKSSWB(q[2], q[0], q[0])
+		VPERMD(q[0], perm, q[0])
+		if four {
+			// q+8 nibbles, two per byte
 			t := YMM()
-			VPADDD(cY(8), q[i], q[i])
-			VPSRLQ(U8(28), q[i], t)
-			VPOR(t, q[i], q[i])
-			VPSHUFB(cData(sels[i]), q[i], q[i])
-			x[i] = XMM()
-			VEXTRACTI128(U8(1), q[i], x[i])
-			VPOR(q[i].AsX(), x[i], x[i])
+			VPADDB(cY(0x08080808), q[0], q[0])
+			VPSRLW(U8(4), q[0], t)
+			VPOR(t, q[0], q[0])
+			VPAND(cW(0xFF), q[0], q[0])
+			VPACKUSWB(q[0], q[0], q[0])
+			VPERMQ(U8(0x08), q[0], q[0])
+			VMOVDQU(q[0].AsX(), Mem{Base: dst})
+			ADDQ(U8(16), dst)
+		} else {
+			VMOVDQU(q[0], Mem{Base: dst})
+			ADDQ(U8(32), dst)
 		}
-		VPOR(x[1], x[0], x[0])
-		VMOVQ(x[0], Mem{Base: dst})
-		ADDQ(U8(8), dst)
-	} else {
-		w := YMM()
-		VPACKSSDW(q[1], q[0], w)
-		VPERMQ(U8(0xD8), w, w)
-		x := XMM()
-		VEXTRACTI128(U8(1), w, x)
-		VPACKSSWB(x, w.AsX(), x)
-		VMOVDQU(x, Mem{Base: dst})
-		ADDQ(U8(16), dst)
+		if bf16 {
+			ADDQ(U8(64), src)
+		} else {
+			ADDQ(U8(128), src)
+		}
+		SUBQ(U8(32), cnt)
+		JNZ(LabelRef(loop))
 	}
-	if bf16 {
-		ADDQ(U8(32), src)
-	} else {
-		ADDQ(U8(64), src)
-	}
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
+	body(name+"_loop", false)
+	Label(name + "_next")
 	ADDQ(U8(4), div)
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
+
+	body(name+"_slow", true)
+	JMP(LabelRef(name + "_next"))
 }
 
 // intDecodeY is intDecode with AVX2, 16 per step.
