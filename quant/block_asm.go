@@ -384,10 +384,13 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			}
 		case useAVX2 && f32 != nil:
 			e2m1ShiftEncF32x32AVX2(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+		case useAVX2 && bs == 16 && m > 1 && c.halfUp:
+			e2m1ShiftUpEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
+		case useAVX2 && bs == 16 && m > 1:
+			e2m1ShiftEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
 		case useAVX2 && bs == 16:
-			if m > 1 {
-				e2m1ShiftEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
-			}
+		case useAVX2 && c.halfUp:
+			e2m1ShiftUpEncBF16x32AVX2(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
 		case useAVX2:
 			e2m1ShiftEncBF16x32AVX2(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
 		case f32 != nil && bs == 16:

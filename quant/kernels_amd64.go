@@ -319,6 +319,16 @@ func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, 
 //go:noescape
 func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
 
+// e2m1ShiftUpEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+//
+//go:noescape
+func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+
+// e2m1ShiftUpEncBF16x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+//
+//go:noescape
+func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+
 // e2m1ShiftEncF32x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
 //
 //go:noescape

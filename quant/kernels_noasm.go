@@ -128,3 +128,9 @@ func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds
 func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) {
 	noAsm()
 }
+func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
+	noAsm()
+}
+func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
+	noAsm()
+}

@@ -41,12 +41,14 @@ func genAVX2() {
 	pow2ScalesY()
 	intScalesY()
 	nvfp4ScalesY()
-	e2m1EncodeY("e2m1ShiftEncBF16x16AVX2", true, false, true)
-	e2m1EncodeY("e2m1ShiftEncBF16x32AVX2", true, false, false)
-	e2m1EncodeY("e2m1ShiftEncF32x16AVX2", false, false, true)
-	e2m1EncodeY("e2m1ShiftEncF32x32AVX2", false, false, false)
-	e2m1EncodeY("e2m1MulEncF32x16AVX2", false, true, true)
-	e2m1EncodeY("e2m1MulEncBF16x16AVX2", true, true, true)
+	e2m1EncodeY("e2m1ShiftEncBF16x16AVX2", true, false, true, true)
+	e2m1EncodeY("e2m1ShiftEncBF16x32AVX2", true, false, false, true)
+	e2m1EncodeY("e2m1ShiftUpEncBF16x16AVX2", true, false, true, false)
+	e2m1EncodeY("e2m1ShiftUpEncBF16x32AVX2", true, false, false, false)
+	e2m1EncodeY("e2m1ShiftEncF32x16AVX2", false, false, true, true)
+	e2m1EncodeY("e2m1ShiftEncF32x32AVX2", false, false, false, true)
+	e2m1EncodeY("e2m1MulEncF32x16AVX2", false, true, true, true)
+	e2m1EncodeY("e2m1MulEncBF16x16AVX2", true, true, true, true)
 	for _, bf16 := range []bool{false, true} {
 		in := "F32"
 		if bf16 {
@@ -1063,15 +1065,15 @@ func intDecodeY(name string, bf16, four bool) {
 // magnitudes exactly), and the sign limit of the bf16 shift encoder.
 const (
 	eThr  = 0 // rows 0..6
-	eSign = 7 // keep the sign of x < 0 when |x| > it (signed words)
+	eSign = 7 // keep the sign of x < 0 when |x| > it (signed words; not read)
 )
 
-// e2m1CodesY returns the E2M1 magnitude codes (words) of sixteen bf16
-// magnitudes a (stOne: the sticky bits, float32 input only).
-func e2m1CodesY(a, stOne reg.VecVirtual, p reg.Register) reg.VecVirtual {
+// e2m1CodesY returns the E2M1 magnitude codes (words) of sixteen lanes
+// from tp = max(t − 0x3E00, 0), t the bf16 magnitude bits (stOne: the
+// sticky bits, float32 input only).
+func e2m1CodesY(tp, stOne reg.VecVirtual, p reg.Register) reg.VecVirtual {
 	k := YMM()
-	VPSUBUSW(cW(0x3E00), a, k)
-	VPMINUW(cW(0x3FFF), k, k)
+	VPMINUW(cW(0x3FFF), tp, k)
 	VPADDW(k, k, k)
 	if stOne != nil {
 		VPOR(stOne, k, k)
@@ -1088,31 +1090,26 @@ func e2m1CodesY(a, stOne reg.VecVirtual, p reg.Register) reg.VecVirtual {
 
 // e2m1PackY stores the codes of 32 elements (two registers of sixteen
 // words, sign in bit 3) as 16 bytes, two codes per byte, even element in
-// the low nibble.
-func e2m1PackY(c [2]reg.VecVirtual, dst reg.Register) {
-	sels := [2][8]uint32{
-		{0x0C080400, 0x80808080, 0x80808080, 0x80808080, 0x80808080, 0x0C080400, 0x80808080, 0x80808080},
-		{0x80808080, 0x80808080, 0x0C080400, 0x80808080, 0x80808080, 0x80808080, 0x80808080, 0x0C080400},
-	}
-	for i := range 2 {
-		t := YMM()
-		VPSRLD(U8(12), c[i], t)
-		VPOR(t, c[i], c[i])
-		VPSHUFB(cData(sels[i]), c[i], c[i])
-	}
-	VPOR(c[1], c[0], c[0])
-	x := XMM()
-	VEXTRACTI128(U8(1), c[0], x)
-	VPOR(c[0].AsX(), x, x)
-	VMOVDQU(x, Mem{Base: dst})
+// the low nibble; perm holds the dword order 0, 4, 1, 5, 2, 6, 3, 7.
+func e2m1PackY(c [2]reg.VecVirtual, perm reg.VecVirtual, dst reg.Register) {
+	b, t := YMM(), YMM()
+	VPACKUSWB(c[1], c[0], b) // lane 0: c0[0:8] c1[0:8]; lane 1: c0[8:16] c1[8:16]
+	VPSRLW(U8(4), b, t)
+	VPOR(t, b, b)
+	VPAND(cW(0xFF), b, b)
+	VPACKUSWB(b, b, b)
+	VPERMD(b, perm, b)
+	VMOVDQU(b.AsX(), Mem{Base: dst})
 }
 
 // e2m1EncodeY emits the contracts of e2m1EncodeW (bf16, shift) and
 // e2m1EncodeWF (float32 input, or bf16 with mul) with AVX2: 32 elements
 // per step in two halves of sixteen; with pair (bs = 16) the halves are
 // blocks b and b+1, otherwise both are block b (bs a multiple of 32). p
-// points at the parameter rows above.
-func e2m1EncodeY(name string, bf16, mul, pair bool) {
+// points at the parameter rows above. The bf16 shift encoder keeps the
+// sign of every x < 0 (signAll, the RNE table) or of every x < 0 but −0
+// (SGLang's rule, the half-up table); lut's sign row is not read.
+func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
 	if bf16 {
 		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
@@ -1127,8 +1124,8 @@ func e2m1EncodeY(name string, bf16, mul, pair bool) {
 	blk := Load(Param("blk"), GP64())
 	bs := Load(Param("bs"), GP64())
 	p := Load(Param("lut"), GP64())
-	zero := YMM()
-	VPXOR(zero, zero, zero)
+	perm := YMM()
+	VMOVDQU(cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7}), perm)
 	next := 0
 	if pair {
 		next = 4
@@ -1139,6 +1136,20 @@ func e2m1EncodeY(name string, bf16, mul, pair bool) {
 	MOVQ(bs, cnt)
 	if pair {
 		ADDQ(bs, cnt)
+	}
+	// the shifts plus the key offset: max(a − sh − 0x3E00, 0) in one
+	// saturating subtraction
+	var off [2]reg.VecVirtual
+	if !mul {
+		for h := range 2 {
+			if h == 1 && !pair {
+				off[1] = off[0]
+				break
+			}
+			off[h] = YMM()
+			VPBROADCASTW(Mem{Base: blk, Disp: next * h}, off[h])
+			VPADDW(cW(0x3E00), off[h], off[h])
+		}
 	}
 
 	Label(name + "_loop")
@@ -1178,29 +1189,27 @@ func e2m1EncodeY(name string, bf16, mul, pair bool) {
 		} else {
 			VMOVDQU(Mem{Base: src, Disp: 32 * h}, u)
 		}
-		a := YMM()
+		a, tp := YMM(), YMM()
 		VPAND(cW(0x7FFF), u, a)
-		if !f32in {
-			kSign = YMM()
-			VPCMPGTW(rowY(p, eSign), a, kSign)
+		if mul {
+			VPSUBUSW(cW(0x3E00), a, tp)
+		} else {
+			VPSUBUSW(off[h], a, tp)
 		}
-		if !mul {
-			sh := YMM()
-			VPBROADCASTW(Mem{Base: blk, Disp: d}, sh)
-			VPSUBW(sh, a, a)
-			VPMAXSW(zero, a, a)
-		}
-		c := e2m1CodesY(a, stOne, p)
+		c := e2m1CodesY(tp, stOne, p)
 		s8 := YMM()
 		VPSRLW(U8(12), u, s8)
 		VPAND(cW(8), s8, s8)
-		if kSign != nil {
+		switch {
+		case kSign != nil:
 			VPAND(kSign, s8, s8)
+		case !f32in && !signAll:
+			VPSIGNW(a, s8, s8) // none for a zero magnitude
 		}
 		VPOR(s8, c, c)
 		codes[h] = c
 	}
-	e2m1PackY(codes, dst)
+	e2m1PackY(codes, perm, dst)
 	if f32in && !bf16 {
 		ADDQ(U8(128), src)
 	} else {
