@@ -211,6 +211,10 @@ func TestAVX2Level(t *testing.T) {
 		t.Run("Vectors", TestVectors)
 		t.Run("CRef", TestCRef)
 		t.Run("FP8Scale", TestFP8Scale)
+		t.Run("FP4ShiftTables", TestFP4ShiftTables)
+		t.Run("FP4DecodeOddBlocks", TestFP4DecodeOddBlocks)
+		t.Run("NVFP4DecodeOddBlocks", TestNVFP4DecodeOddBlocks)
+		t.Run("IntDecodeAllScales", TestIntDecodeAllScales)
 	})(t)
 }
 

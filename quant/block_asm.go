@@ -553,7 +553,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 // decodeAsm decodes all groups of int8_g64 or int4_g32 into bf16 (or
 // float32 when bf is nil) and reports whether it did.
 func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) bool {
-	if !(useAsm || useAVX2) || c.g%16 != 0 || len(scales) == 0 {
+	if !(useAsm || useAVX2) || c.g%16 != 0 || len(scales) == 0 || useAVX2 && c.four && bf != nil && c.g != 32 {
 		return false
 	}
 	g, nb := c.g, len(scales)/2

@@ -394,7 +394,7 @@ func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
 //go:noescape
 func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
 
-// int4DecBF16AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+// int4DecBF16AVX2 dequantizes int4 groups of 32 into bf16 through a per-group table with AVX2.
 //
 //go:noescape
 func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)

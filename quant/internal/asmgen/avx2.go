@@ -58,7 +58,11 @@ func genAVX2() {
 		intEncodeY("int8Enc"+in+"AVX2", bf16, false)
 		intEncodeY("int4Enc"+in+"AVX2", bf16, true)
 		intDecodeY("int8Dec"+in+"AVX2", bf16, false)
-		intDecodeY("int4Dec"+in+"AVX2", bf16, true)
+		if bf16 {
+			int4DecodeBF16Y()
+		} else {
+			intDecodeY("int4Dec"+in+"AVX2", bf16, true)
+		}
 	}
 }
 
@@ -1304,6 +1308,70 @@ func nvfp4ScalesY() {
 	ADDQ(U8(64), os)
 	ADDQ(U8(16), scales)
 	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// int4DecodeBF16Y emits func(dst *uint16, src *byte, n int, mul *float32, bs int):
+// int4 groups of bs = 32 codes (q+8 nibbles) to bf16 with AVX2: per group
+// the 16 possible values bf16((q−8)·mul[b]) (nearest even, NaN 0x7FC0)
+// form a table, split into its low and high bytes, and two VPSHUFB look up
+// 32 codes.
+func int4DecodeBF16Y() {
+	name := "int4DecBF16AVX2"
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, mul *float32, bs int)")
+	Pragma("noescape")
+	Doc(name + " dequantizes int4 groups of 32 into bf16 through a per-group table with AVX2.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	mul := Load(Param("mul"), GP64())
+	Load(Param("bs"), GP64())
+	var q0, q1 [8]uint32
+	for i := range 8 {
+		q0[i] = math.Float32bits(float32(i - 8))
+		q1[i] = math.Float32bits(float32(i))
+	}
+	split := cData([8]uint32{0x06040200, 0x0E0C0A08, 0x07050301, 0x0F0D0B09, 0x06040200, 0x0E0C0A08, 0x07050301, 0x0F0D0B09})
+	Label(name + "_loop")
+	// the group's table
+	m, v0, v1 := YMM(), YMM(), YMM()
+	VBROADCASTSS(Mem{Base: mul}, m)
+	VMULPS(cData(q0), m, v0)
+	VMULPS(cData(q1), m, v1)
+	bf16RoundY(v0)
+	bf16RoundY(v1)
+	w := packDW(v0, v1)
+	VPSHUFB(split, w, w) // per lane: low bytes, then high bytes
+	tl, th := YMM(), YMM()
+	VPERMQ(U8(0x88), w, tl)
+	VPERMQ(U8(0xDD), w, th)
+	// 16 bytes → 32 byte nibbles, low nibble first
+	x, hx := XMM(), XMM()
+	VMOVDQU(Mem{Base: src}, x)
+	VPSRLW(U8(4), x, hx)
+	VPAND(cY(0x0F0F0F0F), x, x)
+	VPAND(cY(0x0F0F0F0F), hx, hx)
+	idx, t := YMM(), XMM()
+	VPUNPCKLBW(hx, x, idx.AsX())
+	VPUNPCKHBW(hx, x, t)
+	VINSERTI128(U8(1), t, idx, idx)
+	lo, hi := YMM(), YMM()
+	VPSHUFB(idx, tl, lo)
+	VPSHUFB(idx, th, hi)
+	a, b := YMM(), YMM()
+	VPUNPCKLBW(hi, lo, a) // words of elements 0–7 and 16–23
+	VPUNPCKHBW(hi, lo, b) // 8–15 and 24–31
+	o := YMM()
+	VPERM2I128(U8(0x20), b, a, o)
+	VMOVDQU(o, Mem{Base: dst})
+	VPERM2I128(U8(0x31), b, a, o)
+	VMOVDQU(o, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(4), mul)
+	ADDQ(U8(16), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(32), n)
 	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
