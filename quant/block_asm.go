@@ -269,6 +269,7 @@ func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
 type e2m1Dec struct {
 	f32 [256][16]float32
 	bf  [256][16]uint32
+	lh  [256][32]uint8 // the bf16 values' low bytes, then high bytes
 }
 
 var (
@@ -290,6 +291,7 @@ func (c *pow2Codec) decTables() *e2m1Dec {
 				v := e2m1F32[q] * f
 				t.f32[s][q] = v
 				t.bf[s][q] = uint32(BF16FromF32(v))
+				t.lh[s][q], t.lh[s][16+q] = uint8(t.bf[s][q]), uint8(t.bf[s][q]>>8)
 			}
 		}
 		e2m1DecTabs[i] = t
@@ -421,7 +423,7 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 	n := len(scales) * c.bs
 	if useAVX2 {
 		if bf != nil {
-			e2m1DecBF16AVX2(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
+			e2m1DecBF16LH(bf, src, scales, &t.lh, c.bs)
 		} else {
 			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
 		}
@@ -433,6 +435,30 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 		e2m1DecF32AVX512(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
 	}
 	return true
+}
+
+// e2m1DecBF16LH decodes E2M1 blocks of bs (16, or a multiple of 32)
+// into bf16 with the AVX2 byte-table kernels (lh: per scale byte, the
+// values' low bytes then high bytes).
+func e2m1DecBF16LH(bf []uint16, src, scales []byte, lh *[256][32]uint8, bs int) {
+	nb := len(scales)
+	if bs != 16 {
+		e2m1DecBF16x32AVX2(&bf[0], &src[0], nb*bs, &scales[0], &lh[0][0], bs)
+		return
+	}
+	if nb > 1 {
+		e2m1DecBF16x16AVX2(&bf[0], &src[0], (nb&^1)*16, &scales[0], &lh[0][0], 16)
+	}
+	if nb&1 != 0 {
+		// the last block alone: its 8 bytes through a 16-byte copy
+		var in [16]byte
+		var out [32]uint16
+		b := nb - 1
+		copy(in[:], src[8*b:8*b+8])
+		two := [2]byte{scales[b], scales[b]}
+		e2m1DecBF16x16AVX2(&out[0], &in[0], 32, &two[0], &lh[0][0], 16)
+		copy(bf[16*b:16*b+16], out[:16])
+	}
 }
 
 // encodeAsm encodes all nvfp4 blocks from f32 (or bf16 when f32 is nil)
@@ -492,7 +518,7 @@ func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) b
 	n := 16 * len(scales)
 	if useAVX2 {
 		if bf != nil {
-			e2m1DecBF16AVX2(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
+			e2m1DecBF16LH(bf, src, scales, &c.dec.lh16, 16)
 		} else {
 			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&c.dec.f32[0][0])), 16)
 		}

@@ -398,3 +398,13 @@ func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
 //
 //go:noescape
 func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// e2m1DecBF16x16AVX2 decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.
+//
+//go:noescape
+func e2m1DecBF16x16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+
+// e2m1DecBF16x32AVX2 decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.
+//
+//go:noescape
+func e2m1DecBF16x32AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)

@@ -6829,3 +6829,98 @@ DATA avx2c0f0f0f0f<>+20(SB)/4, $0x0f0f0f0f
 DATA avx2c0f0f0f0f<>+24(SB)/4, $0x0f0f0f0f
 DATA avx2c0f0f0f0f<>+28(SB)/4, $0x0f0f0f0f
 GLOBL avx2c0f0f0f0f<>(SB), RODATA|NOPTR, $32
+
+// func e2m1DecBF16x16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+// Requires: AVX, AVX2
+TEXT ·e2m1DecBF16x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ scales+24(FP), BX
+	MOVQ tab+32(FP), SI
+	MOVQ bs+40(FP), DI
+
+e2m1DecBF16x16AVX2_block:
+	MOVBQZX     (BX), R8
+	SHLQ        $0x05, R8
+	ADDQ        SI, R8
+	MOVQ        DI, R9
+	MOVBQZX     1(BX), R10
+	SHLQ        $0x05, R10
+	ADDQ        SI, R10
+	VMOVDQU     (R8), X0
+	VINSERTI128 $0x01, (R10), Y0, Y0
+	VMOVDQU     16(R8), X1
+	VINSERTI128 $0x01, 16(R10), Y1, Y1
+	ADDQ        DI, R9
+
+e2m1DecBF16x16AVX2_loop:
+	VMOVDQU     (CX), X2
+	VPSRLW      $0x04, X2, X3
+	VPAND       avx2c0f0f0f0f<>+0(SB), X2, X2
+	VPAND       avx2c0f0f0f0f<>+0(SB), X3, X3
+	VPUNPCKLBW  X3, X2, X4
+	VPUNPCKHBW  X3, X2, X2
+	VINSERTI128 $0x01, X2, Y4, Y4
+	VPSHUFB     Y4, Y0, Y2
+	VPSHUFB     Y4, Y1, Y3
+	VPUNPCKLBW  Y3, Y2, Y5
+	VPUNPCKHBW  Y3, Y2, Y2
+	VPERM2I128  $0x20, Y2, Y5, Y3
+	VMOVDQU     Y3, (AX)
+	VPERM2I128  $0x31, Y2, Y5, Y3
+	VMOVDQU     Y3, 32(AX)
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, AX
+	SUBQ        $0x20, R9
+	JNZ         e2m1DecBF16x16AVX2_loop
+	ADDQ        $0x02, BX
+	SUBQ        DI, DX
+	SUBQ        DI, DX
+	JNZ         e2m1DecBF16x16AVX2_block
+	VZEROUPPER
+	RET
+
+// func e2m1DecBF16x32AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+// Requires: AVX, AVX2
+TEXT ·e2m1DecBF16x32AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ scales+24(FP), BX
+	MOVQ tab+32(FP), SI
+	MOVQ bs+40(FP), DI
+
+e2m1DecBF16x32AVX2_block:
+	MOVBQZX        (BX), R8
+	SHLQ           $0x05, R8
+	ADDQ           SI, R8
+	MOVQ           DI, R9
+	VBROADCASTI128 (R8), Y0
+	VBROADCASTI128 16(R8), Y1
+
+e2m1DecBF16x32AVX2_loop:
+	VMOVDQU     (CX), X2
+	VPSRLW      $0x04, X2, X3
+	VPAND       avx2c0f0f0f0f<>+0(SB), X2, X2
+	VPAND       avx2c0f0f0f0f<>+0(SB), X3, X3
+	VPUNPCKLBW  X3, X2, X4
+	VPUNPCKHBW  X3, X2, X2
+	VINSERTI128 $0x01, X2, Y4, Y4
+	VPSHUFB     Y4, Y0, Y2
+	VPSHUFB     Y4, Y1, Y3
+	VPUNPCKLBW  Y3, Y2, Y5
+	VPUNPCKHBW  Y3, Y2, Y2
+	VPERM2I128  $0x20, Y2, Y5, Y3
+	VMOVDQU     Y3, (AX)
+	VPERM2I128  $0x31, Y2, Y5, Y3
+	VMOVDQU     Y3, 32(AX)
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, AX
+	SUBQ        $0x20, R9
+	JNZ         e2m1DecBF16x32AVX2_loop
+	INCQ        BX
+	SUBQ        DI, DX
+	JNZ         e2m1DecBF16x32AVX2_block
+	VZEROUPPER
+	RET

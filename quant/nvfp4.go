@@ -34,6 +34,9 @@ type nvfp4Dec struct {
 	// sign bit set (false for the NaN scales).
 	lh  [256][32]uint8
 	sym [256]bool
+	// lh16[s] holds the low bytes, then the high bytes, of the bf16
+	// values of all 16 codes (the AVX2 decoder's tables)
+	lh16 [256][32]uint8
 	// bf32 is bf in 32-bit lanes, for the assembly decoder.
 	bf32 [256][16]uint32
 }
@@ -45,6 +48,7 @@ func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
 		for i, v := range c.dec.f32[s] {
 			c.dec.bf[s][i] = BF16FromF32(v)
 			c.dec.bf32[s][i] = uint32(c.dec.bf[s][i])
+			c.dec.lh16[s][i], c.dec.lh16[s][16+i] = uint8(c.dec.bf[s][i]), uint8(c.dec.bf[s][i]>>8)
 		}
 		bf := &c.dec.bf[s]
 		c.dec.sym[s] = true

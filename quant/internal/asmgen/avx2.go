@@ -60,6 +60,8 @@ func genAVX2() {
 		intDecodeY("int8Dec"+in+"AVX2", bf16, false)
 		if bf16 {
 			int4DecodeBF16Y()
+			e2m1DecodeBF16Y("e2m1DecBF16x16AVX2", true)
+			e2m1DecodeBF16Y("e2m1DecBF16x32AVX2", false)
 		} else {
 			intDecodeY("int4Dec"+in+"AVX2", bf16, true)
 		}
@@ -1347,16 +1349,34 @@ func int4DecodeBF16Y() {
 	tl, th := YMM(), YMM()
 	VPERMQ(U8(0x88), w, tl)
 	VPERMQ(U8(0xDD), w, th)
-	// 16 bytes → 32 byte nibbles, low nibble first
-	x, hx := XMM(), XMM()
+	lookupBF16Y(nibbleIdxY(src), tl, th, dst)
+	ADDQ(U8(4), mul)
+	ADDQ(U8(16), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(32), n)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// nibbleIdxY loads 16 bytes at src as 32 byte nibbles (low nibble first;
+// elements 0–15 in lane 0, 16–31 in lane 1).
+func nibbleIdxY(src reg.Register) reg.VecVirtual {
+	x, hx, t := XMM(), XMM(), XMM()
 	VMOVDQU(Mem{Base: src}, x)
 	VPSRLW(U8(4), x, hx)
 	VPAND(cY(0x0F0F0F0F), x, x)
 	VPAND(cY(0x0F0F0F0F), hx, hx)
-	idx, t := YMM(), XMM()
+	idx := YMM()
 	VPUNPCKLBW(hx, x, idx.AsX())
 	VPUNPCKHBW(hx, x, t)
 	VINSERTI128(U8(1), t, idx, idx)
+	return idx
+}
+
+// lookupBF16Y looks the 32 byte indices up in the low- and high-byte
+// tables and stores the 32 bf16 words at dst in order.
+func lookupBF16Y(idx, tl, th reg.VecVirtual, dst reg.Register) {
 	lo, hi := YMM(), YMM()
 	VPSHUFB(idx, tl, lo)
 	VPSHUFB(idx, th, hi)
@@ -1368,11 +1388,60 @@ func int4DecodeBF16Y() {
 	VMOVDQU(o, Mem{Base: dst})
 	VPERM2I128(U8(0x31), b, a, o)
 	VMOVDQU(o, Mem{Base: dst, Disp: 32})
-	ADDQ(U8(4), mul)
+}
+
+// e2m1DecodeBF16Y emits func(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int):
+// n E2M1 codes (two per byte) to bf16 with AVX2, 32 per step: block b
+// looks its codes up with VPSHUFB in the 16 low bytes at tab + 32·scales[b]
+// and the 16 high bytes after them. pair: bs = 16, blocks b and b+1 in the
+// two lanes of one step (n a multiple of 32); otherwise bs a multiple of 32.
+func e2m1DecodeBF16Y(name string, pair bool) {
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)")
+	Pragma("noescape")
+	Doc(name + " decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	scales := Load(Param("scales"), GP64())
+	tab := Load(Param("tab"), GP64())
+	bs := Load(Param("bs"), GP64())
+	Label(name + "_block")
+	tl, th := YMM(), YMM()
+	s := GP64()
+	MOVBQZX(Mem{Base: scales}, s)
+	SHLQ(U8(5), s)
+	ADDQ(tab, s)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+	if pair {
+		s1 := GP64()
+		MOVBQZX(Mem{Base: scales, Disp: 1}, s1)
+		SHLQ(U8(5), s1)
+		ADDQ(tab, s1)
+		VMOVDQU(Mem{Base: s}, tl.AsX())
+		VINSERTI128(U8(1), Mem{Base: s1}, tl, tl)
+		VMOVDQU(Mem{Base: s, Disp: 16}, th.AsX())
+		VINSERTI128(U8(1), Mem{Base: s1, Disp: 16}, th, th)
+		ADDQ(bs, cnt)
+	} else {
+		VBROADCASTI128(Mem{Base: s}, tl)
+		VBROADCASTI128(Mem{Base: s, Disp: 16}, th)
+	}
+	Label(name + "_loop")
+	idx := nibbleIdxY(src)
+	lookupBF16Y(idx, tl, th, dst)
 	ADDQ(U8(16), src)
 	ADDQ(U8(64), dst)
-	SUBQ(U8(32), n)
+	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
+	if pair {
+		ADDQ(U8(2), scales)
+		SUBQ(bs, n)
+	} else {
+		INCQ(scales)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
 }
