@@ -6685,7 +6685,7 @@ int4EncBF16AVX2_slow:
 	JMP       int4EncBF16AVX2_next
 
 // func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, SSE
 TEXT ·int8DecBF16AVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), AX
 	MOVQ src+8(FP), CX
@@ -6696,8 +6696,44 @@ TEXT ·int8DecBF16AVX2(SB), NOSPLIT, $0-40
 int8DecBF16AVX2_block:
 	VBROADCASTSS (BX), Y0
 	MOVQ         SI, DI
+	VANDPS       avx2c7fffffff<>+0(SB), X0, X1
+	UCOMISS      avx2c7f7fffff<>+0(SB), X1
+	JA           int8DecBF16AVX2_slow
+	JP           int8DecBF16AVX2_slow
 
 int8DecBF16AVX2_loop:
+	VPMOVSXBD (CX), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VPSRLD    $0x10, Y1, Y2
+	VPAND     avx2c00000001<>+0(SB), Y2, Y2
+	VPADDD    avx2c00007fff<>+0(SB), Y2, Y2
+	VPADDD    Y2, Y1, Y1
+	VPSRLD    $0x10, Y1, Y1
+	VPMOVSXBD 8(CX), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2c00000001<>+0(SB), Y3, Y3
+	VPADDD    avx2c00007fff<>+0(SB), Y3, Y3
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VPACKUSDW Y2, Y1, Y1
+	VPERMQ    $0xd8, Y1, Y1
+	VMOVDQU   Y1, (AX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x10, CX
+	SUBQ      $0x10, DI
+	JNZ       int8DecBF16AVX2_loop
+
+int8DecBF16AVX2_next:
+	ADDQ $0x04, BX
+	SUBQ SI, DX
+	JNZ  int8DecBF16AVX2_block
+	VZEROUPPER
+	RET
+
+int8DecBF16AVX2_slow:
 	VPMOVSXBD (CX), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    Y0, Y1, Y1
@@ -6726,12 +6762,8 @@ int8DecBF16AVX2_loop:
 	ADDQ      $0x20, AX
 	ADDQ      $0x10, CX
 	SUBQ      $0x10, DI
-	JNZ       int8DecBF16AVX2_loop
-	ADDQ      $0x04, BX
-	SUBQ      SI, DX
-	JNZ       int8DecBF16AVX2_block
-	VZEROUPPER
-	RET
+	JNZ       int8DecBF16AVX2_slow
+	JMP       int8DecBF16AVX2_next
 
 // func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
 // Requires: AVX, AVX2

@@ -1003,7 +1003,9 @@ func intEncodeY(name string, bf16, four bool) {
 	JMP(LabelRef(name + "_next"))
 }
 
-// intDecodeY is intDecode with AVX2, 16 per step.
+// intDecodeY is intDecode with AVX2, 16 per step. For bf16 output a group
+// with a finite multiplier (every product finite) rounds without the NaN
+// test; other groups take a loop with it.
 func intDecodeY(name string, bf16, four bool) {
 	sig := "func(dst *float32, src *byte, n int, mul *float32, bs int)"
 	if bf16 {
@@ -1023,45 +1025,67 @@ func intDecodeY(name string, bf16, four bool) {
 	VBROADCASTSS(Mem{Base: mul}, m)
 	cnt := GP64()
 	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	var v [2]reg.VecVirtual
-	for i := range 2 {
-		var q reg.VecVirtual
-		if four {
-			q = nibblesY(Mem{Base: src, Disp: 4 * i})
-			VPSUBD(cY(8), q, q)
-		} else {
-			q = YMM()
-			VPMOVSXBD(Mem{Base: src, Disp: 8 * i}, q)
-		}
-		VCVTDQ2PS(q, q)
-		VMULPS(m, q, q)
-		if bf16 {
-			bf16RoundY(q)
-		} else {
-			VMOVUPS(q, Mem{Base: dst, Disp: 32 * i})
-		}
-		v[i] = q
-	}
 	if bf16 {
-		VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
-		ADDQ(U8(32), dst)
-	} else {
-		ADDQ(U8(64), dst)
+		a := XMM()
+		VANDPS(cY(0x7FFFFFFF), m.AsX(), a)
+		UCOMISS(cY(math.Float32bits(math.MaxFloat32)), a)
+		JA(LabelRef(name + "_slow")) // ±Inf
+		JP(LabelRef(name + "_slow")) // NaN (unordered)
 	}
-	if four {
-		ADDQ(U8(8), src)
-	} else {
-		ADDQ(U8(16), src)
+	body := func(loop string, nan bool) {
+		Label(loop)
+		var v [2]reg.VecVirtual
+		for i := range 2 {
+			var q reg.VecVirtual
+			if four {
+				q = nibblesY(Mem{Base: src, Disp: 4 * i})
+				VPSUBD(cY(8), q, q)
+			} else {
+				q = YMM()
+				VPMOVSXBD(Mem{Base: src, Disp: 8 * i}, q)
+			}
+			VCVTDQ2PS(q, q)
+			VMULPS(m, q, q)
+			switch {
+			case bf16 && nan:
+				bf16RoundY(q)
+			case bf16:
+				l := YMM()
+				VPSRLD(U8(16), q, l)
+				VPAND(cY(1), l, l)
+				VPADDD(cY(0x7FFF), l, l)
+				VPADDD(l, q, q)
+				VPSRLD(U8(16), q, q)
+			default:
+				VMOVUPS(q, Mem{Base: dst, Disp: 32 * i})
+			}
+			v[i] = q
+		}
+		if bf16 {
+			VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
+			ADDQ(U8(32), dst)
+		} else {
+			ADDQ(U8(64), dst)
+		}
+		if four {
+			ADDQ(U8(8), src)
+		} else {
+			ADDQ(U8(16), src)
+		}
+		SUBQ(U8(16), cnt)
+		JNZ(LabelRef(loop))
 	}
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
+	body(name+"_loop", false)
+	Label(name + "_next")
 	ADDQ(U8(4), mul)
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
+	if bf16 {
+		body(name+"_slow", true)
+		JMP(LabelRef(name + "_next"))
+	}
 }
 
 // Rows of the AVX2 E2M1 encoder parameters (quant.e2m1Thr*, 16 words
