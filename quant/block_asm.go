@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"sync"
@@ -80,6 +81,33 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 		return false
 	}
 	bs, nb := c.bs, len(scales)
+	if useAVX2 {
+		if bf != nil {
+			fp8DecAVX2(c.t, &bf[0], nil, &src[0], nb*bs, &scales[0], bs)
+		} else {
+			fp8DecAVX2(c.t, nil, &f32[0], &src[0], nb*bs, &scales[0], bs)
+		}
+		// blocks whose scale 2^k the kernel does not cover (k outside
+		// [−117, 119]): the portable code
+		for b := 0; b < nb; b++ {
+			if b+8 <= nb {
+				x := binary.LittleEndian.Uint64(scales[b:])
+				if !hasLess(x, 10) && !hasLess(^x, 9) {
+					b += 7
+					continue
+				}
+			}
+			if s := scales[b]; s >= 10 && s <= 246 {
+				continue
+			}
+			if bf != nil {
+				c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+			} else {
+				c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+			}
+		}
+		return true
+	}
 	var adds [asmChunk]int32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
@@ -94,10 +122,6 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 			adds[i] = k << 7
 		}
 		switch {
-		case useAVX2 && bf != nil:
-			fp8DecAVX2(c.t, &bf[b0*bs], nil, &src[b0*bs], m*bs, &adds[0], bs)
-		case useAVX2:
-			fp8DecAVX2(c.t, nil, &f32[b0*bs], &src[b0*bs], m*bs, &adds[0], bs)
 		case bf != nil:
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
 		default:
@@ -113,6 +137,12 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 		}
 	}
 	return true
+}
+
+// hasLess reports whether a byte of x is below n (n ≤ 128).
+func hasLess(x uint64, n uint8) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x-ones*uint64(n))&^x&highs != 0
 }
 
 // Tables of the 16-bit-lane E2M1 encoder (see internal/asmgen): entry

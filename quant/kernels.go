@@ -128,14 +128,15 @@ func fp8EncAVX2(t *fp8Tables, dst *byte, bf *uint16, f32 *float32, n int, sh *in
 }
 
 // fp8DecAVX2 runs the AVX2 decoder of t's format on n codes (a multiple of
-// bs, bs of 32) into bf16 (or float32 when bf is nil); adds, when not nil,
-// holds the block scales k<<7 (E4M3FN only).
-func fp8DecAVX2(t *fp8Tables, bf *uint16, f32 *float32, src *byte, n int, adds *int32, bs int) {
+// bs, bs of 32) into bf16 (or float32 when bf is nil); scales, when not
+// nil, holds the blocks' E8M0 scales (E4M3FN only; blocks with a scale
+// outside [10, 246] are left to the caller).
+func fp8DecAVX2(t *fp8Tables, bf *uint16, f32 *float32, src *byte, n int, scales *byte, bs int) {
 	switch {
-	case adds != nil && bf != nil:
-		fp8ScaledDecE4M3FNBF16AVX2(bf, src, n, &t.decBF[0], adds, bs)
-	case adds != nil:
-		fp8ScaledDecE4M3FNF32AVX2(f32, src, n, &t.decHi[0], adds, bs)
+	case scales != nil && bf != nil:
+		fp8ScaledDecE4M3FNBF16AVX2(bf, src, n, &t.decBF[0], scales, bs)
+	case scales != nil:
+		fp8ScaledDecE4M3FNF32AVX2(f32, src, n, &t.decHi[0], scales, bs)
 	case t.f == E5M2 && bf != nil:
 		fp8DecE5M2BF16AVX2(bf, src, n, &t.decBF[0], nil, bs)
 	case t.f == E5M2:

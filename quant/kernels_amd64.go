@@ -222,42 +222,42 @@ func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs
 // fp8DecE4M3FNBF16AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8DecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8DecE5M2BF16AVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8DecE5M2F32AVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8DecE4M3FNUZBF16AVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8DecE4M3FNUZF32AVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8ScaledDecE4M3FNBF16AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // fp8ScaledDecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
 //
 //go:noescape
-func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // bf16FromF32AVX2 rounds float32 to bf16 (nearest even, NaN 0x7FC0) with AVX2, 16 per step.
 //

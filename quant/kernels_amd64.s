@@ -3688,14 +3688,14 @@ fp8ScaledEncE4M3FNBF16AVX2_h1_rare:
 	VPBLENDVB Y7, Y8, Y5, Y5
 	JMP       fp8ScaledEncE4M3FNBF16AVX2_h1_done
 
-// func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE4M3FNBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2cc080000060402000b0a09080f0e0d0c0c080000060402000b0a09080f0e0d0c0<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+0(SB), Y1
@@ -3802,14 +3802,14 @@ DATA avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+24(
 DATA avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+28(SB)/4, $0x3c3c3c3c
 GLOBL avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>(SB), RODATA|NOPTR, $32
 
-// func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE4M3FNF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2cc080000060402000b0a09080f0e0d0c0c080000060402000b0a09080f0e0d0c0<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+0(SB), Y1
@@ -3908,14 +3908,14 @@ fp8DecE4M3FNF32AVX2_h1_fixlane:
 	JNZ     fp8DecE4M3FNF32AVX2_h1_fixlane
 	JMP     fp8DecE4M3FNF32AVX2_h1_next
 
-// func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE5M2BF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c40008000e0c0a08060402000e0c0a08040008000e0c0a08060402000e0c0a080<>+0(SB), Y0
 	VMOVDQU avx2c3838370038383838393939393939393938383700383838383939393939393939<>+0(SB), Y1
@@ -4022,14 +4022,14 @@ DATA avx2c3838370038383838393939393939393938383700383838383939393939393939<>+24(
 DATA avx2c3838370038383838393939393939393938383700383838383939393939393939<>+28(SB)/4, $0x39393939
 GLOBL avx2c3838370038383838393939393939393938383700383838383939393939393939<>(SB), RODATA|NOPTR, $32
 
-// func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE5M2F32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c40008000e0c0a08060402000e0c0a08040008000e0c0a08060402000e0c0a080<>+0(SB), Y0
 	VMOVDQU avx2c3838370038383838393939393939393938383700383838383939393939393939<>+0(SB), Y1
@@ -4128,14 +4128,14 @@ fp8DecE5M2F32AVX2_h1_fixlane:
 	JNZ     fp8DecE5M2F32AVX2_h1_fixlane
 	JMP     fp8DecE5M2F32AVX2_h1_next
 
-// func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE4M3FNUZBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c40008000e0c0a080302010007060504040008000e0c0a0803020100070605040<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c<>+0(SB), Y1
@@ -4242,14 +4242,14 @@ DATA avx2c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c<>+24(
 DATA avx2c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c<>+28(SB)/4, $0x3c3c3c3c
 GLOBL avx2c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c<>(SB), RODATA|NOPTR, $32
 
-// func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8DecE4M3FNUZF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c40008000e0c0a080302010007060504040008000e0c0a0803020100070605040<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c3b3b3a003b3b3b3b3c3c3c3c3c3c3c3c<>+0(SB), Y1
@@ -4348,21 +4348,25 @@ fp8DecE4M3FNUZF32AVX2_h1_fixlane:
 	JNZ     fp8DecE4M3FNUZF32AVX2_h1_fixlane
 	JMP     fp8DecE4M3FNUZF32AVX2_h1_next
 
-// func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8ScaledDecE4M3FNBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), DI
 	VMOVDQU avx2cc080000060402000b0a09080f0e0d0c0c080000060402000b0a09080f0e0d0c0<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
 
 fp8ScaledDecE4M3FNBF16AVX2_block:
-	VPBROADCASTW (SI), Y3
+	MOVBQZX      (SI), R8
+	SUBQ         $0x7f, R8
+	SHLQ         $0x07, R8
+	VMOVD        R8, X3
+	VPBROADCASTW X3, Y3
 	MOVQ         DI, R8
 
 fp8ScaledDecE4M3FNBF16AVX2_loop:
@@ -4414,57 +4418,61 @@ fp8ScaledDecE4M3FNBF16AVX2_h1_next:
 	ADDQ $0x40, AX
 	SUBQ $0x20, R8
 	JNZ  fp8ScaledDecE4M3FNBF16AVX2_loop
-	ADDQ $0x04, SI
+	INCQ SI
 	SUBQ DI, DX
 	JNZ  fp8ScaledDecE4M3FNBF16AVX2_block
 	VZEROUPPER
 	RET
 
 fp8ScaledDecE4M3FNBF16AVX2_h0_fix:
-	VPMOVMSKB Y4, R9
-	ANDQ      $0x55555555, R9
+	VPMOVMSKB Y4, R11
+	ANDQ      $0x55555555, R11
 
 fp8ScaledDecE4M3FNBF16AVX2_h0_fixlane:
-	BSFQ    R9, R10
-	SHRQ    $0x01, R10
-	MOVBQZX (CX)(R10*1), R11
-	MOVWQZX (BX)(R11*2), R11
-	MOVW    R11, (AX)(R10*2)
-	LEAQ    -1(R9), R11
-	ANDQ    R11, R9
+	BSFQ    R11, R9
+	SHRQ    $0x01, R9
+	MOVBQZX (CX)(R9*1), R12
+	MOVWQZX (BX)(R12*2), R12
+	MOVW    R12, (AX)(R9*2)
+	LEAQ    -1(R11), R12
+	ANDQ    R12, R11
 	JNZ     fp8ScaledDecE4M3FNBF16AVX2_h0_fixlane
 	JMP     fp8ScaledDecE4M3FNBF16AVX2_h0_next
 
 fp8ScaledDecE4M3FNBF16AVX2_h1_fix:
-	VPMOVMSKB Y4, R9
-	ANDQ      $0x55555555, R9
+	VPMOVMSKB Y4, R11
+	ANDQ      $0x55555555, R11
 
 fp8ScaledDecE4M3FNBF16AVX2_h1_fixlane:
-	BSFQ    R9, R12
-	SHRQ    $0x01, R12
-	MOVBQZX 16(CX)(R12*1), R11
-	MOVWQZX (BX)(R11*2), R11
-	MOVW    R11, 32(AX)(R12*2)
-	LEAQ    -1(R9), R11
-	ANDQ    R11, R9
+	BSFQ    R11, R10
+	SHRQ    $0x01, R10
+	MOVBQZX 16(CX)(R10*1), R12
+	MOVWQZX (BX)(R12*2), R12
+	MOVW    R12, 32(AX)(R10*2)
+	LEAQ    -1(R11), R12
+	ANDQ    R12, R11
 	JNZ     fp8ScaledDecE4M3FNBF16AVX2_h1_fixlane
 	JMP     fp8ScaledDecE4M3FNBF16AVX2_h1_next
 
-// func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+// func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2
 TEXT ·fp8ScaledDecE4M3FNF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    tab+24(FP), BX
-	MOVQ    adds+32(FP), SI
+	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), DI
 	VMOVDQU avx2cc080000060402000b0a09080f0e0d0c0c080000060402000b0a09080f0e0d0c0<>+0(SB), Y0
 	VMOVDQU avx2c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c3b3b3b003c3c3c3c3c3c3c3c3c3c3c3c<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
 
 fp8ScaledDecE4M3FNF32AVX2_block:
-	VPBROADCASTW (SI), Y3
+	MOVBQZX      (SI), R8
+	SUBQ         $0x7f, R8
+	SHLQ         $0x07, R8
+	VMOVD        R8, X3
+	VPBROADCASTW X3, Y3
 	MOVQ         DI, R8
 
 fp8ScaledDecE4M3FNF32AVX2_loop:
@@ -4526,41 +4534,41 @@ fp8ScaledDecE4M3FNF32AVX2_h1_next:
 	ADDQ $0x80, AX
 	SUBQ $0x20, R8
 	JNZ  fp8ScaledDecE4M3FNF32AVX2_loop
-	ADDQ $0x04, SI
+	INCQ SI
 	SUBQ DI, DX
 	JNZ  fp8ScaledDecE4M3FNF32AVX2_block
 	VZEROUPPER
 	RET
 
 fp8ScaledDecE4M3FNF32AVX2_h0_fix:
-	VPMOVMSKB Y4, R9
-	ANDQ      $0x55555555, R9
+	VPMOVMSKB Y4, R11
+	ANDQ      $0x55555555, R11
 
 fp8ScaledDecE4M3FNF32AVX2_h0_fixlane:
-	BSFQ    R9, R10
-	SHRQ    $0x01, R10
-	MOVBQZX (CX)(R10*1), R11
-	MOVWQZX (BX)(R11*2), R11
-	SHLQ    $0x10, R11
-	MOVL    R11, (AX)(R10*4)
-	LEAQ    -1(R9), R11
-	ANDQ    R11, R9
+	BSFQ    R11, R9
+	SHRQ    $0x01, R9
+	MOVBQZX (CX)(R9*1), R12
+	MOVWQZX (BX)(R12*2), R12
+	SHLQ    $0x10, R12
+	MOVL    R12, (AX)(R9*4)
+	LEAQ    -1(R11), R12
+	ANDQ    R12, R11
 	JNZ     fp8ScaledDecE4M3FNF32AVX2_h0_fixlane
 	JMP     fp8ScaledDecE4M3FNF32AVX2_h0_next
 
 fp8ScaledDecE4M3FNF32AVX2_h1_fix:
-	VPMOVMSKB Y4, R9
-	ANDQ      $0x55555555, R9
+	VPMOVMSKB Y4, R11
+	ANDQ      $0x55555555, R11
 
 fp8ScaledDecE4M3FNF32AVX2_h1_fixlane:
-	BSFQ    R9, R12
-	SHRQ    $0x01, R12
-	MOVBQZX 16(CX)(R12*1), R11
-	MOVWQZX (BX)(R11*2), R11
-	SHLQ    $0x10, R11
-	MOVL    R11, 64(AX)(R12*4)
-	LEAQ    -1(R9), R11
-	ANDQ    R11, R9
+	BSFQ    R11, R10
+	SHRQ    $0x01, R10
+	MOVBQZX 16(CX)(R10*1), R12
+	MOVWQZX (BX)(R12*2), R12
+	SHLQ    $0x10, R12
+	MOVL    R12, 64(AX)(R10*4)
+	LEAQ    -1(R11), R12
+	ANDQ    R12, R11
 	JNZ     fp8ScaledDecE4M3FNF32AVX2_h1_fixlane
 	JMP     fp8ScaledDecE4M3FNF32AVX2_h1_next
 

@@ -122,10 +122,10 @@ func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32,
 func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
 func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
 func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
-func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) {
+func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
-func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) {
+func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
 func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {

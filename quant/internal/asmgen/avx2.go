@@ -363,10 +363,12 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 	return code, fix
 }
 
-// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, adds *int32, bs int):
+// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, scales *byte, bs int):
 // fp8Decode's contract (n a positive multiple of bs, bs of 32; with
-// scaled, adds[b] = k<<7 is added to the bf16 bits of every finite nonzero
-// value of block b, k in [−117, 119]; otherwise adds is not read) for one
+// scaled, block b's values are multiplied by 2^k, k = scales[b] − 127 in
+// [−117, 119], by adding k<<7 to the bf16 bits of every finite nonzero
+// value; blocks with other k are left to the caller; without scaled,
+// scales is not read) for one
 // format with AVX2, 32 codes per step. Magnitude codes from 16 up shift
 // into bf16 bits (exponent rebiased); the sixteen smallest (the
 // subnormals among them) come from two VPSHUFB tables of their bf16 bytes;
@@ -374,9 +376,9 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 // float32 one) lane by lane, out of line. float32 output widens the bf16
 // bits (every FP8 value is exact in bf16).
 func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
-	sig := "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)"
+	sig := "func(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)"
 	if f32 {
-		sig = "func(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)"
+		sig = "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
@@ -385,7 +387,7 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
 	tab := Load(Param("tab"), GP64())
-	adds := Load(Param("adds"), GP64())
+	adds := Load(Param("scales"), GP64())
 	bs := Load(Param("bs"), GP64())
 	// the bf16 bits of the sixteen smallest magnitudes, low and high bytes
 	var tl, th [8]uint32
@@ -413,8 +415,13 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 	Label(name + "_block")
 	var add reg.VecVirtual
 	if scaled {
+		k := GP64()
+		MOVBQZX(Mem{Base: adds}, k)
+		SUBQ(U8(127), k)
+		SHLQ(U8(7), k)
 		add = YMM()
-		VPBROADCASTW(Mem{Base: adds}, add)
+		VMOVD(k.As32(), add.AsX())
+		VPBROADCASTW(add.AsX(), add)
 	}
 	cnt := GP64()
 	MOVQ(bs, cnt)
@@ -501,7 +508,7 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
 	if scaled {
-		ADDQ(U8(4), adds)
+		INCQ(adds)
 	}
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
