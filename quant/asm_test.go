@@ -204,6 +204,7 @@ func TestAVX2Level(t *testing.T) {
 		t.Run("AsmFP8", TestAsmFP8)
 		t.Run("AsmWide", TestAsmWide)
 		t.Run("AsmBlockScales", TestAsmBlockScales)
+		t.Run("AsmBlockMaxima", TestAsmBlockMaxima)
 		t.Run("AsmE2M1TinySigns", TestAsmE2M1TinySigns)
 		t.Run("CodecsMatchReference", TestCodecsMatchReference)
 		t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
@@ -396,4 +397,39 @@ func TestAsmE2M1TinySigns(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestAsmBlockMaxima checks the block-maximum kernels (bf16 and float32
+// input, every block size the codecs use, every chunk length) against a
+// scalar maximum, on data with NaN, Inf and negative values.
+func TestAsmBlockMaxima(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(31, 32))
+		bf := make([]uint16, 64*asmChunk)
+		f := make([]float32, len(bf))
+		for i := range bf {
+			bf[i] = uint16(rng.Uint32())
+			if rng.IntN(4) != 0 {
+				bf[i] &= 0xBFFF // mostly finite
+			}
+			f[i] = math.Float32frombits(uint32(bf[i])<<16 | rng.Uint32()&0xFFFF)
+		}
+		for _, bs := range []int{16, 32, 64} {
+			for m := 1; m <= asmChunk; m++ {
+				var gotB, gotF [asmChunk]uint32
+				amaxBF16(&gotB, bf, m, bs)
+				amaxF32(&gotF, f, m, bs)
+				for b := range m {
+					var wb, wf uint32
+					for i := b * bs; i < (b+1)*bs; i++ {
+						wb = max(wb, uint32(bf[i]&0x7FFF)<<16)
+						wf = max(wf, math.Float32bits(f[i])&0x7FFFFFFF)
+					}
+					if gotB[b] != wb || gotF[b] != wf {
+						t.Fatalf("bs %d, %d blocks: block %d maxima %#08x / %#08x, want %#08x / %#08x", bs, m, b, gotB[b], gotF[b], wb, wf)
+					}
+				}
+			}
+		}
+	})
 }

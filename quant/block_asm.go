@@ -281,7 +281,21 @@ func amaxF32(out *[asmChunk]uint32, src []float32, m, bs int) {
 func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
 	switch {
 	case useAVX2:
-		amaxBF16AVX2(&out[0], &src[0], m, bs)
+		k := m &^ 7
+		switch {
+		case k == 0:
+		case bs == 16:
+			amaxBF16x8b16AVX2(&out[0], &src[0], k)
+		case bs == 32:
+			amaxBF16x8b32AVX2(&out[0], &src[0], k)
+		case bs == 64:
+			amaxBF16x8b64AVX2(&out[0], &src[0], k)
+		default:
+			k = 0
+		}
+		if k < m {
+			amaxBF16AVX2(&out[k], &src[k*bs], m-k, bs)
+		}
 	case bs%32 == 0:
 		amaxBF16x32AVX512(&out[0], &src[0], m, bs)
 	case bs == 16 && m > 1:

@@ -294,6 +294,21 @@ func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)
 //go:noescape
 func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)
 
+// amaxBF16x8b16AVX2 writes the largest magnitude bits of bf16 blocks with AVX2, eight blocks per step.
+//
+//go:noescape
+func amaxBF16x8b16AVX2(out *uint32, src *uint16, nb int)
+
+// amaxBF16x8b32AVX2 writes the largest magnitude bits of bf16 blocks with AVX2, eight blocks per step.
+//
+//go:noescape
+func amaxBF16x8b32AVX2(out *uint32, src *uint16, nb int)
+
+// amaxBF16x8b64AVX2 writes the largest magnitude bits of bf16 blocks with AVX2, eight blocks per step.
+//
+//go:noescape
+func amaxBF16x8b64AVX2(out *uint32, src *uint16, nb int)
+
 // pow2ScalesAVX2 computes ceil-rule block scales, shifts and sign limits from block maxima with AVX2, 16 per step.
 //
 //go:noescape

@@ -136,3 +136,6 @@ func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int,
 }
 func e2m1DecBF16x16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int) { noAsm() }
 func e2m1DecBF16x32AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int) { noAsm() }
+func amaxBF16x8b16AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }
+func amaxBF16x8b32AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }
+func amaxBF16x8b64AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }

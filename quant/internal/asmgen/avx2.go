@@ -38,6 +38,9 @@ func genAVX2() {
 	f32FromFP16Y()
 	amaxY("amaxF32AVX2", false)
 	amaxWY()
+	for _, k := range []int{1, 2, 4} {
+		amaxTreeWY(k)
+	}
 	pow2ScalesY()
 	intScalesY()
 	nvfp4ScalesY()
@@ -728,6 +731,69 @@ func amaxWY() {
 	ADDQ(U8(4), out)
 	DECQ(nb)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// amaxTreeWY emits func(out *uint32, src *uint16, nb int): the largest
+// magnitudes of bf16 blocks of 16·k, eight blocks per step (nb a positive
+// multiple of 8): each block's vector maximum, then a three-level shuffle
+// tree that leaves the eight maxima in one register (as float32 bits).
+func amaxTreeWY(k int) {
+	name := fmt.Sprintf("amaxBF16x8b%dAVX2", 16*k)
+	TEXT(name, NOSPLIT, "func(out *uint32, src *uint16, nb int)")
+	Pragma("noescape")
+	Doc(name + " writes the largest magnitude bits of bf16 blocks with AVX2, eight blocks per step.")
+	out := Load(Param("out"), GP64())
+	src := Load(Param("src"), GP64())
+	nb := Load(Param("nb"), GP64())
+	mask, perm := YMM(), YMM()
+	VMOVDQU(cW(0x7FFF), mask)
+	VMOVDQU(cData([8]uint32{0, 4, 2, 6, 1, 5, 3, 7}), perm)
+	Label(name + "_group")
+	var v [8]reg.VecVirtual
+	for b := range v {
+		v[b] = YMM()
+		VPAND(Mem{Base: src, Disp: 32 * k * b}, mask, v[b])
+		for i := 1; i < k; i++ {
+			t := YMM()
+			VPAND(Mem{Base: src, Disp: 32 * (k*b + i)}, mask, t)
+			VPMAXUW(t, v[b], v[b])
+		}
+	}
+	// lanes of two blocks: [A.lo B.lo] and [A.hi B.hi]
+	var r [4]reg.VecVirtual
+	for i := range r {
+		x, y := YMM(), YMM()
+		VPERM2I128(U8(0x20), v[2*i+1], v[2*i], x)
+		VPERM2I128(U8(0x31), v[2*i+1], v[2*i], y)
+		VPMAXUW(y, x, x)
+		r[i] = x
+	}
+	// quadwords of four blocks: [A C | B D] and [E G | F H]
+	var q [2]reg.VecVirtual
+	for i := range q {
+		x, y := YMM(), YMM()
+		VPUNPCKLQDQ(r[2*i+1], r[2*i], x)
+		VPUNPCKHQDQ(r[2*i+1], r[2*i], y)
+		VPMAXUW(y, x, x)
+		t := YMM()
+		VPSHUFD(U8(0xB1), x, t)
+		VPMAXUW(t, x, x)
+		VPSRLD(U8(16), x, t)
+		VPMAXUW(t, x, x)
+		q[i] = x
+	}
+	// even dwords of the first, odd of the second: A E C G B F D H
+	m := YMM()
+	VPBLENDD(U8(0xAA), q[1], q[0], m)
+	VPSLLD(U8(16), m, m)
+	VPERMD(m, perm, m)
+	VMOVDQU(m, Mem{Base: out})
+	ADDQ(U8(32), out)
+	ADDQ(U32(256*k), src)
+	SUBQ(U8(8), nb)
+	JNZ(LabelRef(name + "_group"))
 	VZEROUPPER()
 	RET()
 }
