@@ -242,17 +242,17 @@ func TestE2M1Lut(t *testing.T) {
 	}
 }
 
-// TestE2M1Thresholds checks the AVX2 encoders' thresholds against the
-// E2M1 tables for every bf16 magnitude, with and without a sticky bit
-// (a float32 value just above it).
-func TestE2M1Thresholds(t *testing.T) {
+// TestE2M1ByteTables checks the AVX2 encoders' byte tables against the
+// E2M1 tables for every bf16 magnitude, with and without a sticky bit (a
+// float32 value just above it).
+func TestE2M1ByteTables(t *testing.T) {
 	for a := range uint32(0x7F80) {
 		for _, st := range []uint32{0, 1} {
 			k := keyMag(a<<16 | st)
-			if got, want := e2m1ThrCode(&e2m1ThrRNE, uint16(a), st != 0), uint16(e2m1RNE[k]); got != want {
+			if got, want := e2m1TabCode(&e2m1TabRNE, uint16(a), st != 0), e2m1RNE[k]; got != want {
 				t.Fatalf("RNE %#04x sticky %d: %d, want %d", a, st, got, want)
 			}
-			if got, want := e2m1ThrCode(&e2m1ThrUp, uint16(a), st != 0), uint16(e2m1HalfUp[k]); got != want {
+			if got, want := e2m1TabCode(&e2m1TabUp, uint16(a), st != 0), e2m1HalfUp[k]; got != want {
 				t.Fatalf("half up %#04x sticky %d: %d, want %d", a, st, got, want)
 			}
 		}

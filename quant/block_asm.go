@@ -164,50 +164,38 @@ func initE2M1Lut() {
 	}
 	e2m1LutRNE[64], e2m1LutUp[64] = e2m1LutBase, e2m1LutBase
 	e2m1LutRNE[65], e2m1LutUp[65] = 0xFFFF, 0
-	e2m1ThrRNE = e2m1Thresholds(&e2m1LutRNE)
-	e2m1ThrUp = e2m1Thresholds(&e2m1LutUp)
+	e2m1TabRNE = e2m1ByteTables(&e2m1LutRNE)
+	e2m1TabUp = e2m1ByteTables(&e2m1LutUp)
 }
 
-// Parameters of the AVX2 E2M1 encoders (see internal/asmgen, e2m1EncodeY):
-// rows 0..6 the seven thresholds of the key k = 2·min(max(t − 0x3E00, 0),
-// 0x3FFF) + sticky (t the bf16 magnitude bits), row 7 the sign limit of
-// the 16-bit-lane table; one value per row, in all 16 words.
-var e2m1ThrRNE, e2m1ThrUp [8][16]uint16
+// The AVX2 E2M1 encoders' tables (see internal/asmgen, e2m1EncodeY), from
+// the 16-bit-lane tables: rows G[j] = lut[2j] for j < 16 and j ≥ 16, then
+// H[j] = lut[2j+1] − lut[2j], each 16 bytes twice; the code of a bf16
+// magnitude t is G[j] + s·H[j] (j = clamp(t/32 − base, 0, 31), s = t mod
+// 32 ≠ 0 or a sticky bit), as e2m1LutCode.
+var e2m1TabRNE, e2m1TabUp [4][32]uint8
 
-// e2m1Thresholds derives the thresholds from a 16-bit-lane table: the code
-// steps up at entry i = 2j + s, that is at magnitudes ≥ T (s = 0) or > T
-// (s = 1) for T = 32·(j + base).
-func e2m1Thresholds(lut *[72]uint16) (p [8][16]uint16) {
-	r := 0
-	for i := 1; i < 64 && r < 7; i++ {
-		for c := lut[i-1]; c < lut[i] && r < 7; c++ {
-			k := 2*(32*(i/2+int(lut[64]))-0x3E00) - 1 + i%2
-			for w := range p[r] {
-				p[r][w] = uint16(k)
-			}
-			r++
+// e2m1ByteTables derives the byte tables from a 16-bit-lane table.
+func e2m1ByteTables(lut *[72]uint16) (p [4][32]uint8) {
+	for j := range 32 {
+		g, h := uint8(lut[2*j]), uint8(lut[2*j+1]-lut[2*j])
+		for lane := range 2 {
+			p[j/16][16*lane+j%16] = g
+			p[2+j/16][16*lane+j%16] = h
 		}
-	}
-	for w := range p[7] {
-		p[7][w] = lut[65]
 	}
 	return p
 }
 
-// e2m1ThrCode is the AVX2 encoders' code of the bf16 magnitude t (sticky:
+// e2m1TabCode is the AVX2 encoders' code of the bf16 magnitude t (sticky:
 // the float32 value is above t) in Go (tested against the tables).
-func e2m1ThrCode(p *[8][16]uint16, t uint16, sticky bool) uint16 {
-	k := 2 * min(int(t)-min(int(t), 0x3E00), 0x3FFF)
-	if sticky {
-		k++
+func e2m1TabCode(p *[4][32]uint8, t uint16, sticky bool) uint8 {
+	j := min(max(int(t>>5)-e2m1LutBase, 0), 31)
+	g, h := p[j/16][j%16], p[2+j/16][j%16]
+	if t&31 != 0 || sticky {
+		return g + h
 	}
-	c := uint16(0)
-	for r := range 7 {
-		if k > int(int16(p[r][0])) {
-			c++
-		}
-	}
-	return c
+	return g
 }
 
 // e2m1LutCode is the encoder's table lookup in Go (tested against the
@@ -349,9 +337,9 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	if !(useAsm || useAVX2) || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
 		return false
 	}
-	thrW, thrY := &e2m1LutRNE, &e2m1ThrRNE
+	thrW, thrY := &e2m1LutRNE, &e2m1TabRNE
 	if c.halfUp {
-		thrW, thrY = &e2m1LutUp, &e2m1ThrUp
+		thrW, thrY = &e2m1LutUp, &e2m1TabUp
 	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
@@ -533,9 +521,9 @@ func (c *nvfp4Codec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) b
 			bad |= 1 << (m - 1)
 		}
 		if m > 1 && useAVX2 && f32 != nil {
-			e2m1MulEncF32x16AVX2(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1ThrRNE[0][0])
+			e2m1MulEncF32x16AVX2(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1TabRNE[0][0])
 		} else if m > 1 && useAVX2 {
-			e2m1MulEncBF16x16AVX2(&dst[b0*8], &bf[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1ThrRNE[0][0])
+			e2m1MulEncBF16x16AVX2(&dst[b0*8], &bf[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1TabRNE[0][0])
 		} else if m > 1 && f32 != nil {
 			e2m1MulEncF32x16AVX512(&dst[b0*8], &f32[b0*16], (m&^1)*16, (*int32)(unsafe.Pointer(&os[0])), 16, &e2m1LutRNE[0])
 		} else if m > 1 {

@@ -324,45 +324,45 @@ func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32
 //go:noescape
 func nvfp4ScalesAVX2(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 
-// e2m1ShiftEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1ShiftEncBF16x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftEncBF16x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1ShiftUpEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftUpEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1ShiftUpEncBF16x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftUpEncBF16x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1ShiftEncF32x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftEncF32x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1ShiftEncF32x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1ShiftEncF32x32AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1MulEncF32x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1MulEncF32x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1MulEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.
+// e2m1MulEncBF16x16AVX2 encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.
 //
 //go:noescape
-func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
 // e2m1DecF32AVX2 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.
 //

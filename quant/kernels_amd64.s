@@ -5436,7 +5436,7 @@ DATA avx2c00000007<>+24(SB)/4, $0x00000007
 DATA avx2c00000007<>+28(SB)/4, $0x00000007
 GLOBL avx2c00000007<>(SB), RODATA|NOPTR, $32
 
-// func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5444,72 +5444,61 @@ TEXT ·e2m1ShiftEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftEncBF16x16AVX2_block:
-	MOVQ         SI, R8
-	ADDQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
-	VPBROADCASTW 4(BX), Y2
-	VPADDW       avx2c3e003e00<>+0(SB), Y2, Y2
+	MOVQ         SI, DI
+	ADDQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
+	VPBROADCASTW 4(BX), Y6
+	VPADDW       avx2c3e003e00<>+0(SB), Y6, Y6
 
 e2m1ShiftEncBF16x16AVX2_loop:
-	VMOVDQU   (CX), Y3
-	VPAND     avx2c7fff7fff<>+0(SB), Y3, Y4
-	VPSUBUSW  Y1, Y4, Y4
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW    Y4, Y4, Y4
-	VPCMPGTW  (DI), Y4, Y5
-	VPCMPGTW  32(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  64(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  96(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  128(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  160(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  192(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPABSW    Y5, Y5
-	VPSRLW    $0x0c, Y3, Y3
-	VPAND     avx2c00080008<>+0(SB), Y3, Y3
-	VPOR      Y3, Y5, Y5
-	VMOVDQU   32(CX), Y3
-	VPAND     avx2c7fff7fff<>+0(SB), Y3, Y4
-	VPSUBUSW  Y2, Y4, Y4
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW    Y4, Y4, Y4
-	VPCMPGTW  (DI), Y4, Y6
-	VPCMPGTW  32(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  64(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  96(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  128(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  160(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  192(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPABSW    Y6, Y6
-	VPSRLW    $0x0c, Y3, Y3
-	VPAND     avx2c00080008<>+0(SB), Y3, Y3
-	VPOR      Y3, Y6, Y6
-	VPACKUSWB Y6, Y5, Y3
-	VPSRLW    $0x04, Y3, Y4
-	VPOR      Y4, Y3, Y3
-	VPAND     avx2c00ff00ff<>+0(SB), Y3, Y3
-	VPACKUSWB Y3, Y3, Y3
-	VPERMD    Y3, Y0, Y3
-	VMOVDQU   X3, (AX)
+	VMOVDQU   (CX), Y7
+	VPAND     avx2c7fff7fff<>+0(SB), Y7, Y8
+	VPSUBUSW  Y5, Y8, Y8
+	VPSRLW    $0x05, Y8, Y9
+	VPAND     avx2c001f001f<>+0(SB), Y8, Y8
+	VPMINUW   avx2c00010001<>+0(SB), Y8, Y8
+	VMOVDQU   32(CX), Y10
+	VPAND     avx2c7fff7fff<>+0(SB), Y10, Y11
+	VPSUBUSW  Y6, Y11, Y11
+	VPSRLW    $0x05, Y11, Y12
+	VPAND     avx2c001f001f<>+0(SB), Y11, Y11
+	VPMINUW   avx2c00010001<>+0(SB), Y11, Y11
+	VPACKUSWB Y12, Y9, Y9
+	VPACKUSWB Y11, Y8, Y8
+	VPACKSSWB Y10, Y7, Y7
+	VPSUBUSB  avx2c03030303<>+0(SB), Y9, Y9
+	VPMINUB   avx2c1f1f1f1f<>+0(SB), Y9, Y9
+	VPADDUSB  avx2c70707070<>+0(SB), Y9, Y10
+	VPSUBB    avx2c10101010<>+0(SB), Y9, Y9
+	VPSHUFB   Y10, Y1, Y11
+	VPSHUFB   Y9, Y2, Y12
+	VPOR      Y12, Y11, Y11
+	VPSHUFB   Y10, Y3, Y10
+	VPSHUFB   Y9, Y4, Y12
+	VPOR      Y12, Y10, Y10
+	VPAND     Y8, Y10, Y10
+	VPADDB    Y10, Y11, Y11
+	VPSRLW    $0x04, Y7, Y7
+	VPAND     avx2c08080808<>+0(SB), Y7, Y7
+	VPOR      Y7, Y11, Y11
+	VPSRLW    $0x04, Y11, Y12
+	VPOR      Y12, Y11, Y11
+	VPAND     avx2c00ff00ff<>+0(SB), Y11, Y11
+	VPACKUSWB Y11, Y11, Y11
+	VPERMD    Y11, Y0, Y11
+	VMOVDQU   X11, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
-	SUBQ      $0x20, R8
+	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftEncBF16x16AVX2_loop
 	ADDQ      $0x08, BX
 	SUBQ      SI, DX
@@ -5538,25 +5527,65 @@ DATA avx2c3e003e00<>+24(SB)/4, $0x3e003e00
 DATA avx2c3e003e00<>+28(SB)/4, $0x3e003e00
 GLOBL avx2c3e003e00<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c3fff3fff<>+0(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+4(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+8(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+12(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+16(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+20(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+24(SB)/4, $0x3fff3fff
-DATA avx2c3fff3fff<>+28(SB)/4, $0x3fff3fff
-GLOBL avx2c3fff3fff<>(SB), RODATA|NOPTR, $32
+DATA avx2c001f001f<>+0(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+4(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+8(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+12(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+16(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+20(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+24(SB)/4, $0x001f001f
+DATA avx2c001f001f<>+28(SB)/4, $0x001f001f
+GLOBL avx2c001f001f<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c00080008<>+0(SB)/4, $0x00080008
-DATA avx2c00080008<>+4(SB)/4, $0x00080008
-DATA avx2c00080008<>+8(SB)/4, $0x00080008
-DATA avx2c00080008<>+12(SB)/4, $0x00080008
-DATA avx2c00080008<>+16(SB)/4, $0x00080008
-DATA avx2c00080008<>+20(SB)/4, $0x00080008
-DATA avx2c00080008<>+24(SB)/4, $0x00080008
-DATA avx2c00080008<>+28(SB)/4, $0x00080008
-GLOBL avx2c00080008<>(SB), RODATA|NOPTR, $32
+DATA avx2c03030303<>+0(SB)/4, $0x03030303
+DATA avx2c03030303<>+4(SB)/4, $0x03030303
+DATA avx2c03030303<>+8(SB)/4, $0x03030303
+DATA avx2c03030303<>+12(SB)/4, $0x03030303
+DATA avx2c03030303<>+16(SB)/4, $0x03030303
+DATA avx2c03030303<>+20(SB)/4, $0x03030303
+DATA avx2c03030303<>+24(SB)/4, $0x03030303
+DATA avx2c03030303<>+28(SB)/4, $0x03030303
+GLOBL avx2c03030303<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c1f1f1f1f<>+0(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+4(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+8(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+12(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+16(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+20(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+24(SB)/4, $0x1f1f1f1f
+DATA avx2c1f1f1f1f<>+28(SB)/4, $0x1f1f1f1f
+GLOBL avx2c1f1f1f1f<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c70707070<>+0(SB)/4, $0x70707070
+DATA avx2c70707070<>+4(SB)/4, $0x70707070
+DATA avx2c70707070<>+8(SB)/4, $0x70707070
+DATA avx2c70707070<>+12(SB)/4, $0x70707070
+DATA avx2c70707070<>+16(SB)/4, $0x70707070
+DATA avx2c70707070<>+20(SB)/4, $0x70707070
+DATA avx2c70707070<>+24(SB)/4, $0x70707070
+DATA avx2c70707070<>+28(SB)/4, $0x70707070
+GLOBL avx2c70707070<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c10101010<>+0(SB)/4, $0x10101010
+DATA avx2c10101010<>+4(SB)/4, $0x10101010
+DATA avx2c10101010<>+8(SB)/4, $0x10101010
+DATA avx2c10101010<>+12(SB)/4, $0x10101010
+DATA avx2c10101010<>+16(SB)/4, $0x10101010
+DATA avx2c10101010<>+20(SB)/4, $0x10101010
+DATA avx2c10101010<>+24(SB)/4, $0x10101010
+DATA avx2c10101010<>+28(SB)/4, $0x10101010
+GLOBL avx2c10101010<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c08080808<>+0(SB)/4, $0x08080808
+DATA avx2c08080808<>+4(SB)/4, $0x08080808
+DATA avx2c08080808<>+8(SB)/4, $0x08080808
+DATA avx2c08080808<>+12(SB)/4, $0x08080808
+DATA avx2c08080808<>+16(SB)/4, $0x08080808
+DATA avx2c08080808<>+20(SB)/4, $0x08080808
+DATA avx2c08080808<>+24(SB)/4, $0x08080808
+DATA avx2c08080808<>+28(SB)/4, $0x08080808
+GLOBL avx2c08080808<>(SB), RODATA|NOPTR, $32
 
 DATA avx2c00ff00ff<>+0(SB)/4, $0x00ff00ff
 DATA avx2c00ff00ff<>+4(SB)/4, $0x00ff00ff
@@ -5568,7 +5597,7 @@ DATA avx2c00ff00ff<>+24(SB)/4, $0x00ff00ff
 DATA avx2c00ff00ff<>+28(SB)/4, $0x00ff00ff
 GLOBL avx2c00ff00ff<>(SB), RODATA|NOPTR, $32
 
-// func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftEncBF16x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5576,69 +5605,58 @@ TEXT ·e2m1ShiftEncBF16x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftEncBF16x32AVX2_block:
-	MOVQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
+	MOVQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
 
 e2m1ShiftEncBF16x32AVX2_loop:
-	VMOVDQU   (CX), Y2
-	VPAND     avx2c7fff7fff<>+0(SB), Y2, Y3
-	VPSUBUSW  Y1, Y3, Y3
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y3, Y3
-	VPADDW    Y3, Y3, Y3
-	VPCMPGTW  (DI), Y3, Y4
-	VPCMPGTW  32(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPCMPGTW  64(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPCMPGTW  96(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPCMPGTW  128(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPCMPGTW  160(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPCMPGTW  192(DI), Y3, Y5
-	VPADDW    Y5, Y4, Y4
-	VPABSW    Y4, Y4
-	VPSRLW    $0x0c, Y2, Y2
-	VPAND     avx2c00080008<>+0(SB), Y2, Y2
-	VPOR      Y2, Y4, Y4
-	VMOVDQU   32(CX), Y2
-	VPAND     avx2c7fff7fff<>+0(SB), Y2, Y3
-	VPSUBUSW  Y1, Y3, Y3
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y3, Y3
-	VPADDW    Y3, Y3, Y3
-	VPCMPGTW  (DI), Y3, Y5
-	VPCMPGTW  32(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  64(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  96(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  128(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  160(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  192(DI), Y3, Y6
-	VPADDW    Y6, Y5, Y5
-	VPABSW    Y5, Y5
-	VPSRLW    $0x0c, Y2, Y2
-	VPAND     avx2c00080008<>+0(SB), Y2, Y2
-	VPOR      Y2, Y5, Y5
-	VPACKUSWB Y5, Y4, Y2
-	VPSRLW    $0x04, Y2, Y3
-	VPOR      Y3, Y2, Y2
-	VPAND     avx2c00ff00ff<>+0(SB), Y2, Y2
-	VPACKUSWB Y2, Y2, Y2
-	VPERMD    Y2, Y0, Y2
-	VMOVDQU   X2, (AX)
+	VMOVDQU   (CX), Y6
+	VPAND     avx2c7fff7fff<>+0(SB), Y6, Y7
+	VPSUBUSW  Y5, Y7, Y7
+	VPSRLW    $0x05, Y7, Y8
+	VPAND     avx2c001f001f<>+0(SB), Y7, Y7
+	VPMINUW   avx2c00010001<>+0(SB), Y7, Y7
+	VMOVDQU   32(CX), Y9
+	VPAND     avx2c7fff7fff<>+0(SB), Y9, Y10
+	VPSUBUSW  Y5, Y10, Y10
+	VPSRLW    $0x05, Y10, Y11
+	VPAND     avx2c001f001f<>+0(SB), Y10, Y10
+	VPMINUW   avx2c00010001<>+0(SB), Y10, Y10
+	VPACKUSWB Y11, Y8, Y8
+	VPACKUSWB Y10, Y7, Y7
+	VPACKSSWB Y9, Y6, Y6
+	VPSUBUSB  avx2c03030303<>+0(SB), Y8, Y8
+	VPMINUB   avx2c1f1f1f1f<>+0(SB), Y8, Y8
+	VPADDUSB  avx2c70707070<>+0(SB), Y8, Y9
+	VPSUBB    avx2c10101010<>+0(SB), Y8, Y8
+	VPSHUFB   Y9, Y1, Y10
+	VPSHUFB   Y8, Y2, Y11
+	VPOR      Y11, Y10, Y10
+	VPSHUFB   Y9, Y3, Y9
+	VPSHUFB   Y8, Y4, Y11
+	VPOR      Y11, Y9, Y9
+	VPAND     Y7, Y9, Y9
+	VPADDB    Y9, Y10, Y10
+	VPSRLW    $0x04, Y6, Y6
+	VPAND     avx2c08080808<>+0(SB), Y6, Y6
+	VPOR      Y6, Y10, Y10
+	VPSRLW    $0x04, Y10, Y11
+	VPOR      Y11, Y10, Y10
+	VPAND     avx2c00ff00ff<>+0(SB), Y10, Y10
+	VPACKUSWB Y10, Y10, Y10
+	VPERMD    Y10, Y0, Y10
+	VMOVDQU   X10, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
-	SUBQ      $0x20, R8
+	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftEncBF16x32AVX2_loop
 	ADDQ      $0x04, BX
 	SUBQ      SI, DX
@@ -5646,7 +5664,7 @@ e2m1ShiftEncBF16x32AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftUpEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5654,74 +5672,63 @@ TEXT ·e2m1ShiftUpEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftUpEncBF16x16AVX2_block:
-	MOVQ         SI, R8
-	ADDQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
-	VPBROADCASTW 4(BX), Y2
-	VPADDW       avx2c3e003e00<>+0(SB), Y2, Y2
+	MOVQ         SI, DI
+	ADDQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
+	VPBROADCASTW 4(BX), Y6
+	VPADDW       avx2c3e003e00<>+0(SB), Y6, Y6
 
 e2m1ShiftUpEncBF16x16AVX2_loop:
-	VMOVDQU   (CX), Y3
-	VPAND     avx2c7fff7fff<>+0(SB), Y3, Y4
-	VPSUBUSW  Y1, Y4, Y5
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y5, Y5
-	VPADDW    Y5, Y5, Y5
-	VPCMPGTW  (DI), Y5, Y6
-	VPCMPGTW  32(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  64(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  96(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  128(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  160(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  192(DI), Y5, Y7
-	VPADDW    Y7, Y6, Y6
-	VPABSW    Y6, Y6
-	VPSRLW    $0x0c, Y3, Y3
-	VPAND     avx2c00080008<>+0(SB), Y3, Y3
-	VPSIGNW   Y4, Y3, Y3
-	VPOR      Y3, Y6, Y6
-	VMOVDQU   32(CX), Y3
-	VPAND     avx2c7fff7fff<>+0(SB), Y3, Y4
-	VPSUBUSW  Y2, Y4, Y5
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y5, Y5
-	VPADDW    Y5, Y5, Y5
-	VPCMPGTW  (DI), Y5, Y7
-	VPCMPGTW  32(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPCMPGTW  64(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPCMPGTW  96(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPCMPGTW  128(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPCMPGTW  160(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPCMPGTW  192(DI), Y5, Y8
-	VPADDW    Y8, Y7, Y7
-	VPABSW    Y7, Y7
-	VPSRLW    $0x0c, Y3, Y3
-	VPAND     avx2c00080008<>+0(SB), Y3, Y3
-	VPSIGNW   Y4, Y3, Y3
-	VPOR      Y3, Y7, Y7
-	VPACKUSWB Y7, Y6, Y3
-	VPSRLW    $0x04, Y3, Y4
-	VPOR      Y4, Y3, Y3
-	VPAND     avx2c00ff00ff<>+0(SB), Y3, Y3
-	VPACKUSWB Y3, Y3, Y3
-	VPERMD    Y3, Y0, Y3
-	VMOVDQU   X3, (AX)
+	VMOVDQU   (CX), Y7
+	VPAND     avx2c7fff7fff<>+0(SB), Y7, Y8
+	VPSUBUSW  Y5, Y8, Y9
+	VPSRLW    $0x05, Y9, Y10
+	VPAND     avx2c001f001f<>+0(SB), Y9, Y9
+	VPMINUW   avx2c00010001<>+0(SB), Y9, Y9
+	VPSIGNW   Y8, Y7, Y7
+	VMOVDQU   32(CX), Y8
+	VPAND     avx2c7fff7fff<>+0(SB), Y8, Y11
+	VPSUBUSW  Y6, Y11, Y12
+	VPSRLW    $0x05, Y12, Y13
+	VPAND     avx2c001f001f<>+0(SB), Y12, Y12
+	VPMINUW   avx2c00010001<>+0(SB), Y12, Y12
+	VPSIGNW   Y11, Y8, Y8
+	VPACKUSWB Y13, Y10, Y10
+	VPACKUSWB Y12, Y9, Y9
+	VPACKSSWB Y8, Y7, Y7
+	VPSUBUSB  avx2c03030303<>+0(SB), Y10, Y10
+	VPMINUB   avx2c1f1f1f1f<>+0(SB), Y10, Y10
+	VPADDUSB  avx2c70707070<>+0(SB), Y10, Y8
+	VPSUBB    avx2c10101010<>+0(SB), Y10, Y10
+	VPSHUFB   Y8, Y1, Y11
+	VPSHUFB   Y10, Y2, Y12
+	VPOR      Y12, Y11, Y11
+	VPSHUFB   Y8, Y3, Y8
+	VPSHUFB   Y10, Y4, Y12
+	VPOR      Y12, Y8, Y8
+	VPAND     Y9, Y8, Y8
+	VPADDB    Y8, Y11, Y11
+	VPSRLW    $0x04, Y7, Y7
+	VPAND     avx2c08080808<>+0(SB), Y7, Y7
+	VPOR      Y7, Y11, Y11
+	VPSRLW    $0x04, Y11, Y12
+	VPOR      Y12, Y11, Y11
+	VPAND     avx2c00ff00ff<>+0(SB), Y11, Y11
+	VPACKUSWB Y11, Y11, Y11
+	VPERMD    Y11, Y0, Y11
+	VMOVDQU   X11, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
-	SUBQ      $0x20, R8
+	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftUpEncBF16x16AVX2_loop
 	ADDQ      $0x08, BX
 	SUBQ      SI, DX
@@ -5730,7 +5737,7 @@ e2m1ShiftUpEncBF16x16AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftUpEncBF16x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5738,71 +5745,60 @@ TEXT ·e2m1ShiftUpEncBF16x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftUpEncBF16x32AVX2_block:
-	MOVQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
+	MOVQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
 
 e2m1ShiftUpEncBF16x32AVX2_loop:
-	VMOVDQU   (CX), Y2
-	VPAND     avx2c7fff7fff<>+0(SB), Y2, Y3
-	VPSUBUSW  Y1, Y3, Y4
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW    Y4, Y4, Y4
-	VPCMPGTW  (DI), Y4, Y5
-	VPCMPGTW  32(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  64(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  96(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  128(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  160(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPCMPGTW  192(DI), Y4, Y6
-	VPADDW    Y6, Y5, Y5
-	VPABSW    Y5, Y5
-	VPSRLW    $0x0c, Y2, Y2
-	VPAND     avx2c00080008<>+0(SB), Y2, Y2
-	VPSIGNW   Y3, Y2, Y2
-	VPOR      Y2, Y5, Y5
-	VMOVDQU   32(CX), Y2
-	VPAND     avx2c7fff7fff<>+0(SB), Y2, Y3
-	VPSUBUSW  Y1, Y3, Y4
-	VPMINUW   avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW    Y4, Y4, Y4
-	VPCMPGTW  (DI), Y4, Y6
-	VPCMPGTW  32(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  64(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  96(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  128(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  160(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPCMPGTW  192(DI), Y4, Y7
-	VPADDW    Y7, Y6, Y6
-	VPABSW    Y6, Y6
-	VPSRLW    $0x0c, Y2, Y2
-	VPAND     avx2c00080008<>+0(SB), Y2, Y2
-	VPSIGNW   Y3, Y2, Y2
-	VPOR      Y2, Y6, Y6
-	VPACKUSWB Y6, Y5, Y2
-	VPSRLW    $0x04, Y2, Y3
-	VPOR      Y3, Y2, Y2
-	VPAND     avx2c00ff00ff<>+0(SB), Y2, Y2
-	VPACKUSWB Y2, Y2, Y2
-	VPERMD    Y2, Y0, Y2
-	VMOVDQU   X2, (AX)
+	VMOVDQU   (CX), Y6
+	VPAND     avx2c7fff7fff<>+0(SB), Y6, Y7
+	VPSUBUSW  Y5, Y7, Y8
+	VPSRLW    $0x05, Y8, Y9
+	VPAND     avx2c001f001f<>+0(SB), Y8, Y8
+	VPMINUW   avx2c00010001<>+0(SB), Y8, Y8
+	VPSIGNW   Y7, Y6, Y6
+	VMOVDQU   32(CX), Y7
+	VPAND     avx2c7fff7fff<>+0(SB), Y7, Y10
+	VPSUBUSW  Y5, Y10, Y11
+	VPSRLW    $0x05, Y11, Y12
+	VPAND     avx2c001f001f<>+0(SB), Y11, Y11
+	VPMINUW   avx2c00010001<>+0(SB), Y11, Y11
+	VPSIGNW   Y10, Y7, Y7
+	VPACKUSWB Y12, Y9, Y9
+	VPACKUSWB Y11, Y8, Y8
+	VPACKSSWB Y7, Y6, Y6
+	VPSUBUSB  avx2c03030303<>+0(SB), Y9, Y9
+	VPMINUB   avx2c1f1f1f1f<>+0(SB), Y9, Y9
+	VPADDUSB  avx2c70707070<>+0(SB), Y9, Y7
+	VPSUBB    avx2c10101010<>+0(SB), Y9, Y9
+	VPSHUFB   Y7, Y1, Y10
+	VPSHUFB   Y9, Y2, Y11
+	VPOR      Y11, Y10, Y10
+	VPSHUFB   Y7, Y3, Y7
+	VPSHUFB   Y9, Y4, Y11
+	VPOR      Y11, Y7, Y7
+	VPAND     Y8, Y7, Y7
+	VPADDB    Y7, Y10, Y10
+	VPSRLW    $0x04, Y6, Y6
+	VPAND     avx2c08080808<>+0(SB), Y6, Y6
+	VPOR      Y6, Y10, Y10
+	VPSRLW    $0x04, Y10, Y11
+	VPOR      Y11, Y10, Y10
+	VPAND     avx2c00ff00ff<>+0(SB), Y10, Y10
+	VPACKUSWB Y10, Y10, Y10
+	VPERMD    Y10, Y0, Y10
+	VMOVDQU   X10, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x10, AX
-	SUBQ      $0x20, R8
+	SUBQ      $0x20, DI
 	JNZ       e2m1ShiftUpEncBF16x32AVX2_loop
 	ADDQ      $0x04, BX
 	SUBQ      SI, DX
@@ -5810,7 +5806,7 @@ e2m1ShiftUpEncBF16x32AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftEncF32x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5818,112 +5814,101 @@ TEXT ·e2m1ShiftEncF32x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftEncF32x16AVX2_block:
-	MOVQ         SI, R8
-	ADDQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
-	VPBROADCASTW 4(BX), Y2
-	VPADDW       avx2c3e003e00<>+0(SB), Y2, Y2
+	MOVQ         SI, DI
+	ADDQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
+	VPBROADCASTW 4(BX), Y6
+	VPADDW       avx2c3e003e00<>+0(SB), Y6, Y6
 
 e2m1ShiftEncF32x16AVX2_loop:
-	VMOVDQU      (CX), Y4
-	VMOVDQU      32(CX), Y5
-	VPBROADCASTD 256(BX), Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y4, Y6
-	VPCMPGTD     Y3, Y6, Y6
-	VPAND        avx2c7fffffff<>+0(SB), Y5, Y7
-	VPCMPGTD     Y3, Y7, Y7
-	VPACKSSDW    Y7, Y6, Y6
-	VPERMQ       $0xd8, Y6, Y6
-	VPSRLD       $0x10, Y4, Y3
-	VPSRLD       $0x10, Y5, Y7
-	VPACKUSDW    Y7, Y3, Y3
-	VPERMQ       $0xd8, Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPAND        avx2c0000ffff<>+0(SB), Y5, Y5
-	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
-	VPACKUSDW    Y5, Y4, Y4
-	VPERMQ       $0xd8, Y4, Y4
-	VPAND        avx2c7fff7fff<>+0(SB), Y3, Y5
-	VPSUBUSW     Y1, Y5, Y5
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y5, Y5
-	VPADDW       Y5, Y5, Y5
-	VPOR         Y4, Y5, Y5
-	VPCMPGTW     (DI), Y5, Y4
-	VPCMPGTW     32(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     64(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     96(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     128(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     160(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     192(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPABSW       Y4, Y4
-	VPSRLW       $0x0c, Y3, Y3
-	VPAND        avx2c00080008<>+0(SB), Y3, Y3
-	VPAND        Y6, Y3, Y3
-	VPOR         Y3, Y4, Y4
-	VMOVDQU      64(CX), Y5
-	VMOVDQU      96(CX), Y6
-	VPBROADCASTD 260(BX), Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y5, Y7
-	VPCMPGTD     Y3, Y7, Y7
-	VPAND        avx2c7fffffff<>+0(SB), Y6, Y8
-	VPCMPGTD     Y3, Y8, Y8
-	VPACKSSDW    Y8, Y7, Y7
+	VMOVDQU      (CX), Y8
+	VMOVDQU      32(CX), Y9
+	VPBROADCASTD 256(BX), Y7
+	VPAND        avx2c7fffffff<>+0(SB), Y8, Y10
+	VPCMPGTD     Y7, Y10, Y10
+	VPAND        avx2c7fffffff<>+0(SB), Y9, Y11
+	VPCMPGTD     Y7, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VPSRLD       $0x10, Y8, Y7
+	VPSRLD       $0x10, Y9, Y11
+	VPACKUSDW    Y11, Y7, Y7
 	VPERMQ       $0xd8, Y7, Y7
-	VPSRLD       $0x10, Y5, Y3
-	VPSRLD       $0x10, Y6, Y8
-	VPACKUSDW    Y8, Y3, Y3
-	VPERMQ       $0xd8, Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y5, Y5
-	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
-	VPAND        avx2c0000ffff<>+0(SB), Y6, Y6
-	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPACKUSDW    Y6, Y5, Y5
-	VPERMQ       $0xd8, Y5, Y5
-	VPAND        avx2c7fff7fff<>+0(SB), Y3, Y6
-	VPSUBUSW     Y2, Y6, Y6
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y6, Y6
-	VPADDW       Y6, Y6, Y6
-	VPOR         Y5, Y6, Y6
-	VPCMPGTW     (DI), Y6, Y5
-	VPCMPGTW     32(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPCMPGTW     64(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPCMPGTW     96(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPCMPGTW     128(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPCMPGTW     160(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPCMPGTW     192(DI), Y6, Y8
-	VPADDW       Y8, Y5, Y5
-	VPABSW       Y5, Y5
-	VPSRLW       $0x0c, Y3, Y3
-	VPAND        avx2c00080008<>+0(SB), Y3, Y3
-	VPAND        Y7, Y3, Y3
-	VPOR         Y3, Y5, Y5
-	VPACKUSWB    Y5, Y4, Y3
-	VPSRLW       $0x04, Y3, Y4
-	VPOR         Y4, Y3, Y3
-	VPAND        avx2c00ff00ff<>+0(SB), Y3, Y3
-	VPACKUSWB    Y3, Y3, Y3
-	VPERMD       Y3, Y0, Y3
-	VMOVDQU      X3, (AX)
+	VPAND        avx2c0000ffff<>+0(SB), Y8, Y8
+	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
+	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
+	VPACKUSDW    Y9, Y8, Y8
+	VPERMQ       $0xd8, Y8, Y8
+	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y9
+	VPSUBUSW     Y5, Y9, Y9
+	VPSRLW       $0x05, Y9, Y11
+	VPAND        avx2c001f001f<>+0(SB), Y9, Y9
+	VPMINUW      avx2c00010001<>+0(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPAND        Y10, Y7, Y7
+	VMOVDQU      64(CX), Y10
+	VMOVDQU      96(CX), Y12
+	VPBROADCASTD 260(BX), Y8
+	VPAND        avx2c7fffffff<>+0(SB), Y10, Y13
+	VPCMPGTD     Y8, Y13, Y13
+	VPAND        avx2c7fffffff<>+0(SB), Y12, Y14
+	VPCMPGTD     Y8, Y14, Y14
+	VPACKSSDW    Y14, Y13, Y13
+	VPERMQ       $0xd8, Y13, Y13
+	VPSRLD       $0x10, Y10, Y8
+	VPSRLD       $0x10, Y12, Y14
+	VPACKUSDW    Y14, Y8, Y8
+	VPERMQ       $0xd8, Y8, Y8
+	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
+	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
+	VPAND        avx2c0000ffff<>+0(SB), Y12, Y12
+	VPMINUD      avx2c00000001<>+0(SB), Y12, Y12
+	VPACKUSDW    Y12, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y12
+	VPSUBUSW     Y6, Y12, Y12
+	VPSRLW       $0x05, Y12, Y14
+	VPAND        avx2c001f001f<>+0(SB), Y12, Y12
+	VPMINUW      avx2c00010001<>+0(SB), Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPAND        Y13, Y8, Y8
+	VPACKUSWB    Y14, Y11, Y10
+	VPACKUSWB    Y12, Y9, Y9
+	VPACKSSWB    Y8, Y7, Y7
+	VPSUBUSB     avx2c03030303<>+0(SB), Y10, Y10
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y10, Y10
+	VPADDUSB     avx2c70707070<>+0(SB), Y10, Y8
+	VPSUBB       avx2c10101010<>+0(SB), Y10, Y10
+	VPSHUFB      Y8, Y1, Y11
+	VPSHUFB      Y10, Y2, Y12
+	VPOR         Y12, Y11, Y11
+	VPSHUFB      Y8, Y3, Y8
+	VPSHUFB      Y10, Y4, Y12
+	VPOR         Y12, Y8, Y8
+	VPAND        Y9, Y8, Y8
+	VPADDB       Y8, Y11, Y11
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        avx2c08080808<>+0(SB), Y7, Y7
+	VPOR         Y7, Y11, Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPOR         Y12, Y11, Y11
+	VPAND        avx2c00ff00ff<>+0(SB), Y11, Y11
+	VPACKUSWB    Y11, Y11, Y11
+	VPERMD       Y11, Y0, Y11
+	VMOVDQU      X11, (AX)
 	ADDQ         $0x80, CX
 	ADDQ         $0x10, AX
-	SUBQ         $0x20, R8
+	SUBQ         $0x20, DI
 	JNZ          e2m1ShiftEncF32x16AVX2_loop
 	ADDQ         $0x08, BX
 	SUBQ         SI, DX
@@ -5932,7 +5917,7 @@ e2m1ShiftEncF32x16AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1ShiftEncF32x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -5940,109 +5925,98 @@ TEXT ·e2m1ShiftEncF32x32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1ShiftEncF32x32AVX2_block:
-	MOVQ         SI, R8
-	VPBROADCASTW (BX), Y1
-	VPADDW       avx2c3e003e00<>+0(SB), Y1, Y1
+	MOVQ         SI, DI
+	VPBROADCASTW (BX), Y5
+	VPADDW       avx2c3e003e00<>+0(SB), Y5, Y5
 
 e2m1ShiftEncF32x32AVX2_loop:
-	VMOVDQU      (CX), Y3
-	VMOVDQU      32(CX), Y4
-	VPBROADCASTD 256(BX), Y2
-	VPAND        avx2c7fffffff<>+0(SB), Y3, Y5
-	VPCMPGTD     Y2, Y5, Y5
-	VPAND        avx2c7fffffff<>+0(SB), Y4, Y6
-	VPCMPGTD     Y2, Y6, Y6
-	VPACKSSDW    Y6, Y5, Y5
-	VPERMQ       $0xd8, Y5, Y5
-	VPSRLD       $0x10, Y3, Y2
-	VPSRLD       $0x10, Y4, Y6
-	VPACKUSDW    Y6, Y2, Y2
-	VPERMQ       $0xd8, Y2, Y2
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPACKUSDW    Y4, Y3, Y3
-	VPERMQ       $0xd8, Y3, Y3
-	VPAND        avx2c7fff7fff<>+0(SB), Y2, Y4
-	VPSUBUSW     Y1, Y4, Y4
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW       Y4, Y4, Y4
-	VPOR         Y3, Y4, Y4
-	VPCMPGTW     (DI), Y4, Y3
-	VPCMPGTW     32(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPCMPGTW     64(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPCMPGTW     96(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPCMPGTW     128(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPCMPGTW     160(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPCMPGTW     192(DI), Y4, Y6
-	VPADDW       Y6, Y3, Y3
-	VPABSW       Y3, Y3
-	VPSRLW       $0x0c, Y2, Y2
-	VPAND        avx2c00080008<>+0(SB), Y2, Y2
-	VPAND        Y5, Y2, Y2
-	VPOR         Y2, Y3, Y3
-	VMOVDQU      64(CX), Y4
-	VMOVDQU      96(CX), Y5
-	VPBROADCASTD 256(BX), Y2
-	VPAND        avx2c7fffffff<>+0(SB), Y4, Y6
-	VPCMPGTD     Y2, Y6, Y6
-	VPAND        avx2c7fffffff<>+0(SB), Y5, Y7
-	VPCMPGTD     Y2, Y7, Y7
-	VPACKSSDW    Y7, Y6, Y6
+	VMOVDQU      (CX), Y7
+	VMOVDQU      32(CX), Y8
+	VPBROADCASTD 256(BX), Y6
+	VPAND        avx2c7fffffff<>+0(SB), Y7, Y9
+	VPCMPGTD     Y6, Y9, Y9
+	VPAND        avx2c7fffffff<>+0(SB), Y8, Y10
+	VPCMPGTD     Y6, Y10, Y10
+	VPACKSSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VPSRLD       $0x10, Y7, Y6
+	VPSRLD       $0x10, Y8, Y10
+	VPACKUSDW    Y10, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPSRLD       $0x10, Y4, Y2
-	VPSRLD       $0x10, Y5, Y7
-	VPACKUSDW    Y7, Y2, Y2
-	VPERMQ       $0xd8, Y2, Y2
-	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPAND        avx2c0000ffff<>+0(SB), Y5, Y5
-	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
-	VPACKUSDW    Y5, Y4, Y4
-	VPERMQ       $0xd8, Y4, Y4
-	VPAND        avx2c7fff7fff<>+0(SB), Y2, Y5
-	VPSUBUSW     Y1, Y5, Y5
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y5, Y5
-	VPADDW       Y5, Y5, Y5
-	VPOR         Y4, Y5, Y5
-	VPCMPGTW     (DI), Y5, Y4
-	VPCMPGTW     32(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     64(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     96(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     128(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     160(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPCMPGTW     192(DI), Y5, Y7
-	VPADDW       Y7, Y4, Y4
-	VPABSW       Y4, Y4
-	VPSRLW       $0x0c, Y2, Y2
-	VPAND        avx2c00080008<>+0(SB), Y2, Y2
-	VPAND        Y6, Y2, Y2
-	VPOR         Y2, Y4, Y4
-	VPACKUSWB    Y4, Y3, Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPOR         Y3, Y2, Y2
-	VPAND        avx2c00ff00ff<>+0(SB), Y2, Y2
-	VPACKUSWB    Y2, Y2, Y2
-	VPERMD       Y2, Y0, Y2
-	VMOVDQU      X2, (AX)
+	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
+	VPAND        avx2c0000ffff<>+0(SB), Y8, Y8
+	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
+	VPACKUSDW    Y8, Y7, Y7
+	VPERMQ       $0xd8, Y7, Y7
+	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y8
+	VPSUBUSW     Y5, Y8, Y8
+	VPSRLW       $0x05, Y8, Y10
+	VPAND        avx2c001f001f<>+0(SB), Y8, Y8
+	VPMINUW      avx2c00010001<>+0(SB), Y8, Y8
+	VPOR         Y7, Y8, Y8
+	VPAND        Y9, Y6, Y6
+	VMOVDQU      64(CX), Y9
+	VMOVDQU      96(CX), Y11
+	VPBROADCASTD 256(BX), Y7
+	VPAND        avx2c7fffffff<>+0(SB), Y9, Y12
+	VPCMPGTD     Y7, Y12, Y12
+	VPAND        avx2c7fffffff<>+0(SB), Y11, Y13
+	VPCMPGTD     Y7, Y13, Y13
+	VPACKSSDW    Y13, Y12, Y12
+	VPERMQ       $0xd8, Y12, Y12
+	VPSRLD       $0x10, Y9, Y7
+	VPSRLD       $0x10, Y11, Y13
+	VPACKUSDW    Y13, Y7, Y7
+	VPERMQ       $0xd8, Y7, Y7
+	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
+	VPAND        avx2c0000ffff<>+0(SB), Y11, Y11
+	VPMINUD      avx2c00000001<>+0(SB), Y11, Y11
+	VPACKUSDW    Y11, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y11
+	VPSUBUSW     Y5, Y11, Y11
+	VPSRLW       $0x05, Y11, Y13
+	VPAND        avx2c001f001f<>+0(SB), Y11, Y11
+	VPMINUW      avx2c00010001<>+0(SB), Y11, Y11
+	VPOR         Y9, Y11, Y11
+	VPAND        Y12, Y7, Y7
+	VPACKUSWB    Y13, Y10, Y9
+	VPACKUSWB    Y11, Y8, Y8
+	VPACKSSWB    Y7, Y6, Y6
+	VPSUBUSB     avx2c03030303<>+0(SB), Y9, Y9
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y9, Y9
+	VPADDUSB     avx2c70707070<>+0(SB), Y9, Y7
+	VPSUBB       avx2c10101010<>+0(SB), Y9, Y9
+	VPSHUFB      Y7, Y1, Y10
+	VPSHUFB      Y9, Y2, Y11
+	VPOR         Y11, Y10, Y10
+	VPSHUFB      Y7, Y3, Y7
+	VPSHUFB      Y9, Y4, Y11
+	VPOR         Y11, Y7, Y7
+	VPAND        Y8, Y7, Y7
+	VPADDB       Y7, Y10, Y10
+	VPSRLW       $0x04, Y6, Y6
+	VPAND        avx2c08080808<>+0(SB), Y6, Y6
+	VPOR         Y6, Y10, Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPOR         Y11, Y10, Y10
+	VPAND        avx2c00ff00ff<>+0(SB), Y10, Y10
+	VPACKUSWB    Y10, Y10, Y10
+	VPERMD       Y10, Y0, Y10
+	VMOVDQU      X10, (AX)
 	ADDQ         $0x80, CX
 	ADDQ         $0x10, AX
-	SUBQ         $0x20, R8
+	SUBQ         $0x20, DI
 	JNZ          e2m1ShiftEncF32x32AVX2_loop
 	ADDQ         $0x04, BX
 	SUBQ         SI, DX
@@ -6050,7 +6024,7 @@ e2m1ShiftEncF32x32AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)
+// func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1MulEncF32x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -6058,98 +6032,87 @@ TEXT ·e2m1MulEncF32x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1MulEncF32x16AVX2_block:
-	MOVQ SI, R8
-	ADDQ SI, R8
+	MOVQ SI, DI
+	ADDQ SI, DI
 
 e2m1MulEncF32x16AVX2_loop:
-	VMOVDQU      (CX), Y2
-	VMOVDQU      32(CX), Y3
-	VBROADCASTSS (BX), Y1
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y1, Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPSRLD       $0x10, Y3, Y4
-	VPACKUSDW    Y4, Y1, Y1
-	VPERMQ       $0xd8, Y1, Y1
-	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
-	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
-	VPACKUSDW    Y3, Y2, Y2
-	VPERMQ       $0xd8, Y2, Y2
-	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y3
-	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
-	VPADDW       Y3, Y3, Y3
-	VPOR         Y2, Y3, Y3
-	VPCMPGTW     (DI), Y3, Y2
-	VPCMPGTW     32(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     64(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     96(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     128(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     160(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     192(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPABSW       Y2, Y2
-	VPSRLW       $0x0c, Y1, Y1
-	VPAND        avx2c00080008<>+0(SB), Y1, Y1
-	VPOR         Y1, Y2, Y2
-	VMOVDQU      64(CX), Y3
-	VMOVDQU      96(CX), Y4
-	VBROADCASTSS 4(BX), Y1
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y1, Y4, Y4
-	VPSRLD       $0x10, Y3, Y1
-	VPSRLD       $0x10, Y4, Y5
-	VPACKUSDW    Y5, Y1, Y1
-	VPERMQ       $0xd8, Y1, Y1
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPACKUSDW    Y4, Y3, Y3
-	VPERMQ       $0xd8, Y3, Y3
-	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y4
-	VPSUBUSW     avx2c3e003e00<>+0(SB), Y4, Y4
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW       Y4, Y4, Y4
-	VPOR         Y3, Y4, Y4
-	VPCMPGTW     (DI), Y4, Y3
-	VPCMPGTW     32(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     64(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     96(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     128(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     160(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     192(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPABSW       Y3, Y3
-	VPSRLW       $0x0c, Y1, Y1
-	VPAND        avx2c00080008<>+0(SB), Y1, Y1
-	VPOR         Y1, Y3, Y3
-	VPACKUSWB    Y3, Y2, Y1
-	VPSRLW       $0x04, Y1, Y2
-	VPOR         Y2, Y1, Y1
-	VPAND        avx2c00ff00ff<>+0(SB), Y1, Y1
-	VPACKUSWB    Y1, Y1, Y1
-	VPERMD       Y1, Y0, Y1
-	VMOVDQU      X1, (AX)
+	VMOVDQU      (CX), Y6
+	VMOVDQU      32(CX), Y7
+	VBROADCASTSS (BX), Y5
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VPSRLD       $0x10, Y6, Y5
+	VPSRLD       $0x10, Y7, Y8
+	VPACKUSDW    Y8, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VPAND        avx2c0000ffff<>+0(SB), Y6, Y6
+	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
+	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
+	VPACKUSDW    Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y7, Y7
+	VPSRLW       $0x05, Y7, Y8
+	VPAND        avx2c001f001f<>+0(SB), Y7, Y7
+	VPMINUW      avx2c00010001<>+0(SB), Y7, Y7
+	VPOR         Y6, Y7, Y7
+	VMOVDQU      64(CX), Y9
+	VMOVDQU      96(CX), Y10
+	VBROADCASTSS 4(BX), Y6
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y6, Y10, Y10
+	VPSRLD       $0x10, Y9, Y6
+	VPSRLD       $0x10, Y10, Y11
+	VPACKUSDW    Y11, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
+	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
+	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
+	VPACKUSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y10
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y10, Y10
+	VPSRLW       $0x05, Y10, Y11
+	VPAND        avx2c001f001f<>+0(SB), Y10, Y10
+	VPMINUW      avx2c00010001<>+0(SB), Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPACKUSWB    Y11, Y8, Y8
+	VPACKUSWB    Y10, Y7, Y7
+	VPACKSSWB    Y6, Y5, Y5
+	VPSUBUSB     avx2c03030303<>+0(SB), Y8, Y8
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y8, Y8
+	VPADDUSB     avx2c70707070<>+0(SB), Y8, Y6
+	VPSUBB       avx2c10101010<>+0(SB), Y8, Y8
+	VPSHUFB      Y6, Y1, Y9
+	VPSHUFB      Y8, Y2, Y10
+	VPOR         Y10, Y9, Y9
+	VPSHUFB      Y6, Y3, Y6
+	VPSHUFB      Y8, Y4, Y10
+	VPOR         Y10, Y6, Y6
+	VPAND        Y7, Y6, Y6
+	VPADDB       Y6, Y9, Y9
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        avx2c08080808<>+0(SB), Y5, Y5
+	VPOR         Y5, Y9, Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPOR         Y10, Y9, Y9
+	VPAND        avx2c00ff00ff<>+0(SB), Y9, Y9
+	VPACKUSWB    Y9, Y9, Y9
+	VPERMD       Y9, Y0, Y9
+	VMOVDQU      X9, (AX)
 	ADDQ         $0x80, CX
 	ADDQ         $0x10, AX
-	SUBQ         $0x20, R8
+	SUBQ         $0x20, DI
 	JNZ          e2m1MulEncF32x16AVX2_loop
 	ADDQ         $0x08, BX
 	SUBQ         SI, DX
@@ -6158,7 +6121,7 @@ e2m1MulEncF32x16AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)
+// func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
 TEXT ·e2m1MulEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
@@ -6166,102 +6129,91 @@ TEXT ·e2m1MulEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    n+16(FP), DX
 	MOVQ    blk+24(FP), BX
 	MOVQ    bs+32(FP), SI
-	MOVQ    lut+40(FP), DI
+	MOVQ    tab+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VMOVDQU (DI), Y1
+	VMOVDQU 32(DI), Y2
+	VMOVDQU 64(DI), Y3
+	VMOVDQU 96(DI), Y4
 
 e2m1MulEncBF16x16AVX2_block:
-	MOVQ SI, R8
-	ADDQ SI, R8
+	MOVQ SI, DI
+	ADDQ SI, DI
 
 e2m1MulEncBF16x16AVX2_loop:
-	VPMOVZXWD    (CX), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    16(CX), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VBROADCASTSS (BX), Y1
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y1, Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPSRLD       $0x10, Y3, Y4
-	VPACKUSDW    Y4, Y1, Y1
-	VPERMQ       $0xd8, Y1, Y1
-	VPAND        avx2c0000ffff<>+0(SB), Y2, Y2
-	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
-	VPACKUSDW    Y3, Y2, Y2
-	VPERMQ       $0xd8, Y2, Y2
-	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y3
-	VPSUBUSW     avx2c3e003e00<>+0(SB), Y3, Y3
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y3, Y3
-	VPADDW       Y3, Y3, Y3
-	VPOR         Y2, Y3, Y3
-	VPCMPGTW     (DI), Y3, Y2
-	VPCMPGTW     32(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     64(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     96(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     128(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     160(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPCMPGTW     192(DI), Y3, Y4
-	VPADDW       Y4, Y2, Y2
-	VPABSW       Y2, Y2
-	VPSRLW       $0x0c, Y1, Y1
-	VPAND        avx2c00080008<>+0(SB), Y1, Y1
-	VPOR         Y1, Y2, Y2
-	VPMOVZXWD    32(CX), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(CX), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VBROADCASTSS 4(BX), Y1
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y1, Y4, Y4
-	VPSRLD       $0x10, Y3, Y1
-	VPSRLD       $0x10, Y4, Y5
-	VPACKUSDW    Y5, Y1, Y1
-	VPERMQ       $0xd8, Y1, Y1
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPMINUD      avx2c00000001<>+0(SB), Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPACKUSDW    Y4, Y3, Y3
-	VPERMQ       $0xd8, Y3, Y3
-	VPAND        avx2c7fff7fff<>+0(SB), Y1, Y4
-	VPSUBUSW     avx2c3e003e00<>+0(SB), Y4, Y4
-	VPMINUW      avx2c3fff3fff<>+0(SB), Y4, Y4
-	VPADDW       Y4, Y4, Y4
-	VPOR         Y3, Y4, Y4
-	VPCMPGTW     (DI), Y4, Y3
-	VPCMPGTW     32(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     64(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     96(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     128(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     160(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPCMPGTW     192(DI), Y4, Y5
-	VPADDW       Y5, Y3, Y3
-	VPABSW       Y3, Y3
-	VPSRLW       $0x0c, Y1, Y1
-	VPAND        avx2c00080008<>+0(SB), Y1, Y1
-	VPOR         Y1, Y3, Y3
-	VPACKUSWB    Y3, Y2, Y1
-	VPSRLW       $0x04, Y1, Y2
-	VPOR         Y2, Y1, Y1
-	VPAND        avx2c00ff00ff<>+0(SB), Y1, Y1
-	VPACKUSWB    Y1, Y1, Y1
-	VPERMD       Y1, Y0, Y1
-	VMOVDQU      X1, (AX)
+	VPMOVZXWD    (CX), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    16(CX), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VBROADCASTSS (BX), Y5
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VPSRLD       $0x10, Y6, Y5
+	VPSRLD       $0x10, Y7, Y8
+	VPACKUSDW    Y8, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VPAND        avx2c0000ffff<>+0(SB), Y6, Y6
+	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
+	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
+	VPACKUSDW    Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y7, Y7
+	VPSRLW       $0x05, Y7, Y8
+	VPAND        avx2c001f001f<>+0(SB), Y7, Y7
+	VPMINUW      avx2c00010001<>+0(SB), Y7, Y7
+	VPOR         Y6, Y7, Y7
+	VPMOVZXWD    32(CX), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VPMOVZXWD    48(CX), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VBROADCASTSS 4(BX), Y6
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y6, Y10, Y10
+	VPSRLD       $0x10, Y9, Y6
+	VPSRLD       $0x10, Y10, Y11
+	VPACKUSDW    Y11, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
+	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
+	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
+	VPACKUSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y10
+	VPSUBUSW     avx2c3e003e00<>+0(SB), Y10, Y10
+	VPSRLW       $0x05, Y10, Y11
+	VPAND        avx2c001f001f<>+0(SB), Y10, Y10
+	VPMINUW      avx2c00010001<>+0(SB), Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPACKUSWB    Y11, Y8, Y8
+	VPACKUSWB    Y10, Y7, Y7
+	VPACKSSWB    Y6, Y5, Y5
+	VPSUBUSB     avx2c03030303<>+0(SB), Y8, Y8
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y8, Y8
+	VPADDUSB     avx2c70707070<>+0(SB), Y8, Y6
+	VPSUBB       avx2c10101010<>+0(SB), Y8, Y8
+	VPSHUFB      Y6, Y1, Y9
+	VPSHUFB      Y8, Y2, Y10
+	VPOR         Y10, Y9, Y9
+	VPSHUFB      Y6, Y3, Y6
+	VPSHUFB      Y8, Y4, Y10
+	VPOR         Y10, Y6, Y6
+	VPAND        Y7, Y6, Y6
+	VPADDB       Y6, Y9, Y9
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        avx2c08080808<>+0(SB), Y5, Y5
+	VPOR         Y5, Y9, Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPOR         Y10, Y9, Y9
+	VPAND        avx2c00ff00ff<>+0(SB), Y9, Y9
+	VPACKUSWB    Y9, Y9, Y9
+	VPERMD       Y9, Y0, Y9
+	VMOVDQU      X9, (AX)
 	ADDQ         $0x40, CX
 	ADDQ         $0x10, AX
-	SUBQ         $0x20, R8
+	SUBQ         $0x20, DI
 	JNZ          e2m1MulEncBF16x16AVX2_loop
 	ADDQ         $0x08, BX
 	SUBQ         SI, DX
@@ -6570,16 +6522,6 @@ DATA avx2c40e00000<>+20(SB)/4, $0x40e00000
 DATA avx2c40e00000<>+24(SB)/4, $0x40e00000
 DATA avx2c40e00000<>+28(SB)/4, $0x40e00000
 GLOBL avx2c40e00000<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c08080808<>+0(SB)/4, $0x08080808
-DATA avx2c08080808<>+4(SB)/4, $0x08080808
-DATA avx2c08080808<>+8(SB)/4, $0x08080808
-DATA avx2c08080808<>+12(SB)/4, $0x08080808
-DATA avx2c08080808<>+16(SB)/4, $0x08080808
-DATA avx2c08080808<>+20(SB)/4, $0x08080808
-DATA avx2c08080808<>+24(SB)/4, $0x08080808
-DATA avx2c08080808<>+28(SB)/4, $0x08080808
-GLOBL avx2c08080808<>(SB), RODATA|NOPTR, $32
 
 // func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
 // Requires: AVX, AVX2

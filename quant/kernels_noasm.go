@@ -106,16 +106,16 @@ func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)       
 func nvfp4ScalesAVX2(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
 	noAsm()
 }
-func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) { noAsm() }
-func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) { noAsm() }
-func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+func e2m1ShiftEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, tab *uint8) { noAsm() }
+func e2m1ShiftEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, tab *uint8) { noAsm() }
+func e2m1ShiftEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8) {
 	noAsm()
 }
-func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16) {
+func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8) {
 	noAsm()
 }
-func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)   { noAsm() }
-func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)   { noAsm() }
+func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)    { noAsm() }
+func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)    { noAsm() }
 func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
 func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
 func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
@@ -128,10 +128,10 @@ func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scal
 func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
-func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
+func e2m1ShiftUpEncBF16x16AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, tab *uint8) {
 	noAsm()
 }
-func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, lut *uint16) {
+func e2m1ShiftUpEncBF16x32AVX2(dst *byte, src *uint16, n int, sh *int32, bs int, tab *uint8) {
 	noAsm()
 }
 func e2m1DecBF16x16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int) { noAsm() }

@@ -1161,74 +1161,43 @@ func intDecodeY(name string, bf16, four bool) {
 	}
 }
 
-// Rows of the AVX2 E2M1 encoder parameters (quant.e2m1Thr*, 16 words
-// each): the code of a magnitude is the number of thresholds its key
-// k = 2·min(max(t − 0x3E00, 0), 0x3FFF) + sticky exceeds (t its bf16 bits;
-// every E2M1 decision point is a bf16 value, so the key orders the
-// magnitudes exactly), and the sign limit of the bf16 shift encoder.
-const (
-	eThr  = 0 // rows 0..6
-	eSign = 7 // keep the sign of x < 0 when |x| > it (signed words; not read)
-)
-
-// e2m1CodesY returns the E2M1 magnitude codes (words) of sixteen lanes
-// from tp = max(t − 0x3E00, 0), t the bf16 magnitude bits (stOne: the
-// sticky bits, float32 input only).
-func e2m1CodesY(tp, stOne reg.VecVirtual, p reg.Register) reg.VecVirtual {
-	k := YMM()
-	VPMINUW(cW(0x3FFF), tp, k)
-	VPADDW(k, k, k)
-	if stOne != nil {
-		VPOR(stOne, k, k)
-	}
-	acc, c := YMM(), YMM()
-	VPCMPGTW(rowY(p, eThr), k, acc)
-	for i := 1; i < 7; i++ {
-		VPCMPGTW(rowY(p, eThr+i), k, c)
-		VPADDW(c, acc, acc)
-	}
-	VPABSW(acc, acc)
-	return acc
-}
-
-// e2m1PackY stores the codes of 32 elements (two registers of sixteen
-// words, sign in bit 3) as 16 bytes, two codes per byte, even element in
-// the low nibble; perm holds the dword order 0, 4, 1, 5, 2, 6, 3, 7.
-func e2m1PackY(c [2]reg.VecVirtual, perm reg.VecVirtual, dst reg.Register) {
-	b, t := YMM(), YMM()
-	VPACKUSWB(c[1], c[0], b) // lane 0: c0[0:8] c1[0:8]; lane 1: c0[8:16] c1[8:16]
-	VPSRLW(U8(4), b, t)
-	VPOR(t, b, b)
-	VPAND(cW(0xFF), b, b)
-	VPACKUSWB(b, b, b)
-	VPERMD(b, perm, b)
-	VMOVDQU(b.AsX(), Mem{Base: dst})
-}
+// The AVX2 E2M1 encoders' tables (quant.e2m1Tab*): the code of a bf16
+// magnitude t is lut[2j + s] of the 16-bit-lane table (j = clamp(t/32 −
+// base, 0, 31), s = t mod 32 ≠ 0 or a sticky bit), computed in bytes as
+// G[j] + s·H[j] with G[j] = lut[2j] and H[j] = lut[2j+1] − lut[2j]; rows
+// of 16 bytes, twice (one copy per 128-bit lane): G for j < 16, G for
+// j ≥ 16, H for j < 16, H for j ≥ 16.
+const e2m1TabBase = 0x1F3 - 0x1F0 // base in units of 32 above 0x3E00
 
 // e2m1EncodeY emits the contracts of e2m1EncodeW (bf16, shift) and
 // e2m1EncodeWF (float32 input, or bf16 with mul) with AVX2: 32 elements
-// per step in two halves of sixteen; with pair (bs = 16) the halves are
-// blocks b and b+1, otherwise both are block b (bs a multiple of 32). p
-// points at the parameter rows above. The bf16 shift encoder keeps the
-// sign of every x < 0 (signAll, the RNE table) or of every x < 0 but −0
-// (SGLang's rule, the half-up table); lut's sign row is not read.
+// per step in two halves of sixteen 16-bit lanes, then bytes; with pair
+// (bs = 16) the halves are blocks b and b+1, otherwise both are block b
+// (bs a multiple of 32). tab points at the byte tables above. The bf16
+// shift encoder keeps the sign of every x < 0 (signAll, the RNE table) or
+// of every x < 0 but −0 (SGLang's rule, the half-up table).
 func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
-	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, lut *uint16)"
+	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)"
 	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, lut *uint16)"
+		sig = "func(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)"
 	}
 	f32in := !bf16 || mul // the float32 path (bf16 widened when multiplied)
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) by threshold counts with AVX2, 32 elements per step.")
+	Doc(name + " encodes float32 or bf16 (by name) blocks to E2M1 with a per-block shift or multiplier (by name) through byte tables with AVX2, 32 elements per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
 	blk := Load(Param("blk"), GP64())
 	bs := Load(Param("bs"), GP64())
-	p := Load(Param("lut"), GP64())
+	p := Load(Param("tab"), GP64())
 	perm := YMM()
 	VMOVDQU(cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7}), perm)
+	var tb [4]reg.VecVirtual
+	for i := range tb {
+		tb[i] = YMM()
+		VMOVDQU(rowY(p, i), tb[i])
+	}
 	next := 0
 	if pair {
 		next = 4
@@ -1256,7 +1225,7 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	}
 
 	Label(name + "_loop")
-	var codes [2]reg.VecVirtual
+	var jw, sw, uw [2]reg.VecVirtual
 	for h := range 2 {
 		d := next * h // this half's block entry
 		u := YMM()
@@ -1299,20 +1268,51 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 		} else {
 			VPSUBUSW(off[h], a, tp)
 		}
-		c := e2m1CodesY(tp, stOne, p)
-		s8 := YMM()
-		VPSRLW(U8(12), u, s8)
-		VPAND(cW(8), s8, s8)
+		jw[h], sw[h] = YMM(), YMM()
+		VPSRLW(U8(5), tp, jw[h])
+		VPAND(cW(31), tp, sw[h])
+		VPMINUW(cW(1), sw[h], sw[h])
+		if stOne != nil {
+			VPOR(stOne, sw[h], sw[h])
+		}
+		// the sign bit, where it is kept
 		switch {
 		case kSign != nil:
-			VPAND(kSign, s8, s8)
+			VPAND(kSign, u, u)
 		case !f32in && !signAll:
-			VPSIGNW(a, s8, s8) // none for a zero magnitude
+			VPSIGNW(a, u, u) // none for a zero magnitude
 		}
-		VPOR(s8, c, c)
-		codes[h] = c
+		uw[h] = u
 	}
-	e2m1PackY(codes, perm, dst)
+	// bytes, lane 0: elements 0–7 and 16–23; lane 1: 8–15 and 24–31
+	j, sb, sg := YMM(), YMM(), YMM()
+	VPACKUSWB(jw[1], jw[0], j)
+	VPACKUSWB(sw[1], sw[0], sb)
+	VPACKSSWB(uw[1], uw[0], sg)
+	VPSUBUSB(cY(0x01010101*e2m1TabBase), j, j)
+	VPMINUB(cY(0x1F1F1F1F), j, j)
+	ia, ib := YMM(), YMM()
+	VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
+	VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
+	g, hh, t := YMM(), YMM(), YMM()
+	VPSHUFB(ia, tb[0], g)
+	VPSHUFB(ib, tb[1], t)
+	VPOR(t, g, g)
+	VPSHUFB(ia, tb[2], hh)
+	VPSHUFB(ib, tb[3], t)
+	VPOR(t, hh, hh)
+	VPAND(sb, hh, hh)
+	VPADDB(hh, g, g)
+	VPSRLW(U8(4), sg, sg)
+	VPAND(cY(0x08080808), sg, sg)
+	VPOR(sg, g, g)
+	// two codes per byte, even element low; VPERMD restores the order
+	VPSRLW(U8(4), g, t)
+	VPOR(t, g, g)
+	VPAND(cW(0xFF), g, g)
+	VPACKUSWB(g, g, g)
+	VPERMD(g, perm, g)
+	VMOVDQU(g.AsX(), Mem{Base: dst})
 	if f32in && !bf16 {
 		ADDQ(U8(128), src)
 	} else {
