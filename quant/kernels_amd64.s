@@ -5842,61 +5842,55 @@ e2m1ShiftEncF32x16AVX2_loop:
 	VPSRLD       $0x10, Y8, Y7
 	VPSRLD       $0x10, Y9, Y11
 	VPACKUSDW    Y11, Y7, Y7
-	VPERMQ       $0xd8, Y7, Y7
-	VPAND        avx2c0000ffff<>+0(SB), Y8, Y8
+	VPAND        avx2c001fffff<>+0(SB), Y8, Y8
 	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
-	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
 	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
 	VPACKUSDW    Y9, Y8, Y8
+	VPERMQ       $0xd8, Y7, Y7
 	VPERMQ       $0xd8, Y8, Y8
 	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y9
 	VPSUBUSW     Y5, Y9, Y9
-	VPSRLW       $0x05, Y9, Y11
-	VPAND        avx2c001f001f<>+0(SB), Y9, Y9
-	VPMINUW      avx2c00010001<>+0(SB), Y9, Y9
-	VPOR         Y8, Y9, Y9
+	VPSRLW       $0x05, Y9, Y9
 	VPAND        Y10, Y7, Y7
-	VMOVDQU      64(CX), Y10
+	VMOVDQU      64(CX), Y11
 	VMOVDQU      96(CX), Y12
-	VPBROADCASTD 260(BX), Y8
-	VPAND        avx2c7fffffff<>+0(SB), Y10, Y13
-	VPCMPGTD     Y8, Y13, Y13
+	VPBROADCASTD 260(BX), Y10
+	VPAND        avx2c7fffffff<>+0(SB), Y11, Y13
+	VPCMPGTD     Y10, Y13, Y13
 	VPAND        avx2c7fffffff<>+0(SB), Y12, Y14
-	VPCMPGTD     Y8, Y14, Y14
+	VPCMPGTD     Y10, Y14, Y14
 	VPACKSSDW    Y14, Y13, Y13
 	VPERMQ       $0xd8, Y13, Y13
-	VPSRLD       $0x10, Y10, Y8
+	VPSRLD       $0x10, Y11, Y10
 	VPSRLD       $0x10, Y12, Y14
-	VPACKUSDW    Y14, Y8, Y8
-	VPERMQ       $0xd8, Y8, Y8
-	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
-	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
-	VPAND        avx2c0000ffff<>+0(SB), Y12, Y12
+	VPACKUSDW    Y14, Y10, Y10
+	VPAND        avx2c001fffff<>+0(SB), Y11, Y11
+	VPMINUD      avx2c00000001<>+0(SB), Y11, Y11
+	VPAND        avx2c001fffff<>+0(SB), Y12, Y12
 	VPMINUD      avx2c00000001<>+0(SB), Y12, Y12
-	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSDW    Y12, Y11, Y11
 	VPERMQ       $0xd8, Y10, Y10
-	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y12
+	VPERMQ       $0xd8, Y11, Y11
+	VPAND        avx2c7fff7fff<>+0(SB), Y10, Y12
 	VPSUBUSW     Y6, Y12, Y12
-	VPSRLW       $0x05, Y12, Y14
-	VPAND        avx2c001f001f<>+0(SB), Y12, Y12
-	VPMINUW      avx2c00010001<>+0(SB), Y12, Y12
-	VPOR         Y10, Y12, Y12
-	VPAND        Y13, Y8, Y8
-	VPACKUSWB    Y14, Y11, Y10
+	VPSRLW       $0x05, Y12, Y12
+	VPAND        Y13, Y10, Y10
 	VPACKUSWB    Y12, Y9, Y9
-	VPACKSSWB    Y8, Y7, Y7
-	VPSUBUSB     avx2c03030303<>+0(SB), Y10, Y10
-	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y10, Y10
-	VPADDUSB     avx2c70707070<>+0(SB), Y10, Y8
-	VPSUBB       avx2c10101010<>+0(SB), Y10, Y10
-	VPSHUFB      Y8, Y1, Y11
-	VPSHUFB      Y10, Y2, Y12
+	VPACKUSWB    Y11, Y8, Y8
+	VPACKSSWB    Y10, Y7, Y7
+	VPSUBUSB     avx2c03030303<>+0(SB), Y9, Y9
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y9, Y9
+	VPADDUSB     avx2c70707070<>+0(SB), Y9, Y10
+	VPSUBB       avx2c10101010<>+0(SB), Y9, Y9
+	VPSHUFB      Y10, Y1, Y11
+	VPSHUFB      Y9, Y2, Y12
 	VPOR         Y12, Y11, Y11
-	VPSHUFB      Y8, Y3, Y8
-	VPSHUFB      Y10, Y4, Y12
-	VPOR         Y12, Y8, Y8
-	VPAND        Y9, Y8, Y8
-	VPADDB       Y8, Y11, Y11
+	VPSHUFB      Y10, Y3, Y10
+	VPSHUFB      Y9, Y4, Y12
+	VPOR         Y12, Y10, Y10
+	VPAND        Y8, Y10, Y10
+	VPADDB       Y10, Y11, Y11
 	VPSRLW       $0x04, Y7, Y7
 	VPAND        avx2c08080808<>+0(SB), Y7, Y7
 	VPOR         Y7, Y11, Y11
@@ -5916,6 +5910,16 @@ e2m1ShiftEncF32x16AVX2_loop:
 	JNZ          e2m1ShiftEncF32x16AVX2_block
 	VZEROUPPER
 	RET
+
+DATA avx2c001fffff<>+0(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+4(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+8(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+12(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+16(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+20(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+24(SB)/4, $0x001fffff
+DATA avx2c001fffff<>+28(SB)/4, $0x001fffff
+GLOBL avx2c001fffff<>(SB), RODATA|NOPTR, $32
 
 // func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
@@ -5950,61 +5954,55 @@ e2m1ShiftEncF32x32AVX2_loop:
 	VPSRLD       $0x10, Y7, Y6
 	VPSRLD       $0x10, Y8, Y10
 	VPACKUSDW    Y10, Y6, Y6
-	VPERMQ       $0xd8, Y6, Y6
-	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
 	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
-	VPAND        avx2c0000ffff<>+0(SB), Y8, Y8
+	VPAND        avx2c001fffff<>+0(SB), Y8, Y8
 	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
 	VPACKUSDW    Y8, Y7, Y7
+	VPERMQ       $0xd8, Y6, Y6
 	VPERMQ       $0xd8, Y7, Y7
 	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y8
 	VPSUBUSW     Y5, Y8, Y8
-	VPSRLW       $0x05, Y8, Y10
-	VPAND        avx2c001f001f<>+0(SB), Y8, Y8
-	VPMINUW      avx2c00010001<>+0(SB), Y8, Y8
-	VPOR         Y7, Y8, Y8
+	VPSRLW       $0x05, Y8, Y8
 	VPAND        Y9, Y6, Y6
-	VMOVDQU      64(CX), Y9
+	VMOVDQU      64(CX), Y10
 	VMOVDQU      96(CX), Y11
-	VPBROADCASTD 256(BX), Y7
-	VPAND        avx2c7fffffff<>+0(SB), Y9, Y12
-	VPCMPGTD     Y7, Y12, Y12
+	VPBROADCASTD 256(BX), Y9
+	VPAND        avx2c7fffffff<>+0(SB), Y10, Y12
+	VPCMPGTD     Y9, Y12, Y12
 	VPAND        avx2c7fffffff<>+0(SB), Y11, Y13
-	VPCMPGTD     Y7, Y13, Y13
+	VPCMPGTD     Y9, Y13, Y13
 	VPACKSSDW    Y13, Y12, Y12
 	VPERMQ       $0xd8, Y12, Y12
-	VPSRLD       $0x10, Y9, Y7
+	VPSRLD       $0x10, Y10, Y9
 	VPSRLD       $0x10, Y11, Y13
-	VPACKUSDW    Y13, Y7, Y7
-	VPERMQ       $0xd8, Y7, Y7
-	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
-	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c0000ffff<>+0(SB), Y11, Y11
+	VPACKUSDW    Y13, Y9, Y9
+	VPAND        avx2c001fffff<>+0(SB), Y10, Y10
+	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
+	VPAND        avx2c001fffff<>+0(SB), Y11, Y11
 	VPMINUD      avx2c00000001<>+0(SB), Y11, Y11
-	VPACKUSDW    Y11, Y9, Y9
+	VPACKUSDW    Y11, Y10, Y10
 	VPERMQ       $0xd8, Y9, Y9
-	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y11
+	VPERMQ       $0xd8, Y10, Y10
+	VPAND        avx2c7fff7fff<>+0(SB), Y9, Y11
 	VPSUBUSW     Y5, Y11, Y11
-	VPSRLW       $0x05, Y11, Y13
-	VPAND        avx2c001f001f<>+0(SB), Y11, Y11
-	VPMINUW      avx2c00010001<>+0(SB), Y11, Y11
-	VPOR         Y9, Y11, Y11
-	VPAND        Y12, Y7, Y7
-	VPACKUSWB    Y13, Y10, Y9
+	VPSRLW       $0x05, Y11, Y11
+	VPAND        Y12, Y9, Y9
 	VPACKUSWB    Y11, Y8, Y8
-	VPACKSSWB    Y7, Y6, Y6
-	VPSUBUSB     avx2c03030303<>+0(SB), Y9, Y9
-	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y9, Y9
-	VPADDUSB     avx2c70707070<>+0(SB), Y9, Y7
-	VPSUBB       avx2c10101010<>+0(SB), Y9, Y9
-	VPSHUFB      Y7, Y1, Y10
-	VPSHUFB      Y9, Y2, Y11
+	VPACKUSWB    Y10, Y7, Y7
+	VPACKSSWB    Y9, Y6, Y6
+	VPSUBUSB     avx2c03030303<>+0(SB), Y8, Y8
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y8, Y8
+	VPADDUSB     avx2c70707070<>+0(SB), Y8, Y9
+	VPSUBB       avx2c10101010<>+0(SB), Y8, Y8
+	VPSHUFB      Y9, Y1, Y10
+	VPSHUFB      Y8, Y2, Y11
 	VPOR         Y11, Y10, Y10
-	VPSHUFB      Y7, Y3, Y7
-	VPSHUFB      Y9, Y4, Y11
-	VPOR         Y11, Y7, Y7
-	VPAND        Y8, Y7, Y7
-	VPADDB       Y7, Y10, Y10
+	VPSHUFB      Y9, Y3, Y9
+	VPSHUFB      Y8, Y4, Y11
+	VPOR         Y11, Y9, Y9
+	VPAND        Y7, Y9, Y9
+	VPADDB       Y9, Y10, Y10
 	VPSRLW       $0x04, Y6, Y6
 	VPAND        avx2c08080808<>+0(SB), Y6, Y6
 	VPOR         Y6, Y10, Y10
@@ -6052,55 +6050,49 @@ e2m1MulEncF32x16AVX2_loop:
 	VPSRLD       $0x10, Y6, Y5
 	VPSRLD       $0x10, Y7, Y8
 	VPACKUSDW    Y8, Y5, Y5
-	VPERMQ       $0xd8, Y5, Y5
-	VPAND        avx2c0000ffff<>+0(SB), Y6, Y6
+	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
 	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
 	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
 	VPACKUSDW    Y7, Y6, Y6
+	VPERMQ       $0xd8, Y5, Y5
 	VPERMQ       $0xd8, Y6, Y6
 	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
 	VPSUBUSW     avx2c3e003e00<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y8
-	VPAND        avx2c001f001f<>+0(SB), Y7, Y7
-	VPMINUW      avx2c00010001<>+0(SB), Y7, Y7
-	VPOR         Y6, Y7, Y7
+	VPSRLW       $0x05, Y7, Y7
 	VMOVDQU      64(CX), Y9
 	VMOVDQU      96(CX), Y10
-	VBROADCASTSS 4(BX), Y6
-	VMULPS       Y6, Y9, Y9
-	VMULPS       Y6, Y10, Y10
-	VPSRLD       $0x10, Y9, Y6
+	VBROADCASTSS 4(BX), Y8
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y8, Y10, Y10
+	VPSRLD       $0x10, Y9, Y8
 	VPSRLD       $0x10, Y10, Y11
-	VPACKUSDW    Y11, Y6, Y6
-	VPERMQ       $0xd8, Y6, Y6
-	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPACKUSDW    Y11, Y8, Y8
+	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
 	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
+	VPAND        avx2c001fffff<>+0(SB), Y10, Y10
 	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
 	VPACKUSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y8, Y8
 	VPERMQ       $0xd8, Y9, Y9
-	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y10
+	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y10
 	VPSUBUSW     avx2c3e003e00<>+0(SB), Y10, Y10
-	VPSRLW       $0x05, Y10, Y11
-	VPAND        avx2c001f001f<>+0(SB), Y10, Y10
-	VPMINUW      avx2c00010001<>+0(SB), Y10, Y10
-	VPOR         Y9, Y10, Y10
-	VPACKUSWB    Y11, Y8, Y8
+	VPSRLW       $0x05, Y10, Y10
 	VPACKUSWB    Y10, Y7, Y7
-	VPACKSSWB    Y6, Y5, Y5
-	VPSUBUSB     avx2c03030303<>+0(SB), Y8, Y8
-	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y8, Y8
-	VPADDUSB     avx2c70707070<>+0(SB), Y8, Y6
-	VPSUBB       avx2c10101010<>+0(SB), Y8, Y8
-	VPSHUFB      Y6, Y1, Y9
-	VPSHUFB      Y8, Y2, Y10
+	VPACKUSWB    Y9, Y6, Y6
+	VPACKSSWB    Y8, Y5, Y5
+	VPSUBUSB     avx2c03030303<>+0(SB), Y7, Y7
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y7, Y7
+	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y8
+	VPSUBB       avx2c10101010<>+0(SB), Y7, Y7
+	VPSHUFB      Y8, Y1, Y9
+	VPSHUFB      Y7, Y2, Y10
 	VPOR         Y10, Y9, Y9
-	VPSHUFB      Y6, Y3, Y6
-	VPSHUFB      Y8, Y4, Y10
-	VPOR         Y10, Y6, Y6
-	VPAND        Y7, Y6, Y6
-	VPADDB       Y6, Y9, Y9
+	VPSHUFB      Y8, Y3, Y8
+	VPSHUFB      Y7, Y4, Y10
+	VPOR         Y10, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPADDB       Y8, Y9, Y9
 	VPSRLW       $0x04, Y5, Y5
 	VPAND        avx2c08080808<>+0(SB), Y5, Y5
 	VPOR         Y5, Y9, Y9
@@ -6141,67 +6133,57 @@ e2m1MulEncBF16x16AVX2_block:
 	ADDQ SI, DI
 
 e2m1MulEncBF16x16AVX2_loop:
-	VPMOVZXWD    (CX), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    16(CX), Y7
-	VPSLLD       $0x10, Y7, Y7
+	VMOVDQU      (CX), Y5
+	VPXOR        Y6, Y6, Y6
+	VPUNPCKHWD   Y5, Y6, Y7
+	VPUNPCKLWD   Y5, Y6, Y6
 	VBROADCASTSS (BX), Y5
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y5, Y7, Y7
 	VPSRLD       $0x10, Y6, Y5
 	VPSRLD       $0x10, Y7, Y8
 	VPACKUSDW    Y8, Y5, Y5
-	VPERMQ       $0xd8, Y5, Y5
-	VPAND        avx2c0000ffff<>+0(SB), Y6, Y6
+	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
 	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPAND        avx2c0000ffff<>+0(SB), Y7, Y7
+	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
 	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
 	VPACKUSDW    Y7, Y6, Y6
-	VPERMQ       $0xd8, Y6, Y6
 	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
 	VPSUBUSW     avx2c3e003e00<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y8
-	VPAND        avx2c001f001f<>+0(SB), Y7, Y7
-	VPMINUW      avx2c00010001<>+0(SB), Y7, Y7
-	VPOR         Y6, Y7, Y7
-	VPMOVZXWD    32(CX), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VPMOVZXWD    48(CX), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VBROADCASTSS 4(BX), Y6
-	VMULPS       Y6, Y9, Y9
-	VMULPS       Y6, Y10, Y10
-	VPSRLD       $0x10, Y9, Y6
+	VPSRLW       $0x05, Y7, Y7
+	VMOVDQU      32(CX), Y8
+	VPXOR        Y9, Y9, Y9
+	VPUNPCKHWD   Y8, Y9, Y10
+	VPUNPCKLWD   Y8, Y9, Y9
+	VBROADCASTSS 4(BX), Y8
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y8, Y10, Y10
+	VPSRLD       $0x10, Y9, Y8
 	VPSRLD       $0x10, Y10, Y11
-	VPACKUSDW    Y11, Y6, Y6
-	VPERMQ       $0xd8, Y6, Y6
-	VPAND        avx2c0000ffff<>+0(SB), Y9, Y9
+	VPACKUSDW    Y11, Y8, Y8
+	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
 	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c0000ffff<>+0(SB), Y10, Y10
+	VPAND        avx2c001fffff<>+0(SB), Y10, Y10
 	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
 	VPACKUSDW    Y10, Y9, Y9
-	VPERMQ       $0xd8, Y9, Y9
-	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y10
+	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y10
 	VPSUBUSW     avx2c3e003e00<>+0(SB), Y10, Y10
-	VPSRLW       $0x05, Y10, Y11
-	VPAND        avx2c001f001f<>+0(SB), Y10, Y10
-	VPMINUW      avx2c00010001<>+0(SB), Y10, Y10
-	VPOR         Y9, Y10, Y10
-	VPACKUSWB    Y11, Y8, Y8
+	VPSRLW       $0x05, Y10, Y10
 	VPACKUSWB    Y10, Y7, Y7
-	VPACKSSWB    Y6, Y5, Y5
-	VPSUBUSB     avx2c03030303<>+0(SB), Y8, Y8
-	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y8, Y8
-	VPADDUSB     avx2c70707070<>+0(SB), Y8, Y6
-	VPSUBB       avx2c10101010<>+0(SB), Y8, Y8
-	VPSHUFB      Y6, Y1, Y9
-	VPSHUFB      Y8, Y2, Y10
+	VPACKUSWB    Y9, Y6, Y6
+	VPACKSSWB    Y8, Y5, Y5
+	VPSUBUSB     avx2c03030303<>+0(SB), Y7, Y7
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y7, Y7
+	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y8
+	VPSUBB       avx2c10101010<>+0(SB), Y7, Y7
+	VPSHUFB      Y8, Y1, Y9
+	VPSHUFB      Y7, Y2, Y10
 	VPOR         Y10, Y9, Y9
-	VPSHUFB      Y6, Y3, Y6
-	VPSHUFB      Y8, Y4, Y10
-	VPOR         Y10, Y6, Y6
-	VPAND        Y7, Y6, Y6
-	VPADDB       Y6, Y9, Y9
+	VPSHUFB      Y8, Y3, Y8
+	VPSHUFB      Y7, Y4, Y10
+	VPOR         Y10, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPADDB       Y8, Y9, Y9
 	VPSRLW       $0x04, Y5, Y5
 	VPAND        avx2c08080808<>+0(SB), Y5, Y5
 	VPOR         Y5, Y9, Y9

@@ -1231,7 +1231,20 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 		u := YMM()
 		var stOne, kSign reg.VecVirtual
 		if f32in {
-			x0, x1 := loadF32Y(src, 2*h, bf16), loadF32Y(src, 2*h+1, bf16)
+			// the float32 values (bf16 widened in lane order: VPACKUSDW
+			// below restores it), their top halves, and s: the bits below
+			// the key's step (t mod 32 and the low half) are not all zero
+			var x0, x1 reg.VecVirtual
+			if bf16 {
+				w := YMM()
+				VMOVDQU(Mem{Base: src, Disp: 32 * h}, w)
+				x0, x1 = YMM(), YMM()
+				VPXOR(x0, x0, x0)
+				VPUNPCKHWD(w, x0, x1)
+				VPUNPCKLWD(w, x0, x0)
+			} else {
+				x0, x1 = loadF32Y(src, 2*h, false), loadF32Y(src, 2*h+1, false)
+			}
 			if mul {
 				os := YMM()
 				VBROADCASTSS(Mem{Base: blk, Disp: d}, os)
@@ -1246,18 +1259,24 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 				VPCMPGTD(zt, k1, k1)
 				kSign = YMM()
 				VPACKSSDW(k1, k0, kSign)
-				VPERMQ(U8(0xD8), kSign, kSign)
+				if !bf16 {
+					VPERMQ(U8(0xD8), kSign, kSign)
+				}
 			}
 			t := YMM()
 			VPSRLD(U8(16), x0, u)
 			VPSRLD(U8(16), x1, t)
 			VPACKUSDW(t, u, u)
-			VPERMQ(U8(0xD8), u, u)
-			VPAND(cY(0xFFFF), x0, x0)
+			VPAND(cY(0x1FFFFF), x0, x0)
 			VPMINUD(cY(1), x0, x0)
-			VPAND(cY(0xFFFF), x1, x1)
+			VPAND(cY(0x1FFFFF), x1, x1)
 			VPMINUD(cY(1), x1, x1)
-			stOne = packDW(x0, x1)
+			stOne = YMM()
+			VPACKUSDW(x1, x0, stOne)
+			if !bf16 {
+				VPERMQ(U8(0xD8), u, u)
+				VPERMQ(U8(0xD8), stOne, stOne)
+			}
 		} else {
 			VMOVDQU(Mem{Base: src, Disp: 32 * h}, u)
 		}
@@ -1268,12 +1287,14 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 		} else {
 			VPSUBUSW(off[h], a, tp)
 		}
-		jw[h], sw[h] = YMM(), YMM()
+		jw[h] = YMM()
 		VPSRLW(U8(5), tp, jw[h])
-		VPAND(cW(31), tp, sw[h])
-		VPMINUW(cW(1), sw[h], sw[h])
 		if stOne != nil {
-			VPOR(stOne, sw[h], sw[h])
+			sw[h] = stOne
+		} else {
+			sw[h] = YMM()
+			VPAND(cW(31), tp, sw[h])
+			VPMINUW(cW(1), sw[h], sw[h])
 		}
 		// the sign bit, where it is kept
 		switch {
