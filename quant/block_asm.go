@@ -368,6 +368,15 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 			if c.rule == ruleSGLangFP4 {
 				c0, r, lo = -129, 63, -33
 			}
+			if useAVX2 {
+				p := [5]int32{int32(c0), int32(r), int32(lo), -100, 16}
+				var sc [asmChunk]byte
+				var badW [asmChunk / 16]uint16
+				intRuleScalesAVX2(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+				copy(scales[b0:b0+m], sc[:m])
+				bad = (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1)
+				break
+			}
 			sc := scales[b0 : b0+m]
 			for i, a := range amax[:m] {
 				h := int(a >> 16)

@@ -314,6 +314,11 @@ func amaxBF16x8b64AVX2(out *uint32, src *uint16, nb int)
 //go:noescape
 func pow2ScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
 
+// intRuleScalesAVX2 computes integer-rule block scales and shifts from bf16 block maxima with AVX2, 16 per step.
+//
+//go:noescape
+func intRuleScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
+
 // intScalesAVX2 computes the fp16 scales of integer groups from their maxima with AVX2, 8 per step.
 //
 //go:noescape

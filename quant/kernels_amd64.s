@@ -5237,6 +5237,90 @@ DATA avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+24(
 DATA avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+28(SB)/4, $0x80808080
 GLOBL avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>(SB), RODATA|NOPTR, $32
 
+// func intRuleScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)
+// Requires: AVX, AVX2
+TEXT ·intRuleScalesAVX2(SB), NOSPLIT, $0-48
+	MOVQ         scales+0(FP), AX
+	MOVQ         sh+8(FP), CX
+	MOVQ         bad+16(FP), DX
+	MOVQ         amax+24(FP), BX
+	MOVQ         m+32(FP), SI
+	MOVQ         p+40(FP), DI
+	VPBROADCASTD (DI), Y0
+	VPBROADCASTD 4(DI), Y1
+	VPBROADCASTD 8(DI), Y2
+	VPBROADCASTD 12(DI), Y3
+	VPBROADCASTD 16(DI), Y4
+
+intRuleScalesAVX2_loop:
+	XORQ         DI, DI
+	VMOVDQU      (BX), Y5
+	VPSRLD       $0x10, Y5, Y5
+	VPSRLD       $0x07, Y5, Y6
+	VPADDD       Y0, Y6, Y6
+	VPAND        avx2c0000007f<>+0(SB), Y5, Y7
+	VPADDD       Y1, Y7, Y7
+	VPSRLD       $0x07, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMAXSD      Y2, Y6, Y6
+	VPCMPGTD     avx2c00007f7f<>+0(SB), Y5, Y5
+	VPCMPGTD     Y6, Y3, Y7
+	VPOR         Y7, Y5, Y5
+	VPCMPGTD     Y4, Y6, Y7
+	VPOR         Y7, Y5, Y5
+	VMOVMSKPS    Y5, R8
+	ORQ          R8, DI
+	VPADDD       avx2c0000007f<>+0(SB), Y6, Y5
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPOR         X5, X7, X7
+	VMOVQ        X7, (AX)
+	VPSLLD       $0x07, Y6, Y6
+	VMOVDQU      Y6, (CX)
+	VMOVDQU      32(BX), Y5
+	VPSRLD       $0x10, Y5, Y5
+	VPSRLD       $0x07, Y5, Y6
+	VPADDD       Y0, Y6, Y6
+	VPAND        avx2c0000007f<>+0(SB), Y5, Y7
+	VPADDD       Y1, Y7, Y7
+	VPSRLD       $0x07, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMAXSD      Y2, Y6, Y6
+	VPCMPGTD     avx2c00007f7f<>+0(SB), Y5, Y5
+	VPCMPGTD     Y6, Y3, Y7
+	VPOR         Y7, Y5, Y5
+	VPCMPGTD     Y4, Y6, Y7
+	VPOR         Y7, Y5, Y5
+	VMOVMSKPS    Y5, R8
+	SHLQ         $0x08, R8
+	ORQ          R8, DI
+	VPADDD       avx2c0000007f<>+0(SB), Y6, Y5
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPOR         X5, X7, X7
+	VMOVQ        X7, 8(AX)
+	VPSLLD       $0x07, Y6, Y6
+	VMOVDQU      Y6, 32(CX)
+	MOVW         DI, (DX)
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, CX
+	ADDQ         $0x10, AX
+	ADDQ         $0x02, DX
+	SUBQ         $0x10, SI
+	JNZ          intRuleScalesAVX2_loop
+	VZEROUPPER
+	RET
+
+DATA avx2c00007f7f<>+0(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+4(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+8(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+12(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+16(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+20(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+24(SB)/4, $0x00007f7f
+DATA avx2c00007f7f<>+28(SB)/4, $0x00007f7f
+GLOBL avx2c00007f7f<>(SB), RODATA|NOPTR, $32
+
 // func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
 // Requires: AVX, AVX2, F16C
 TEXT ·intScalesAVX2(SB), NOSPLIT, $0-40

@@ -139,3 +139,6 @@ func e2m1DecBF16x32AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8,
 func amaxBF16x8b16AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }
 func amaxBF16x8b32AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }
 func amaxBF16x8b64AVX2(out *uint32, src *uint16, nb int)                                 { noAsm() }
+func intRuleScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) {
+	noAsm()
+}

@@ -42,6 +42,7 @@ func genAVX2() {
 		amaxTreeWY(k)
 	}
 	pow2ScalesY()
+	intRuleScalesY()
 	intScalesY()
 	nvfp4ScalesY()
 	e2m1EncodeY("e2m1ShiftEncBF16x16AVX2", true, false, true, true)
@@ -870,6 +871,72 @@ func pow2ScalesY() {
 		VPSLLVD(x, one, zt)
 		VPOR(ztOr, zt, zt)
 		VMOVDQU(zt, Mem{Base: sh, Disp: 256 + 32*h})
+	}
+	MOVW(bits.As16(), Mem{Base: bad})
+	ADDQ(U8(64), amax)
+	ADDQ(U8(64), sh)
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
+	SUBQ(U8(16), m)
+	JNZ(LabelRef(name + "_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// intRuleScalesY emits func(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32):
+// the integer block-exponent rules of bf16 maxima (OCP's floor rule and
+// SGLang's bf16 rule) for m maxima (float32 bits of bf16 values; m a
+// positive multiple of 16): e = max(E + p[0] + (f + p[1])>>7, p[2]) for
+// the bf16 bits h = E<<7 | f, the scale byte e+127, sh[b] = e<<7, and bit
+// b of the words at bad for h ≥ 0x7F80 or e outside [p[3], p[4]].
+func intRuleScalesY() {
+	name := "intRuleScalesAVX2"
+	TEXT(name, NOSPLIT, "func(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32)")
+	Pragma("noescape")
+	Doc(name + " computes integer-rule block scales and shifts from bf16 block maxima with AVX2, 16 per step.")
+	scales := Load(Param("scales"), GP64())
+	sh := Load(Param("sh"), GP64())
+	bad := Load(Param("bad"), GP64())
+	amax := Load(Param("amax"), GP64())
+	m := Load(Param("m"), GP64())
+	p := Load(Param("p"), GP64())
+	bc := func(i int) reg.VecVirtual {
+		z := YMM()
+		VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
+		return z
+	}
+	c0, r, lo, badLo, badHi := bc(0), bc(1), bc(2), bc(3), bc(4)
+	Label(name + "_loop")
+	bits := GP64()
+	XORQ(bits, bits)
+	for h := range 2 {
+		a, x, f := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: amax, Disp: 32 * h}, a)
+		VPSRLD(U8(16), a, a)
+		VPSRLD(U8(7), a, x)
+		VPADDD(c0, x, x)
+		VPAND(cY(0x7F), a, f)
+		VPADDD(r, f, f)
+		VPSRLD(U8(7), f, f)
+		VPADDD(f, x, x)
+		VPMAXSD(lo, x, x)
+		k0, k1 := YMM(), YMM()
+		VPCMPGTD(cY(0x7F7F), a, k0)
+		VPCMPGTD(x, badLo, k1)
+		VPOR(k1, k0, k0)
+		VPCMPGTD(badHi, x, k1)
+		VPOR(k1, k0, k0)
+		rr := GP64()
+		VMOVMSKPS(k0, rr.As32())
+		if h == 1 {
+			SHLQ(U8(8), rr)
+		}
+		ORQ(rr, bits)
+		b := YMM()
+		VPADDD(cY(127), x, b)
+		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		VPSLLD(U8(7), x, x)
+		VMOVDQU(x, Mem{Base: sh, Disp: 32 * h})
 	}
 	MOVW(bits.As16(), Mem{Base: bad})
 	ADDQ(U8(64), amax)
