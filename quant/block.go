@@ -201,9 +201,6 @@ func (c *pow2Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if c.encodeFP8Asm(dst, scales, nil, src) || c.encodeFP4Asm(dst, scales, nil, src) {
 		return nil
 	}
-	if c.encodeFP4BF16SIMD(dst, scales, src) {
-		return nil
-	}
 	if !c.fp8 && (c.bs == 16 || c.bs == 32) {
 		c.encodeFP4BF16Table(dst, scales, src)
 		return nil
@@ -338,12 +335,6 @@ func (c *pow2Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if c.decodeFP8Asm(dst, nil, src, scales) || c.decodeFP4Asm(dst, nil, src, scales) {
 		return nil
 	}
-	if c.decodeFP4BF16SIMD(dst, src, scales) {
-		return nil
-	}
-	if c.decodeMXFP8BF16SIMD(dst, src, scales) {
-		return nil
-	}
 	c.decodeBF16Blocks(dst, src, scales)
 	return nil
 }
@@ -364,9 +355,6 @@ func (c *pow2Codec) decodeBF16Blocks(dst []uint16, src, scales []byte) {
 				for i, q := range in {
 					out[i] = BF16FromF32(dec[q] * f)
 				}
-				continue
-			}
-			if decodeE4M3BF16SIMD(out, in, k) == len(out) {
 				continue
 			}
 			dec, nz := &c.t.decBF, &c.t.nzBF

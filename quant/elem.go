@@ -116,9 +116,6 @@ func (c *fp8Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	dst = dst[:len(src)]
 	if c.scale == 1 {
 		done := encodeFP8BF16Asm(dst, src, c.t)
-		if done == 0 && c.f == E4M3FN && c.ov == NonSat {
-			done = encodeE4M3BF16SIMD(dst, src)
-		}
 		dst, src = dst[done:], src[done:]
 		for i, b := range src {
 			dst[i] = enc[b]
@@ -161,9 +158,6 @@ func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if c.scale == 1 {
 		dec := &c.t.decBF
 		done := decodeFP8BF16Asm(dst, src, c.t)
-		if done == 0 && c.f == E4M3FN {
-			done = decodeE4M3BF16SIMD(dst, src, 0)
-		}
 		dst, src = dst[done:], src[done:]
 		if d64 := asU64(dst); d64 != nil {
 			src = src[:4*len(d64)]

@@ -71,26 +71,6 @@ func TestFP4ShiftTables(t *testing.T) {
 	}
 }
 
-// TestE4M3EncodeSIMD checks the vector bf16 → E4M3FN (non-saturating)
-// encoder, where the build has one, against the table for every input.
-func TestE4M3EncodeSIMD(t *testing.T) {
-	tab := fp8TablesFor(E4M3FN, NonSat)
-	src := make([]uint16, 1<<16)
-	for i := range src {
-		src[i] = uint16(i)
-	}
-	dst := make([]byte, len(src))
-	n := encodeE4M3BF16SIMD(dst, src)
-	if n == 0 {
-		t.Skip("no SIMD encoder in this build or on this CPU")
-	}
-	for i := range n {
-		if want := tab.enc[src[i]]; dst[i] != want {
-			t.Fatalf("bf16 %#04x: got %#02x, want %#02x", src[i], dst[i], want)
-		}
-	}
-}
-
 // TestFP4DecodeOddBlocks decodes fp4_mx_block16 buffers of 1 to 5 blocks
 // (the vector decoders work on pairs of blocks) against float decoding.
 func TestFP4DecodeOddBlocks(t *testing.T) {

@@ -28,12 +28,6 @@ type nvfp4Codec struct {
 type nvfp4Dec struct {
 	f32 [256][16]float32
 	bf  [256][16]uint16
-	// lh[s] holds the low bytes (0..7) and high bytes (8..15) of the bf16
-	// magnitudes of codes 0..7, twice (one copy per 128-bit group), for
-	// byte-shuffle lookups; sym[s] reports that code|8 is code with the
-	// sign bit set (false for the NaN scales).
-	lh  [256][32]uint8
-	sym [256]bool
 	// lh16[s] holds the low bytes, then the high bytes, of the bf16
 	// values of all 16 codes (the AVX2 decoder's tables)
 	lh16 [256][32]uint8
@@ -49,14 +43,6 @@ func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
 			c.dec.bf[s][i] = BF16FromF32(v)
 			c.dec.bf32[s][i] = uint32(c.dec.bf[s][i])
 			c.dec.lh16[s][i], c.dec.lh16[s][16+i] = uint8(c.dec.bf[s][i]), uint8(c.dec.bf[s][i]>>8)
-		}
-		bf := &c.dec.bf[s]
-		c.dec.sym[s] = true
-		for m := range 8 {
-			c.dec.sym[s] = c.dec.sym[s] && bf[m|8] == bf[m]|0x8000 && bf[m] < 0x8000
-			for g := range 2 {
-				c.dec.lh[s][16*g+m], c.dec.lh[s][16*g+8+m] = uint8(bf[m]), uint8(bf[m]>>8)
-			}
 		}
 	}
 	return c
@@ -111,7 +97,7 @@ func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
-	if c.encodeAsm(dst, scales, nil, src) || c.encodeBF16SIMD(dst, scales, src) {
+	if c.encodeAsm(dst, scales, nil, src) {
 		return nil
 	}
 	c.encodeBlockBF16(dst, scales, src)
@@ -181,7 +167,7 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeAsm(dst, nil, src, scales) || c.decodeBF16SIMD(dst, src, scales) {
+	if c.decodeAsm(dst, nil, src, scales) {
 		return nil
 	}
 	d64 := asU64(dst)

@@ -1,4 +1,4 @@
-// Command asmgen generates quant's AVX-512 kernels (kernels_amd64.s and
+// Command asmgen generates quant's AVX-512 and AVX2 kernels (kernels_amd64.s and
 // their Go declarations) with avo. It is its own module so that the kvcfg
 // module does not depend on avo. Run it through `go generate ./quant/`;
 // quant's TestGeneratedAsmUpToDate (with KVCFG_ASMGEN=1, as CI sets it)
