@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -218,9 +217,6 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
 	h["X-Content-Type-Options"] = noSniff
-	// A known length spares the chunked encoding: its terminator costs a
-	// write of its own after the body.
-	h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 }
@@ -255,10 +251,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	b = append(b, '\n')
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(ae.status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // ModelSummary is one entry of GET /api/v1/models.
@@ -393,7 +387,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", metrics.ContentType)
-	w.Header()["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	_, _ = w.Write(buf.Bytes())
 }
 

@@ -281,30 +281,3 @@ func FuzzPlanHandler(f *testing.F) {
 		}
 	})
 }
-
-// TestJSONContentLength checks that JSON answers carry their length, so a
-// plan's few kilobytes go out without the chunked encoding (whose
-// terminator would cost a write of its own).
-func TestJSONContentLength(t *testing.T) {
-	srv, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	for _, body := range []string{loadBodies[1], loadBodies[8], loadBodies[9]} {
-		resp, err := http.Post(ts.URL+"/api/v1/plan", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.ContentLength != int64(len(b)) || slices.Contains(resp.TransferEncoding, "chunked") {
-			t.Errorf("%s: status %d, Content-Length %d for %d bytes, Transfer-Encoding %v; want the length and no chunking",
-				body, resp.StatusCode, resp.ContentLength, len(b), resp.TransferEncoding)
-		}
-	}
-}
