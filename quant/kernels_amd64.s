@@ -7021,7 +7021,7 @@ int8DecBF16AVX2_slow:
 	JMP       int8DecBF16AVX2_next
 
 // func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, SSE
 TEXT ·int4DecBF16AVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), AX
 	MOVQ src+8(FP), CX
@@ -7032,50 +7032,69 @@ TEXT ·int4DecBF16AVX2(SB), NOSPLIT, $0-40
 int4DecBF16AVX2_loop:
 	VBROADCASTSS (BX), Y0
 	VMULPS       avx2cc1000000c0e00000c0c00000c0a00000c0800000c0400000c0000000bf800000<>+0(SB), Y0, Y1
-	VMULPS       avx2c000000003f80000040000000404000004080000040a0000040c0000040e00000<>+0(SB), Y0, Y0
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2c00000001<>+0(SB), Y3, Y3
-	VPADDD       avx2c00007fff<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y1
-	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
-	VPBLENDVB    Y1, avx2c00007fc0<>+0(SB), Y3, Y1
-	VPSRLD       $0x10, Y0, Y3
-	VPAND        avx2c00000001<>+0(SB), Y3, Y3
-	VPADDD       avx2c00007fff<>+0(SB), Y3, Y3
-	VPADDD       Y0, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y0
-	VPCMPGTD     avx2c7f800000<>+0(SB), Y0, Y0
-	VPBLENDVB    Y0, avx2c00007fc0<>+0(SB), Y3, Y0
-	VPACKUSDW    Y0, Y1, Y0
-	VPERMQ       $0xd8, Y0, Y0
-	VPSHUFB      avx2c060402000e0c0a08070503010f0d0b09060402000e0c0a08070503010f0d0b09<>+0(SB), Y0, Y0
-	VPERMQ       $0x88, Y0, Y1
-	VPERMQ       $0xdd, Y0, Y0
-	VMOVDQU      (CX), X3
-	VPSRLW       $0x04, X3, X4
-	VPAND        avx2c0f0f0f0f<>+0(SB), X3, X3
-	VPAND        avx2c0f0f0f0f<>+0(SB), X4, X4
-	VPUNPCKLBW   X4, X3, X2
-	VPUNPCKHBW   X4, X3, X3
-	VINSERTI128  $0x01, X3, Y2, Y2
-	VPSHUFB      Y2, Y1, Y1
-	VPSHUFB      Y2, Y0, Y0
-	VPUNPCKLBW   Y0, Y1, Y3
-	VPUNPCKHBW   Y0, Y1, Y0
-	VPERM2I128   $0x20, Y0, Y3, Y1
-	VMOVDQU      Y1, (AX)
-	VPERM2I128   $0x31, Y0, Y3, Y1
-	VMOVDQU      Y1, 32(AX)
-	ADDQ         $0x04, BX
-	ADDQ         $0x10, CX
-	ADDQ         $0x40, AX
-	SUBQ         $0x20, DX
-	JNZ          int4DecBF16AVX2_loop
+	VMULPS       avx2c000000003f80000040000000404000004080000040a0000040c0000040e00000<>+0(SB), Y0, Y2
+	VANDPS       avx2c7fffffff<>+0(SB), X0, X0
+	UCOMISS      avx2c7f7fffff<>+0(SB), X0
+	JA           int4DecBF16AVX2_nan
+	JP           int4DecBF16AVX2_nan
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD       avx2c00007fff<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD       avx2c00007fff<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+
+int4DecBF16AVX2_table:
+	VPACKUSDW   Y2, Y1, Y0
+	VPERMQ      $0xd8, Y0, Y0
+	VPSHUFB     avx2c060402000e0c0a08070503010f0d0b09060402000e0c0a08070503010f0d0b09<>+0(SB), Y0, Y0
+	VPERMQ      $0x88, Y0, Y1
+	VPERMQ      $0xdd, Y0, Y0
+	VMOVDQU     (CX), X2
+	VPSRLW      $0x04, X2, X4
+	VPAND       avx2c0f0f0f0f<>+0(SB), X2, X2
+	VPAND       avx2c0f0f0f0f<>+0(SB), X4, X4
+	VPUNPCKLBW  X4, X2, X3
+	VPUNPCKHBW  X4, X2, X2
+	VINSERTI128 $0x01, X2, Y3, Y3
+	VPSHUFB     Y3, Y1, Y1
+	VPSHUFB     Y3, Y0, Y0
+	VPUNPCKLBW  Y0, Y1, Y2
+	VPUNPCKHBW  Y0, Y1, Y0
+	VPERM2I128  $0x20, Y0, Y2, Y1
+	VMOVDQU     Y1, (AX)
+	VPERM2I128  $0x31, Y0, Y2, Y1
+	VMOVDQU     Y1, 32(AX)
+	ADDQ        $0x04, BX
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, AX
+	SUBQ        $0x20, DX
+	JNZ         int4DecBF16AVX2_loop
 	VZEROUPPER
 	RET
+
+int4DecBF16AVX2_nan:
+	VPSRLD    $0x10, Y1, Y0
+	VPAND     avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD    avx2c00007fff<>+0(SB), Y0, Y0
+	VPADDD    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VPAND     avx2c7fffffff<>+0(SB), Y1, Y1
+	VPCMPGTD  avx2c7f800000<>+0(SB), Y1, Y1
+	VPBLENDVB Y1, avx2c00007fc0<>+0(SB), Y0, Y1
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD    avx2c00007fff<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VPAND     avx2c7fffffff<>+0(SB), Y2, Y2
+	VPCMPGTD  avx2c7f800000<>+0(SB), Y2, Y2
+	VPBLENDVB Y2, avx2c00007fc0<>+0(SB), Y0, Y2
+	JMP       int4DecBF16AVX2_table
 
 DATA avx2c060402000e0c0a08070503010f0d0b09060402000e0c0a08070503010f0d0b09<>+0(SB)/4, $0x06040200
 DATA avx2c060402000e0c0a08070503010f0d0b09060402000e0c0a08070503010f0d0b09<>+4(SB)/4, $0x0e0c0a08

@@ -1527,8 +1527,22 @@ func int4DecodeBF16Y() {
 	VBROADCASTSS(Mem{Base: mul}, m)
 	VMULPS(cData(q0), m, v0)
 	VMULPS(cData(q1), m, v1)
-	bf16RoundY(v0)
-	bf16RoundY(v1)
+	// NaN products only from a NaN or infinite multiplier: the NaN test
+	// only then
+	ax := XMM()
+	VANDPS(cY(0x7FFFFFFF), m.AsX(), ax)
+	UCOMISS(cY(math.Float32bits(math.MaxFloat32)), ax)
+	JA(LabelRef(name + "_nan")) // ±Inf
+	JP(LabelRef(name + "_nan")) // NaN (unordered)
+	for _, v := range []reg.VecVirtual{v0, v1} {
+		l := YMM()
+		VPSRLD(U8(16), v, l)
+		VPAND(cY(1), l, l)
+		VPADDD(cY(0x7FFF), l, l)
+		VPADDD(l, v, v)
+		VPSRLD(U8(16), v, v)
+	}
+	Label(name + "_table")
 	w := packDW(v0, v1)
 	VPSHUFB(split, w, w) // per lane: low bytes, then high bytes
 	tl, th := YMM(), YMM()
@@ -1542,6 +1556,11 @@ func int4DecodeBF16Y() {
 	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
+
+	Label(name + "_nan")
+	bf16RoundY(v0)
+	bf16RoundY(v1)
+	JMP(LabelRef(name + "_table"))
 }
 
 // nibbleIdxY loads 16 bytes at src as 32 byte nibbles (low nibble first;
