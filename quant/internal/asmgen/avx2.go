@@ -1110,11 +1110,8 @@ func intEncodeY(name string, bf16, four bool) {
 		VPERMD(q[0], perm, q[0])
 		if four {
 			// q+8 nibbles, two per byte
-			t := YMM()
 			VPADDB(cY(0x08080808), q[0], q[0])
-			VPSRLW(U8(4), q[0], t)
-			VPOR(t, q[0], q[0])
-			VPAND(cW(0xFF), q[0], q[0])
+			VPMADDUBSW(cY(0x10011001), q[0], q[0]) // b0 + 16·b1
 			VPACKUSWB(q[0], q[0], q[0])
 			VPERMQ(U8(0x08), q[0], q[0])
 			VMOVDQU(q[0].AsX(), Mem{Base: dst})
@@ -1234,7 +1231,11 @@ func intDecodeY(name string, bf16, four bool) {
 // G[j] + s·H[j] with G[j] = lut[2j] and H[j] = lut[2j+1] − lut[2j]; rows
 // of 16 bytes, twice (one copy per 128-bit lane): G for j < 16, G for
 // j ≥ 16, H for j < 16, H for j ≥ 16.
-const e2m1TabBase = 0x1F3 - 0x1F0 // base in units of 32 above 0x3E00
+//
+// The key is read from tp = max(t − sh − e2m1KeyBase, 0) (one saturating
+// subtraction for the block shift and the base): j = tp/32, s = tp mod 32
+// ≠ 0 or the float32 low half ≠ 0.
+const e2m1KeyBase = 0x1F3 << 5
 
 // e2m1EncodeY emits the contracts of e2m1EncodeW (bf16, shift) and
 // e2m1EncodeWF (float32 input, or bf16 with mul) with AVX2: 32 elements
@@ -1276,7 +1277,7 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	if pair {
 		ADDQ(bs, cnt)
 	}
-	// the shifts plus the key offset: max(a − sh − 0x3E00, 0) in one
+	// the shifts plus the key base: max(a − sh − e2m1KeyBase, 0) in one
 	// saturating subtraction
 	var off [2]reg.VecVirtual
 	if !mul {
@@ -1287,7 +1288,7 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 			}
 			off[h] = YMM()
 			VPBROADCASTW(Mem{Base: blk, Disp: next * h}, off[h])
-			VPADDW(cW(0x3E00), off[h], off[h])
+			VPADDW(cW(e2m1KeyBase), off[h], off[h])
 		}
 	}
 
@@ -1350,7 +1351,7 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 		a, tp := YMM(), YMM()
 		VPAND(cW(0x7FFF), u, a)
 		if mul {
-			VPSUBUSW(cW(0x3E00), a, tp)
+			VPSUBUSW(cW(e2m1KeyBase), a, tp)
 		} else {
 			VPSUBUSW(off[h], a, tp)
 		}
@@ -1377,7 +1378,6 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	VPACKUSWB(jw[1], jw[0], j)
 	VPACKUSWB(sw[1], sw[0], sb)
 	VPACKSSWB(uw[1], uw[0], sg)
-	VPSUBUSB(cY(0x01010101*e2m1TabBase), j, j)
 	VPMINUB(cY(0x1F1F1F1F), j, j)
 	ia, ib := YMM(), YMM()
 	VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
@@ -1391,13 +1391,11 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	VPOR(t, hh, hh)
 	VPAND(sb, hh, hh)
 	VPADDB(hh, g, g)
-	VPSRLW(U8(4), sg, sg)
-	VPAND(cY(0x08080808), sg, sg)
-	VPOR(sg, g, g)
-	// two codes per byte, even element low; VPERMD restores the order
-	VPSRLW(U8(4), g, t)
-	VPOR(t, g, g)
-	VPAND(cW(0xFF), g, g)
+	VPOR(cY(0x08080808), g, t)
+	VPBLENDVB(sg, t, g, g)
+	// two codes per byte, even element low (VPMADDUBSW: b0 + 16·b1);
+	// VPERMD restores the order
+	VPMADDUBSW(cY(0x10011001), g, g)
 	VPACKUSWB(g, g, g)
 	VPERMD(g, perm, g)
 	VMOVDQU(g.AsX(), Mem{Base: dst})
