@@ -205,7 +205,7 @@ func fp8EncodeY(name string, g fp8Geom, f32, scaled bool) {
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
-	var codes [2]reg.VecVirtual
+	var codes, us [2]reg.VecVirtual
 	var rare []func()
 	for h := range 2 {
 		u := YMM()
@@ -231,8 +231,20 @@ func fp8EncodeY(name string, g fp8Geom, f32, scaled bool) {
 		var fix func()
 		codes[h], fix = fp8EncHalfY(lbl, g, u, stOne, shift, zero, p)
 		rare = append(rare, fix)
+		us[h] = u
 	}
+	// bytes, and the signs by VPACKSSWB (bit 7 survives the saturation):
+	// kept for nonzero codes, and for zero where −0 exists
+	sg := YMM()
 	VPACKUSWB(codes[1], codes[0], codes[0])
+	VPACKSSWB(us[1], us[0], sg)
+	VPAND(cY(0x80808080), sg, sg)
+	if !g.negZero {
+		z := YMM()
+		VPCMPEQB(zero, codes[0], z)
+		VPANDN(sg, z, sg)
+	}
+	VPOR(sg, codes[0], codes[0])
 	VPERMQ(U8(0xD8), codes[0], codes[0])
 	VMOVDQU(codes[0], Mem{Base: dst})
 	if f32 {
@@ -257,8 +269,10 @@ func fp8EncodeY(name string, g fp8Geom, f32, scaled bool) {
 
 // fp8EncHalfY encodes sixteen bf16 words u (stOne: 1 in lanes with a
 // sticky bit, float32 input only; shift: the block's e<<7 or nil) and
-// returns the codes as words, and the out-of-line code of the rare lanes
-// (to be emitted after the function's RET).
+// returns the codes without their sign as words (the caller ORs the sign
+// in; the codes of overflow and non-finite lanes already hold theirs), and
+// the out-of-line code of the rare lanes (to be emitted after the
+// function's RET).
 func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p reg.Register) (reg.VecVirtual, func()) {
 	drop := 7 - g.mant
 	off := uint16(127-g.bias) << 7
@@ -312,33 +326,12 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 	}
 	VPTEST(kr, kr)
 	JNZ(LabelRef(lbl + "_rare"))
-	Label(lbl + "_signs")
-	// sign: kept for nonzero magnitudes, and for zero where −0 exists
-	sgn := YMM()
-	VPSRLW(U8(8), u, sgn)
-	VPAND(cW(0x80), sgn, sgn)
-	if !g.negZero {
-		nz := YMM()
-		VPCMPGTW(zero, mag, nz)
-		VPAND(nz, sgn, sgn)
-	}
-	code := YMM()
-	VPOR(sgn, mag, code)
 	Label(lbl + "_done")
 
 	fix := func() {
 		Label(lbl + "_rare")
-		// the codes of these lanes, then overflow and non-finite inputs
-		// from the table in p
-		sgn := YMM()
-		VPSRLW(U8(8), u, sgn)
-		VPAND(cW(0x80), sgn, sgn)
-		if !g.negZero {
-			nz := YMM()
-			VPCMPGTW(zero, mag, nz)
-			VPAND(nz, sgn, sgn)
-		}
-		VPOR(sgn, mag, code)
+		// overflow and non-finite inputs: the codes from the table in p,
+		// sign included
 		kOv, kNF := YMM(), YMM()
 		VPCMPGTW(cW(g.ovT-1), mag, kOv)
 		VPCMPGTW(cW(0x7F7F), a0, kNF)
@@ -347,7 +340,7 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 		VPOR(cW(0x8004), idx, i4) // high bytes 0x80: VPSHUFB writes 0
 		VMOVDQU(Mem{Base: p}, spec)
 		VPSHUFB(i4, spec, ov)
-		VPBLENDVB(kOv, ov, code, code)
+		VPBLENDVB(kOv, ov, mag, mag)
 		kNaN := YMM()
 		VPCMPGTW(cW(0x7F80), a0, kNaN)
 		if stOne != nil {
@@ -361,10 +354,14 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 		VPOR(kNaN, idx, idx)
 		VPOR(cW(0x8000), idx, idx)
 		VPSHUFB(idx, spec, ov)
-		VPBLENDVB(kNF, ov, code, code)
+		VPBLENDVB(kNF, ov, mag, mag)
+		// these codes hold their sign (a NaN's may not be the input's):
+		// clear it in u, from which the caller takes the others
+		VPOR(kNF, kOv, kOv)
+		VPANDN(u, kOv, u)
 		JMP(LabelRef(lbl + "_done"))
 	}
-	return code, fix
+	return mag, fix
 }
 
 // fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, scales *byte, bs int):
