@@ -135,6 +135,16 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if n == len(scales) {
+			return nil
+		}
+		out := c.bs
+		if !c.fp8 {
+			out /= 2
+		}
+		dst, scales, src = dst[n*out:], scales[n:], src[n*c.bs:]
+	}
 	if c.encodeFP8Asm(dst, scales, src, nil) || c.encodeFP4Asm(dst, scales, src, nil) {
 		return nil
 	}

@@ -56,3 +56,10 @@ func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                     
 func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }
+
+func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32) {
+	noAsm()
+}
+func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32) {
+	noAsm()
+}

@@ -1,0 +1,58 @@
+package quant
+
+import (
+	"math"
+	"math/bits"
+)
+
+// Fused float32 encoders of the ceil-rule power-of-two formats (mxfp8 with
+// SGLang's RCEIL rule, SGLang's fp4_mx_block16): one kernel call computes
+// the block maxima, the scales and the elements of sixteen blocks at a
+// time (see internal/asmgen, fusedPow2F32), which matters for short calls
+// such as a pool's scattered KV rows. The kernels form the same float32
+// products x·2^-e as the portable code and round them exactly; blocks
+// with a non-finite maximum are redone by the portable code.
+
+// fusedGroups is the number of 16-block groups per kernel call (the size
+// of the bad-block word buffer).
+const fusedGroups = 64
+
+// encodeF32Fused encodes the leading whole groups of sixteen blocks of src
+// and returns how many blocks it did (0 when no fused kernel applies).
+func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
+	if !useAsm || len(scales) < 16 {
+		return 0
+	}
+	f := func(x float32) int32 { return int32(math.Float32bits(x)) }
+	var p [8]int32
+	out := c.bs
+	switch {
+	case c.fp8 && c.rule == ruleCeil && c.bs == 32 && c.maxElem == 448:
+		p = [8]int32{f(1e-30), f(448), f(0), -127, 127}
+	case !c.fp8 && c.rule == ruleSGLangFP4 && c.halfUp && c.bs == 16:
+		p = [8]int32{f(0), f(6), f(1e-10), -1 << 30, 1 << 30}
+		out = c.bs / 2
+	default:
+		return 0
+	}
+	// the multiplier 2^-e must be a normal float32
+	p[5], p[6] = -127, 126
+	bs, ng := c.bs, len(scales)/16
+	var bad [fusedGroups]uint16
+	for g0 := 0; g0 < ng; g0 += fusedGroups {
+		m := min(fusedGroups, ng-g0)
+		b0 := 16 * g0
+		if c.fp8 {
+			mxfp8EncF32FusedB32AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0])
+		} else {
+			fp4HalfUpEncF32FusedB16AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0])
+		}
+		for i, w := range bad[:m] {
+			for ; w != 0; w &= w - 1 {
+				b := b0 + 16*i + bits.TrailingZeros16(w)
+				c.encodeF32Blocks(dst[b*out:(b+1)*out], scales[b:b+1], src[b*bs:(b+1)*bs])
+			}
+		}
+	}
+	return 16 * ng
+}

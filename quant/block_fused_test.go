@@ -1,0 +1,152 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// fusedInputs returns float32 blocks (bs each) of every kind the fused
+// encoders must get right: N(0, σ) over a wide range of σ, outliers, zero
+// and all-negative-zero blocks, float32 subnormals, tiny and huge blocks
+// (scales at both ends of the exponent range), random bit patterns, E2M1
+// and E4M3 decision points with and without sticky bits, and NaN / ±Inf
+// sprinkled into some blocks.
+func fusedInputs(rng *rand.Rand, nb, bs int) []float32 {
+	x := make([]float32, nb*bs)
+	for b := range nb {
+		blk := x[b*bs : (b+1)*bs]
+		sigma := math.Ldexp(1, rng.IntN(260)-130)
+		kind := rng.IntN(16)
+		for i := range blk {
+			v := float32(rng.NormFloat64() * sigma)
+			switch kind {
+			case 0:
+				v = 0
+			case 1:
+				v = float32(math.Copysign(0, -1))
+			case 2:
+				v = math.Float32frombits(rng.Uint32() & 0x807FFFFF) // subnormals
+			case 3:
+				v = math.Float32frombits(rng.Uint32())
+			case 4:
+				v = float32(rng.NormFloat64() * 1e38)
+			case 5:
+				v = float32(rng.NormFloat64() * 1e-36)
+			case 6, 7:
+				// decision points: E2M1 (0.25 … 5) and E4M3 midpoints
+				// times a power of two, ± one ulp
+				var d float64
+				if kind == 6 {
+					d = float64(e2m1Bounds[rng.IntN(len(e2m1Bounds))])
+				} else {
+					d = (float64(rng.IntN(16)) + 16.5) / 16
+				}
+				u := math.Float32bits(float32(math.Ldexp(d, rng.IntN(40)-20)))
+				u += uint32(rng.IntN(3)) - 1
+				v = math.Float32frombits(u | uint32(rng.IntN(2))<<31)
+			case 8:
+				if rng.IntN(8) == 0 {
+					v = float32(rng.NormFloat64() * 1e-40)
+				}
+			}
+			if rng.IntN(200) == 0 {
+				v *= 1000
+			}
+			blk[i] = v
+		}
+		if kind == 9 || kind == 10 {
+			specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -float32(math.NaN())}
+			blk[rng.IntN(bs)] = specials[rng.IntN(len(specials))]
+		}
+	}
+	return x
+}
+
+// TestAsmFusedEncode checks the fused float32 encoders (every block
+// format, so that the ones without a fused kernel are covered too) against
+// the portable block encoder, on lengths with and without a tail of
+// blocks outside the 16-block groups.
+func TestAsmFusedEncode(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, name := range []string{"mxfp8", "fp4_mx_block16", "mxfp4", "nvfp4", "int8_g64", "int4_g32"} {
+			c := codecFor(t, name)
+			f := c.Format()
+			bs := f.BlockSize
+			for _, nb := range []int{1, 15, 16, 17, 32, 48, 100, 16 * fusedGroups, 16*fusedGroups + 16, 16*fusedGroups + 5, 3000} {
+				x := fusedInputs(rng, nb, bs)
+				n := int64(len(x))
+				got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+				if err := c.EncodeF32(got, gotS, x); err != nil {
+					t.Fatal(err)
+				}
+				want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+				withAsm(t, false, func(t *testing.T) {
+					if err := c.EncodeF32(want, wantS, x); err != nil {
+						t.Fatal(err)
+					}
+				})
+				for b := range nb {
+					sb := len(gotS) / nb
+					db := len(got) / nb
+					if string(got[b*db:(b+1)*db]) != string(want[b*db:(b+1)*db]) || string(gotS[b*sb:(b+1)*sb]) != string(wantS[b*sb:(b+1)*sb]) {
+						t.Fatalf("%s, %d blocks: block %d (input %v)\n got % x / % x\nwant % x / % x", name, nb, b, x[b*bs:(b+1)*bs],
+							got[b*db:(b+1)*db], gotS[b*sb:(b+1)*sb], want[b*db:(b+1)*db], wantS[b*sb:(b+1)*sb])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAsmFusedRanges runs the fused encoders on one block pattern at every
+// scale exponent (block maxima 2^-149 … 2^127), each block also holding
+// values that round to zero, subnormal results and negative zeros.
+func TestAsmFusedRanges(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		for _, name := range []string{"mxfp8", "fp4_mx_block16"} {
+			c := codecFor(t, name)
+			f := c.Format()
+			bs := f.BlockSize
+			var x []float32
+			for e := -149; e <= 127; e++ {
+				blk := make([]float32, bs)
+				for i := range blk {
+					u := math.Float32bits(float32(math.Ldexp(1, e)))
+					switch i % 4 {
+					case 0:
+						u += uint32(i) << 18
+					case 1:
+						u = (u - uint32(i)<<23) | 0x80000000
+					case 2:
+						u >>= uint(i)
+					case 3:
+						u = 0x80000000 | uint32(i)
+					}
+					if u&0x7F800000 == 0x7F800000 {
+						u = 0
+					}
+					blk[i] = math.Float32frombits(u)
+				}
+				x = append(x, blk...)
+			}
+			for len(x)%(16*bs) != 0 {
+				x = append(x, 0)
+			}
+			n := int64(len(x))
+			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+			if err := c.EncodeF32(got, gotS, x); err != nil {
+				t.Fatal(err)
+			}
+			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+			withAsm(t, false, func(t *testing.T) {
+				if err := c.EncodeF32(want, wantS, x); err != nil {
+					t.Fatal(err)
+				}
+			})
+			compareBytes(t, name+" payload", want, got)
+			compareBytes(t, name+" scales", wantS, gotS)
+		}
+	})
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Fused block encoders: block maxima, ceil-rule scales and the element
+// encode of float32 input in one call, sixteen blocks per group, so that a
+// short row (a pool's scattered KV row of a few thousand values) pays one
+// call and reads its data from memory once (the second pass over a group
+// of 16 blocks finds it in L1).
+
+func fused() {
+	fusedPow2F32("mxfp8EncF32Fused", 32, false, false)
+	fusedPow2F32("fp4HalfUpEncF32Fused", 16, true, true)
+}
+
+// fusedPow2F32 emits func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32):
+// ng groups of sixteen blocks of bs float32 values (bs 16 or 32). Per
+// group: the block maxima (as amaxTree), the ceil-rule exponents e of
+// pow2Scales (p[0..4]: pre, div, post as float32 bits, lo, hi), the scale
+// bytes e+127, bit b of the group's word at bad for a non-finite maximum
+// or e outside [p[5], p[6]] (the multiplier 2^-e must be a normal
+// float32), then every element y = x·2^-e (the float32 product the
+// portable code forms) encoded: E4M3 (fp4 false) by integer
+// round-to-nearest-even of the float32 bits for normal results and a
+// magic-number addition for subnormal ones; E2M1 (fp4) likewise, with
+// SGLang's rounding (halfUp: every midpoint away from zero, by two
+// additions rounding down; sign when y < 0) or round-to-nearest-even
+// (sign bit of y).
+func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
+	name += fmt.Sprintf("B%dAVX512", bs)
+	k := bs / 16
+	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)")
+	Pragma("noescape")
+	Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.")
+	dst := Load(Param("dst"), GP64())
+	scales := Load(Param("scales"), GP64())
+	bad := Load(Param("bad"), GP64())
+	src := Load(Param("src"), GP64())
+	ng := Load(Param("ng"), GP64())
+	p := Load(Param("p"), GP64())
+	inv := AllocLocal(64)
+	invP := GP64()
+
+	absMask := konst(0x7FFFFFFF)
+	one := konst(1)
+	c127 := konst(127)
+	perm := GLOBL(name+"Perm", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15} {
+		DATA(4*i, U32(v))
+	}
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
+
+	// element encoder constants
+	var normC, normMin, magic, lowMask, signC, quarter, seven, zero reg.VecVirtual
+	if fp4 {
+		if halfUp {
+			normC = konst(uint32(0x200000 - 0x3F000000 + 1<<32))
+			quarter = konst(0x3E800000) // 0.25
+		} else {
+			normC = konst(uint32(0x1FFFFF - 0x3F000000 + 1<<32))
+		}
+		normMin = konst(0x3F800000) // 1.0: smallest normal E2M1 magnitude
+		magic = konst(0x4A800000)   // 2^22: its ulp is 0.5
+		seven = konst(7)
+		signC = konst(8)
+		zero = ZMM()
+		VPXORD(zero, zero, zero)
+	} else {
+		normC = konst(uint32(0x7FFFF - 120<<23 + 1<<32))
+		normMin = konst(121 << 23) // 2^-6
+		magic = konst(0x46800000)  // 2^14: its ulp is 2^-9
+		signC = konst(0x80)
+	}
+	lowMask = konst(0xF)
+
+	Label(name + "_group")
+	// pass 1: the sixteen block maxima (amaxTree)
+	s0 := GP64()
+	MOVQ(src, s0)
+	blockMax := func(b int) reg.VecVirtual {
+		v := ZMM()
+		VPANDD(Mem{Base: s0, Disp: 64 * k * b}, absMask, v)
+		for i := 1; i < k; i++ {
+			t := ZMM()
+			VPANDD(Mem{Base: s0, Disp: 64*k*b + 64*i}, absMask, t)
+			VPMAXUD(t, v, v)
+		}
+		return v
+	}
+	level := func(in []reg.VecVirtual, shuf func(imm uint8, b, a, dst reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
+		var outv []reg.VecVirtual
+		for i := 0; i < len(in); i += 2 {
+			x, y := ZMM(), ZMM()
+			shuf(lo, in[i+1], in[i], x)
+			shuf(hi, in[i+1], in[i], y)
+			VPMAXUD(y, x, x)
+			outv = append(outv, x)
+		}
+		return outv
+	}
+	shufi := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFI64X2(U8(imm), b, a, dst) }
+	shufps := func(imm uint8, b, a, dst reg.VecVirtual) { VSHUFPS(U8(imm), b, a, dst) }
+	// the first level as the blocks are read: fewer live registers
+	var r []reg.VecVirtual
+	for b := 0; b < 16; b += 2 {
+		r = append(r, level([]reg.VecVirtual{blockMax(b), blockMax(b + 1)}, shufi, 0x44, 0xEE)...)
+	}
+	r = level(r, shufi, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	r = level(r, shufps, 0x88, 0xDD)
+	a := ZMM()
+	VPERMD(r[0], idx, a)
+
+	// the scales (pow2Scales; parameters loaded per group, for registers)
+	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
+	badLo, badHi := bcast(p, 5), bcast(p, 6)
+	mant := konst(0x7FFFFF)
+	inf := konst(0x7F800000)
+	q := ZMM()
+	VMAXPS(a, pre, q)
+	VDIVPS(div, q, q)
+	VMAXPS(post, q, q)
+	x := ZMM()
+	VPSRLD(U8(23), q, x)
+	VPSUBD(c127, x, x)
+	f := ZMM()
+	VPANDD(mant, q, f)
+	VPMINUD(one, f, f)
+	VPADDD(f, x, x)
+	VPMAXSD(lo, x, x)
+	VPMINSD(hi, x, x)
+	k0, k1, k2 := K(), K(), K()
+	VPCMPUD(U8(5), inf, a, k0)  // a >= Inf
+	VPCMPD(U8(1), badLo, x, k1) // e < badLo
+	VPCMPD(U8(6), badHi, x, k2) // e > badHi
+	KORW(k1, k0, k0)
+	KORW(k2, k0, k0)
+	rb := GP32()
+	KMOVW(k0, rb)
+	MOVW(rb.As16(), Mem{Base: bad})
+	sb := ZMM()
+	VPADDD(c127, x, sb)
+	narrowStore(VPMOVDB, sb, Mem{Base: scales}, 16)
+	// the multipliers 2^-e as float32 bits (127 − e) << 23
+	m := ZMM()
+	VPSUBD(x, c127, m)
+	VPSLLD(U8(23), m, m)
+	VMOVDQU32(m, inv)
+
+	// pass 2: four vectors (64 elements) per step
+	LEAQ(inv, invP)
+	cnt := GP64()
+	MOVQ(U32(16/(4/k)), cnt)
+	Label(name + "_enc")
+	var codes [4]reg.VecVirtual
+	for i := range codes {
+		w := ZMM()
+		VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / k)}, w)
+		y := ZMM()
+		VMULPS(Mem{Base: src, Disp: 64 * i}, w, y)
+		codes[i] = encodeF32Lanes(y, fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one)
+	}
+	ab, cd, out := ZMM(), ZMM(), ZMM()
+	VPACKUSDW(codes[1], codes[0], ab)
+	VPACKUSDW(codes[3], codes[2], cd)
+	VPACKUSWB(cd, ab, out)
+	VPERMD(out, idx, out)
+	if fp4 {
+		t := ZMM()
+		VPSRLW(U8(4), out, t)
+		VPORD(t, out, out)
+		narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
+		ADDQ(U8(32), dst)
+	} else {
+		VMOVDQU32(out, Mem{Base: dst})
+		ADDQ(U8(64), dst)
+	}
+	ADDQ(U32(256), src)
+	ADDQ(U8(4*(4/k)), invP)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_enc"))
+
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
+	DECQ(ng)
+	JNZ(LabelRef(name + "_group"))
+	VZEROUPPER()
+	RET()
+}
+
+// encodeF32Lanes returns the element codes (one per 32-bit lane) of the
+// scaled float32 values y (see fusedPow2F32).
+func encodeF32Lanes(y reg.VecVirtual, fp4, halfUp bool, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one reg.VecVirtual) reg.VecVirtual {
+	m := ZMM()
+	VPANDD(absMask, y, m)
+	// normal results: drop the low mantissa bits, rounding
+	c := ZMM()
+	VPADDD(normC, m, c)
+	drop := uint8(20)
+	if fp4 {
+		drop = 22
+	}
+	if !halfUp {
+		l := ZMM()
+		VPSRLD(U8(drop), m, l)
+		VPANDD(one, l, l)
+		VPADDD(l, c, c)
+	}
+	VPSRLD(U8(drop), c, c)
+	if fp4 {
+		VPMINUD(seven, c, c)
+	}
+	// subnormal results: the magnitude plus a power of two whose ulp is
+	// the format's subnormal step leaves the code in the low bits
+	s := ZMM()
+	if halfUp {
+		VADDPS_RD_SAE(quarter, m, s)
+		VADDPS_RD_SAE(magic, s, s)
+	} else {
+		VADDPS(magic, m, s)
+	}
+	VPANDD(lowMask, s, s)
+	kSub := K()
+	VPCMPUD(U8(1), normMin, m, kSub) // m < normMin
+	VMOVDQA32(s, kSub, c)
+	// the sign
+	if halfUp {
+		kNeg := K()
+		VCMPPS(U8(1), zero, y, kNeg) // y < 0
+		VPORD(signC, c, kNeg, c)
+		return c
+	}
+	sg := ZMM()
+	if fp4 {
+		VPSRLD(U8(28), y, sg)
+	} else {
+		VPSRLD(U8(24), y, sg)
+	}
+	VPTERNLOGD(U8(0xF8), signC, sg, c) // c | (sg & signC)
+	return c
+}
