@@ -1251,8 +1251,8 @@ intScalesAVX512_loop:
 	RET
 
 // func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL
-TEXT ·mxfp8EncF32FusedB32AVX512(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, CMOV
+TEXT ·mxfp8EncF32FusedB32AVX512(SB), NOSPLIT, $256-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         scales+8(FP), CX
 	MOVQ         bad+16(FP), DX
@@ -1277,76 +1277,84 @@ TEXT ·mxfp8EncF32FusedB32AVX512(SB), NOSPLIT, $64-48
 	MOVL         $0x0000000f, R8
 	VPBROADCASTD R8, Z8
 
+mxfp8EncF32FusedB32AVX512_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
 mxfp8EncF32FusedB32AVX512_group:
-	MOVQ         BX, R8
-	VPANDD       (R8), Z0, Z9
-	VPANDD       64(R8), Z0, Z10
+	VPANDD       (R10), Z0, Z9
+	VPANDD       64(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       128(R8), Z0, Z10
-	VPANDD       192(R8), Z0, Z11
+	VPANDD       128(R10), Z0, Z10
+	VPANDD       192(R10), Z0, Z11
 	VPMAXUD      Z11, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z11
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z11, Z11
-	VPANDD       256(R8), Z0, Z9
-	VPANDD       320(R8), Z0, Z10
+	VPANDD       256(R10), Z0, Z9
+	VPANDD       320(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       384(R8), Z0, Z10
-	VPANDD       448(R8), Z0, Z12
+	VPANDD       384(R10), Z0, Z10
+	VPANDD       448(R10), Z0, Z12
 	VPMAXUD      Z12, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z12
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z12, Z12
-	VPANDD       512(R8), Z0, Z9
-	VPANDD       576(R8), Z0, Z10
+	VPANDD       512(R10), Z0, Z9
+	VPANDD       576(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       640(R8), Z0, Z10
-	VPANDD       704(R8), Z0, Z13
+	VPANDD       640(R10), Z0, Z10
+	VPANDD       704(R10), Z0, Z13
 	VPMAXUD      Z13, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z13
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z13, Z13
-	VPANDD       768(R8), Z0, Z9
-	VPANDD       832(R8), Z0, Z10
+	VPANDD       768(R10), Z0, Z9
+	VPANDD       832(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       896(R8), Z0, Z10
-	VPANDD       960(R8), Z0, Z14
+	VPANDD       896(R10), Z0, Z10
+	VPANDD       960(R10), Z0, Z14
 	VPMAXUD      Z14, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z14
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z14, Z14
-	VPANDD       1024(R8), Z0, Z9
-	VPANDD       1088(R8), Z0, Z10
+	VPANDD       1024(R10), Z0, Z9
+	VPANDD       1088(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       1152(R8), Z0, Z10
-	VPANDD       1216(R8), Z0, Z15
+	VPANDD       1152(R10), Z0, Z10
+	VPANDD       1216(R10), Z0, Z15
 	VPMAXUD      Z15, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z15
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z15, Z15
-	VPANDD       1280(R8), Z0, Z9
-	VPANDD       1344(R8), Z0, Z10
+	VPANDD       1280(R10), Z0, Z9
+	VPANDD       1344(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       1408(R8), Z0, Z10
-	VPANDD       1472(R8), Z0, Z16
+	VPANDD       1408(R10), Z0, Z10
+	VPANDD       1472(R10), Z0, Z16
 	VPMAXUD      Z16, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z16
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z16, Z16
-	VPANDD       1536(R8), Z0, Z9
-	VPANDD       1600(R8), Z0, Z10
+	VPANDD       1536(R10), Z0, Z9
+	VPANDD       1600(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       1664(R8), Z0, Z10
-	VPANDD       1728(R8), Z0, Z17
+	VPANDD       1664(R10), Z0, Z10
+	VPANDD       1728(R10), Z0, Z17
 	VPMAXUD      Z17, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z17
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
 	VPMAXUD      Z9, Z17, Z17
-	VPANDD       1792(R8), Z0, Z9
-	VPANDD       1856(R8), Z0, Z10
+	VPANDD       1792(R10), Z0, Z9
+	VPANDD       1856(R10), Z0, Z10
 	VPMAXUD      Z10, Z9, Z9
-	VPANDD       1920(R8), Z0, Z10
-	VPANDD       1984(R8), Z0, Z18
+	VPANDD       1920(R10), Z0, Z10
+	VPANDD       1984(R10), Z0, Z18
 	VPMAXUD      Z18, Z10, Z10
 	VSHUFI64X2   $0x44, Z10, Z9, Z18
 	VSHUFI64X2   $0xee, Z10, Z9, Z9
@@ -1380,10 +1388,10 @@ mxfp8EncF32FusedB32AVX512_group:
 	VPBROADCASTD 16(DI), Z14
 	VPBROADCASTD 20(DI), Z15
 	VPBROADCASTD 24(DI), Z16
-	MOVL         $0x007fffff, R8
-	VPBROADCASTD R8, Z17
-	MOVL         $0x7f800000, R8
-	VPBROADCASTD R8, Z18
+	MOVL         $0x007fffff, R12
+	VPBROADCASTD R12, Z17
+	MOVL         $0x7f800000, R12
+	VPBROADCASTD R12, Z18
 	VMAXPS       Z9, Z10, Z10
 	VDIVPS       Z11, Z10, Z10
 	VMAXPS       Z12, Z10, Z10
@@ -1399,16 +1407,22 @@ mxfp8EncF32FusedB32AVX512_group:
 	VPCMPD       $0x06, Z16, Z11, K3
 	KORW         K2, K1, K1
 	KORW         K3, K1, K1
-	KMOVW        K1, R8
-	MOVW         R8, (DX)
+	KMOVW        K1, R12
+	MOVW         R12, (DX)
 	VPADDD       Z2, Z11, Z9
 	VPMOVDB      Z9, X9
 	VMOVDQU32    X9, (CX)
 	VPSUBD       Z11, Z2, Z9
 	VPSLLD       $0x17, Z9, Z9
-	VMOVDQU32    Z9, (SP)
+	VMOVDQU32    Z9, (R8)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000800, R10
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          mxfp8EncF32FusedB32AVX512_group
 	LEAQ         (SP), R8
-	MOVQ         $0x00000008, R9
+	SHLQ         $0x03, R9
 
 mxfp8EncF32FusedB32AVX512_enc:
 	VPBROADCASTD (R8), Z9
@@ -1477,10 +1491,8 @@ mxfp8EncF32FusedB32AVX512_enc:
 	ADDQ         $0x08, R8
 	DECQ         R9
 	JNZ          mxfp8EncF32FusedB32AVX512_enc
-	ADDQ         $0x10, CX
-	ADDQ         $0x02, DX
-	DECQ         SI
-	JNZ          mxfp8EncF32FusedB32AVX512_group
+	TESTQ        SI, SI
+	JNZ          mxfp8EncF32FusedB32AVX512_chunk
 	VZEROUPPER
 	RET
 
@@ -1503,8 +1515,8 @@ DATA mxfp8EncF32FusedB32AVX512Perm<>+60(SB)/4, $0x0000000f
 GLOBL mxfp8EncF32FusedB32AVX512Perm<>(SB), RODATA|NOPTR, $64
 
 // func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL
-TEXT ·fp4HalfUpEncF32FusedB16AVX512(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, CMOV
+TEXT ·fp4HalfUpEncF32FusedB16AVX512(SB), NOSPLIT, $256-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         scales+8(FP), CX
 	MOVQ         bad+16(FP), DX
@@ -1534,45 +1546,53 @@ TEXT ·fp4HalfUpEncF32FusedB16AVX512(SB), NOSPLIT, $64-48
 	MOVL         $0x0000000f, R8
 	VPBROADCASTD R8, Z11
 
+fp4HalfUpEncF32FusedB16AVX512_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
 fp4HalfUpEncF32FusedB16AVX512_group:
-	MOVQ         BX, R8
-	VPANDD       (R8), Z0, Z12
-	VPANDD       64(R8), Z0, Z13
+	VPANDD       (R10), Z0, Z12
+	VPANDD       64(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z14
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z14, Z14
-	VPANDD       128(R8), Z0, Z12
-	VPANDD       192(R8), Z0, Z13
+	VPANDD       128(R10), Z0, Z12
+	VPANDD       192(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z15
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z15, Z15
-	VPANDD       256(R8), Z0, Z12
-	VPANDD       320(R8), Z0, Z13
+	VPANDD       256(R10), Z0, Z12
+	VPANDD       320(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z16
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z16, Z16
-	VPANDD       384(R8), Z0, Z12
-	VPANDD       448(R8), Z0, Z13
+	VPANDD       384(R10), Z0, Z12
+	VPANDD       448(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z17
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z17, Z17
-	VPANDD       512(R8), Z0, Z12
-	VPANDD       576(R8), Z0, Z13
+	VPANDD       512(R10), Z0, Z12
+	VPANDD       576(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z18
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z18, Z18
-	VPANDD       640(R8), Z0, Z12
-	VPANDD       704(R8), Z0, Z13
+	VPANDD       640(R10), Z0, Z12
+	VPANDD       704(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z19
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z19, Z19
-	VPANDD       768(R8), Z0, Z12
-	VPANDD       832(R8), Z0, Z13
+	VPANDD       768(R10), Z0, Z12
+	VPANDD       832(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z20
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z20, Z20
-	VPANDD       896(R8), Z0, Z12
-	VPANDD       960(R8), Z0, Z13
+	VPANDD       896(R10), Z0, Z12
+	VPANDD       960(R10), Z0, Z13
 	VSHUFI64X2   $0x44, Z13, Z12, Z21
 	VSHUFI64X2   $0xee, Z13, Z12, Z12
 	VPMAXUD      Z12, Z21, Z21
@@ -1605,10 +1625,10 @@ fp4HalfUpEncF32FusedB16AVX512_group:
 	VPBROADCASTD 16(DI), Z17
 	VPBROADCASTD 20(DI), Z18
 	VPBROADCASTD 24(DI), Z19
-	MOVL         $0x007fffff, R8
-	VPBROADCASTD R8, Z20
-	MOVL         $0x7f800000, R8
-	VPBROADCASTD R8, Z21
+	MOVL         $0x007fffff, R12
+	VPBROADCASTD R12, Z20
+	MOVL         $0x7f800000, R12
+	VPBROADCASTD R12, Z21
 	VMAXPS       Z12, Z13, Z13
 	VDIVPS       Z14, Z13, Z13
 	VMAXPS       Z15, Z13, Z13
@@ -1624,16 +1644,22 @@ fp4HalfUpEncF32FusedB16AVX512_group:
 	VPCMPD       $0x06, Z19, Z14, K3
 	KORW         K2, K1, K1
 	KORW         K3, K1, K1
-	KMOVW        K1, R8
-	MOVW         R8, (DX)
+	KMOVW        K1, R12
+	MOVW         R12, (DX)
 	VPADDD       Z2, Z14, Z12
 	VPMOVDB      Z12, X12
 	VMOVDQU32    X12, (CX)
 	VPSUBD       Z14, Z2, Z12
 	VPSLLD       $0x17, Z12, Z12
-	VMOVDQU32    Z12, (SP)
+	VMOVDQU32    Z12, (R8)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000400, R10
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          fp4HalfUpEncF32FusedB16AVX512_group
 	LEAQ         (SP), R8
-	MOVQ         $0x00000004, R9
+	SHLQ         $0x02, R9
 
 fp4HalfUpEncF32FusedB16AVX512_enc:
 	VPBROADCASTD  (R8), Z12
@@ -1701,10 +1727,8 @@ fp4HalfUpEncF32FusedB16AVX512_enc:
 	ADDQ          $0x10, R8
 	DECQ          R9
 	JNZ           fp4HalfUpEncF32FusedB16AVX512_enc
-	ADDQ          $0x10, CX
-	ADDQ          $0x02, DX
-	DECQ          SI
-	JNZ           fp4HalfUpEncF32FusedB16AVX512_group
+	TESTQ         SI, SI
+	JNZ           fp4HalfUpEncF32FusedB16AVX512_chunk
 	VZEROUPPER
 	RET
 

@@ -14,6 +14,10 @@ import (
 // call and reads its data from memory once (the second pass over a group
 // of 16 blocks finds it in L1).
 
+// fusedChunk is the number of groups whose scales are computed before
+// their elements are encoded.
+const fusedChunk = 4
+
 func fused() {
 	fusedPow2F32("mxfp8EncF32Fused", 32, false, false)
 	fusedPow2F32("fp4HalfUpEncF32Fused", 16, true, true)
@@ -44,7 +48,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	src := Load(Param("src"), GP64())
 	ng := Load(Param("ng"), GP64())
 	p := Load(Param("p"), GP64())
-	inv := AllocLocal(64)
+	inv := AllocLocal(64 * fusedChunk)
 	invP := GP64()
 
 	absMask := konst(0x7FFFFFFF)
@@ -80,10 +84,21 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	}
 	lowMask = konst(0xF)
 
-	Label(name + "_group")
-	// pass 1: the sixteen block maxima (amaxTree)
+	Label(name + "_chunk")
+	// up to fusedChunk groups: first all their scales (independent work
+	// for the out-of-order core), then their elements
+	nc := GP64()
+	MOVQ(U32(fusedChunk), nc)
+	CMPQ(ng, U8(fusedChunk))
+	CMOVQLT(ng, nc)
+	SUBQ(nc, ng)
 	s0 := GP64()
 	MOVQ(src, s0)
+	LEAQ(inv, invP)
+	gc := GP64()
+	MOVQ(nc, gc)
+	Label(name + "_group")
+	// pass 1: the sixteen block maxima (amaxTree)
 	blockMax := func(b int) reg.VecVirtual {
 		v := ZMM()
 		VPANDD(Mem{Base: s0, Disp: 64 * k * b}, absMask, v)
@@ -152,12 +167,19 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	m := ZMM()
 	VPSUBD(x, c127, m)
 	VPSLLD(U8(23), m, m)
-	VMOVDQU32(m, inv)
+	VMOVDQU32(m, Mem{Base: invP})
+	ADDQ(U8(64), invP)
+	ADDQ(U32(64*k*16), s0)
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
+	DECQ(gc)
+	JNZ(LabelRef(name + "_group"))
 
 	// pass 2: four vectors (64 elements) per step
 	LEAQ(inv, invP)
 	cnt := GP64()
-	MOVQ(U32(16/(4/k)), cnt)
+	MOVQ(nc, cnt)
+	SHLQ(U8(map[int]uint8{1: 2, 2: 3}[k]), cnt) // 4 or 8 steps per group
 	Label(name + "_enc")
 	var codes [4]reg.VecVirtual
 	for i := range codes {
@@ -186,11 +208,8 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	ADDQ(U8(4*(4/k)), invP)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_enc"))
-
-	ADDQ(U8(16), scales)
-	ADDQ(U8(2), bad)
-	DECQ(ng)
-	JNZ(LabelRef(name + "_group"))
+	TESTQ(ng, ng)
+	JNZ(LabelRef(name + "_chunk"))
 	VZEROUPPER()
 	RET()
 }
