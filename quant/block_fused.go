@@ -15,7 +15,17 @@ import (
 
 // fusedGroups is the number of 16-block groups per kernel call (the size
 // of the bad-block word buffer).
-const fusedGroups = 64
+const fusedGroups = 16
+
+// The scale parameters of the fused kernels (pow2Scales' p): pre, div,
+// post, lo, hi, and the range of e whose multiplier 2^-e is a normal
+// float32 (other blocks are redone by the portable code).
+var (
+	fusedRCEIL     = [8]int32{f32i(1e-30), f32i(448), f32i(0), -127, 127, -127, 126}
+	fusedSGLangFP4 = [8]int32{f32i(0), f32i(6), f32i(1e-10), -1 << 30, 1 << 30, -127, 126}
+)
+
+func f32i(x float32) int32 { return int32(math.Float32bits(x)) }
 
 // encodeF32Fused encodes the leading whole groups of sixteen blocks of src
 // and returns how many blocks it did (0 when no fused kernel applies).
@@ -23,20 +33,17 @@ func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	if !useAsm || len(scales) < 16 {
 		return 0
 	}
-	f := func(x float32) int32 { return int32(math.Float32bits(x)) }
-	var p [8]int32
+	var p *[8]int32
 	out := c.bs
 	switch {
 	case c.fp8 && c.rule == ruleCeil && c.bs == 32 && c.maxElem == 448:
-		p = [8]int32{f(1e-30), f(448), f(0), -127, 127}
+		p = &fusedRCEIL
 	case !c.fp8 && c.rule == ruleSGLangFP4 && c.halfUp && c.bs == 16:
-		p = [8]int32{f(0), f(6), f(1e-10), -1 << 30, 1 << 30}
+		p = &fusedSGLangFP4
 		out = c.bs / 2
 	default:
 		return 0
 	}
-	// the multiplier 2^-e must be a normal float32
-	p[5], p[6] = -127, 126
 	bs, ng := c.bs, len(scales)/16
 	var bad [fusedGroups]uint16
 	for g0 := 0; g0 < ng; g0 += fusedGroups {

@@ -181,13 +181,33 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	MOVQ(nc, cnt)
 	SHLQ(U8(map[int]uint8{1: 2, 2: 3}[k]), cnt) // 4 or 8 steps per group
 	Label(name + "_enc")
-	var codes [4]reg.VecVirtual
+	e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one}
+	var ys, ms, codes [4]reg.VecVirtual
+	var kSub [4]reg.OpmaskVirtual
 	for i := range codes {
 		w := ZMM()
 		VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / k)}, w)
-		y := ZMM()
-		VMULPS(Mem{Base: src, Disp: 64 * i}, w, y)
-		codes[i] = encodeF32Lanes(y, fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one)
+		ys[i] = ZMM()
+		VMULPS(Mem{Base: src, Disp: 64 * i}, w, ys[i])
+		ms[i], codes[i], kSub[i] = e.normal(ys[i])
+	}
+	if !fp4 {
+		// E4M3 subnormal results are rare in a scaled block (|x| below
+		// 2^-14 of the block maximum): branched over when none has one
+		ka, kb := K(), K()
+		KORW(kSub[1], kSub[0], ka)
+		KORW(kSub[3], kSub[2], kb)
+		KORTESTW(kb, ka)
+		JZ(LabelRef(name + "_signs"))
+	}
+	for i := range codes {
+		e.sub(ms[i], codes[i], kSub[i])
+	}
+	if !fp4 {
+		Label(name + "_signs")
+	}
+	for i := range codes {
+		e.sign(ys[i], codes[i])
 	}
 	ab, cd, out := ZMM(), ZMM(), ZMM()
 	VPACKUSDW(codes[1], codes[0], ab)
@@ -214,54 +234,67 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	RET()
 }
 
-// encodeF32Lanes returns the element codes (one per 32-bit lane) of the
-// scaled float32 values y (see fusedPow2F32).
-func encodeF32Lanes(y reg.VecVirtual, fp4, halfUp bool, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one reg.VecVirtual) reg.VecVirtual {
-	m := ZMM()
-	VPANDD(absMask, y, m)
-	// normal results: drop the low mantissa bits, rounding
-	c := ZMM()
-	VPADDD(normC, m, c)
+// lanes holds the element encoder's constants (see fusedPow2F32).
+type lanes struct {
+	fp4, halfUp                                                               bool
+	absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one reg.VecVirtual
+}
+
+// normal returns |y| and the codes of the lanes with a normal result, and
+// the mask of the other lanes.
+func (e *lanes) normal(y reg.VecVirtual) (m, c reg.VecVirtual, kSub reg.OpmaskVirtual) {
+	m = ZMM()
+	VPANDD(e.absMask, y, m)
+	// drop the low mantissa bits, rounding
+	c = ZMM()
+	VPADDD(e.normC, m, c)
 	drop := uint8(20)
-	if fp4 {
+	if e.fp4 {
 		drop = 22
 	}
-	if !halfUp {
+	if !e.halfUp {
 		l := ZMM()
 		VPSRLD(U8(drop), m, l)
-		VPANDD(one, l, l)
+		VPANDD(e.one, l, l)
 		VPADDD(l, c, c)
 	}
 	VPSRLD(U8(drop), c, c)
-	if fp4 {
-		VPMINUD(seven, c, c)
+	if e.fp4 {
+		VPMINUD(e.seven, c, c)
 	}
-	// subnormal results: the magnitude plus a power of two whose ulp is
-	// the format's subnormal step leaves the code in the low bits
+	kSub = K()
+	VPCMPUD(U8(1), e.normMin, m, kSub) // m < normMin
+	return m, c, kSub
+}
+
+// sub puts the codes of the lanes in kSub (subnormal results) into c: the
+// magnitude plus a power of two whose ulp is the format's subnormal step
+// leaves the code in the low bits.
+func (e *lanes) sub(m, c reg.VecVirtual, kSub reg.OpmaskVirtual) {
 	s := ZMM()
-	if halfUp {
-		VADDPS_RD_SAE(quarter, m, s)
-		VADDPS_RD_SAE(magic, s, s)
+	if e.halfUp {
+		VADDPS_RD_SAE(e.quarter, m, s)
+		VADDPS_RD_SAE(e.magic, s, s)
 	} else {
-		VADDPS(magic, m, s)
+		VADDPS(e.magic, m, s)
 	}
-	VPANDD(lowMask, s, s)
-	kSub := K()
-	VPCMPUD(U8(1), normMin, m, kSub) // m < normMin
+	VPANDD(e.lowMask, s, s)
 	VMOVDQA32(s, kSub, c)
-	// the sign
-	if halfUp {
+}
+
+// sign adds the sign of y to the codes c.
+func (e *lanes) sign(y, c reg.VecVirtual) {
+	if e.halfUp {
 		kNeg := K()
-		VCMPPS(U8(1), zero, y, kNeg) // y < 0
-		VPORD(signC, c, kNeg, c)
-		return c
+		VCMPPS(U8(1), e.zero, y, kNeg) // y < 0
+		VPORD(e.signC, c, kNeg, c)
+		return
 	}
 	sg := ZMM()
-	if fp4 {
+	if e.fp4 {
 		VPSRLD(U8(28), y, sg)
 	} else {
 		VPSRLD(U8(24), y, sg)
 	}
-	VPTERNLOGD(U8(0xF8), signC, sg, c) // c | (sg & signC)
-	return c
+	VPTERNLOGD(U8(0xF8), e.signC, sg, c) // c | (sg & signC)
 }
