@@ -50,14 +50,37 @@ func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 		m := min(fusedGroups, ng-g0)
 		b0 := 16 * g0
 		if c.fp8 {
-			mxfp8EncF32FusedB32AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0])
+			mxfp8EncF32FusedB32AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
 		} else {
-			fp4HalfUpEncF32FusedB16AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0])
+			fp4HalfUpEncF32FusedB16AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
 		}
 		for i, w := range bad[:m] {
 			for ; w != 0; w &= w - 1 {
 				b := b0 + 16*i + bits.TrailingZeros16(w)
 				c.encodeF32Blocks(dst[b*out:(b+1)*out], scales[b:b+1], src[b*bs:(b+1)*bs])
+			}
+		}
+	}
+	return 16 * ng
+}
+
+// encodeF32Fused encodes the leading whole groups of sixteen nvfp4 blocks
+// of src and returns how many blocks it did.
+func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
+	if !useAsm || len(scales) < 16 {
+		return 0
+	}
+	p := [8]int32{f32i(c.invG), f32i(rcp6), f32i(c.g)}
+	ng := len(scales) / 16
+	var bad [fusedGroups]uint16
+	for g0 := 0; g0 < ng; g0 += fusedGroups {
+		m := min(fusedGroups, ng-g0)
+		b0 := 16 * g0
+		nvfp4EncF32FusedB16AVX512(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], &e2m1LutRNE[0])
+		for i, w := range bad[:m] {
+			for ; w != 0; w &= w - 1 {
+				b := b0 + 16*i + bits.TrailingZeros16(w)
+				c.encodeF32Blocks(dst[b*8:(b+1)*8], scales[b:b+1], src[b*16:(b+1)*16])
 			}
 		}
 	}

@@ -70,8 +70,24 @@ func fusedInputs(rng *rand.Rand, nb, bs int) []float32 {
 func TestAsmFusedEncode(t *testing.T) {
 	withAsm(t, true, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
+		type tc struct {
+			name string
+			o    Options
+		}
+		var cases []tc
 		for _, name := range []string{"mxfp8", "fp4_mx_block16", "mxfp4", "nvfp4", "int8_g64", "int4_g32"} {
-			c := codecFor(t, name)
+			cases = append(cases, tc{name, Options{}})
+		}
+		// mxfp8 with OCP's floor rule, mxfp4 with the ceil rule; nvfp4
+		// global scales of a calibrated checkpoint and at both ends
+		cases = append(cases, tc{"mxfp8", Options{Rule: ScaleFloor}}, tc{"mxfp4", Options{Rule: ScaleCeil}},
+			tc{"nvfp4", Options{Scale: 3.7 / (448 * 6)}}, tc{"nvfp4", Options{Scale: 1e-30}}, tc{"nvfp4", Options{Scale: 1e30}})
+		for _, cs := range cases {
+			name := cs.name
+			c, err := New(name, cs.o)
+			if err != nil {
+				t.Fatal(err)
+			}
 			f := c.Format()
 			bs := f.BlockSize
 			for _, nb := range []int{1, 15, 16, 17, 32, 48, 100, 16 * fusedGroups, 16*fusedGroups + 16, 16*fusedGroups + 5, 3000} {
@@ -91,7 +107,7 @@ func TestAsmFusedEncode(t *testing.T) {
 					sb := len(gotS) / nb
 					db := len(got) / nb
 					if string(got[b*db:(b+1)*db]) != string(want[b*db:(b+1)*db]) || string(gotS[b*sb:(b+1)*sb]) != string(wantS[b*sb:(b+1)*sb]) {
-						t.Fatalf("%s, %d blocks: block %d (input %v)\n got % x / % x\nwant % x / % x", name, nb, b, x[b*bs:(b+1)*bs],
+						t.Fatalf("%s %+v, %d blocks: block %d (input %v)\n got % x / % x\nwant % x / % x", name, cs.o, nb, b, x[b*bs:(b+1)*bs],
 							got[b*db:(b+1)*db], gotS[b*sb:(b+1)*sb], want[b*db:(b+1)*db], wantS[b*sb:(b+1)*sb])
 					}
 				}
@@ -105,7 +121,7 @@ func TestAsmFusedEncode(t *testing.T) {
 // values that round to zero, subnormal results and negative zeros.
 func TestAsmFusedRanges(t *testing.T) {
 	withAsm(t, true, func(t *testing.T) {
-		for _, name := range []string{"mxfp8", "fp4_mx_block16"} {
+		for _, name := range []string{"mxfp8", "fp4_mx_block16", "nvfp4"} {
 			c := codecFor(t, name)
 			f := c.Format()
 			bs := f.BlockSize

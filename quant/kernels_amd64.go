@@ -92,12 +92,17 @@ func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float
 // mxfp8EncF32FusedB32AVX512 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.
 //
 //go:noescape
-func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
+func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 
 // fp4HalfUpEncF32FusedB16AVX512 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.
 //
 //go:noescape
-func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
+func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// nvfp4EncF32FusedB16AVX512 encodes groups of sixteen float32 blocks to nvfp4: maxima, scales and elements in one call.
+//
+//go:noescape
+func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //

@@ -1250,9 +1250,43 @@ intScalesAVX512_loop:
 	VZEROUPPER
 	RET
 
-// func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
+DATA fusedOddWords<>+0(SB)/2, $0x0001
+DATA fusedOddWords<>+2(SB)/2, $0x0003
+DATA fusedOddWords<>+4(SB)/2, $0x0005
+DATA fusedOddWords<>+6(SB)/2, $0x0007
+DATA fusedOddWords<>+8(SB)/2, $0x0009
+DATA fusedOddWords<>+10(SB)/2, $0x000b
+DATA fusedOddWords<>+12(SB)/2, $0x000d
+DATA fusedOddWords<>+14(SB)/2, $0x000f
+DATA fusedOddWords<>+16(SB)/2, $0x0011
+DATA fusedOddWords<>+18(SB)/2, $0x0013
+DATA fusedOddWords<>+20(SB)/2, $0x0015
+DATA fusedOddWords<>+22(SB)/2, $0x0017
+DATA fusedOddWords<>+24(SB)/2, $0x0019
+DATA fusedOddWords<>+26(SB)/2, $0x001b
+DATA fusedOddWords<>+28(SB)/2, $0x001d
+DATA fusedOddWords<>+30(SB)/2, $0x001f
+DATA fusedOddWords<>+32(SB)/2, $0x0021
+DATA fusedOddWords<>+34(SB)/2, $0x0023
+DATA fusedOddWords<>+36(SB)/2, $0x0025
+DATA fusedOddWords<>+38(SB)/2, $0x0027
+DATA fusedOddWords<>+40(SB)/2, $0x0029
+DATA fusedOddWords<>+42(SB)/2, $0x002b
+DATA fusedOddWords<>+44(SB)/2, $0x002d
+DATA fusedOddWords<>+46(SB)/2, $0x002f
+DATA fusedOddWords<>+48(SB)/2, $0x0031
+DATA fusedOddWords<>+50(SB)/2, $0x0033
+DATA fusedOddWords<>+52(SB)/2, $0x0035
+DATA fusedOddWords<>+54(SB)/2, $0x0037
+DATA fusedOddWords<>+56(SB)/2, $0x0039
+DATA fusedOddWords<>+58(SB)/2, $0x003b
+DATA fusedOddWords<>+60(SB)/2, $0x003d
+DATA fusedOddWords<>+62(SB)/2, $0x003f
+GLOBL fusedOddWords<>(SB), RODATA|NOPTR, $64
+
+// func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, CMOV
-TEXT ·mxfp8EncF32FusedB32AVX512(SB), NOSPLIT, $256-48
+TEXT ·mxfp8EncF32FusedB32AVX512(SB), NOSPLIT, $256-56
 	MOVQ         dst+0(FP), AX
 	MOVQ         scales+8(FP), CX
 	MOVQ         bad+16(FP), DX
@@ -1520,9 +1554,9 @@ DATA mxfp8EncF32FusedB32AVX512Perm<>+56(SB)/4, $0x0000000b
 DATA mxfp8EncF32FusedB32AVX512Perm<>+60(SB)/4, $0x0000000f
 GLOBL mxfp8EncF32FusedB32AVX512Perm<>(SB), RODATA|NOPTR, $64
 
-// func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)
+// func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, CMOV
-TEXT ·fp4HalfUpEncF32FusedB16AVX512(SB), NOSPLIT, $256-48
+TEXT ·fp4HalfUpEncF32FusedB16AVX512(SB), NOSPLIT, $256-56
 	MOVQ         dst+0(FP), AX
 	MOVQ         scales+8(FP), CX
 	MOVQ         bad+16(FP), DX
@@ -1755,6 +1789,273 @@ DATA fp4HalfUpEncF32FusedB16AVX512Perm<>+52(SB)/4, $0x00000007
 DATA fp4HalfUpEncF32FusedB16AVX512Perm<>+56(SB)/4, $0x0000000b
 DATA fp4HalfUpEncF32FusedB16AVX512Perm<>+60(SB)/4, $0x0000000f
 GLOBL fp4HalfUpEncF32FusedB16AVX512Perm<>(SB), RODATA|NOPTR, $64
+
+// func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, CMOV
+TEXT ·nvfp4EncF32FusedB16AVX512(SB), NOSPLIT, $256-56
+	MOVQ         dst+0(FP), AX
+	MOVQ         scales+8(FP), CX
+	MOVQ         bad+16(FP), DX
+	MOVQ         src+24(FP), BX
+	MOVQ         ng+32(FP), SI
+	MOVQ         p+40(FP), DI
+	MOVQ         lut+48(FP), R8
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z0
+	MOVL         $0x00000001, R9
+	VPBROADCASTD R9, Z1
+	MOVL         $0x0000007f, R9
+	VPBROADCASTD R9, Z1
+	VMOVDQU32    nvfp4EncF32FusedB16AVX512Perm<>+0(SB), Z1
+	MOVL         $0xc11fffff, R9
+	VPBROADCASTD R9, Z5
+	MOVL         $0x3f800000, R9
+	VPBROADCASTD R9, Z5
+	MOVL         $0x4a800000, R9
+	VPBROADCASTD R9, Z5
+	MOVL         $0x00000007, R9
+	VPBROADCASTD R9, Z5
+	MOVL         $0x00000008, R9
+	VPBROADCASTD R9, Z5
+	VPXORD       Z2, Z2, Z2
+	MOVL         $0x0000000f, R9
+	VPBROADCASTD R9, Z2
+
+nvfp4EncF32FusedB16AVX512_chunk:
+	MOVQ    $0x00000004, R10
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R10
+	SUBQ    R10, SI
+	MOVQ    BX, R11
+	LEAQ    (SP), R9
+	MOVQ    R10, R12
+
+nvfp4EncF32FusedB16AVX512_group:
+	VPANDD       (R11), Z0, Z2
+	VPANDD       64(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z6
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z6, Z6
+	VPANDD       128(R11), Z0, Z2
+	VPANDD       192(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z7
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z7, Z7
+	VPANDD       256(R11), Z0, Z2
+	VPANDD       320(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z8
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z8, Z8
+	VPANDD       384(R11), Z0, Z2
+	VPANDD       448(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z9
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z9, Z9
+	VPANDD       512(R11), Z0, Z2
+	VPANDD       576(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z10
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z10, Z10
+	VPANDD       640(R11), Z0, Z2
+	VPANDD       704(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z11
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z11, Z11
+	VPANDD       768(R11), Z0, Z2
+	VPANDD       832(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z12
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z12, Z12
+	VPANDD       896(R11), Z0, Z2
+	VPANDD       960(R11), Z0, Z5
+	VSHUFI64X2   $0x44, Z5, Z2, Z13
+	VSHUFI64X2   $0xee, Z5, Z2, Z2
+	VPMAXUD      Z2, Z13, Z13
+	VSHUFI64X2   $0x88, Z7, Z6, Z2
+	VSHUFI64X2   $0xdd, Z7, Z6, Z5
+	VPMAXUD      Z5, Z2, Z2
+	VSHUFI64X2   $0x88, Z9, Z8, Z5
+	VSHUFI64X2   $0xdd, Z9, Z8, Z6
+	VPMAXUD      Z6, Z5, Z5
+	VSHUFI64X2   $0x88, Z11, Z10, Z6
+	VSHUFI64X2   $0xdd, Z11, Z10, Z7
+	VPMAXUD      Z7, Z6, Z6
+	VSHUFI64X2   $0x88, Z13, Z12, Z7
+	VSHUFI64X2   $0xdd, Z13, Z12, Z8
+	VPMAXUD      Z8, Z7, Z7
+	VSHUFPS      $0x88, Z5, Z2, Z8
+	VSHUFPS      $0xdd, Z5, Z2, Z2
+	VPMAXUD      Z2, Z8, Z8
+	VSHUFPS      $0x88, Z7, Z6, Z2
+	VSHUFPS      $0xdd, Z7, Z6, Z5
+	VPMAXUD      Z5, Z2, Z2
+	VSHUFPS      $0x88, Z2, Z8, Z5
+	VSHUFPS      $0xdd, Z2, Z8, Z2
+	VPMAXUD      Z2, Z5, Z5
+	VPERMD       Z5, Z1, Z2
+	VPBROADCASTD (DI), Z5
+	VPBROADCASTD 4(DI), Z6
+	VPBROADCASTD 8(DI), Z7
+	MOVL         $0x00000001, R13
+	VPBROADCASTD R13, Z8
+	MOVL         $0x3f800000, R13
+	VPBROADCASTD R13, Z9
+	MOVL         $0x7f800000, R13
+	VPBROADCASTD R13, Z10
+	MOVL         $0x3c000000, R13
+	VPBROADCASTD R13, Z11
+	MOVL         $0x3b000000, R13
+	VPBROADCASTD R13, Z12
+	MOVL         $0x00000008, R13
+	VPBROADCASTD R13, Z13
+	VMULPS       Z6, Z2, Z6
+	VMULPS       Z6, Z5, Z6
+	MOVL         $0x7fffffff, R13
+	VPBROADCASTD R13, Z5
+	MOVL         $0xc407ffff, R13
+	VPBROADCASTD R13, Z14
+	MOVL         $0x3c800000, R13
+	VPBROADCASTD R13, Z15
+	MOVL         $0x46800000, R13
+	VPBROADCASTD R13, Z16
+	MOVL         $0x0000000f, R13
+	VPBROADCASTD R13, Z17
+	VPANDD       Z5, Z6, Z5
+	VPADDD       Z14, Z5, Z14
+	VPSRLD       $0x14, Z5, Z18
+	VPANDD       Z8, Z18, Z18
+	VPADDD       Z18, Z14, Z14
+	VPSRLD       $0x14, Z14, Z14
+	VPCMPUD      $0x01, Z15, Z5, K1
+	MOVL         $0x0000007e, R13
+	VPBROADCASTD R13, Z5
+	VPMINUD      Z5, Z14, Z14
+	VADDPS       Z16, Z6, Z5
+	VPANDD       Z17, Z5, Z5
+	VMOVDQA32    Z5, K1, Z14
+	VPMOVDB      Z14, X5
+	VMOVDQU32    X5, (CX)
+	VPSLLD       $0x14, Z14, Z5
+	VPADDD       Z11, Z5, Z5
+	VCVTDQ2PS    Z14, Z6
+	VMULPS       Z12, Z6, Z6
+	VPCMPUD      $0x01, Z13, Z14, K1
+	VMOVDQA32    Z6, K1, Z5
+	VMULPS       Z7, Z5, Z5
+	VDIVPS       Z5, Z9, Z5
+	VPTESTNMD    Z2, Z2, K1
+	VPXORD       Z3, Z3, Z3
+	VMOVDQA32    Z3, K1, Z5
+	VPCMPUD      $0x06, Z10, Z2, K1
+	VPCMPUD      $0x05, Z10, Z5, K2
+	KORW         K2, K1, K1
+	KMOVW        K1, R13
+	MOVW         R13, (DX)
+	VMOVDQU32    Z5, (R9)
+	ADDQ         $0x40, R9
+	ADDQ         $0x00000400, R11
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R12
+	JNZ          nvfp4EncF32FusedB16AVX512_group
+	LEAQ         (SP), R9
+	SHLQ         $0x02, R10
+	VMOVDQU16    (R8), Z2
+	VMOVDQU16    64(R8), Z5
+	VPBROADCASTW 128(R8), Z7
+	MOVL         $0x00007fff, R11
+	VPBROADCASTW R11, Z8
+	MOVL         $0x0000ffff, R11
+	VPBROADCASTD R11, Z9
+	MOVL         $0x00000001, R11
+	VPBROADCASTW R11, Z10
+	MOVL         $0x0000001f, R11
+	VPBROADCASTW R11, Z11
+	MOVL         $0x00000008, R11
+	VPBROADCASTW R11, Z12
+	VPXORD       Z4, Z4, Z4
+	VMOVDQU16    fusedOddWords<>+0(SB), Z6
+
+nvfp4EncF32FusedB16AVX512_enc:
+	VPBROADCASTD (R9), Z13
+	VPBROADCASTD 4(R9), Z14
+	VMULPS       (BX), Z13, Z13
+	VMULPS       64(BX), Z14, Z14
+	VMOVDQA64    Z6, Z15
+	VPERMI2W     Z14, Z13, Z15
+	VPTESTMD     Z9, Z13, K1
+	VPTESTMD     Z9, Z14, K2
+	KUNPCKWD     K1, K2, K1
+	VPMOVW2M     Z15, K2
+	VPANDD       Z8, Z15, Z13
+	VPSRLW       $0x05, Z13, Z14
+	VPSUBW       Z7, Z14, Z14
+	VPMAXSW      Z4, Z14, Z14
+	VPMINSW      Z11, Z14, Z14
+	VPANDD       Z11, Z13, Z13
+	VPMINUW      Z10, Z13, Z13
+	VMOVDQU16    Z10, K1, Z13
+	VPADDW       Z14, Z14, Z14
+	VPADDW       Z13, Z14, Z14
+	VPERMI2W     Z5, Z2, Z14
+	VPADDW       Z12, Z14, K2, Z14
+	VPSRLD       $0x0c, Z14, Z13
+	VPORD        Z13, Z14, Z14
+	VPMOVDB      Z14, X13
+	VMOVDQU32    X13, (AX)
+	VPBROADCASTD 8(R9), Z13
+	VPBROADCASTD 12(R9), Z14
+	VMULPS       128(BX), Z13, Z13
+	VMULPS       192(BX), Z14, Z14
+	VMOVDQA64    Z6, Z15
+	VPERMI2W     Z14, Z13, Z15
+	VPTESTMD     Z9, Z13, K1
+	VPTESTMD     Z9, Z14, K2
+	KUNPCKWD     K1, K2, K1
+	VPMOVW2M     Z15, K2
+	VPANDD       Z8, Z15, Z13
+	VPSRLW       $0x05, Z13, Z14
+	VPSUBW       Z7, Z14, Z14
+	VPMAXSW      Z4, Z14, Z14
+	VPMINSW      Z11, Z14, Z14
+	VPANDD       Z11, Z13, Z13
+	VPMINUW      Z10, Z13, Z13
+	VMOVDQU16    Z10, K1, Z13
+	VPADDW       Z14, Z14, Z14
+	VPADDW       Z13, Z14, Z14
+	VPERMI2W     Z5, Z2, Z14
+	VPADDW       Z12, Z14, K2, Z14
+	VPSRLD       $0x0c, Z14, Z13
+	VPORD        Z13, Z14, Z14
+	VPMOVDB      Z14, X13
+	VMOVDQU32    X13, 16(AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x10, R9
+	DECQ         R10
+	JNZ          nvfp4EncF32FusedB16AVX512_enc
+	TESTQ        SI, SI
+	JNZ          nvfp4EncF32FusedB16AVX512_chunk
+	VZEROUPPER
+	RET
+
+DATA nvfp4EncF32FusedB16AVX512Perm<>+0(SB)/4, $0x00000000
+DATA nvfp4EncF32FusedB16AVX512Perm<>+4(SB)/4, $0x00000004
+DATA nvfp4EncF32FusedB16AVX512Perm<>+8(SB)/4, $0x00000008
+DATA nvfp4EncF32FusedB16AVX512Perm<>+12(SB)/4, $0x0000000c
+DATA nvfp4EncF32FusedB16AVX512Perm<>+16(SB)/4, $0x00000001
+DATA nvfp4EncF32FusedB16AVX512Perm<>+20(SB)/4, $0x00000005
+DATA nvfp4EncF32FusedB16AVX512Perm<>+24(SB)/4, $0x00000009
+DATA nvfp4EncF32FusedB16AVX512Perm<>+28(SB)/4, $0x0000000d
+DATA nvfp4EncF32FusedB16AVX512Perm<>+32(SB)/4, $0x00000002
+DATA nvfp4EncF32FusedB16AVX512Perm<>+36(SB)/4, $0x00000006
+DATA nvfp4EncF32FusedB16AVX512Perm<>+40(SB)/4, $0x0000000a
+DATA nvfp4EncF32FusedB16AVX512Perm<>+44(SB)/4, $0x0000000e
+DATA nvfp4EncF32FusedB16AVX512Perm<>+48(SB)/4, $0x00000003
+DATA nvfp4EncF32FusedB16AVX512Perm<>+52(SB)/4, $0x00000007
+DATA nvfp4EncF32FusedB16AVX512Perm<>+56(SB)/4, $0x0000000b
+DATA nvfp4EncF32FusedB16AVX512Perm<>+60(SB)/4, $0x0000000f
+GLOBL nvfp4EncF32FusedB16AVX512Perm<>(SB), RODATA|NOPTR, $64
 
 // func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 // Requires: AVX, AVX512F, AVX512VL

@@ -57,9 +57,12 @@ func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                     
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }
 
-func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32) {
+func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
-func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32) {
+func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }

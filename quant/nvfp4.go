@@ -77,6 +77,12 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if n == len(scales) {
+			return nil
+		}
+		dst, scales, src = dst[8*n:], scales[n:], src[16*n:]
+	}
 	if c.encodeAsm(dst, scales, src, nil) {
 		return nil
 	}

@@ -18,12 +18,23 @@ import (
 // their elements are encoded.
 const fusedChunk = 4
 
+// Scale stages of the fused encoders.
+const (
+	scalePow2 = iota // ceil-rule power-of-two scales (pow2Scales)
+	scaleNV          // nvfp4's E4M3 block scales (nvfp4Scales)
+)
+
 func fused() {
-	fusedPow2F32("mxfp8EncF32Fused", 32, false, false)
-	fusedPow2F32("fp4HalfUpEncF32Fused", 16, true, true)
+	fusedOdd = GLOBL("fusedOddWords", RODATA|NOPTR)
+	for i := range 32 {
+		DATA(2*i, U16(uint16(2*i+1)))
+	}
+	fusedPow2F32("mxfp8EncF32Fused", 32, false, false, scalePow2)
+	fusedPow2F32("fp4HalfUpEncF32Fused", 16, true, true, scalePow2)
+	fusedPow2F32("nvfp4EncF32Fused", 16, true, false, scaleNV)
 }
 
-// fusedPow2F32 emits func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32):
+// fusedPow2F32 emits func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16):
 // ng groups of sixteen blocks of bs float32 values (bs 16 or 32). Per
 // group: the block maxima (as amaxTree), the ceil-rule exponents e of
 // pow2Scales (p[0..4]: pre, div, post as float32 bits, lo, hi), the scale
@@ -35,19 +46,32 @@ func fused() {
 // magic-number addition for subnormal ones; E2M1 (fp4) likewise, with
 // SGLang's rounding (halfUp: every midpoint away from zero, by two
 // additions rounding down; sign when y < 0) or round-to-nearest-even
-// (sign bit of y).
-func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
+// (sign bit of y), saturating at 6.
+//
+// With scaleNV (nvfp4; p holds invG, rcp6, g as float32) the scales and
+// multipliers are nvfp4Scales' (the E4M3 code computed, not gathered) and
+// the elements E2M1 round-to-nearest-even through the table at lut (as
+// e2m1EncodeWF); bad marks a NaN maximum or an infinite multiplier.
+func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	name += fmt.Sprintf("B%dAVX512", bs)
 	k := bs / 16
-	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32)")
+	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)")
 	Pragma("noescape")
-	Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.")
+	if stage == scaleNV {
+		Doc(name + " encodes groups of sixteen float32 blocks to nvfp4: maxima, scales and elements in one call.")
+	} else {
+		Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.")
+	}
 	dst := Load(Param("dst"), GP64())
 	scales := Load(Param("scales"), GP64())
 	bad := Load(Param("bad"), GP64())
 	src := Load(Param("src"), GP64())
 	ng := Load(Param("ng"), GP64())
 	p := Load(Param("p"), GP64())
+	var lut reg.Register
+	if stage == scaleNV {
+		lut = Load(Param("lut"), GP64())
+	}
 	inv := AllocLocal(64 * fusedChunk)
 	invP := GP64()
 
@@ -133,40 +157,12 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	a := ZMM()
 	VPERMD(r[0], idx, a)
 
-	// the scales (pow2Scales; parameters loaded per group, for registers)
-	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
-	badLo, badHi := bcast(p, 5), bcast(p, 6)
-	mant := konst(0x7FFFFF)
-	inf := konst(0x7F800000)
-	q := ZMM()
-	VMAXPS(a, pre, q)
-	VDIVPS(div, q, q)
-	VMAXPS(post, q, q)
-	x := ZMM()
-	VPSRLD(U8(23), q, x)
-	VPSUBD(c127, x, x)
-	f := ZMM()
-	VPANDD(mant, q, f)
-	VPMINUD(one, f, f)
-	VPADDD(f, x, x)
-	VPMAXSD(lo, x, x)
-	VPMINSD(hi, x, x)
-	k0, k1, k2 := K(), K(), K()
-	VPCMPUD(U8(5), inf, a, k0)  // a >= Inf
-	VPCMPD(U8(1), badLo, x, k1) // e < badLo
-	VPCMPD(U8(6), badHi, x, k2) // e > badHi
-	KORW(k1, k0, k0)
-	KORW(k2, k0, k0)
-	rb := GP32()
-	KMOVW(k0, rb)
-	MOVW(rb.As16(), Mem{Base: bad})
-	sb := ZMM()
-	VPADDD(c127, x, sb)
-	narrowStore(VPMOVDB, sb, Mem{Base: scales}, 16)
-	// the multipliers 2^-e as float32 bits (127 − e) << 23
-	m := ZMM()
-	VPSUBD(x, c127, m)
-	VPSLLD(U8(23), m, m)
+	var m reg.VecVirtual
+	if stage == scaleNV {
+		m = nvScaleStage(a, p, scales, bad)
+	} else {
+		m = pow2ScaleStage(a, p, scales, bad, one, c127)
+	}
 	VMOVDQU32(m, Mem{Base: invP})
 	ADDQ(U8(64), invP)
 	ADDQ(U32(64*k*16), s0)
@@ -180,49 +176,62 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool) {
 	cnt := GP64()
 	MOVQ(nc, cnt)
 	SHLQ(U8(map[int]uint8{1: 2, 2: 3}[k]), cnt) // 4 or 8 steps per group
+	var nl *nvLut
+	if stage == scaleNV {
+		nl = newNVLut(lut)
+	}
 	Label(name + "_enc")
-	e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one}
-	var ys, ms, codes [4]reg.VecVirtual
-	var kSub [4]reg.OpmaskVirtual
-	for i := range codes {
-		w := ZMM()
-		VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / k)}, w)
-		ys[i] = ZMM()
-		VMULPS(Mem{Base: src, Disp: 64 * i}, w, ys[i])
-		ms[i], codes[i], kSub[i] = e.normal(ys[i])
-	}
-	if !fp4 {
-		// E4M3 subnormal results are rare in a scaled block (|x| below
-		// 2^-14 of the block maximum): branched over when none has one
-		ka, kb := K(), K()
-		KORW(kSub[1], kSub[0], ka)
-		KORW(kSub[3], kSub[2], kb)
-		KORTESTW(kb, ka)
-		JZ(LabelRef(name + "_signs"))
-	}
-	for i := range codes {
-		e.sub(ms[i], codes[i], kSub[i])
-	}
-	if !fp4 {
-		Label(name + "_signs")
-	}
-	for i := range codes {
-		e.sign(ys[i], codes[i])
-	}
-	ab, cd, out := ZMM(), ZMM(), ZMM()
-	VPACKUSDW(codes[1], codes[0], ab)
-	VPACKUSDW(codes[3], codes[2], cd)
-	VPACKUSWB(cd, ab, out)
-	VPERMD(out, idx, out)
-	if fp4 {
-		t := ZMM()
-		VPSRLW(U8(4), out, t)
-		VPORD(t, out, out)
-		narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
+	if stage == scaleNV {
+		// E2M1 round-to-nearest-even through the 16-bit-lane table of
+		// e2m1EncodeWF (its multiplier form), two blocks per half step
+		for h := range 2 {
+			nl.step(src, dst, invP, h)
+		}
 		ADDQ(U8(32), dst)
 	} else {
-		VMOVDQU32(out, Mem{Base: dst})
-		ADDQ(U8(64), dst)
+		e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one}
+		var ys, ms, codes [4]reg.VecVirtual
+		var kSub [4]reg.OpmaskVirtual
+		for i := range codes {
+			w := ZMM()
+			VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / k)}, w)
+			ys[i] = ZMM()
+			VMULPS(Mem{Base: src, Disp: 64 * i}, w, ys[i])
+			ms[i], codes[i], kSub[i] = e.normal(ys[i])
+		}
+		if !fp4 {
+			// E4M3 subnormal results are rare in a scaled block (|x| below
+			// 2^-14 of the block maximum): branched over when none has one
+			ka, kb := K(), K()
+			KORW(kSub[1], kSub[0], ka)
+			KORW(kSub[3], kSub[2], kb)
+			KORTESTW(kb, ka)
+			JZ(LabelRef(name + "_signs"))
+		}
+		for i := range codes {
+			e.sub(ms[i], codes[i], kSub[i])
+		}
+		if !fp4 {
+			Label(name + "_signs")
+		}
+		for i := range codes {
+			e.sign(ys[i], codes[i])
+		}
+		ab, cd, out := ZMM(), ZMM(), ZMM()
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		VPERMD(out, idx, out)
+		if fp4 {
+			t := ZMM()
+			VPSRLW(U8(4), out, t)
+			VPORD(t, out, out)
+			narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
+			ADDQ(U8(32), dst)
+		} else {
+			VMOVDQU32(out, Mem{Base: dst})
+			ADDQ(U8(64), dst)
+		}
 	}
 	ADDQ(U32(256), src)
 	ADDQ(U8(4*(4/k)), invP)
@@ -297,4 +306,161 @@ func (e *lanes) sign(y, c reg.VecVirtual) {
 		VPSRLD(U8(24), y, sg)
 	}
 	VPTERNLOGD(U8(0xF8), e.signC, sg, c) // c | (sg & signC)
+}
+
+// pow2ScaleStage stores the scale bytes and bad bits of sixteen block
+// maxima a (pow2Scales; parameters loaded per group, for registers) and
+// returns the multipliers 2^-e.
+func pow2ScaleStage(a reg.VecVirtual, p, scales, bad reg.Register, one, c127 reg.VecVirtual) reg.VecVirtual {
+	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
+	badLo, badHi := bcast(p, 5), bcast(p, 6)
+	mant := konst(0x7FFFFF)
+	inf := konst(0x7F800000)
+	q := ZMM()
+	VMAXPS(a, pre, q)
+	VDIVPS(div, q, q)
+	VMAXPS(post, q, q)
+	x := ZMM()
+	VPSRLD(U8(23), q, x)
+	VPSUBD(c127, x, x)
+	f := ZMM()
+	VPANDD(mant, q, f)
+	VPMINUD(one, f, f)
+	VPADDD(f, x, x)
+	VPMAXSD(lo, x, x)
+	VPMINSD(hi, x, x)
+	k0, k1, k2 := K(), K(), K()
+	VPCMPUD(U8(5), inf, a, k0)  // a >= Inf
+	VPCMPD(U8(1), badLo, x, k1) // e < badLo
+	VPCMPD(U8(6), badHi, x, k2) // e > badHi
+	KORW(k1, k0, k0)
+	KORW(k2, k0, k0)
+	rb := GP32()
+	KMOVW(k0, rb)
+	MOVW(rb.As16(), Mem{Base: bad})
+	sb := ZMM()
+	VPADDD(c127, x, sb)
+	narrowStore(VPMOVDB, sb, Mem{Base: scales}, 16)
+	// the multipliers 2^-e as float32 bits (127 − e) << 23
+	m := ZMM()
+	VPSUBD(x, c127, m)
+	VPSLLD(U8(23), m, m)
+	return m
+}
+
+// nvScaleStage is pow2ScaleStage for nvfp4 (nvfp4Scales): the E4M3 scale
+// codes of sf = invG·(a·rcp6) (E4M3 satfinite, computed as the table
+// holds it), and
+// the multipliers a ≠ 0 ? 1/(float(sf8)·g) : 0.
+func nvScaleStage(a reg.VecVirtual, p, scales, bad reg.Register) reg.VecVirtual {
+	invG, rcp6, g := bcast(p, 0), bcast(p, 1), bcast(p, 2)
+	one := konst(1)
+	oneF := konst(0x3F800000)
+	inf := konst(0x7F800000)
+	e4m3Bias := konst(120 << 23)
+	twoM9 := konst(0x3B000000) // 2^-9
+	eight := konst(8)
+	sf := ZMM()
+	VMULPS(rcp6, a, sf)
+	VMULPS(sf, invG, sf)
+	// E4M3 satfinite round-to-nearest-even of sf ≥ 0 (as the table): the
+	// element encoder of mxfp8, saturated at 448 (code 0x7E)
+	e := &lanes{absMask: konst(0x7FFFFFFF), normC: konst(uint32(0x7FFFF - 120<<23 + 1<<32)), normMin: konst(121 << 23),
+		magic: konst(0x46800000), lowMask: konst(0xF), one: one}
+	_, c, kSub0 := e.normal(sf)
+	VPMINUD(konst(0x7E), c, c)
+	e.sub(sf, c, kSub0)
+	narrowStore(VPMOVDB, c, Mem{Base: scales}, 16)
+	// E4M3 value of the (nonnegative) code: normal codes shift into
+	// float32 bits (exponent bias 7 → 127), subnormal ones are code·2^-9
+	v := ZMM()
+	VPSLLD(U8(20), c, v)
+	VPADDD(e4m3Bias, v, v)
+	sub := ZMM()
+	VCVTDQ2PS(c, sub)
+	VMULPS(twoM9, sub, sub)
+	kSub := K()
+	VPCMPUD(U8(1), eight, c, kSub) // code < 8
+	VMOVDQA32(sub, kSub, v)
+	VMULPS(g, v, v)
+	o := ZMM()
+	VDIVPS(v, oneF, o)
+	kz := K()
+	VPTESTNMD(a, a, kz)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	VMOVDQA32(zero, kz, o)
+	// blocks for the portable code: a NaN maximum, an infinite multiplier
+	kb, ki := K(), K()
+	VPCMPUD(U8(6), inf, a, kb)
+	VPCMPUD(U8(5), inf, o, ki)
+	KORW(ki, kb, kb)
+	r := GP32()
+	KMOVW(kb, r)
+	MOVW(r.As16(), Mem{Base: bad})
+	return o
+}
+
+// fusedOdd holds the word indices of the top halves of 32 dwords.
+var fusedOdd Mem
+
+// nvLut holds the constants of nvLutStep.
+type nvLut struct {
+	L0, L1, base, absMaskW, low16, one, c31, c8, zero, odd reg.VecVirtual
+}
+
+func newNVLut(lut reg.Register) *nvLut {
+	e := &nvLut{L0: ZMM(), L1: ZMM(), zero: ZMM(), odd: ZMM()}
+	VMOVDQU16(Mem{Base: lut}, e.L0)
+	VMOVDQU16(Mem{Base: lut, Disp: 64}, e.L1)
+	e.base = bcastW(lut, 64)
+	e.absMaskW = konstW(0x7FFF)
+	e.low16 = konst(0xFFFF)
+	e.one = konstW(1)
+	e.c31 = konstW(31)
+	e.c8 = konstW(8)
+	VPXORD(e.zero, e.zero, e.zero)
+	VMOVDQU16(fusedOdd, e.odd)
+	return e
+}
+
+// step encodes 32 float32 elements (blocks 2h and 2h+1 of a step, at
+// src+128h; multipliers at invP) into 16 bytes at dst+16h, as
+// e2m1EncodeWF does with a multiplier (mul, pair).
+func (e *nvLut) step(src, dst, invP reg.Register, h int) {
+	os0, os1 := ZMM(), ZMM()
+	VPBROADCASTD(Mem{Base: invP, Disp: 8 * h}, os0)
+	VPBROADCASTD(Mem{Base: invP, Disp: 8*h + 4}, os1)
+	lo, hi := ZMM(), ZMM()
+	VMULPS(Mem{Base: src, Disp: 128 * h}, os0, lo)
+	VMULPS(Mem{Base: src, Disp: 128*h + 64}, os1, hi)
+	u := ZMM()
+	VMOVDQA64(e.odd, u)
+	VPERMI2W(hi, lo, u)
+	kSticky := K()
+	k0, k1 := K(), K()
+	VPTESTMD(e.low16, lo, k0)
+	VPTESTMD(e.low16, hi, k1)
+	KUNPCKWD(k0, k1, kSticky)
+	kNeg := K()
+	VPMOVW2M(u, kNeg)
+	a := ZMM()
+	VPANDD(e.absMaskW, u, a)
+	j := ZMM()
+	VPSRLW(U8(5), a, j)
+	VPSUBW(e.base, j, j)
+	VPMAXSW(e.zero, j, j)
+	VPMINSW(e.c31, j, j)
+	l := ZMM()
+	VPANDD(e.c31, a, l)
+	VPMINUW(e.one, l, l)
+	VMOVDQU16(e.one, kSticky, l)
+	VPADDW(j, j, j)
+	VPADDW(l, j, j)
+	VPERMI2W(e.L1, e.L0, j)
+	VPADDW(e.c8, j, kNeg, j)
+	t := ZMM()
+	VPSRLD(U8(12), j, t)
+	VPORD(t, j, j)
+	narrowStore(VPMOVDB, j, Mem{Base: dst, Disp: 16 * h}, 16)
 }
