@@ -86,3 +86,29 @@ func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	}
 	return 16 * ng
 }
+
+// encodeF32Fused encodes the leading whole runs of sixteen int8_g64 or
+// int4_g32 groups of src and returns how many groups it did.
+func (c *intCodec) encodeF32Fused(dst, scales []byte, src []float32) int {
+	nb := len(scales) / 2
+	if !useAsm || nb < 16 || (c.g != 64 || c.four) && (c.g != 32 || !c.four) {
+		return 0
+	}
+	p := [8]int32{f32i(c.qmax)}
+	g, ng := c.g, nb/16
+	out := g
+	if c.four {
+		out /= 2
+	}
+	var bad [fusedGroups]uint16 // always clear: the kernels leave no group
+	for g0 := 0; g0 < ng; g0 += fusedGroups {
+		m := min(fusedGroups, ng-g0)
+		b0 := 16 * g0
+		if c.four {
+			int4EncF32FusedB32AVX512(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
+		} else {
+			int8EncF32FusedB64AVX512(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
+		}
+	}
+	return 16 * ng
+}

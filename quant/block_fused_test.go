@@ -121,7 +121,7 @@ func TestAsmFusedEncode(t *testing.T) {
 // values that round to zero, subnormal results and negative zeros.
 func TestAsmFusedRanges(t *testing.T) {
 	withAsm(t, true, func(t *testing.T) {
-		for _, name := range []string{"mxfp8", "fp4_mx_block16", "nvfp4"} {
+		for _, name := range []string{"mxfp8", "fp4_mx_block16", "nvfp4", "int8_g64", "int4_g32"} {
 			c := codecFor(t, name)
 			f := c.Format()
 			bs := f.BlockSize

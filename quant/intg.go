@@ -57,6 +57,12 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if 2*n == len(scales) {
+			return nil
+		}
+		dst, scales, src = dst[int(c.format.DataBytes(int64(n*c.g))):], scales[2*n:], src[n*c.g:]
+	}
 	if c.encodeAsm(dst, scales, src, nil) {
 		return nil
 	}

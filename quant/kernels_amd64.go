@@ -104,6 +104,16 @@ func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *fl
 //go:noescape
 func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 
+// int8EncF32FusedB64AVX512 quantizes sixteen float32 groups at a time to symmetric integers: maxima, scales and codes in one call.
+//
+//go:noescape
+func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// int4EncF32FusedB32AVX512 quantizes sixteen float32 groups at a time to symmetric integers: maxima, scales and codes in one call.
+//
+//go:noescape
+func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape

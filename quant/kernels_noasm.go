@@ -66,3 +66,9 @@ func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *fl
 func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
+func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}

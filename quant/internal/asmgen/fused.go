@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -22,6 +23,7 @@ const fusedChunk = 4
 const (
 	scalePow2 = iota // ceil-rule power-of-two scales (pow2Scales)
 	scaleNV          // nvfp4's E4M3 block scales (nvfp4Scales)
+	scaleInt         // int8_g64 / int4_g32 fp16 group scales (intScales)
 )
 
 func fused() {
@@ -32,6 +34,8 @@ func fused() {
 	fusedPow2F32("mxfp8EncF32Fused", 32, false, false, scalePow2)
 	fusedPow2F32("fp4HalfUpEncF32Fused", 16, true, true, scalePow2)
 	fusedPow2F32("nvfp4EncF32Fused", 16, true, false, scaleNV)
+	fusedPow2F32("int8EncF32Fused", 64, false, false, scaleInt)
+	fusedPow2F32("int4EncF32Fused", 32, true, false, scaleInt)
 }
 
 // fusedPow2F32 emits func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16):
@@ -52,14 +56,22 @@ func fused() {
 // multipliers are nvfp4Scales' (the E4M3 code computed, not gathered) and
 // the elements E2M1 round-to-nearest-even through the table at lut (as
 // e2m1EncodeWF); bad marks a NaN maximum or an infinite multiplier.
+//
+// With scaleInt (int8_g64, bs 64; int4_g32, bs 32 with fp4; p[0] is qmax
+// as float32) the fp16 scales of intScales go to scales (two bytes per
+// group), and the codes are intEncode's: clamp(rint(x / s), ±qmax), NaN
+// → 0, int8 bytes or q+8 nibbles; no block is left to the portable code.
 func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	name += fmt.Sprintf("B%dAVX512", bs)
 	k := bs / 16
 	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)")
 	Pragma("noescape")
-	if stage == scaleNV {
+	switch stage {
+	case scaleNV:
 		Doc(name + " encodes groups of sixteen float32 blocks to nvfp4: maxima, scales and elements in one call.")
-	} else {
+	case scaleInt:
+		Doc(name + " quantizes sixteen float32 groups at a time to symmetric integers: maxima, scales and codes in one call.")
+	default:
 		Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.")
 	}
 	dst := Load(Param("dst"), GP64())
@@ -87,7 +99,9 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 
 	// element encoder constants
 	var normC, normMin, magic, lowMask, signC, quarter, seven, zero reg.VecVirtual
-	if fp4 {
+	switch {
+	case stage != scalePow2:
+	case fp4:
 		if halfUp {
 			normC = konst(uint32(0x200000 - 0x3F000000 + 1<<32))
 			quarter = konst(0x3E800000) // 0.25
@@ -100,13 +114,14 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 		signC = konst(8)
 		zero = ZMM()
 		VPXORD(zero, zero, zero)
-	} else {
+		lowMask = konst(0xF)
+	default:
 		normC = konst(uint32(0x7FFFF - 120<<23 + 1<<32))
 		normMin = konst(121 << 23) // 2^-6
 		magic = konst(0x46800000)  // 2^14: its ulp is 2^-9
 		signC = konst(0x80)
+		lowMask = konst(0xF)
 	}
-	lowMask = konst(0xF)
 
 	Label(name + "_chunk")
 	// up to fusedChunk groups: first all their scales (independent work
@@ -158,15 +173,23 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	VPERMD(r[0], idx, a)
 
 	var m reg.VecVirtual
-	if stage == scaleNV {
+	switch stage {
+	case scaleNV:
 		m = nvScaleStage(a, p, scales, bad)
-	} else {
+	case scaleInt:
+		m = intScaleStage(a, p, scales)
+		MOVW(U16(0), Mem{Base: bad})
+	default:
 		m = pow2ScaleStage(a, p, scales, bad, one, c127)
 	}
 	VMOVDQU32(m, Mem{Base: invP})
 	ADDQ(U8(64), invP)
 	ADDQ(U32(64*k*16), s0)
-	ADDQ(U8(16), scales)
+	if stage == scaleInt {
+		ADDQ(U8(32), scales)
+	} else {
+		ADDQ(U8(16), scales)
+	}
 	ADDQ(U8(2), bad)
 	DECQ(gc)
 	JNZ(LabelRef(name + "_group"))
@@ -175,10 +198,14 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	LEAQ(inv, invP)
 	cnt := GP64()
 	MOVQ(nc, cnt)
-	SHLQ(U8(map[int]uint8{1: 2, 2: 3}[k]), cnt) // 4 or 8 steps per group
+	SHLQ(U8(map[int]uint8{1: 2, 2: 3, 4: 4}[k]), cnt) // 4, 8 or 16 steps per group
 	var nl *nvLut
-	if stage == scaleNV {
+	var ic *intConsts
+	switch stage {
+	case scaleNV:
 		nl = newNVLut(lut)
+	case scaleInt:
+		ic = newIntConsts(fp4)
 	}
 	Label(name + "_enc")
 	if stage == scaleNV {
@@ -188,6 +215,32 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 			nl.step(src, dst, invP, h)
 		}
 		ADDQ(U8(32), dst)
+	} else if stage == scaleInt {
+		var codes [4]reg.VecVirtual
+		for i := range codes {
+			codes[i] = ic.code(src, invP, i, k)
+		}
+		out := ZMM()
+		if fp4 {
+			ab, cd := ZMM(), ZMM()
+			VPACKUSDW(codes[1], codes[0], ab)
+			VPACKUSDW(codes[3], codes[2], cd)
+			VPACKUSWB(cd, ab, out)
+			VPERMD(out, idx, out)
+			t := ZMM()
+			VPSRLW(U8(4), out, t)
+			VPORD(t, out, out)
+			narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
+			ADDQ(U8(32), dst)
+		} else {
+			ab, cd := ZMM(), ZMM()
+			VPACKSSDW(codes[1], codes[0], ab)
+			VPACKSSDW(codes[3], codes[2], cd)
+			VPACKSSWB(cd, ab, out)
+			VPERMD(out, idx, out)
+			VMOVDQU32(out, Mem{Base: dst})
+			ADDQ(U8(64), dst)
+		}
 	} else {
 		e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one}
 		var ys, ms, codes [4]reg.VecVirtual
@@ -463,4 +516,73 @@ func (e *nvLut) step(src, dst, invP reg.Register, h int) {
 	VPSRLD(U8(12), j, t)
 	VPORD(t, j, j)
 	narrowStore(VPMOVDB, j, Mem{Base: dst, Disp: 16 * h}, 16)
+}
+
+// intScaleStage stores the fp16 scales of sixteen group maxima a
+// (intScales: min(a/qmax, 65504), 1 for a zero group, nearest even, NaN
+// 0x7E00; qmax at p) and returns their float32 values.
+func intScaleStage(a reg.VecVirtual, p, scales reg.Register) reg.VecVirtual {
+	q := ZMM()
+	VBROADCASTSS(Mem{Base: p}, q)
+	maxS := konst(math.Float32bits(65504))
+	oneF := konst(0x3F800000)
+	inf := konst(0x7F800000)
+	nan := konst(0x7E00)
+	s := ZMM()
+	VDIVPS(q, a, s)
+	VMINPS(maxS, s, s)
+	kz := K()
+	VPTESTNMD(a, a, kz)
+	VMOVDQA32(oneF, kz, s)
+	h := ZMM()
+	VCVTPS2PH(U8(0), s, h.AsY())
+	VPMOVZXWD(h.AsY(), h)
+	kn := K()
+	VPCMPUD(U8(6), inf, a, kn)
+	VMOVDQA32(nan, kn, h)
+	h16 := ZMM()
+	VPMOVDW(h, h16.AsY())
+	VMOVDQU32(h16.AsY(), Mem{Base: scales})
+	f := ZMM()
+	VCVTPH2PS(h16.AsY(), f)
+	return f
+}
+
+// intConsts holds the constants of the integer codes.
+type intConsts struct {
+	hi, lo, eight reg.VecVirtual
+	four          bool
+}
+
+func newIntConsts(four bool) *intConsts {
+	qmax := float32(127)
+	if four {
+		qmax = 7
+	}
+	e := &intConsts{hi: konst(math.Float32bits(qmax)), lo: konst(math.Float32bits(-qmax)), four: four}
+	if four {
+		e.eight = konst(8)
+	}
+	return e
+}
+
+// code returns the integer codes (q+8 for int4) of vector i of a step
+// (its group's divisor at invP + 4·(i/k)), as intEncode computes them.
+func (e *intConsts) code(src, invP reg.Register, i, k int) reg.VecVirtual {
+	d := ZMM()
+	VBROADCASTSS(Mem{Base: invP, Disp: 4 * (i / k)}, d)
+	u := ZMM()
+	VMOVUPS(Mem{Base: src, Disp: 64 * i}, u)
+	VDIVPS(d, u, u)
+	kOrd := K()
+	VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
+	VMAXPS(e.lo, u, u)
+	VMINPS(e.hi, u, u)
+	q := ZMM()
+	VPXORD(q, q, q)
+	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
+	if e.four {
+		VPADDD(e.eight, q, q)
+	}
+	return q
 }
