@@ -135,9 +135,15 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *pow2Codec) encodeF32(dst, scales []byte, src []float32) {
 	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
 		if n == len(scales) {
-			return nil
+			return
 		}
 		out := c.bs
 		if !c.fp8 {
@@ -146,10 +152,9 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 		dst, scales, src = dst[n*out:], scales[n:], src[n*c.bs:]
 	}
 	if c.encodeFP8Asm(dst, scales, src, nil) || c.encodeFP4Asm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	c.encodeF32Blocks(dst, scales, src)
-	return nil
 }
 
 // encodeF32Blocks is the portable encoder of whole blocks (buffers checked).

@@ -91,6 +91,12 @@ func (c *fp8Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *fp8Codec) encodeF32(dst, scales []byte, src []float32) {
 	enc := &c.t.enc
 	dst = dst[:len(src)]
 	if c.scale == 1 {
@@ -99,13 +105,12 @@ func (c *fp8Codec) EncodeF32(dst, scales []byte, src []float32) error {
 		for i, x := range src {
 			dst[i] = enc[keyF32(math.Float32bits(x))]
 		}
-		return nil
+		return
 	}
 	s := c.scale
 	for i, x := range src {
 		dst[i] = enc[keyF32(math.Float32bits(x/s))]
 	}
-	return nil
 }
 
 func (c *fp8Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
@@ -197,6 +202,12 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *wideCodec) encodeF32(dst, scales []byte, src []float32) {
 	switch c.f {
 	case BF16:
 		if d := u16s(dst); d != nil {
@@ -204,7 +215,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			for i, x := range src[done:] {
 				d[done+i] = BF16FromF32(x)
 			}
-			return nil
+			return
 		}
 		for i, x := range src {
 			put16(dst[2*i:], BF16FromF32(x))
@@ -215,7 +226,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			for i, x := range src[done:] {
 				d[done+i] = FP16.Encode(x, NonSat)
 			}
-			return nil
+			return
 		}
 		for i, x := range src {
 			put16(dst[2*i:], FP16.Encode(x, NonSat))
@@ -225,7 +236,6 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			put32(dst[4*i:], math.Float32bits(x))
 		}
 	}
-	return nil
 }
 
 func (c *wideCodec) EncodeBF16(dst, scales []byte, src []uint16) error {

@@ -57,14 +57,20 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *intCodec) encodeF32(dst, scales []byte, src []float32) {
 	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
 		if 2*n == len(scales) {
-			return nil
+			return
 		}
 		dst, scales, src = dst[int(c.format.DataBytes(int64(n*c.g))):], scales[2*n:], src[n*c.g:]
 	}
 	if c.encodeAsm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	g := c.g
 	for b := range len(src) / g {
@@ -77,7 +83,6 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 		put16(scales[2*b:], s16)
 		c.encodeGroup(dst, b, blk, s)
 	}
-	return nil
 }
 
 func (c *intCodec) encodeGroup(dst []byte, b int, blk []float32, s float32) {

@@ -77,17 +77,22 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *nvfp4Codec) encodeF32(dst, scales []byte, src []float32) {
 	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
 		if n == len(scales) {
-			return nil
+			return
 		}
 		dst, scales, src = dst[8*n:], scales[n:], src[16*n:]
 	}
 	if c.encodeAsm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	c.encodeF32Blocks(dst, scales, src)
-	return nil
 }
 
 // encodeF32Blocks is the portable float32 encoder of whole blocks.
