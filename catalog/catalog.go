@@ -14,9 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -39,28 +39,33 @@ type entry struct {
 	file string // path inside configs
 }
 
-var entries = func() map[string]entry {
-	files, err := fs.Glob(configs, "configs/*.json")
+// entries maps lowercased HF ids to the catalog's files, built on first use
+// (a command that names no model does not pay for it).
+var entries = sync.OnceValue(func() map[string]entry {
+	files, err := fs.ReadDir(configs, "configs")
 	if err != nil {
 		return nil
 	}
 	m := make(map[string]entry, len(files))
 	for _, f := range files {
-		base := strings.TrimSuffix(path.Base(f), ".json")
+		base, ok := strings.CutSuffix(f.Name(), ".json")
+		if !ok {
+			continue
+		}
 		org, name, ok := strings.Cut(base, "__")
 		if !ok {
 			continue
 		}
 		id := org + "/" + name
-		m[strings.ToLower(id)] = entry{name: id, file: f}
+		m[strings.ToLower(id)] = entry{name: id, file: "configs/" + f.Name()}
 	}
 	return m
-}()
+})
 
 // Names lists the catalog's HF ids, sorted.
 func Names() []string {
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
+	names := make([]string, 0, len(entries()))
+	for _, e := range entries() {
 		names = append(names, e.name)
 	}
 	sort.Strings(names)
@@ -71,14 +76,14 @@ func Names() []string {
 // without its organisation also matches when it is unique.
 func lookup(name string) (entry, bool) {
 	k := strings.ToLower(strings.TrimSpace(name))
-	if e, ok := entries[k]; ok {
+	if e, ok := entries()[k]; ok {
 		return e, true
 	}
 	if strings.Contains(k, "/") {
 		return entry{}, false
 	}
 	var found []entry
-	for id, e := range entries {
+	for id, e := range entries() {
 		if _, n, _ := strings.Cut(id, "/"); n == k {
 			found = append(found, e)
 		}
@@ -170,7 +175,7 @@ func Suggest(name string, n int) []string {
 		d    int
 	}
 	var cands []cand
-	for id, e := range entries {
+	for id, e := range entries() {
 		_, idShort, _ := strings.Cut(id, "/")
 		d := distance(k, id)
 		if d2 := distance(short, idShort); d2 < d {

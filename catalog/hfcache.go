@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
@@ -56,10 +55,43 @@ func expandHome(p string) string {
 	return p
 }
 
-var (
-	hfID      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	commitRef = regexp.MustCompile(`^[0-9a-f]{40}$`)
-)
+// isRepoID reports whether id is "org/name", each part a letter or digit
+// followed by letters, digits and "._-" (the Hub's repository names).
+// Hand-written rather than a regexp compiled at start-up: every kvcfg
+// process would pay for it.
+func isRepoID(id string) bool {
+	org, name, ok := strings.Cut(id, "/")
+	return ok && isRepoPart(org) && isRepoPart(name)
+}
+
+func isRepoPart(s string) bool {
+	if s == "" || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// isCommit reports whether s is a full commit hash: 40 lowercase hex digits.
+func isCommit(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // CachedSnapshot returns the snapshot directory of HF id "org/name" (or
 // "org/name@revision", default revision "main") in the local hub cache:
@@ -68,7 +100,7 @@ var (
 // missing but exactly one snapshot holds a config.json, that one is used.
 func CachedSnapshot(ref string) (string, error) {
 	id, rev, _ := strings.Cut(strings.TrimSpace(ref), "@")
-	if !hfID.MatchString(id) || strings.Contains(id, "..") {
+	if !isRepoID(id) || strings.Contains(id, "..") {
 		return "", fmt.Errorf("%w: %q is not an org/name id", ErrNotCached, ref)
 	}
 	if rev == "" {
@@ -80,7 +112,7 @@ func CachedSnapshot(ref string) (string, error) {
 	}
 	repo := filepath.Join(root, "models--"+strings.ReplaceAll(id, "/", "--"))
 	commit := rev
-	if !commitRef.MatchString(rev) {
+	if !isCommit(rev) {
 		if strings.ContainsAny(rev, `/\`) || strings.Contains(rev, "..") {
 			return "", fmt.Errorf("%w: bad revision %q", ErrNotCached, rev)
 		}
@@ -90,7 +122,7 @@ func CachedSnapshot(ref string) (string, error) {
 		} else if rev == "main" {
 			commit = soleSnapshot(repo)
 		}
-		if !commitRef.MatchString(commit) {
+		if !isCommit(commit) {
 			return "", fmt.Errorf("%w: %s (revision %s) under %s", ErrNotCached, id, rev, root)
 		}
 	}
@@ -109,7 +141,7 @@ func soleSnapshot(repo string) string {
 	}
 	found := ""
 	for _, e := range entries {
-		if !e.IsDir() || !commitRef.MatchString(e.Name()) {
+		if !e.IsDir() || !isCommit(e.Name()) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(repo, "snapshots", e.Name(), model.ConfigFile)); errors.Is(err, fs.ErrNotExist) {

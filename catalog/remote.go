@@ -100,7 +100,7 @@ func commitOf(snap string) string {
 // URLs, paths and revisions never match.
 func ValidHFID(id string) bool {
 	org, name, ok := strings.Cut(id, "/")
-	if !ok || len(org) > 96 || len(name) > 96 || !hfID.MatchString(id) {
+	if !ok || len(org) > 96 || len(name) > 96 || !isRepoID(id) {
 		return false
 	}
 	return !strings.Contains(id, "--") && !strings.Contains(id, "..") && !strings.HasSuffix(id, ".git")

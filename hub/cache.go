@@ -10,17 +10,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
 )
 
-var (
-	commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	etagRe   = regexp.MustCompile(`^[0-9a-f]{40}$|^[0-9a-f]{64}$`)
-)
+// isCommit reports whether s is a full commit hash: 40 lowercase hex digits.
+func isCommit(s string) bool { return len(s) == 40 && isLowerHex(s) }
+
+// isEtag reports whether s is a blob name of the cache: a git blob hash (40
+// hex digits) or an LFS file's sha256 (64).
+func isEtag(s string) bool { return (len(s) == 40 || len(s) == 64) && isLowerHex(s) }
+
+// isLowerHex reports whether s is all lowercase hex digits (hand-written:
+// a regexp compiled at start-up would cost every kvcfg process).
+func isLowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // repoDir is the HF cache folder of a model: models--ORG--NAME.
 func (c *Client) repoDir(id string) string {
@@ -34,7 +46,7 @@ func (c *Client) repoDir(id string) string {
 // when it is a commit, else the trimmed refs/<rev>; "" when unknown
 // (never "the newest snapshot").
 func (c *Client) cachedCommit(id, rev string) string {
-	if commitRe.MatchString(rev) {
+	if isCommit(rev) {
 		return rev
 	}
 	repo := c.repoDir(id)
@@ -45,7 +57,7 @@ func (c *Client) cachedCommit(id, rev string) string {
 	if err != nil {
 		return ""
 	}
-	if s := strings.TrimSpace(string(b)); commitRe.MatchString(s) {
+	if s := strings.TrimSpace(string(b)); isCommit(s) {
 		return s
 	}
 	return ""
@@ -75,10 +87,10 @@ func (c *Client) cachedFile(id, commit, file string) (data []byte, absent bool, 
 // read-only cache is normal.
 func (c *Client) storeFile(id, rev, commit, file, etag string, body []byte) {
 	repo := c.repoDir(id)
-	if repo == "" || !commitRe.MatchString(commit) {
+	if repo == "" || !isCommit(commit) {
 		return
 	}
-	if !etagRe.MatchString(etag) {
+	if !isEtag(etag) {
 		etag = gitBlobSHA1(body)
 	}
 	blobs := filepath.Join(repo, "blobs")
@@ -104,7 +116,7 @@ func (c *Client) storeFile(id, rev, commit, file, etag string, body []byte) {
 // storeRef writes refs/<rev> = commit (no newline) when it changed.
 func (c *Client) storeRef(id, rev, commit string) {
 	repo := c.repoDir(id)
-	if repo == "" || rev == commit || !commitRe.MatchString(commit) {
+	if repo == "" || rev == commit || !isCommit(commit) {
 		return
 	}
 	ref := filepath.Join(repo, "refs", filepath.FromSlash(rev))
@@ -117,7 +129,7 @@ func (c *Client) storeRef(id, rev, commit string) {
 // storeAbsent writes the empty marker .no_exist/<commit>/<file>.
 func (c *Client) storeAbsent(id, commit, file string) {
 	repo := c.repoDir(id)
-	if repo == "" || !commitRe.MatchString(commit) {
+	if repo == "" || !isCommit(commit) {
 		return
 	}
 	p := filepath.Join(repo, ".no_exist", commit, filepath.FromSlash(file))

@@ -142,7 +142,7 @@ func (c *Client) fetch(ctx context.Context, id, rev string) (*summary, error) {
 		return nil, err
 	}
 	commit := m.commit
-	if !commitRe.MatchString(commit) {
+	if !isCommit(commit) {
 		return nil, fmt.Errorf("%w: %s sent no X-Repo-Commit for %s: is HF_ENDPOINT a Hub (or a mirror of one)?", ErrUpstream, c.opt.Endpoint, id)
 	}
 	if !json.Valid(cfg) {
@@ -347,7 +347,7 @@ func (c *Client) readShard(ctx context.Context, id, commit, file string) (shard,
 		return shard{}, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
 	}
 	sh := shard{File: file, Size: total, Header: *h}
-	if etagRe.MatchString(m.linkedEtag) && len(m.linkedEtag) == 64 {
+	if isEtag(m.linkedEtag) && len(m.linkedEtag) == 64 {
 		sh.SHA256 = m.linkedEtag
 	}
 	return sh, nil

@@ -42,7 +42,16 @@ func judge(rep *Report, req Request, refused bool) {
 		rep.Answer = "Refuses to start: " + rep.Error
 	case rep.MaxConcurrencyAtContextLength >= int64(n):
 		rep.Verdict = VerdictServes
-		rep.Answer = fmt.Sprintf("Serves: %s requests of %s tokens fit at once (target %d).", group3(rep.MaxConcurrencyAtContextLength), ctx, n)
+		// Appended rather than Sprintf'd: the common answer, on every
+		// plan request the server answers (one allocation, not five).
+		var b [128]byte
+		a := append(b[:0], "Serves: "...)
+		a = units.AppendGroup(a, rep.MaxConcurrencyAtContextLength)
+		a = append(a, " requests of "...)
+		a = append(a, ctx...)
+		a = append(a, " tokens fit at once (target "...)
+		a = strconv.AppendInt(a, int64(n), 10)
+		rep.Answer = string(append(a, ")."...))
 	case rep.MaxConcurrencyAtContextLength == 0:
 		rep.Verdict = VerdictMisses
 		rep.Answer = fmt.Sprintf("Starts, but cannot hold one request of %s tokens: the KV pool holds %s tokens per GPU.", ctx, group3(rep.MaxTotalNumTokens))

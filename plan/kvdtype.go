@@ -79,8 +79,8 @@ func (r Request) CheckKVCacheDType(dt string) error {
 // withDTypeHint adds the cross-engine name to an engine's refusal of the
 // request's KV dtype.
 func withDTypeHint(req Request, err error) error {
-	var fe *FieldError
-	if err == nil || !errors.As(err, &fe) || fe.Field != "kv_cache_dtype" {
+	fe, ok := errors.AsType[*FieldError](err)
+	if !ok || fe.Field != "kv_cache_dtype" {
 		return err
 	}
 	h := dtypeHint(req.Engine, req.KVCacheDType)

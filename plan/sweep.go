@@ -353,13 +353,15 @@ func (r *Request) SetField(key, value string) error {
 }
 
 // FieldString returns the command-line spelling of the request field whose
-// JSON key is key ("" for a zero value), the inverse of SetField.
-func (r Request) FieldString(key string) (string, error) {
+// JSON key is key ("" for a zero value), the inverse of SetField. (A
+// pointer receiver, like SetField's: reflecting on a value would copy the
+// whole request to the heap on every call.)
+func (r *Request) FieldString(key string) (string, error) {
 	i, ok := requestFields()[key]
 	if !ok {
 		return "", fieldErr(key, "unknown request field")
 	}
-	f := reflect.ValueOf(r).Field(i)
+	f := reflect.ValueOf(r).Elem().Field(i)
 	if f.IsZero() {
 		return "", nil
 	}

@@ -186,10 +186,10 @@ func TestFP16FromPos(t *testing.T) {
 func TestE2M1Lut(t *testing.T) {
 	for a := range uint32(0x7F81) {
 		k := keyMag(a << 16)
-		if got, want := e2m1LutCode(&e2m1LutRNE, uint16(a)), uint16(e2m1RNE[k]); got != want {
+		if got, want := e2m1LutCode(&e2m1LutRNE, uint16(a)), uint16(e2m1Big().rne[k]); got != want {
 			t.Fatalf("RNE %#04x: %d, want %d", a, got, want)
 		}
-		if got, want := e2m1LutCode(&e2m1LutUp, uint16(a)), uint16(e2m1HalfUp[k]); got != want {
+		if got, want := e2m1LutCode(&e2m1LutUp, uint16(a)), uint16(e2m1Big().up[k]); got != want {
 			t.Fatalf("half up %#04x: %d, want %d", a, got, want)
 		}
 	}

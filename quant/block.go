@@ -188,9 +188,9 @@ func (c *pow2Codec) encodeF32Blocks(dst, scales []byte, src []float32) {
 		e := c.blockExp(amax)
 		scales[b] = uint8(e + 127)
 		inv := pow2(-e)
-		tab := &e2m1RNE
+		tab := &e2m1Big().rne
 		if c.halfUp {
-			tab = &e2m1HalfUp
+			tab = &e2m1Big().up
 		}
 		for j := range out {
 			y0 := math.Float32bits(blk[2*j] * inv)
@@ -286,6 +286,7 @@ func (c *pow2Codec) encodeBF16Blocks(dst, scales []byte, src []uint16) {
 // encodeBlockFP4Slow encodes one E2M1 block of bf16 values with scale 2^e
 // by float multiplication (any e).
 func (c *pow2Codec) encodeBlockFP4Slow(out []byte, blk []uint16, e int) {
+	tab := e2m1Big()
 	{
 		inv := pow2(-e)
 		if c.halfUp {
@@ -295,14 +296,14 @@ func (c *pow2Codec) encodeBlockFP4Slow(out []byte, blk []uint16, e int) {
 				a0, a1 := y0&0x7FFFFFFF, y1&0x7FFFFFFF
 				s0 := y0 >> 31 & ((a0 + 0x7FFFFFFF) >> 31)
 				s1 := y1 >> 31 & ((a1 + 0x7FFFFFFF) >> 31)
-				out[j] = e2m1HalfUp[keyMag(a0)] | uint8(s0)<<3 | (e2m1HalfUp[keyMag(a1)]|uint8(s1)<<3)<<4
+				out[j] = tab.up[keyMag(a0)] | uint8(s0)<<3 | (tab.up[keyMag(a1)]|uint8(s1)<<3)<<4
 			}
 			return
 		}
 		for j := range out {
 			y0 := math.Float32bits(BF16ToF32(blk[2*j]) * inv)
 			y1 := math.Float32bits(BF16ToF32(blk[2*j+1]) * inv)
-			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+			out[j] = tab.rne[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (tab.rne[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
 		}
 	}
 }

@@ -115,13 +115,13 @@ const e2m1LutBase = 0x1F3
 // (72 entries: the float32-lane encoder loads eight words at entry 64.)
 var e2m1LutRNE, e2m1LutUp [72]uint16
 
-// initE2M1Lut fills the encoder tables from e2m1RNE and e2m1HalfUp (called
-// by the init that builds those).
+// initE2M1Lut fills the encoder tables by e2m1Mag (called by the init of
+// the small tables).
 func initE2M1Lut() {
 	for i := range 64 {
 		t := uint32(i/2+e2m1LutBase)<<5 | uint32(i%2)
-		e2m1LutRNE[i] = uint16(e2m1RNE[keyMag(t<<16)])
-		e2m1LutUp[i] = uint16(e2m1HalfUp[keyMag(t<<16)])
+		rne, up := e2m1Mag(keyMag(t << 16))
+		e2m1LutRNE[i], e2m1LutUp[i] = uint16(rne), uint16(up)
 	}
 	e2m1LutRNE[64], e2m1LutUp[64] = e2m1LutBase, e2m1LutBase
 	e2m1LutRNE[65], e2m1LutUp[65] = 0xFFFF, 0

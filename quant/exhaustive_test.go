@@ -237,7 +237,7 @@ func TestRandomF32(t *testing.T) {
 					t.Fatalf("%v/%v: table(%#08x) = %#x, reference %#x", f, ov, u, tab.enc[keyF32(u)], want)
 				}
 				if f == E2M1 && x == x {
-					if got := e2m1RNE[keyMag(u&0x7FFFFFFF)]; uint16(got) != want&7 {
+					if got := e2m1Big().rne[keyMag(u&0x7FFFFFFF)]; uint16(got) != want&7 {
 						t.Fatalf("e2m1RNE(%#08x) = %#x, reference %#x", u, got, want)
 					}
 				}
@@ -278,10 +278,10 @@ func TestLongF32(t *testing.T) {
 							}
 						}
 					}
-					if x == x && uint16(e2m1RNE[keyMag(u&0x7FFFFFFF)]) != E2M1.Encode(x, SatFinite)&7 {
+					if x == x && uint16(e2m1Big().rne[keyMag(u&0x7FFFFFFF)]) != E2M1.Encode(x, SatFinite)&7 {
 						bad = "e2m1"
 					}
-					if x == x && uint16(e2m1HalfUp[keyMag(u&0x7FFFFFFF)]) != uint16(e2m1HalfUpSlow(float32(math.Abs(float64(x))))) {
+					if x == x && uint16(e2m1Big().up[keyMag(u&0x7FFFFFFF)]) != uint16(e2m1HalfUpSlow(float32(math.Abs(float64(x))))) {
 						bad = "e2m1 half-up"
 					}
 					if BF16FromF32(x) != BF16.Encode(x, NonSat) {
@@ -318,6 +318,9 @@ func formatBits(u uint32) string {
 // every key.
 func TestE2M1TablesMatchEncode(t *testing.T) {
 	for k := range uint32(1 << 16) {
+		if rne, up := e2m1Mag(k); rne != e2m1Big().rne[k] || up != e2m1Big().up[k] {
+			t.Fatalf("key %#x: e2m1Mag gives %d, %d; the tables %d, %d", k, rne, up, e2m1Big().rne[k], e2m1Big().up[k])
+		}
 		a := (k & 0x7FFF) << 16
 		if k>>15 != 0 {
 			a |= 1
@@ -326,10 +329,10 @@ func TestE2M1TablesMatchEncode(t *testing.T) {
 			continue
 		}
 		x := math.Float32frombits(a)
-		if got, want := e2m1RNE[k], uint8(E2M1.Encode(x, SatFinite)); got != want {
+		if got, want := e2m1Big().rne[k], uint8(E2M1.Encode(x, SatFinite)); got != want {
 			t.Fatalf("key %#x (%g): RNE table %d, Encode %d", k, x, got, want)
 		}
-		if got, want := e2m1HalfUp[k], e2m1HalfUpSlow(x); got != want {
+		if got, want := e2m1Big().up[k], e2m1HalfUpSlow(x); got != want {
 			t.Fatalf("key %#x (%g): half-up table %d, rule %d", k, x, got, want)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 // e2m1ShiftRNE and e2m1ShiftUp map uint16(x − off) to the E2M1 code of
 // x·2^-e, with round-to-nearest-even (OCP) or SGLang's ties-away rule. The
 // SGLang table codes every negative y, −0 included, with the sign bit;
-// callers clear it for −0 (SGLang tests y < 0).
-var e2m1ShiftRNE, e2m1ShiftUp [1 << 16]uint8
+// callers clear it for −0 (SGLang tests y < 0). They are the shiftRNE and
+// shiftUp fields of e2m1Tables, built on first use.
 
 // Ranges of the index uint16(x − off): d = |x| − off lies in [−0x467F,
 // 0x281] for −100 ≤ e ≤ 16 and |y| ≤ 8.
@@ -28,9 +28,9 @@ const (
 	e2m1ShiftNegEnd = 0xB000 // [0xB000, 0x10000): sign 0, d < 0
 )
 
-// initE2M1Shift fills the shift tables from the small tables (called by the
-// init that builds those, so the order is right by construction).
-func initE2M1Shift() {
+// buildShift fills the shift tables from the small tables (built at init,
+// before any caller can reach e2m1Big).
+func (t *e2m1Tables) buildShift() {
 	for i := range 1 << 16 {
 		d, s := -1, uint8(0)
 		switch {
@@ -42,11 +42,11 @@ func initE2M1Shift() {
 			d, s = i-e2m1ShiftNegPos, 8
 		}
 		if d < 0 { // y below the bf16 value just under 0.25: magnitude 0
-			e2m1ShiftRNE[i], e2m1ShiftUp[i] = s, s
+			t.shiftRNE[i], t.shiftUp[i] = s, s
 			continue
 		}
 		d = min(d, len(e2m1SmallRNE)-1) // every index ≥ e2m1SmallTop is 7
-		e2m1ShiftRNE[i], e2m1ShiftUp[i] = e2m1SmallRNE[d]|s, e2m1SmallUp[d]|s
+		t.shiftRNE[i], t.shiftUp[i] = e2m1SmallRNE[d]|s, e2m1SmallUp[d]|s
 	}
 }
 
@@ -116,6 +116,7 @@ func (c *pow2Codec) encodeFP4BF16Table(dst, scales []byte, src []uint16) {
 
 // encodeFP4BF16Generic is encodeFP4BF16Table for any byte order and rule.
 func (c *pow2Codec) encodeFP4BF16Generic(dst, scales []byte, src []uint16) {
+	tabs := e2m1Big()
 	bs := c.bs
 	nb := len(src) / bs
 	scales = scales[:nb]
@@ -143,9 +144,9 @@ func (c *pow2Codec) encodeFP4BF16Generic(dst, scales []byte, src []uint16) {
 			x := (*[16]uint16)(blk[h:])
 			o := (*[8]byte)(out[h/2:])
 			if c.halfUp {
-				encodeFP4x16Up(o, x, off)
+				encodeFP4x16Up(&tabs.shiftUp, o, x, off)
 			} else {
-				encodeFP4x16RNE(o, x, off)
+				encodeFP4x16RNE(&tabs.shiftRNE, o, x, off)
 			}
 		}
 	}
@@ -156,7 +157,7 @@ func (c *pow2Codec) encodeFP4BF16Generic(dst, scales []byte, src []uint16) {
 func (c *pow2Codec) encodeBlock16Up(dst, scales []byte, src []uint16) {
 	nb := len(src) / 16
 	scales, dst = scales[:nb], dst[:8*nb]
-	t := &e2m1ShiftUp
+	t := &e2m1Big().shiftUp
 	sb := bytesOf(src)
 	for b := range scales {
 		w := (*[32]byte)(sb[32*b:])
@@ -202,7 +203,7 @@ func noNegZero(v uint64) uint64 {
 func (c *pow2Codec) encodeBlock32RNE(dst, scales []byte, src []uint16) {
 	nb := len(src) / 32
 	scales, dst = scales[:nb], dst[:16*nb]
-	t := &e2m1ShiftRNE
+	t := &e2m1Big().shiftRNE
 	floor := c.rule == ruleFloor
 	sb := bytesOf(src)
 	for b := range scales {
@@ -240,8 +241,7 @@ func (c *pow2Codec) encodeBlock32RNE(dst, scales []byte, src []uint16) {
 }
 
 // encodeFP4x16RNE encodes 16 bf16 values with round-to-nearest-even.
-func encodeFP4x16RNE(o *[8]byte, x *[16]uint16, off uint16) {
-	t := &e2m1ShiftRNE
+func encodeFP4x16RNE(t *[1 << 16]uint8, o *[8]byte, x *[16]uint16, off uint16) {
 	for j := range o {
 		o[j] = t[x[2*j]-off] | t[x[2*j+1]-off]<<4
 	}
@@ -249,8 +249,7 @@ func encodeFP4x16RNE(o *[8]byte, x *[16]uint16, off uint16) {
 
 // encodeFP4x16Up encodes 16 bf16 values with SGLang's rule; −0 (0x8000)
 // becomes +0 first.
-func encodeFP4x16Up(o *[8]byte, x *[16]uint16, off uint16) {
-	t := &e2m1ShiftUp
+func encodeFP4x16Up(t *[1 << 16]uint8, o *[8]byte, x *[16]uint16, off uint16) {
 	for j := range o {
 		a, b := x[2*j], x[2*j+1]
 		a &^= uint16((uint32(a^0x8000)-1)>>16) & 0x8000

@@ -58,9 +58,9 @@ func TestFP4ShiftTables(t *testing.T) {
 				for h := 0; h < bs; h += 16 {
 					x := (*[16]uint16)(blk[h:])
 					if c.halfUp {
-						encodeFP4x16Up(&o, x, off)
+						encodeFP4x16Up(&e2m1Big().shiftUp, &o, x, off)
 					} else {
-						encodeFP4x16RNE(&o, x, off)
+						encodeFP4x16RNE(&e2m1Big().shiftRNE, &o, x, off)
 					}
 					if string(o[:]) != string(want[h/2:h/2+8]) {
 						t.Fatalf("%s e=%d kernel %04x: got %x, want %x", name, e, x, o, want[h/2:h/2+8])

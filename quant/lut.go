@@ -63,17 +63,30 @@ func fp8TablesFor(f Float, ov Overflow) *fp8Tables {
 	return fp8Tabs[f][ov]
 }
 
-// E2M1 magnitude tables indexed by keyMag: round-to-nearest-even with
-// saturation (OCP, NVIDIA) and SGLang's ">= midpoint" rule (ties away from
-// zero).
-var (
-	e2m1RNE    [1 << 16]uint8
-	e2m1HalfUp [1 << 16]uint8
-	// e2m1 pairs: byte → two bf16 values (low nibble in the low half) and
-	// the mask of lanes holding a nonzero magnitude.
-	e2m1PairBF [256]uint32
-	e2m1PairNZ [256]uint32
-)
+// e2m1Tables are the 64 Ki-entry E2M1 tables (256 KiB), built on first use
+// by a block codec rather than at the start of every process that links
+// quant (kvcfg plan never encodes).
+type e2m1Tables struct {
+	// rne and up are indexed by keyMag: round-to-nearest-even with
+	// saturation (OCP, NVIDIA) and SGLang's ">= midpoint" rule (ties away
+	// from zero).
+	rne, up [1 << 16]uint8
+	// shiftRNE and shiftUp are the power-of-two encoder's tables (see
+	// fp4enc.go).
+	shiftRNE, shiftUp [1 << 16]uint8
+}
+
+// e2m1Big returns the E2M1 tables, building them on the first call.
+var e2m1Big = sync.OnceValue(func() *e2m1Tables {
+	t := new(e2m1Tables)
+	t.buildMag()
+	t.buildShift()
+	return t
+})
+
+// e2m1 pairs: byte → two bf16 values (low nibble in the low half) and the
+// mask of lanes holding a nonzero magnitude.
+var e2m1PairBF, e2m1PairNZ [256]uint32
 
 // e2m1Bounds are the decision thresholds between neighbouring E2M1
 // magnitudes.
@@ -90,22 +103,44 @@ func e2m1HalfUpSlow(a float32) uint8 {
 	return n
 }
 
-func init() {
-	// By the bounds, not by E2M1.Encode per key: 65536 encodes cost about a
-	// millisecond at the start of every kvcfg process
-	// (TestE2M1TablesMatchEncode checks every key against Encode).
-	// Magnitudes ascend with the key within each sticky half, so the bound
-	// index only moves forward: one or two comparisons per key.
+// e2m1Mag returns the E2M1 magnitude codes (RNE, SGLang's rule) of the
+// magnitudes with table index k = keyMag: the rule the tables hold, one key
+// at a time.
+func e2m1Mag(k uint32) (rne, up uint8) {
+	a := (k&0x7FFF)<<16 | k>>15
+	if a > 0x7F800000 {
+		// Only nvfp4 can reach this (a NaN element in a finite block):
+		// cvt.rn.satfinite.e2m1x2 behaviour on NaN is unverified; we
+		// saturate to the maximum magnitude.
+		return 7, 7
+	}
+	x := math.Float32frombits(a)
+	n := 0 // bounds strictly below the magnitude
+	for n < len(e2m1Bounds) && x > e2m1Bounds[n] {
+		n++
+	}
+	rne, up = uint8(n), uint8(n)
+	if n < len(e2m1Bounds) && x == e2m1Bounds[n] {
+		up++ // SGLang: >= the midpoint goes up
+		if n%2 == 1 {
+			rne++ // a tie goes to the even code
+		}
+	}
+	return rne, up
+}
+
+// buildMag fills rne and up as e2m1Mag does, by the bounds in one pass
+// (TestE2M1TablesMatchEncode checks every key against Encode).
+// Magnitudes ascend with the key within each sticky half, so the bound
+// index only moves forward: one or two comparisons per key.
+func (t *e2m1Tables) buildMag() {
 	for sticky := range uint32(2) {
 		n := 0 // bounds strictly below the magnitude
 		for m := range uint32(1 << 15) {
 			k := m | sticky<<15
 			a := m<<16 | sticky
 			if a > 0x7F800000 {
-				// Only nvfp4 can reach this (a NaN element in a finite
-				// block): cvt.rn.satfinite.e2m1x2 behaviour on NaN is
-				// unverified; we saturate to the maximum magnitude.
-				e2m1RNE[k], e2m1HalfUp[k] = 7, 7
+				t.rne[k], t.up[k] = 7, 7 // as e2m1Mag
 				continue
 			}
 			x := math.Float32frombits(a)
@@ -114,14 +149,17 @@ func init() {
 			}
 			rne, up := uint8(n), uint8(n)
 			if n < len(e2m1Bounds) && x == e2m1Bounds[n] {
-				up++ // SGLang: >= the midpoint goes up
+				up++
 				if n%2 == 1 {
-					rne++ // a tie goes to the even code
+					rne++
 				}
 			}
-			e2m1RNE[k], e2m1HalfUp[k] = rne, up
+			t.rne[k], t.up[k] = rne, up
 		}
 	}
+}
+
+func init() {
 	for b := range 256 {
 		lo, hi := b&0xF, b>>4
 		e2m1PairBF[b] = uint32(BF16FromF32(e2m1F32[lo])) | uint32(BF16FromF32(e2m1F32[hi]))<<16
@@ -153,10 +191,8 @@ func init() {
 			e2m1SmallRNE[i], e2m1SmallUp[i] = 7, 7
 			continue
 		}
-		k := keyMag(uint32(e2m1SmallBase+i) << 16)
-		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1RNE[k], e2m1HalfUp[k]
+		e2m1SmallRNE[i], e2m1SmallUp[i] = e2m1Mag(keyMag(uint32(e2m1SmallBase+i) << 16))
 	}
-	initE2M1Shift()
 	initE2M1Lut()
 }
 

@@ -97,6 +97,7 @@ func (c *nvfp4Codec) encodeF32(dst, scales []byte, src []float32) {
 
 // encodeF32Blocks is the portable float32 encoder of whole blocks.
 func (c *nvfp4Codec) encodeF32Blocks(dst, scales []byte, src []float32) {
+	tab := &e2m1Big().rne
 	for b := range len(src) / 16 {
 		blk := src[b*16 : b*16+16]
 		var amax uint32
@@ -109,7 +110,7 @@ func (c *nvfp4Codec) encodeF32Blocks(dst, scales []byte, src []float32) {
 		scales[b] = sf8
 		out := dst[b*8 : b*8+8]
 		for j := range out {
-			out[j] = nvCode(blk[2*j]*os) | nvCode(blk[2*j+1]*os)<<4
+			out[j] = nvCode(tab, blk[2*j]*os) | nvCode(tab, blk[2*j+1]*os)<<4
 		}
 	}
 }
@@ -127,6 +128,7 @@ func (c *nvfp4Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
 
 // encodeBlockBF16 encodes whole blocks of bf16 (scalar path).
 func (c *nvfp4Codec) encodeBlockBF16(dst, scales []byte, src []uint16) {
+	tab := &e2m1Big().rne
 	for b := range len(src) / 16 {
 		blk := src[b*16 : b*16+16]
 		amax := uint16(maxMag16(blk))
@@ -145,7 +147,7 @@ func (c *nvfp4Codec) encodeBlockBF16(dst, scales []byte, src []uint16) {
 		x := (*[16]uint16)(blk)
 		if nan || os > math.MaxFloat32 {
 			for j := range out {
-				out[j] = nvCode(BF16ToF32(x[2*j])*os) | nvCode(BF16ToF32(x[2*j+1])*os)<<4
+				out[j] = nvCode(tab, BF16ToF32(x[2*j])*os) | nvCode(tab, BF16ToF32(x[2*j+1])*os)<<4
 			}
 			continue
 		}
@@ -153,7 +155,7 @@ func (c *nvfp4Codec) encodeBlockBF16(dst, scales []byte, src []uint16) {
 		for j := range out {
 			y0 := math.Float32bits(BF16ToF32(x[2*j]) * os)
 			y1 := math.Float32bits(BF16ToF32(x[2*j+1]) * os)
-			out[j] = e2m1RNE[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (e2m1RNE[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
+			out[j] = tab[keyMag(y0&0x7FFFFFFF)] | uint8(y0>>31)<<3 | (tab[keyMag(y1&0x7FFFFFFF)]|uint8(y1>>31)<<3)<<4
 		}
 	}
 }
@@ -214,11 +216,11 @@ func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
 // nvCode is cvt.rn.satfinite.e2m1 of one scaled element. NaN (0·Inf when
 // the block scale underflows to zero, or a NaN input) gives +6 (0x7): the
 // GPU's behaviour there is unverified.
-func nvCode(y float32) uint8 {
+func nvCode(tab *[1 << 16]uint8, y float32) uint8 {
 	u := math.Float32bits(y)
 	a := u & 0x7FFFFFFF
 	if a > 0x7F800000 {
 		return 7
 	}
-	return e2m1RNE[keyMag(a)] | uint8(u>>31)<<3
+	return tab[keyMag(a)] | uint8(u>>31)<<3
 }

@@ -161,18 +161,23 @@ func EngineGB(n int64) string { return fmt.Sprintf("%.2f", float64(n)/float64(Gi
 
 // Group writes n in decimal with a comma between thousands ("1,379,200").
 func Group(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
+	var b [32]byte
+	return string(AppendGroup(b[:0], n))
+}
+
+// AppendGroup appends Group(n) to dst.
+func AppendGroup(dst []byte, n int64) []byte {
+	var d [20]byte
+	s := strconv.AppendInt(d[:0], n, 10)
+	if s[0] == '-' {
+		dst = append(dst, '-')
+		s = s[1:]
 	}
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
+			dst = append(dst, ',')
 		}
-		b.WriteRune(c)
+		dst = append(dst, c)
 	}
-	return b.String()
+	return dst
 }

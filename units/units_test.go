@@ -107,9 +107,16 @@ func FuzzParseSize(f *testing.F) {
 }
 
 func TestGroup(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 1379200: "1,379,200"} {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 1379200: "1,379,200",
+		-999: "-999", -1000: "-1,000", math.MaxInt64: "9,223,372,036,854,775,807", math.MinInt64: "-9,223,372,036,854,775,808"} {
 		if got := units.Group(n); got != want {
 			t.Errorf("Group(%d) = %q, want %q", n, got, want)
 		}
+		if got := string(units.AppendGroup([]byte("x="), n)); got != "x="+want {
+			t.Errorf("AppendGroup(x=, %d) = %q, want %q", n, got, "x="+want)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { units.Group(1379200) }); a > 1 {
+		t.Errorf("Group allocates %v times, want 1 (the string)", a)
 	}
 }

@@ -10,12 +10,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/model"
 )
 
-var layerRe = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
+// layerRe finds a tensor's decoder layer; compiled on first use, not at
+// the start of every kvcfg process.
+var layerRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|block)\.(\d+)\.`)
+})
 
 // FromDir sums the weight bytes of the most loaded rank from the
 // *.safetensors headers in dir (only headers are read). ok is false when
@@ -166,7 +171,7 @@ func isVision(lower string) bool {
 
 // layerIndex returns the decoder layer a tensor belongs to, -1 for none.
 func layerIndex(lower string) int {
-	m := layerRe.FindStringSubmatch(lower)
+	m := layerRe().FindStringSubmatch(lower)
 	if m == nil {
 		return -1
 	}
@@ -214,7 +219,7 @@ func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) 
 	if isVision(strings.ToLower(name)) {
 		return 0, false // a vision tower loads on the first stage, whole
 	}
-	if m := layerRe.FindStringSubmatch(name); m != nil {
+	if m := layerRe().FindStringSubmatch(name); m != nil {
 		idx, err := strconv.Atoi(m[1])
 		if err != nil {
 			return 0, true

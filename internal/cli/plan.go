@@ -22,6 +22,8 @@ import (
 // nothing (--tp-size 0).
 type planFlags struct {
 	req *plan.Request
+	// flags is the flag table, copied once for the binding and the checks.
+	flags []plan.Flag
 	// given maps a request key to the names that set it and their values,
 	// in order.
 	given map[string][]givenFlag
@@ -32,7 +34,7 @@ type givenFlag struct{ name, value string }
 // fieldValue is the pflag.Value of one flag name of the table.
 type fieldValue struct {
 	pf   *planFlags
-	flag plan.Flag
+	flag *plan.Flag // a row of pf.flags
 	name string
 	n    int
 }
@@ -83,8 +85,9 @@ func (v *fieldValue) IsBoolFlag() bool { return v.flag.Kind == plan.KindBool }
 // `plan`, `compare`, `fit` and `explain` share it; skip names keys a
 // command binds itself.
 func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request, skip ...string) *planFlags {
-	pf := &planFlags{req: req, given: map[string][]givenFlag{}}
-	for _, f := range plan.Flags() {
+	pf := &planFlags{req: req, flags: plan.Flags(), given: map[string][]givenFlag{}}
+	for i := range pf.flags {
+		f := &pf.flags[i]
 		if slices.Contains(skip, f.Key) {
 			continue
 		}
@@ -118,7 +121,7 @@ func (pf *planFlags) check() error {
 	}
 	var errs []error
 	var zeros []string
-	for _, f := range plan.Flags() {
+	for _, f := range pf.flags {
 		given := pf.given[f.Key]
 		for i, g := range given {
 			for _, h := range given[:i] {

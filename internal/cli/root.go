@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,28 @@ import (
 )
 
 // Main runs the kvcfg command line with args and returns the exit code.
+//
+// Standard output is buffered and written when the command ends: the
+// printers write cell by cell (a plan took 150 write calls). Nothing
+// long-running writes there (serve logs and progress bars go to standard
+// error), and it is flushed before an error is printed.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	code := execute(ctx, args, stdin, out, stderr)
+	if err := out.Flush(); err != nil && code == 0 {
+		fmt.Fprintln(stderr, "kvcfg: writing the output:", err)
+		return 1
+	}
+	return code
+}
+
+// execute is Main with a buffered standard output, flushed before errors.
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.Writer, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr, invoked(args))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
+		_ = stdout.Flush() // what the command printed comes before the error
+
 		var ee *exitError
 		if errors.As(err, &ee) {
 			if ee.err != nil {
