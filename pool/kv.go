@@ -332,6 +332,9 @@ func read[T elem](p *plane, c quant.Codec, f dtype.Format, locs []int32, dst []T
 	if len(dst) != len(locs)*cols {
 		return fmt.Errorf("%w: destination of %d values for %d rows of %d", ErrInvalid, len(dst), len(locs), cols)
 	}
+	if d, ok := any(dst).([]float32); ok && cols == p.elems {
+		return quant.DecodeRowsF32(c, d, p.data, p.scales, cols, locs)
+	}
 	if cols == p.elems {
 		return runs(locs, func(i, n int) error {
 			r := int(locs[i])

@@ -320,11 +320,16 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
-		return nil
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *pow2Codec) decodeF32(dst []float32, src, scales []byte) {
+	if c.decodeFP8F32Scaled(dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
+		return
 	}
 	c.decodeF32Blocks(dst, src, scales)
-	return nil
 }
 
 // decodeF32Blocks is the portable float32 decoder of whole blocks.

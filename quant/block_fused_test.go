@@ -166,3 +166,41 @@ func TestAsmFusedRanges(t *testing.T) {
 		}
 	})
 }
+
+// TestAsmFP8DecodeScaled decodes mxfp8 rows whose scale bytes are all 127
+// but one, of every value at every position (inside the eight-byte words
+// the redo check reads and in the tail), against the portable decoder.
+func TestAsmFP8DecodeScaled(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		c := codecFor(t, "mxfp8")
+		rng := rand.New(rand.NewPCG(31, 32))
+		const nb = 19
+		src := make([]byte, nb*32)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		got, want := make([]float32, nb*32), make([]float32, nb*32)
+		scales := make([]byte, nb)
+		for pos := range nb {
+			for v := range 256 {
+				for i := range scales {
+					scales[i] = 127
+				}
+				scales[pos] = byte(v)
+				if err := c.DecodeF32(got, src, scales); err != nil {
+					t.Fatal(err)
+				}
+				withAsm(t, false, func(t *testing.T) {
+					if err := c.DecodeF32(want, src, scales); err != nil {
+						t.Fatal(err)
+					}
+				})
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("scale %#02x at block %d: value %d decodes to %v, want %v", v, pos, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

@@ -141,6 +141,12 @@ func (c *fp8Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *fp8Codec) decodeF32(dst []float32, src, scales []byte) {
 	dec := &c.t.dec
 	src = src[:len(dst)]
 	if c.scale == 1 {
@@ -149,13 +155,12 @@ func (c *fp8Codec) DecodeF32(dst []float32, src, scales []byte) error {
 		for i, b := range src {
 			dst[i] = dec[b]
 		}
-		return nil
+		return
 	}
 	s := c.scale
 	for i, b := range src {
 		dst[i] = dec[b] * s
 	}
-	return nil
 }
 
 func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
@@ -274,6 +279,12 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *wideCodec) decodeF32(dst []float32, src, scales []byte) {
 	switch c.f {
 	case BF16:
 		if s := u16s(src); s != nil {
@@ -281,7 +292,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			for i, b := range s[done:] {
 				dst[done+i] = BF16ToF32(b)
 			}
-			return nil
+			return
 		}
 		for i := range dst {
 			dst[i] = BF16ToF32(get16(src[2*i:]))
@@ -292,7 +303,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			for i, b := range s[done:] {
 				dst[done+i] = fp16ToF32(b)
 			}
-			return nil
+			return
 		}
 		for i := range dst {
 			dst[i] = fp16ToF32(get16(src[2*i:]))
@@ -302,7 +313,6 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			dst[i] = math.Float32frombits(get32(src[4*i:]))
 		}
 	}
-	return nil
 }
 
 func (c *wideCodec) DecodeBF16(dst []uint16, src, scales []byte) error {

@@ -127,8 +127,14 @@ func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *intCodec) decodeF32(dst []float32, src, scales []byte) {
 	if c.decodeAsm(nil, dst, src, scales) {
-		return nil
+		return
 	}
 	g := c.g
 	for b := range len(dst) / g {
@@ -145,7 +151,6 @@ func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			out[i] = float32(int8(q)) * s
 		}
 	}
-	return nil
 }
 
 func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {

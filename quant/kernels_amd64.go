@@ -114,6 +114,11 @@ func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 //go:noescape
 func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 
+// fp8DecF32ScaledAVX512 decodes FP8 codes with per-block power-of-two scale bytes to float32 through a 256-word table, 32 lanes per step.
+//
+//go:noescape
+func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape

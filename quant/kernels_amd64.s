@@ -2561,6 +2561,77 @@ DATA int4EncF32FusedB32AVX512Perm<>+56(SB)/4, $0x0000000b
 DATA int4EncF32FusedB32AVX512Perm<>+60(SB)/4, $0x0000000f
 GLOBL int4EncF32FusedB32AVX512Perm<>(SB), RODATA|NOPTR, $64
 
+// func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·fp8DecF32ScaledAVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         tab+24(FP), BX
+	MOVQ         scales+32(FP), SI
+	MOVQ         bs+40(FP), DI
+	VMOVDQU16    (BX), Z0
+	VMOVDQU16    64(BX), Z1
+	VMOVDQU16    128(BX), Z2
+	VMOVDQU16    192(BX), Z3
+	VMOVDQU16    256(BX), Z4
+	VMOVDQU16    320(BX), Z5
+	VMOVDQU16    384(BX), Z6
+	VMOVDQU16    448(BX), Z7
+	MOVL         $0x00000040, BX
+	VPBROADCASTW BX, Z8
+	MOVL         $0x00000080, BX
+	VPBROADCASTW BX, Z9
+	MOVL         $0x00000001, BX
+	VPBROADCASTW BX, Z10
+	MOVL         $0x00007fff, BX
+	VPBROADCASTW BX, Z11
+	MOVL         $0x00007f7f, BX
+	VPBROADCASTW BX, Z12
+
+fp8DecF32ScaledAVX512_block:
+	MOVBLZX      (SI), BX
+	SUBL         $0x7f, BX
+	SHLL         $0x07, BX
+	VPBROADCASTW BX, Z13
+	MOVQ         DI, BX
+
+fp8DecF32ScaledAVX512_loop:
+	VPMOVZXBW     (CX), Z14
+	VMOVDQA64     Z14, Z15
+	VPERMI2W      Z1, Z0, Z15
+	VMOVDQA64     Z14, Z16
+	VPERMI2W      Z3, Z2, Z16
+	VMOVDQA64     Z14, Z17
+	VPERMI2W      Z5, Z4, Z17
+	VMOVDQA64     Z14, Z18
+	VPERMI2W      Z7, Z6, Z18
+	VPTESTMW      Z8, Z14, K1
+	VPTESTMW      Z9, Z14, K2
+	VPBLENDMW     Z16, Z15, K1, Z15
+	VPBLENDMW     Z18, Z17, K1, Z17
+	VPBLENDMW     Z17, Z15, K2, Z15
+	VPANDD        Z11, Z15, Z14
+	VPSUBW        Z10, Z14, Z14
+	VPCMPUW       $0x01, Z12, Z14, K1
+	VPADDW        Z13, Z15, K1, Z15
+	VPMOVZXWD     Y15, Z14
+	VPSLLD        $0x10, Z14, Z14
+	VMOVDQU32     Z14, (AX)
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPMOVZXWD     Y14, Z14
+	VPSLLD        $0x10, Z14, Z14
+	VMOVDQU32     Z14, 64(AX)
+	ADDQ          $0x80, AX
+	ADDQ          $0x20, CX
+	SUBQ          $0x20, BX
+	JNZ           fp8DecF32ScaledAVX512_loop
+	INCQ          SI
+	SUBQ          DI, DX
+	JNZ           fp8DecF32ScaledAVX512_block
+	VZEROUPPER
+	RET
+
 // func nvfp4ScalesAVX512(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32)
 // Requires: AVX, AVX512F, AVX512VL
 TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-56

@@ -72,3 +72,6 @@ func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
+func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}

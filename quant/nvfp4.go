@@ -173,8 +173,14 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *nvfp4Codec) decodeF32(dst []float32, src, scales []byte) {
 	if c.decodeAsm(nil, dst, src, scales) {
-		return nil
+		return
 	}
 	for b, s := range scales {
 		t := &c.dec.f32[s]
@@ -183,7 +189,6 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 			out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
 		}
 	}
-	return nil
 }
 
 func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {

@@ -26,9 +26,23 @@ func encodeRowsRef(t *testing.T, c Codec, dst, scales []byte, src []float32, n i
 	return dst, scales
 }
 
+// decodeRowsRef is DecodeRowsF32 as one DecodeF32 per row.
+func decodeRowsRef(t *testing.T, c Codec, src, scales []byte, n int, rows []int32) []float32 {
+	t.Helper()
+	f := c.Format()
+	d, s := int(f.DataBytes(int64(n))), int(f.ScaleBytesFor(int64(n)))
+	out := make([]float32, len(rows)*n)
+	for i, r := range rows {
+		if err := c.DecodeF32(out[i*n:(i+1)*n], src[int(r)*d:(int(r)+1)*d], scales[int(r)*s:(int(r)+1)*s]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
 // TestEncodeRowsF32 compares EncodeRowsF32 with one EncodeF32 per row on
-// scattered, consecutive and repeated rows of every format, with the
-// assembly on and off, and checks that bad arguments write nothing.
+// scattered, consecutive and repeated rows of every format, and
+// DecodeRowsF32 with one DecodeF32 per row, with the assembly on and off.
 func TestEncodeRowsF32(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		if on && !hasAVX512 {
@@ -57,12 +71,26 @@ func TestEncodeRowsF32(t *testing.T) {
 					}
 					compareBytes(t, name+" payload", wantD, dst)
 					compareBytes(t, name+" scales", wantS, scales)
+					// and back, rows in another order
+					back := []int32{30, 12, 13, 14, 0, 39, 3, 4, 5}
+					got := make([]float32, len(back)*n)
+					if err := DecodeRowsF32(c, got, dst, scales, n, back); err != nil {
+						t.Fatal(err)
+					}
+					want := decodeRowsRef(t, c, dst, scales, n, back)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s n=%d: decoded value %d is %v, want %v", name, n, i, got[i], want[i])
+						}
+					}
 				}
 			}
 		})
 	}
 }
 
+// TestEncodeRowsF32Errors: every bad argument is ErrLength for encode
+// and decode, and nothing is written.
 func TestEncodeRowsF32Errors(t *testing.T) {
 	c, err := ForKV("mxfp8")
 	if err != nil {
@@ -99,6 +127,15 @@ func TestEncodeRowsF32Errors(t *testing.T) {
 				t.Fatalf("%s: wrote to the buffers before failing", tc.name)
 			}
 		}
+		out := make([]float32, len(tc.src))
+		if err := DecodeRowsF32(c, out, dst, scales, tc.n, tc.rows); !errors.Is(err, ErrLength) {
+			t.Errorf("%s: decode error %v, want ErrLength", tc.name, err)
+		}
+		for _, v := range out {
+			if v != 0 {
+				t.Fatalf("%s: decode wrote before failing", tc.name)
+			}
+		}
 	}
 	if err := EncodeRowsF32(c, nil, nil, nil, 64, nil); err != nil {
 		t.Errorf("no rows: %v", err)
@@ -107,7 +144,8 @@ func TestEncodeRowsF32Errors(t *testing.T) {
 
 // FuzzEncodeRows: EncodeRowsF32 never panics, fails exactly when a row is
 // outside the buffers or the lengths disagree (writing nothing then), and
-// otherwise equals one EncodeF32 per row.
+// otherwise equals one EncodeF32 per row; DecodeRowsF32 of the same rows
+// equals one DecodeF32 per row.
 func FuzzEncodeRows(f *testing.F) {
 	f.Add(uint8(4), uint8(1), uint8(8), uint8(8), []byte{0, 1, 2, 5, 5, 7}, uint32(0x3f800000))
 	f.Add(uint8(4), uint8(2), uint8(3), uint8(3), []byte{2, 0, 1}, uint32(0x7fc00000))
@@ -159,6 +197,16 @@ func FuzzEncodeRows(f *testing.F) {
 		wantD, wantS := encodeRowsRef(t, c, make([]byte, len(dst)), make([]byte, len(scales)), src, n, rows)
 		if string(wantD) != string(dst) || string(wantS) != string(scales) {
 			t.Fatalf("%s n=%d rows %v: differs from one EncodeF32 per row", name, n, rows)
+		}
+		got := make([]float32, len(rows)*n)
+		if err := DecodeRowsF32(c, got, dst, scales, n, rows); err != nil {
+			t.Fatal(err)
+		}
+		want := decodeRowsRef(t, c, dst, scales, n, rows)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s n=%d rows %v: decoded value %d differs from one DecodeF32 per row", name, n, rows, i)
+			}
 		}
 	})
 }
