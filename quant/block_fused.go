@@ -144,3 +144,22 @@ func (c *pow2Codec) decodeFP8F32Scaled(dst []float32, src, scales []byte) bool {
 	}
 	return true
 }
+
+// encodeFP8F32Lanes encodes the leading 64-element steps of src (unscaled
+// E4M3FN or E5M2) with the 32-bit lane kernels, up to the first step that
+// holds a value past the format's largest finite one (or NaN, ±Inf), and
+// returns how many elements it did; the rest takes the 16-bit lane kernel,
+// which knows the overflow policies.
+func encodeFP8F32Lanes(dst []byte, src []float32, f Float) int {
+	n := len(src) &^ 63
+	if !useAsm || n == 0 {
+		return 0
+	}
+	switch f {
+	case E4M3FN:
+		return e4m3EncF32LanesAVX512(&dst[0], &src[0], n)
+	case E5M2:
+		return e5m2EncF32LanesAVX512(&dst[0], &src[0], n)
+	}
+	return 0
+}

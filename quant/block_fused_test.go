@@ -204,3 +204,60 @@ func TestAsmFP8DecodeScaled(t *testing.T) {
 		}
 	})
 }
+
+// TestAsmFP8Lanes checks the 32-bit lane FP8 encoders (unscaled E4M3FN and
+// E5M2, both overflow policies) against the tables on every float32 input
+// that stays in range (every bf16 pattern, again with random low bits, and
+// random bit patterns, with those past the largest finite value left out so
+// that the lane kernel does the whole input), and on inputs with an
+// overflowing or non-finite value in the middle (the kernel stops there and
+// the 16-bit lane kernel finishes).
+func TestAsmFP8Lanes(t *testing.T) {
+	withAsm(t, true, func(t *testing.T) {
+		for _, f := range []Float{E4M3FN, E5M2} {
+			limit := float32(464)
+			if f == E5M2 {
+				limit = 61440
+			}
+			var in []float32
+			for _, x := range asmInputsF32() {
+				if a := float32(math.Abs(float64(x))); a < limit {
+					in = append(in, x)
+				}
+			}
+			in = in[:len(in)&^63]
+			for _, ov := range []Overflow{NonSat, SatFinite} {
+				tab := fp8TablesFor(f, ov)
+				cc, err := FP8(f.DType(), 1, ov)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := encodeFP8F32Lanes(make([]byte, len(in)), in, f); n != len(in) {
+					t.Fatalf("%v: the lane kernel stopped at %d of %d in-range values", f, n, len(in))
+				}
+				for _, x := range [][]float32{in, withSpecials(in, limit)} {
+					got := make([]byte, len(x))
+					if err := cc.EncodeF32(got, nil, x); err != nil {
+						t.Fatal(err)
+					}
+					for i, v := range x {
+						if w := tab.enc[keyF32(math.Float32bits(v))]; got[i] != w {
+							t.Fatalf("%v/%v: f32 %#08x (element %d) encodes to %#02x, want %#02x", f, ov, math.Float32bits(v), i, got[i], w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// withSpecials returns a copy of x with overflowing and non-finite values
+// at a few places.
+func withSpecials(x []float32, limit float32) []float32 {
+	y := append([]float32(nil), x...)
+	specials := []float32{limit, -limit, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e30}
+	for i, s := range specials {
+		y[(i*len(y)/len(specials)+5*i+3)%len(y)] = s
+	}
+	return y
+}

@@ -100,6 +100,9 @@ func (c *fp8Codec) encodeF32(dst, scales []byte, src []float32) {
 	enc := &c.t.enc
 	dst = dst[:len(src)]
 	if c.scale == 1 {
+		if done := encodeFP8F32Lanes(dst, src, c.f); done > 0 {
+			dst, src = dst[done:], src[done:]
+		}
 		done := encodeFP8F32Asm(dst, src, c.t)
 		dst, src = dst[done:], src[done:]
 		for i, x := range src {

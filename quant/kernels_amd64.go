@@ -119,6 +119,16 @@ func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 //go:noescape
 func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
+// e4m3EncF32LanesAVX512 encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int
+
+// e5m2EncF32LanesAVX512 encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int
+
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape

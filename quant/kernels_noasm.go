@@ -75,3 +75,5 @@ func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
+func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }
+func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }

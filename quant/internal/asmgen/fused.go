@@ -37,6 +37,8 @@ func fused() {
 	fusedPow2F32("int8EncF32Fused", 64, false, false, scaleInt)
 	fusedPow2F32("int4EncF32Fused", 32, true, false, scaleInt)
 	fp8DecodeScaled()
+	fp8EncodeLanes("e4m3EncF32LanesAVX512", 3, 7, 448)
+	fp8EncodeLanes("e5m2EncF32LanesAVX512", 2, 15, 57344)
 }
 
 // fusedPow2F32 emits func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16):
@@ -243,7 +245,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 			ADDQ(U8(64), dst)
 		}
 	} else {
-		e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one}
+		e := &lanes{fp4, halfUp, absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one, 0}
 		var ys, ms, codes [4]reg.VecVirtual
 		var kSub [4]reg.OpmaskVirtual
 		for i := range codes {
@@ -301,6 +303,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 type lanes struct {
 	fp4, halfUp                                                               bool
 	absMask, normC, normMin, magic, lowMask, signC, quarter, seven, zero, one reg.VecVirtual
+	drop                                                                      uint8 // mantissa bits dropped (0: 20 for E4M3, 22 for E2M1)
 }
 
 // normal returns |y| and the codes of the lanes with a normal result, and
@@ -311,9 +314,13 @@ func (e *lanes) normal(y reg.VecVirtual) (m, c reg.VecVirtual, kSub reg.OpmaskVi
 	// drop the low mantissa bits, rounding
 	c = ZMM()
 	VPADDD(e.normC, m, c)
-	drop := uint8(20)
-	if e.fp4 {
+	drop := e.drop
+	switch {
+	case drop != 0:
+	case e.fp4:
 		drop = 22
+	default:
+		drop = 20
 	}
 	if !e.halfUp {
 		l := ZMM()
@@ -665,6 +672,84 @@ func fp8DecodeScaled() {
 	INCQ(scales)
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+}
+
+// fp8EncodeLanes emits func(dst *byte, src *float32, n int, p *uint32) int:
+// the unscaled float32 → FP8 encoder (m mantissa bits, exponent bias b,
+// largest finite value maxF; a format with −0) in 32-bit lanes, 64
+// elements per step (n a multiple of 64), as the fused encoders encode
+// E4M3: integer round-to-nearest-even of the float32 bits for normal
+// results, a magic-number addition for subnormal ones. It stops before the
+// first step holding a magnitude that rounds past maxF (or ±Inf, NaN),
+// whose codes depend on the overflow policy, and returns the elements it
+// encoded; the caller finishes with the 16-bit lane kernel.
+func fp8EncodeLanes(name string, m, b int, maxF float64) {
+	TEXT(name, NOSPLIT, "func(dst *byte, src *float32, n int) int")
+	Pragma("noescape")
+	Doc(name + " encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	drop := 23 - m
+	// the first magnitude that rounds past maxF: maxF plus half its ulp
+	ovT := math.Float32bits(float32(maxF + math.Ldexp(1, int(math.Floor(math.Log2(maxF)))-m-1)))
+	e := &lanes{
+		absMask: konst(0x7FFFFFFF),
+		normC:   konst(uint32(1<<(drop-1) - 1 - (127-b)<<23 + 1<<32)),
+		normMin: konst(uint32(128-b) << 23),            // the smallest normal: 2^(1−b)
+		magic:   konst(uint32(127+(23-(b-1+m))) << 23), // 2^(23−(b−1+m)): its ulp is the subnormal step 2^(1−b−m)
+		lowMask: konst(0xF),
+		signC:   konst(0x80),
+		one:     konst(1),
+		drop:    uint8(drop),
+	}
+	ov := konst(ovT)
+	perm := GLOBL(name+"Perm", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15} {
+		DATA(4*i, U32(v))
+	}
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
+	done := GP64()
+	XORQ(done, done)
+
+	Label(name + "_loop")
+	var ys, codes [4]reg.VecVirtual
+	var kOv [4]reg.OpmaskVirtual
+	for i := range codes {
+		ys[i] = ZMM()
+		VMOVUPS(Mem{Base: src, Disp: 64 * i}, ys[i])
+		var mg reg.VecVirtual
+		var kSub reg.OpmaskVirtual
+		mg, codes[i], kSub = e.normal(ys[i])
+		e.sub(mg, codes[i], kSub)
+		kOv[i] = K()
+		VPCMPUD(U8(5), ov, mg, kOv[i]) // m >= ovT (NaN and ±Inf too)
+	}
+	ka, kb := K(), K()
+	KORW(kOv[1], kOv[0], ka)
+	KORW(kOv[3], kOv[2], kb)
+	KORTESTW(kb, ka)
+	JNZ(LabelRef(name + "_done"))
+	for i := range codes {
+		e.sign(ys[i], codes[i])
+	}
+	ab, cd, out := ZMM(), ZMM(), ZMM()
+	VPACKUSDW(codes[1], codes[0], ab)
+	VPACKUSDW(codes[3], codes[2], cd)
+	VPACKUSWB(cd, ab, out)
+	VPERMD(out, idx, out)
+	VMOVDQU32(out, Mem{Base: dst})
+	ADDQ(U8(64), dst)
+	ADDQ(U32(256), src)
+	ADDQ(U8(64), done)
+	SUBQ(U8(64), n)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_done")
+	Store(done, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
