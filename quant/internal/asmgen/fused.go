@@ -113,7 +113,9 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 		}
 		normMin = konst(0x3F800000) // 1.0: smallest normal E2M1 magnitude
 		magic = konst(0x4A800000)   // 2^22: its ulp is 0.5
-		seven = konst(7)
+		if !halfUp {
+			seven = konst(7)
+		}
 		signC = konst(8)
 		zero = ZMM()
 		VPXORD(zero, zero, zero)
@@ -329,7 +331,9 @@ func (e *lanes) normal(y reg.VecVirtual) (m, c reg.VecVirtual, kSub reg.OpmaskVi
 		VPADDD(l, c, c)
 	}
 	VPSRLD(U8(drop), c, c)
-	if e.fp4 {
+	if e.fp4 && !e.halfUp {
+		// saturate at 6 (SGLang's ceil rule keeps |y| ≤ 6·(1+2^-24): no
+		// clamp needed there)
 		VPMINUD(e.seven, c, c)
 	}
 	kSub = K()
