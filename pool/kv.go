@@ -317,6 +317,10 @@ func write[T elem](p *plane, c quant.Codec, locs []int32, src []T) error {
 	if len(src) != len(locs)*p.elems {
 		return fmt.Errorf("%w: %d values for %d rows of %d", ErrInvalid, len(src), len(locs), p.elems)
 	}
+	if s, ok := any(src).([]float32); ok {
+		// one checked call for every row (runs of rows become one span)
+		return quant.EncodeRowsF32(c, p.data, p.scales, s, p.elems, locs)
+	}
 	return runs(locs, func(i, n int) error {
 		r := int(locs[i])
 		return encode(c, p.data[r*p.rowData:(r+n)*p.rowData], p.scales[r*p.rowScale:(r+n)*p.rowScale], src[i*p.elems:(i+n)*p.elems])
@@ -327,6 +331,9 @@ func write[T elem](p *plane, c quant.Codec, locs []int32, src []T) error {
 func read[T elem](p *plane, c quant.Codec, f dtype.Format, locs []int32, dst []T, cols int) error {
 	if len(dst) != len(locs)*cols {
 		return fmt.Errorf("%w: destination of %d values for %d rows of %d", ErrInvalid, len(dst), len(locs), cols)
+	}
+	if d, ok := any(dst).([]float32); ok && cols == p.elems {
+		return quant.DecodeRowsF32(c, d, p.data, p.scales, cols, locs)
 	}
 	if cols == p.elems {
 		return runs(locs, func(i, n int) error {

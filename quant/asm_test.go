@@ -24,6 +24,16 @@ func withAsm(t *testing.T, on bool, fn func(t *testing.T)) {
 	withLevel(l, fn)(t)
 }
 
+// withAVX512 runs fn with the AVX-512 kernels (the tests of kernels that
+// have no AVX2 variant); on builds or CPUs without them it is skipped.
+func withAVX512(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	if bestLevel != levelAVX512 {
+		t.Skip("no AVX-512 kernels in this build or on this CPU")
+	}
+	withLevel(levelAVX512, fn)(t)
+}
+
 // withLevel returns fn run with the kernels of level l.
 func withLevel(l int, fn func(t *testing.T)) func(t *testing.T) {
 	return func(t *testing.T) {
@@ -216,6 +226,7 @@ func TestAVX2Level(t *testing.T) {
 		t.Run("FP4DecodeOddBlocks", TestFP4DecodeOddBlocks)
 		t.Run("NVFP4DecodeOddBlocks", TestNVFP4DecodeOddBlocks)
 		t.Run("IntDecodeAllScales", TestIntDecodeAllScales)
+		t.Run("EncodeRowsF32", TestEncodeRowsF32)
 	})(t)
 }
 

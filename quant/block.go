@@ -135,11 +135,26 @@ func (c *pow2Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *pow2Codec) encodeF32(dst, scales []byte, src []float32) {
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if n == len(scales) {
+			return
+		}
+		out := c.bs
+		if !c.fp8 {
+			out /= 2
+		}
+		dst, scales, src = dst[n*out:], scales[n:], src[n*c.bs:]
+	}
 	if c.encodeFP8Asm(dst, scales, src, nil) || c.encodeFP4Asm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	c.encodeF32Blocks(dst, scales, src)
-	return nil
 }
 
 // encodeF32Blocks is the portable encoder of whole blocks (buffers checked).
@@ -302,11 +317,16 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
-	if c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
-		return nil
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *pow2Codec) decodeF32(dst []float32, src, scales []byte) {
+	if c.decodeFP8F32Scaled(dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
+		return
 	}
 	c.decodeF32Blocks(dst, src, scales)
-	return nil
 }
 
 // decodeF32Blocks is the portable float32 decoder of whole blocks.

@@ -91,21 +91,29 @@ func (c *fp8Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *fp8Codec) encodeF32(dst, scales []byte, src []float32) {
 	enc := &c.t.enc
 	dst = dst[:len(src)]
 	if c.scale == 1 {
+		if done := encodeFP8F32Lanes(dst, src, c.f); done > 0 {
+			dst, src = dst[done:], src[done:]
+		}
 		done := encodeFP8F32Asm(dst, src, c.t)
 		dst, src = dst[done:], src[done:]
 		for i, x := range src {
 			dst[i] = enc[keyF32(math.Float32bits(x))]
 		}
-		return nil
+		return
 	}
 	s := c.scale
 	for i, x := range src {
 		dst[i] = enc[keyF32(math.Float32bits(x/s))]
 	}
-	return nil
 }
 
 func (c *fp8Codec) EncodeBF16(dst, scales []byte, src []uint16) error {
@@ -133,6 +141,12 @@ func (c *fp8Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *fp8Codec) decodeF32(dst []float32, src, scales []byte) {
 	dec := &c.t.dec
 	src = src[:len(dst)]
 	if c.scale == 1 {
@@ -141,13 +155,12 @@ func (c *fp8Codec) DecodeF32(dst []float32, src, scales []byte) error {
 		for i, b := range src {
 			dst[i] = dec[b]
 		}
-		return nil
+		return
 	}
 	s := c.scale
 	for i, b := range src {
 		dst[i] = dec[b] * s
 	}
-	return nil
 }
 
 func (c *fp8Codec) DecodeBF16(dst []uint16, src, scales []byte) error {
@@ -191,6 +204,12 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *wideCodec) encodeF32(dst, scales []byte, src []float32) {
 	switch c.f {
 	case BF16:
 		if d := u16s(dst); d != nil {
@@ -198,7 +217,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			for i, x := range src[done:] {
 				d[done+i] = BF16FromF32(x)
 			}
-			return nil
+			return
 		}
 		for i, x := range src {
 			put16(dst[2*i:], BF16FromF32(x))
@@ -209,7 +228,7 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			for i, x := range src[done:] {
 				d[done+i] = FP16.Encode(x, NonSat)
 			}
-			return nil
+			return
 		}
 		for i, x := range src {
 			put16(dst[2*i:], FP16.Encode(x, NonSat))
@@ -219,7 +238,6 @@ func (c *wideCodec) EncodeF32(dst, scales []byte, src []float32) error {
 			put32(dst[4*i:], math.Float32bits(x))
 		}
 	}
-	return nil
 }
 
 func (c *wideCodec) EncodeBF16(dst, scales []byte, src []uint16) error {
@@ -258,6 +276,12 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *wideCodec) decodeF32(dst []float32, src, scales []byte) {
 	switch c.f {
 	case BF16:
 		if s := u16s(src); s != nil {
@@ -265,7 +289,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			for i, b := range s[done:] {
 				dst[done+i] = BF16ToF32(b)
 			}
-			return nil
+			return
 		}
 		for i := range dst {
 			dst[i] = BF16ToF32(get16(src[2*i:]))
@@ -276,7 +300,7 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			for i, b := range s[done:] {
 				dst[done+i] = fp16ToF32(b)
 			}
-			return nil
+			return
 		}
 		for i := range dst {
 			dst[i] = fp16ToF32(get16(src[2*i:]))
@@ -286,7 +310,6 @@ func (c *wideCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			dst[i] = math.Float32frombits(get32(src[4*i:]))
 		}
 	}
-	return nil
 }
 
 func (c *wideCodec) DecodeBF16(dst []uint16, src, scales []byte) error {

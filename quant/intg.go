@@ -57,8 +57,20 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *intCodec) encodeF32(dst, scales []byte, src []float32) {
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if 2*n == len(scales) {
+			return
+		}
+		dst, scales, src = dst[int(c.format.DataBytes(int64(n*c.g))):], scales[2*n:], src[n*c.g:]
+	}
 	if c.encodeAsm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	g := c.g
 	for b := range len(src) / g {
@@ -71,7 +83,6 @@ func (c *intCodec) EncodeF32(dst, scales []byte, src []float32) error {
 		put16(scales[2*b:], s16)
 		c.encodeGroup(dst, b, blk, s)
 	}
-	return nil
 }
 
 func (c *intCodec) encodeGroup(dst []byte, b int, blk []float32, s float32) {
@@ -116,8 +127,14 @@ func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *intCodec) decodeF32(dst []float32, src, scales []byte) {
 	if c.decodeAsm(nil, dst, src, scales) {
-		return nil
+		return
 	}
 	g := c.g
 	for b := range len(dst) / g {
@@ -134,7 +151,6 @@ func (c *intCodec) DecodeF32(dst []float32, src, scales []byte) error {
 			out[i] = float32(int8(q)) * s
 		}
 	}
-	return nil
 }
 
 func (c *intCodec) DecodeBF16(dst []uint16, src, scales []byte) error {

@@ -89,6 +89,46 @@ func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int,
 //go:noescape
 func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
 
+// mxfp8EncF32FusedB32AVX512 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.
+//
+//go:noescape
+func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// fp4HalfUpEncF32FusedB16AVX512 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.
+//
+//go:noescape
+func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// nvfp4EncF32FusedB16AVX512 encodes groups of sixteen float32 blocks to nvfp4: maxima, scales and elements in one call.
+//
+//go:noescape
+func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// int8EncF32FusedB64AVX512 quantizes sixteen float32 groups at a time to symmetric integers: maxima, scales and codes in one call.
+//
+//go:noescape
+func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// int4EncF32FusedB32AVX512 quantizes sixteen float32 groups at a time to symmetric integers: maxima, scales and codes in one call.
+//
+//go:noescape
+func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// fp8DecF32ScaledAVX512 decodes FP8 codes with per-block power-of-two scale bytes to float32 through a 256-word table, 32 lanes per step.
+//
+//go:noescape
+func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// e4m3EncF32LanesAVX512 encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int
+
+// e5m2EncF32LanesAVX512 encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int
+
 // nvfp4ScalesAVX512 computes nvfp4 block scales and element multipliers from block maxima, 16 per step.
 //
 //go:noescape

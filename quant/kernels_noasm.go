@@ -142,3 +142,23 @@ func amaxBF16x8b64AVX2(out *uint32, src *uint16, nb int)                        
 func intRuleScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) {
 	noAsm()
 }
+func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }
+func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }

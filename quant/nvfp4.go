@@ -67,11 +67,22 @@ func (c *nvfp4Codec) EncodeF32(dst, scales []byte, src []float32) error {
 	if err := checkEncode(c.format, dst, scales, len(src)); err != nil {
 		return err
 	}
+	c.encodeF32(dst, scales, src)
+	return nil
+}
+
+// encodeF32 is EncodeF32 on checked buffers (EncodeRowsF32 checks once).
+func (c *nvfp4Codec) encodeF32(dst, scales []byte, src []float32) {
+	if n := c.encodeF32Fused(dst, scales, src); n > 0 {
+		if n == len(scales) {
+			return
+		}
+		dst, scales, src = dst[8*n:], scales[n:], src[16*n:]
+	}
 	if c.encodeAsm(dst, scales, src, nil) {
-		return nil
+		return
 	}
 	c.encodeF32Blocks(dst, scales, src)
-	return nil
 }
 
 // encodeF32Blocks is the portable float32 encoder of whole blocks.
@@ -152,8 +163,14 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 	if err := checkDecode(c.format, src, scales, len(dst)); err != nil {
 		return err
 	}
+	c.decodeF32(dst, src, scales)
+	return nil
+}
+
+// decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
+func (c *nvfp4Codec) decodeF32(dst []float32, src, scales []byte) {
 	if c.decodeAsm(nil, dst, src, scales) {
-		return nil
+		return
 	}
 	for b, s := range scales {
 		t := &c.dec.f32[s]
@@ -162,7 +179,6 @@ func (c *nvfp4Codec) DecodeF32(dst []float32, src, scales []byte) error {
 			out[2*j], out[2*j+1] = t[q&0xF], t[q>>4]
 		}
 	}
-	return nil
 }
 
 func (c *nvfp4Codec) DecodeBF16(dst []uint16, src, scales []byte) error {

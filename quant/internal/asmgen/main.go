@@ -38,6 +38,7 @@ func main() {
 	int4DecodeBF16()
 	pow2Scales()
 	intScales()
+	fused()
 	nvfp4Scales()
 	amaxW("amaxBF16x16AVX512", true)
 	amaxW("amaxBF16x32AVX512", false)

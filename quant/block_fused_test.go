@@ -1,0 +1,263 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// fusedInputs returns float32 blocks (bs each) of every kind the fused
+// encoders must get right: N(0, σ) over a wide range of σ, outliers, zero
+// and all-negative-zero blocks, float32 subnormals, tiny and huge blocks
+// (scales at both ends of the exponent range), random bit patterns, E2M1
+// and E4M3 decision points with and without sticky bits, and NaN / ±Inf
+// sprinkled into some blocks.
+func fusedInputs(rng *rand.Rand, nb, bs int) []float32 {
+	x := make([]float32, nb*bs)
+	for b := range nb {
+		blk := x[b*bs : (b+1)*bs]
+		sigma := math.Ldexp(1, rng.IntN(260)-130)
+		kind := rng.IntN(16)
+		for i := range blk {
+			v := float32(rng.NormFloat64() * sigma)
+			switch kind {
+			case 0:
+				v = 0
+			case 1:
+				v = float32(math.Copysign(0, -1))
+			case 2:
+				v = math.Float32frombits(rng.Uint32() & 0x807FFFFF) // subnormals
+			case 3:
+				v = math.Float32frombits(rng.Uint32())
+			case 4:
+				v = float32(rng.NormFloat64() * 1e38)
+			case 5:
+				v = float32(rng.NormFloat64() * 1e-36)
+			case 6, 7:
+				// decision points: E2M1 (0.25 … 5) and E4M3 midpoints
+				// times a power of two, ± one ulp
+				var d float64
+				if kind == 6 {
+					d = float64(e2m1Bounds[rng.IntN(len(e2m1Bounds))])
+				} else {
+					d = (float64(rng.IntN(16)) + 16.5) / 16
+				}
+				u := math.Float32bits(float32(math.Ldexp(d, rng.IntN(40)-20)))
+				u += uint32(rng.IntN(3)) - 1
+				v = math.Float32frombits(u | uint32(rng.IntN(2))<<31)
+			case 8:
+				if rng.IntN(8) == 0 {
+					v = float32(rng.NormFloat64() * 1e-40)
+				}
+			}
+			if rng.IntN(200) == 0 {
+				v *= 1000
+			}
+			blk[i] = v
+		}
+		if kind == 9 || kind == 10 {
+			specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -float32(math.NaN())}
+			blk[rng.IntN(bs)] = specials[rng.IntN(len(specials))]
+		}
+	}
+	return x
+}
+
+// TestAsmFusedEncode checks the fused float32 encoders (every block
+// format, so that the ones without a fused kernel are covered too) against
+// the portable block encoder, on lengths with and without a tail of
+// blocks outside the 16-block groups.
+func TestAsmFusedEncode(t *testing.T) {
+	withAVX512(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		type tc struct {
+			name string
+			o    Options
+		}
+		var cases []tc
+		for _, name := range []string{"mxfp8", "fp4_mx_block16", "mxfp4", "nvfp4", "int8_g64", "int4_g32"} {
+			cases = append(cases, tc{name, Options{}})
+		}
+		// mxfp8 with OCP's floor rule, mxfp4 with the ceil rule; nvfp4
+		// global scales of a calibrated checkpoint and at both ends
+		cases = append(cases, tc{"mxfp8", Options{Rule: ScaleFloor}}, tc{"mxfp4", Options{Rule: ScaleCeil}},
+			tc{"nvfp4", Options{Scale: 3.7 / (448 * 6)}}, tc{"nvfp4", Options{Scale: 1e-30}}, tc{"nvfp4", Options{Scale: 1e30}})
+		for _, cs := range cases {
+			name := cs.name
+			c, err := New(name, cs.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := c.Format()
+			bs := f.BlockSize
+			for _, nb := range []int{1, 15, 16, 17, 32, 48, 100, 16 * fusedGroups, 16*fusedGroups + 16, 16*fusedGroups + 5, 3000} {
+				x := fusedInputs(rng, nb, bs)
+				n := int64(len(x))
+				got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+				if err := c.EncodeF32(got, gotS, x); err != nil {
+					t.Fatal(err)
+				}
+				want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+				withAsm(t, false, func(t *testing.T) {
+					if err := c.EncodeF32(want, wantS, x); err != nil {
+						t.Fatal(err)
+					}
+				})
+				for b := range nb {
+					sb := len(gotS) / nb
+					db := len(got) / nb
+					if string(got[b*db:(b+1)*db]) != string(want[b*db:(b+1)*db]) || string(gotS[b*sb:(b+1)*sb]) != string(wantS[b*sb:(b+1)*sb]) {
+						t.Fatalf("%s %+v, %d blocks: block %d (input %v)\n got % x / % x\nwant % x / % x", name, cs.o, nb, b, x[b*bs:(b+1)*bs],
+							got[b*db:(b+1)*db], gotS[b*sb:(b+1)*sb], want[b*db:(b+1)*db], wantS[b*sb:(b+1)*sb])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAsmFusedRanges runs the fused encoders on one block pattern at every
+// scale exponent (block maxima 2^-149 … 2^127), each block also holding
+// values that round to zero, subnormal results and negative zeros.
+func TestAsmFusedRanges(t *testing.T) {
+	withAVX512(t, func(t *testing.T) {
+		for _, name := range []string{"mxfp8", "fp4_mx_block16", "nvfp4", "int8_g64", "int4_g32"} {
+			c := codecFor(t, name)
+			f := c.Format()
+			bs := f.BlockSize
+			var x []float32
+			for e := -149; e <= 127; e++ {
+				blk := make([]float32, bs)
+				for i := range blk {
+					u := math.Float32bits(float32(math.Ldexp(1, e)))
+					switch i % 4 {
+					case 0:
+						u += uint32(i) << 18
+					case 1:
+						u = (u - uint32(i)<<23) | 0x80000000
+					case 2:
+						u >>= uint(i)
+					case 3:
+						u = 0x80000000 | uint32(i)
+					}
+					if u&0x7F800000 == 0x7F800000 {
+						u = 0
+					}
+					blk[i] = math.Float32frombits(u)
+				}
+				x = append(x, blk...)
+			}
+			for len(x)%(16*bs) != 0 {
+				x = append(x, 0)
+			}
+			n := int64(len(x))
+			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+			if err := c.EncodeF32(got, gotS, x); err != nil {
+				t.Fatal(err)
+			}
+			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+			withAsm(t, false, func(t *testing.T) {
+				if err := c.EncodeF32(want, wantS, x); err != nil {
+					t.Fatal(err)
+				}
+			})
+			compareBytes(t, name+" payload", want, got)
+			compareBytes(t, name+" scales", wantS, gotS)
+		}
+	})
+}
+
+// TestAsmFP8DecodeScaled decodes mxfp8 rows whose scale bytes are all 127
+// but one, of every value at every position (inside the eight-byte words
+// the redo check reads and in the tail), against the portable decoder.
+func TestAsmFP8DecodeScaled(t *testing.T) {
+	withAVX512(t, func(t *testing.T) {
+		c := codecFor(t, "mxfp8")
+		rng := rand.New(rand.NewPCG(31, 32))
+		const nb = 19
+		src := make([]byte, nb*32)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		got, want := make([]float32, nb*32), make([]float32, nb*32)
+		scales := make([]byte, nb)
+		for pos := range nb {
+			for v := range 256 {
+				for i := range scales {
+					scales[i] = 127
+				}
+				scales[pos] = byte(v)
+				if err := c.DecodeF32(got, src, scales); err != nil {
+					t.Fatal(err)
+				}
+				withAsm(t, false, func(t *testing.T) {
+					if err := c.DecodeF32(want, src, scales); err != nil {
+						t.Fatal(err)
+					}
+				})
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("scale %#02x at block %d: value %d decodes to %v, want %v", v, pos, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAsmFP8Lanes checks the 32-bit lane FP8 encoders (unscaled E4M3FN and
+// E5M2, both overflow policies) against the tables on every float32 input
+// that stays in range (every bf16 pattern, again with random low bits, and
+// random bit patterns, with those past the largest finite value left out so
+// that the lane kernel does the whole input), and on inputs with an
+// overflowing or non-finite value in the middle (the kernel stops there and
+// the 16-bit lane kernel finishes).
+func TestAsmFP8Lanes(t *testing.T) {
+	withAVX512(t, func(t *testing.T) {
+		for _, f := range []Float{E4M3FN, E5M2} {
+			limit := float32(464)
+			if f == E5M2 {
+				limit = 61440
+			}
+			var in []float32
+			for _, x := range asmInputsF32() {
+				if a := float32(math.Abs(float64(x))); a < limit {
+					in = append(in, x)
+				}
+			}
+			in = in[:len(in)&^63]
+			for _, ov := range []Overflow{NonSat, SatFinite} {
+				tab := fp8TablesFor(f, ov)
+				cc, err := FP8(f.DType(), 1, ov)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := encodeFP8F32Lanes(make([]byte, len(in)), in, f); n != len(in) {
+					t.Fatalf("%v: the lane kernel stopped at %d of %d in-range values", f, n, len(in))
+				}
+				for _, x := range [][]float32{in, withSpecials(in, limit)} {
+					got := make([]byte, len(x))
+					if err := cc.EncodeF32(got, nil, x); err != nil {
+						t.Fatal(err)
+					}
+					for i, v := range x {
+						if w := tab.enc[keyF32(math.Float32bits(v))]; got[i] != w {
+							t.Fatalf("%v/%v: f32 %#08x (element %d) encodes to %#02x, want %#02x", f, ov, math.Float32bits(v), i, got[i], w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// withSpecials returns a copy of x with overflowing and non-finite values
+// at a few places.
+func withSpecials(x []float32, limit float32) []float32 {
+	y := append([]float32(nil), x...)
+	specials := []float32{limit, -limit, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e30}
+	for i, s := range specials {
+		y[(i*len(y)/len(specials)+5*i+3)%len(y)] = s
+	}
+	return y
+}
