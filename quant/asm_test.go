@@ -34,6 +34,21 @@ func withAVX512(t *testing.T, fn func(t *testing.T)) {
 	withLevel(levelAVX512, fn)(t)
 }
 
+// withAsmLevels runs fn once per assembly level of this CPU and build
+// (AVX-512, AVX2), as subtests; with none it is skipped.
+func withAsmLevels(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	if bestLevel == levelPortable {
+		t.Skip("no assembly kernels in this build or on this CPU")
+	}
+	if bestLevel == levelAVX512 {
+		t.Run("avx512", withLevel(levelAVX512, fn))
+	}
+	if hasAVX2 {
+		t.Run("avx2", withLevel(levelAVX2, fn))
+	}
+}
+
 // withLevel returns fn run with the kernels of level l.
 func withLevel(l int, fn func(t *testing.T)) func(t *testing.T) {
 	return func(t *testing.T) {

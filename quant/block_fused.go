@@ -31,7 +31,7 @@ func f32i(x float32) int32 { return int32(math.Float32bits(x)) }
 // encodeF32Fused encodes the leading whole groups of sixteen blocks of src
 // and returns how many blocks it did (0 when no fused kernel applies).
 func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
-	if !useAsm || len(scales) < 16 {
+	if !(useAsm || useAVX2) || len(scales) < 16 {
 		return 0
 	}
 	var p *[8]int32
@@ -50,9 +50,14 @@ func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	for g0 := 0; g0 < ng; g0 += fusedGroups {
 		m := min(fusedGroups, ng-g0)
 		b0 := 16 * g0
-		if c.fp8 {
+		switch {
+		case c.fp8 && useAVX2:
+			mxfp8EncF32FusedB32AVX2(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
+		case c.fp8:
 			mxfp8EncF32FusedB32AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
-		} else {
+		case useAVX2:
+			fp4HalfUpEncF32FusedB16AVX2(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
+		default:
 			fp4HalfUpEncF32FusedB16AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
 		}
 		for i, w := range bad[:m] {

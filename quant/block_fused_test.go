@@ -68,7 +68,7 @@ func fusedInputs(rng *rand.Rand, nb, bs int) []float32 {
 // the portable block encoder, on lengths with and without a tail of
 // blocks outside the 16-block groups.
 func TestAsmFusedEncode(t *testing.T) {
-	withAVX512(t, func(t *testing.T) {
+	withAsmLevels(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
 		type tc struct {
 			name string
@@ -120,7 +120,7 @@ func TestAsmFusedEncode(t *testing.T) {
 // scale exponent (block maxima 2^-149 … 2^127), each block also holding
 // values that round to zero, subnormal results and negative zeros.
 func TestAsmFusedRanges(t *testing.T) {
-	withAVX512(t, func(t *testing.T) {
+	withAsmLevels(t, func(t *testing.T) {
 		for _, name := range []string{"mxfp8", "fp4_mx_block16", "nvfp4", "int8_g64", "int4_g32"} {
 			c := codecFor(t, name)
 			f := c.Format()

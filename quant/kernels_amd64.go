@@ -468,3 +468,13 @@ func e2m1DecBF16x16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8,
 //
 //go:noescape
 func e2m1DecBF16x32AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+
+// mxfp8EncF32FusedB32AVX2 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.
+//
+//go:noescape
+func mxfp8EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// fp4HalfUpEncF32FusedB16AVX2 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.
+//
+//go:noescape
+func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)

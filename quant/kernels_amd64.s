@@ -8754,3 +8754,721 @@ e2m1DecBF16x32AVX2_loop:
 	JNZ         e2m1DecBF16x32AVX2_block
 	VZEROUPPER
 	RET
+
+// func mxfp8EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX2, CMOV
+TEXT ·mxfp8EncF32FusedB32AVX2(SB), NOSPLIT, $256-56
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ bad+16(FP), DX
+	MOVQ src+24(FP), BX
+	MOVQ ng+32(FP), SI
+	MOVQ p+40(FP), DI
+
+mxfp8EncF32FusedB32AVX2_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
+mxfp8EncF32FusedB32AVX2_group:
+	VMOVDQU      avx2c7fffffff<>+0(SB), Y0
+	XORQ         R12, R12
+	VPAND        (R10), Y0, Y1
+	VPAND        32(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        64(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        96(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        128(R10), Y0, Y2
+	VPAND        160(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        192(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        224(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        256(R10), Y0, Y1
+	VPAND        288(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        320(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        352(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        384(R10), Y0, Y2
+	VPAND        416(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        448(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        480(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        512(R10), Y0, Y1
+	VPAND        544(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        576(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        608(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        640(R10), Y0, Y2
+	VPAND        672(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        704(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        736(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        768(R10), Y0, Y1
+	VPAND        800(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        832(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        864(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        896(R10), Y0, Y2
+	VPAND        928(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        960(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        992(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y6
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y6, Y6
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y6, Y5, Y2
+	VSHUFPS      $0xdd, Y6, Y5, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y3
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y3, Y1, Y1
+	VPBROADCASTD (DI), Y2
+	VMAXPS       Y1, Y2, Y2
+	VPBROADCASTD 4(DI), Y3
+	VDIVPS       Y3, Y2, Y2
+	VPBROADCASTD 8(DI), Y3
+	VMAXPS       Y3, Y2, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       avx2c0000007f<>+0(SB), Y3, Y3
+	VPAND        avx2c007fffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y3, Y3
+	VPBROADCASTD 12(DI), Y2
+	VPMAXSD      Y2, Y3, Y3
+	VPBROADCASTD 16(DI), Y2
+	VPMINSD      Y2, Y3, Y3
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y1, Y1
+	VPBROADCASTD 20(DI), Y2
+	VPCMPGTD     Y3, Y2, Y2
+	VPOR         Y2, Y1, Y1
+	VPBROADCASTD 24(DI), Y2
+	VPCMPGTD     Y2, Y3, Y2
+	VPOR         Y2, Y1, Y1
+	VMOVMSKPS    Y1, R13
+	ORQ          R13, R12
+	VPADDD       avx2c0000007f<>+0(SB), Y3, Y1
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPOR         X1, X2, X2
+	VMOVQ        X2, (CX)
+	VMOVDQU      avx2c0000007f<>+0(SB), Y1
+	VPSUBD       Y3, Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMOVDQU      Y1, (R8)
+	VPAND        1024(R10), Y0, Y1
+	VPAND        1056(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1088(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1120(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1152(R10), Y0, Y2
+	VPAND        1184(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        1216(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        1248(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        1280(R10), Y0, Y1
+	VPAND        1312(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1344(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1376(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1408(R10), Y0, Y2
+	VPAND        1440(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        1472(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        1504(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        1536(R10), Y0, Y1
+	VPAND        1568(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1600(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1632(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1664(R10), Y0, Y2
+	VPAND        1696(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1728(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1760(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        1792(R10), Y0, Y1
+	VPAND        1824(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1856(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1888(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1920(R10), Y0, Y2
+	VPAND        1952(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1984(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        2016(R10), Y0, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y0
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y0, Y5, Y2
+	VSHUFPS      $0xdd, Y0, Y5, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y0
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y1
+	VPBROADCASTD (DI), Y0
+	VMAXPS       Y1, Y0, Y0
+	VPBROADCASTD 4(DI), Y2
+	VDIVPS       Y2, Y0, Y0
+	VPBROADCASTD 8(DI), Y2
+	VMAXPS       Y2, Y0, Y0
+	VPSRLD       $0x17, Y0, Y2
+	VPSUBD       avx2c0000007f<>+0(SB), Y2, Y2
+	VPAND        avx2c007fffff<>+0(SB), Y0, Y0
+	VPMINUD      avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y2, Y2
+	VPBROADCASTD 12(DI), Y0
+	VPMAXSD      Y0, Y2, Y2
+	VPBROADCASTD 16(DI), Y0
+	VPMINSD      Y0, Y2, Y2
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y1, Y0
+	VPBROADCASTD 20(DI), Y1
+	VPCMPGTD     Y2, Y1, Y1
+	VPOR         Y1, Y0, Y0
+	VPBROADCASTD 24(DI), Y1
+	VPCMPGTD     Y1, Y2, Y1
+	VPOR         Y1, Y0, Y0
+	VMOVMSKPS    Y0, R13
+	SHLQ         $0x08, R13
+	ORQ          R13, R12
+	VPADDD       avx2c0000007f<>+0(SB), Y2, Y0
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPOR         X0, X1, X1
+	VMOVQ        X1, 8(CX)
+	VMOVDQU      avx2c0000007f<>+0(SB), Y0
+	VPSUBD       Y2, Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMOVDQU      Y0, 32(R8)
+	MOVW         R12, (DX)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000800, R10
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          mxfp8EncF32FusedB32AVX2_group
+	LEAQ         (SP), R8
+	SHLQ         $0x04, R9
+
+mxfp8EncF32FusedB32AVX2_enc:
+	VPBROADCASTD (R8), Y0
+	VMULPS       (BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VPADDD       avx2cc407ffff<>+0(SB), Y1, Y2
+	VPSRLD       $0x14, Y1, Y3
+	VPAND        avx2c00000001<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x14, Y2, Y2
+	VPSRLD       $0x18, Y0, Y3
+	VPAND        avx2c00000080<>+0(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VMOVDQU      avx2c3c800000<>+0(SB), Y0
+	VPCMPGTD     Y1, Y0, Y0
+	VPBROADCASTD (R8), Y1
+	VMULPS       32(BX), Y1, Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
+	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y4
+	VPSRLD       $0x14, Y3, Y5
+	VPAND        avx2c00000001<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPSRLD       $0x14, Y4, Y4
+	VPSRLD       $0x18, Y1, Y5
+	VPAND        avx2c00000080<>+0(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVDQU      avx2c3c800000<>+0(SB), Y5
+	VPCMPGTD     Y3, Y5, Y5
+	VPOR         Y5, Y0, Y0
+	VPBROADCASTD (R8), Y1
+	VMULPS       64(BX), Y1, Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
+	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y5
+	VPSRLD       $0x14, Y3, Y6
+	VPAND        avx2c00000001<>+0(SB), Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPSRLD       $0x14, Y5, Y5
+	VPSRLD       $0x18, Y1, Y6
+	VPAND        avx2c00000080<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VMOVDQU      avx2c3c800000<>+0(SB), Y6
+	VPCMPGTD     Y3, Y6, Y6
+	VPOR         Y6, Y0, Y0
+	VPBROADCASTD (R8), Y1
+	VMULPS       96(BX), Y1, Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
+	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y6
+	VPSRLD       $0x14, Y3, Y7
+	VPAND        avx2c00000001<>+0(SB), Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPSRLD       $0x14, Y6, Y6
+	VPSRLD       $0x18, Y1, Y7
+	VPAND        avx2c00000080<>+0(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VMOVDQU      avx2c3c800000<>+0(SB), Y7
+	VPCMPGTD     Y3, Y7, Y7
+	VPOR         Y7, Y0, Y0
+	VPTEST       Y0, Y0
+	JZ           mxfp8EncF32FusedB32AVX2_pack
+	VPBROADCASTD (R8), Y0
+	VMULPS       (BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
+	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
+	VPSRLD       $0x18, Y0, Y0
+	VPAND        avx2c00000080<>+0(SB), Y0, Y0
+	VPOR         Y0, Y3, Y3
+	VMOVDQU      avx2c3c800000<>+0(SB), Y0
+	VPCMPGTD     Y1, Y0, Y0
+	VPBLENDVB    Y0, Y3, Y2, Y2
+	VPBROADCASTD (R8), Y0
+	VMULPS       32(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
+	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
+	VPSRLD       $0x18, Y0, Y0
+	VPAND        avx2c00000080<>+0(SB), Y0, Y0
+	VPOR         Y0, Y3, Y3
+	VMOVDQU      avx2c3c800000<>+0(SB), Y0
+	VPCMPGTD     Y1, Y0, Y0
+	VPBLENDVB    Y0, Y3, Y4, Y4
+	VPBROADCASTD (R8), Y0
+	VMULPS       64(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
+	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
+	VPSRLD       $0x18, Y0, Y0
+	VPAND        avx2c00000080<>+0(SB), Y0, Y0
+	VPOR         Y0, Y3, Y3
+	VMOVDQU      avx2c3c800000<>+0(SB), Y0
+	VPCMPGTD     Y1, Y0, Y0
+	VPBLENDVB    Y0, Y3, Y5, Y5
+	VPBROADCASTD (R8), Y0
+	VMULPS       96(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
+	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
+	VPSRLD       $0x18, Y0, Y0
+	VPAND        avx2c00000080<>+0(SB), Y0, Y0
+	VPOR         Y0, Y3, Y3
+	VMOVDQU      avx2c3c800000<>+0(SB), Y0
+	VPCMPGTD     Y1, Y0, Y0
+	VPBLENDVB    Y0, Y3, Y6, Y6
+
+mxfp8EncF32FusedB32AVX2_pack:
+	VPACKUSDW Y4, Y2, Y0
+	VPACKUSDW Y6, Y5, Y1
+	VPACKUSWB Y1, Y0, Y1
+	VMOVDQU   avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VPERMD    Y1, Y0, Y1
+	VMOVDQU   Y1, (AX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x04, R8
+	ADDQ      $0x80, BX
+	DECQ      R9
+	JNZ       mxfp8EncF32FusedB32AVX2_enc
+	TESTQ     SI, SI
+	JNZ       mxfp8EncF32FusedB32AVX2_chunk
+	VZEROUPPER
+	RET
+
+DATA avx2cc407ffff<>+0(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+4(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+8(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+12(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+16(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+20(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+24(SB)/4, $0xc407ffff
+DATA avx2cc407ffff<>+28(SB)/4, $0xc407ffff
+GLOBL avx2cc407ffff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c00000080<>+0(SB)/4, $0x00000080
+DATA avx2c00000080<>+4(SB)/4, $0x00000080
+DATA avx2c00000080<>+8(SB)/4, $0x00000080
+DATA avx2c00000080<>+12(SB)/4, $0x00000080
+DATA avx2c00000080<>+16(SB)/4, $0x00000080
+DATA avx2c00000080<>+20(SB)/4, $0x00000080
+DATA avx2c00000080<>+24(SB)/4, $0x00000080
+DATA avx2c00000080<>+28(SB)/4, $0x00000080
+GLOBL avx2c00000080<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3c800000<>+0(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+4(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+8(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+12(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+16(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+20(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+24(SB)/4, $0x3c800000
+DATA avx2c3c800000<>+28(SB)/4, $0x3c800000
+GLOBL avx2c3c800000<>(SB), RODATA|NOPTR, $32
+
+// func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX2, CMOV
+TEXT ·fp4HalfUpEncF32FusedB16AVX2(SB), NOSPLIT, $256-56
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ bad+16(FP), DX
+	MOVQ src+24(FP), BX
+	MOVQ ng+32(FP), SI
+	MOVQ p+40(FP), DI
+
+fp4HalfUpEncF32FusedB16AVX2_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
+fp4HalfUpEncF32FusedB16AVX2_group:
+	VMOVDQU      avx2c7fffffff<>+0(SB), Y0
+	XORQ         R12, R12
+	VPAND        (R10), Y0, Y1
+	VPAND        32(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        64(R10), Y0, Y2
+	VPAND        96(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        128(R10), Y0, Y1
+	VPAND        160(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        192(R10), Y0, Y2
+	VPAND        224(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        256(R10), Y0, Y1
+	VPAND        288(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        320(R10), Y0, Y2
+	VPAND        352(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        384(R10), Y0, Y1
+	VPAND        416(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        448(R10), Y0, Y2
+	VPAND        480(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y6
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y6, Y6
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y6, Y5, Y2
+	VSHUFPS      $0xdd, Y6, Y5, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y3
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y3, Y1, Y1
+	VPBROADCASTD (DI), Y2
+	VMAXPS       Y1, Y2, Y2
+	VPBROADCASTD 4(DI), Y3
+	VDIVPS       Y3, Y2, Y2
+	VPBROADCASTD 8(DI), Y3
+	VMAXPS       Y3, Y2, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       avx2c0000007f<>+0(SB), Y3, Y3
+	VPAND        avx2c007fffff<>+0(SB), Y2, Y2
+	VPMINUD      avx2c00000001<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y3, Y3
+	VPBROADCASTD 12(DI), Y2
+	VPMAXSD      Y2, Y3, Y3
+	VPBROADCASTD 16(DI), Y2
+	VPMINSD      Y2, Y3, Y3
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y1, Y1
+	VPBROADCASTD 20(DI), Y2
+	VPCMPGTD     Y3, Y2, Y2
+	VPOR         Y2, Y1, Y1
+	VPBROADCASTD 24(DI), Y2
+	VPCMPGTD     Y2, Y3, Y2
+	VPOR         Y2, Y1, Y1
+	VMOVMSKPS    Y1, R13
+	ORQ          R13, R12
+	VPADDD       avx2c0000007f<>+0(SB), Y3, Y1
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPOR         X1, X2, X2
+	VMOVQ        X2, (CX)
+	VMOVDQU      avx2c0000007f<>+0(SB), Y1
+	VPSUBD       Y3, Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMOVDQU      Y1, (R8)
+	VPAND        512(R10), Y0, Y1
+	VPAND        544(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        576(R10), Y0, Y2
+	VPAND        608(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        640(R10), Y0, Y1
+	VPAND        672(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        704(R10), Y0, Y2
+	VPAND        736(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        768(R10), Y0, Y1
+	VPAND        800(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        832(R10), Y0, Y2
+	VPAND        864(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        896(R10), Y0, Y1
+	VPAND        928(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        960(R10), Y0, Y2
+	VPAND        992(R10), Y0, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y0
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y0, Y5, Y2
+	VSHUFPS      $0xdd, Y0, Y5, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y0
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y1
+	VPBROADCASTD (DI), Y0
+	VMAXPS       Y1, Y0, Y0
+	VPBROADCASTD 4(DI), Y2
+	VDIVPS       Y2, Y0, Y0
+	VPBROADCASTD 8(DI), Y2
+	VMAXPS       Y2, Y0, Y0
+	VPSRLD       $0x17, Y0, Y2
+	VPSUBD       avx2c0000007f<>+0(SB), Y2, Y2
+	VPAND        avx2c007fffff<>+0(SB), Y0, Y0
+	VPMINUD      avx2c00000001<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y2, Y2
+	VPBROADCASTD 12(DI), Y0
+	VPMAXSD      Y0, Y2, Y2
+	VPBROADCASTD 16(DI), Y0
+	VPMINSD      Y0, Y2, Y2
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y1, Y0
+	VPBROADCASTD 20(DI), Y1
+	VPCMPGTD     Y2, Y1, Y1
+	VPOR         Y1, Y0, Y0
+	VPBROADCASTD 24(DI), Y1
+	VPCMPGTD     Y1, Y2, Y1
+	VPOR         Y1, Y0, Y0
+	VMOVMSKPS    Y0, R13
+	SHLQ         $0x08, R13
+	ORQ          R13, R12
+	VPADDD       avx2c0000007f<>+0(SB), Y2, Y0
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPOR         X0, X1, X1
+	VMOVQ        X1, 8(CX)
+	VMOVDQU      avx2c0000007f<>+0(SB), Y0
+	VPSUBD       Y2, Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMOVDQU      Y0, 32(R8)
+	MOVW         R12, (DX)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000400, R10
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          fp4HalfUpEncF32FusedB16AVX2_group
+	LEAQ         (SP), R8
+	SHLQ         $0x03, R9
+
+fp4HalfUpEncF32FusedB16AVX2_enc:
+	VPBROADCASTD (R8), Y0
+	VMULPS       (BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VPADDD       avx2cc1200000<>+0(SB), Y1, Y2
+	VPSRLD       $0x16, Y2, Y2
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y3
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y4
+	VPADDD       Y4, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       Y3, Y4, Y3
+	VMOVDQU      avx2c3f800000<>+0(SB), Y4
+	VPCMPGTD     Y1, Y4, Y4
+	VPBLENDVB    Y4, Y3, Y2, Y2
+	VXORPS       Y4, Y4, Y4
+	VCMPPS       $0x01, Y4, Y0, Y4
+	VPAND        avx2c00000008<>+0(SB), Y4, Y4
+	VPOR         Y4, Y2, Y2
+	VPBROADCASTD (R8), Y0
+	VMULPS       32(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VPADDD       avx2cc1200000<>+0(SB), Y1, Y3
+	VPSRLD       $0x16, Y3, Y3
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y4
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y5
+	VPADDD       Y5, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPSUBD       Y4, Y5, Y4
+	VMOVDQU      avx2c3f800000<>+0(SB), Y5
+	VPCMPGTD     Y1, Y5, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VXORPS       Y5, Y5, Y5
+	VCMPPS       $0x01, Y5, Y0, Y5
+	VPAND        avx2c00000008<>+0(SB), Y5, Y5
+	VPOR         Y5, Y3, Y3
+	VPBROADCASTD 4(R8), Y0
+	VMULPS       64(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VPADDD       avx2cc1200000<>+0(SB), Y1, Y4
+	VPSRLD       $0x16, Y4, Y4
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y5
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y6
+	VPADDD       Y6, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPSUBD       Y5, Y6, Y5
+	VMOVDQU      avx2c3f800000<>+0(SB), Y6
+	VPCMPGTD     Y1, Y6, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VXORPS       Y6, Y6, Y6
+	VCMPPS       $0x01, Y6, Y0, Y6
+	VPAND        avx2c00000008<>+0(SB), Y6, Y6
+	VPOR         Y6, Y4, Y4
+	VPBROADCASTD 4(R8), Y0
+	VMULPS       96(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
+	VPADDD       avx2cc1200000<>+0(SB), Y1, Y5
+	VPSRLD       $0x16, Y5, Y5
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y6
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y7
+	VPADDD       Y7, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPSUBD       Y6, Y7, Y6
+	VMOVDQU      avx2c3f800000<>+0(SB), Y7
+	VPCMPGTD     Y1, Y7, Y7
+	VPBLENDVB    Y7, Y6, Y5, Y5
+	VXORPS       Y7, Y7, Y7
+	VCMPPS       $0x01, Y7, Y0, Y7
+	VPAND        avx2c00000008<>+0(SB), Y7, Y7
+	VPOR         Y7, Y5, Y5
+	VPACKUSDW    Y3, Y2, Y0
+	VPACKUSDW    Y5, Y4, Y1
+	VPACKUSWB    Y1, Y0, Y1
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VPERMD       Y1, Y0, Y1
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSWB    X0, X1, X0
+	VMOVDQU      X0, (AX)
+	ADDQ         $0x10, AX
+	ADDQ         $0x08, R8
+	ADDQ         $0x80, BX
+	DECQ         R9
+	JNZ          fp4HalfUpEncF32FusedB16AVX2_enc
+	TESTQ        SI, SI
+	JNZ          fp4HalfUpEncF32FusedB16AVX2_chunk
+	VZEROUPPER
+	RET
+
+DATA avx2cc1200000<>+0(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+4(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+8(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+12(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+16(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+20(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+24(SB)/4, $0xc1200000
+DATA avx2cc1200000<>+28(SB)/4, $0xc1200000
+GLOBL avx2cc1200000<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3e7fffff<>+0(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+4(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+8(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+12(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+16(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+20(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+24(SB)/4, $0x3e7fffff
+DATA avx2c3e7fffff<>+28(SB)/4, $0x3e7fffff
+GLOBL avx2c3e7fffff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3f3fffff<>+0(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+4(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+8(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+12(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+16(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+20(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+24(SB)/4, $0x3f3fffff
+DATA avx2c3f3fffff<>+28(SB)/4, $0x3f3fffff
+GLOBL avx2c3f3fffff<>(SB), RODATA|NOPTR, $32

@@ -148,6 +148,12 @@ func mxfp8EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float3
 func fp4HalfUpEncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
+func mxfp8EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
 func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }

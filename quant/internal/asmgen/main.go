@@ -62,6 +62,7 @@ func main() {
 		}
 	}
 	genAVX2()
+	fusedAVX2()
 	Generate()
 }
 

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// The fused float32 block encoders of fused.go at the AVX2 level (sixteen
+// vector registers, VEX encodings only, constants as memory operands).
+
+func fusedAVX2() {
+	fusedPow2F32Y("mxfp8EncF32Fused", 32, false)
+	fusedPow2F32Y("fp4HalfUpEncF32Fused", 16, true)
+}
+
+// fusedPow2F32Y is fusedPow2F32 (stage scalePow2) with AVX2: the same
+// contract and the same results bit for bit. E4M3 (fp4 false, bs 32) or
+// SGLang's E2M1 (fp4 true, halfUp, bs 16). Elements: y = x·2^-e in
+// float32; normal results by integer rounding of the float32 bits,
+// subnormal ones (|y| below the smallest normal) for E4M3 by adding 2^14
+// (its ulp is the subnormal step) and keeping the low bits, for E2M1 as
+// [|y| ≥ 0.25] + [|y| ≥ 0.75] (every midpoint away from zero: the codes
+// of fusedPow2F32's two additions rounding down).
+func fusedPow2F32Y(name string, bs int, fp4 bool) {
+	name += fmt.Sprintf("B%dAVX2", bs)
+	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)")
+	Pragma("noescape")
+	Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.")
+	dst := Load(Param("dst"), GP64())
+	scales := Load(Param("scales"), GP64())
+	bad := Load(Param("bad"), GP64())
+	src := Load(Param("src"), GP64())
+	ng := Load(Param("ng"), GP64())
+	p := Load(Param("p"), GP64())
+	inv := AllocLocal(64 * fusedChunk)
+	invP := GP64()
+	idx := cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7})
+	absMask := cY(0x7FFFFFFF)
+	yk := bs / 8 // vectors per block
+
+	Label(name + "_chunk")
+	// up to fusedChunk groups: first all their scales, then their elements
+	nc := GP64()
+	MOVQ(U32(fusedChunk), nc)
+	CMPQ(ng, U8(fusedChunk))
+	CMOVQLT(ng, nc)
+	SUBQ(nc, ng)
+	s0 := GP64()
+	MOVQ(src, s0)
+	LEAQ(inv, invP)
+	gc := GP64()
+	MOVQ(nc, gc)
+	Label(name + "_group")
+	// pass 1: the block maxima, eight blocks per half through a
+	// three-level shuffle tree (128-bit halves, then VSHUFPS twice) and
+	// one VPERMD; then pow2Scales' arithmetic on each half
+	absR := YMM()
+	VMOVDQU(absMask, absR)
+	blockMax := func(b int) reg.VecVirtual {
+		v := YMM()
+		VPAND(Mem{Base: s0, Disp: 4 * bs * b}, absR, v)
+		for i := 1; i < yk; i++ {
+			t := YMM()
+			VPAND(Mem{Base: s0, Disp: 4*bs*b + 32*i}, absR, t)
+			VPMAXUD(t, v, v)
+		}
+		return v
+	}
+	bits := GP64()
+	XORQ(bits, bits)
+	for h := range 2 {
+		var r []reg.VecVirtual
+		for b := 8 * h; b < 8*h+8; b += 2 {
+			a, c := blockMax(b), blockMax(b+1)
+			x, y := YMM(), YMM()
+			VPERM2I128(U8(0x20), c, a, x)
+			VPERM2I128(U8(0x31), c, a, y)
+			VPMAXUD(y, x, x)
+			r = append(r, x)
+		}
+		for len(r) > 1 {
+			var o []reg.VecVirtual
+			for i := 0; i < len(r); i += 2 {
+				x, y := YMM(), YMM()
+				VSHUFPS(U8(0x88), r[i+1], r[i], x)
+				VSHUFPS(U8(0xDD), r[i+1], r[i], y)
+				VPMAXUD(y, x, x)
+				o = append(o, x)
+			}
+			r = o
+		}
+		a := YMM()
+		VMOVDQU(idx, a)
+		VPERMD(r[0], a, a)
+		// pow2Scales (as pow2ScalesY)
+		bc := func(i int) reg.VecVirtual {
+			z := YMM()
+			VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
+			return z
+		}
+		q, x, f := YMM(), YMM(), YMM()
+		VMAXPS(a, bc(0), q)
+		VDIVPS(bc(1), q, q)
+		VMAXPS(bc(2), q, q)
+		VPSRLD(U8(23), q, x)
+		VPSUBD(cY(127), x, x)
+		VPAND(cY(0x7FFFFF), q, f)
+		VPMINUD(cY(1), f, f)
+		VPADDD(f, x, x)
+		VPMAXSD(bc(3), x, x)
+		VPMINSD(bc(4), x, x)
+		// bad blocks: a ≥ Inf, e < p[5], e > p[6]
+		k0, k1 := YMM(), YMM()
+		VPCMPGTD(cY(0x7F7FFFFF), a, k0)
+		VPCMPGTD(x, bc(5), k1)
+		VPOR(k1, k0, k0)
+		VPCMPGTD(bc(6), x, k1)
+		VPOR(k1, k0, k0)
+		rb := GP64()
+		VMOVMSKPS(k0, rb.As32())
+		if h == 1 {
+			SHLQ(U8(8), rb)
+		}
+		ORQ(rb, bits)
+		b := YMM()
+		VPADDD(cY(127), x, b)
+		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		// the multipliers 2^-e as float32 bits (127 − e) << 23
+		m := YMM()
+		VMOVDQU(cY(127), m)
+		VPSUBD(x, m, m)
+		VPSLLD(U8(23), m, m)
+		VMOVDQU(m, Mem{Base: invP, Disp: 32 * h})
+	}
+	MOVW(bits.As16(), Mem{Base: bad})
+	ADDQ(U8(64), invP)
+	ADDQ(U32(64*bs), s0)
+	ADDQ(U8(16), scales)
+	ADDQ(U8(2), bad)
+	DECQ(gc)
+	JNZ(LabelRef(name + "_group"))
+
+	// pass 2: four vectors (32 elements: one E4M3 block, two E2M1 blocks)
+	// per step
+	LEAQ(inv, invP)
+	cnt := GP64()
+	MOVQ(nc, cnt)
+	SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
+	Label(name + "_enc")
+	var codes [4]reg.VecVirtual
+	// y_i = x·2^-e
+	y := func(i int) reg.VecVirtual {
+		w, v := YMM(), YMM()
+		VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / yk)}, w)
+		VMULPS(Mem{Base: src, Disp: 32 * i}, w, v)
+		return v
+	}
+	if fp4 {
+		for i := range codes {
+			v := y(i)
+			m, c, s, t := YMM(), YMM(), YMM(), YMM()
+			VPAND(absMask, v, m)
+			// normal results (|y| ≥ 1): drop 22 bits, every midpoint up
+			VPADDD(cY(uint32(0x200000-0x3F000000+1<<32)), m, c)
+			VPSRLD(U8(22), c, c)
+			// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
+			VPCMPGTD(cY(0x3E7FFFFF), m, s)
+			VPCMPGTD(cY(0x3F3FFFFF), m, t)
+			VPADDD(t, s, s)
+			VPXOR(t, t, t)
+			VPSUBD(s, t, s)
+			VMOVDQU(cY(0x3F800000), t)
+			VPCMPGTD(m, t, t) // |y| < 1
+			VPBLENDVB(t, s, c, c)
+			// sign when y < 0
+			VXORPS(t, t, t)
+			VCMPPS(U8(1), t, v, t) // y < 0
+			VPAND(cY(8), t, t)
+			VPOR(t, c, c)
+			codes[i] = c
+		}
+	} else {
+		sub := YMM()
+		for i := range codes {
+			v := y(i)
+			m, c, l := YMM(), YMM(), YMM()
+			VPAND(absMask, v, m)
+			// normal results: round the float32 bits to 3 mantissa bits,
+			// nearest even, and rebias
+			VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), m, c)
+			VPSRLD(U8(20), m, l)
+			VPAND(cY(1), l, l)
+			VPADDD(l, c, c)
+			VPSRLD(U8(20), c, c)
+			VPSRLD(U8(24), v, l)
+			VPAND(cY(0x80), l, l)
+			VPOR(l, c, c)
+			// |y| < 2^-6: subnormal result
+			if i == 0 {
+				VMOVDQU(cY(121<<23), sub)
+				VPCMPGTD(m, sub, sub)
+			} else {
+				VMOVDQU(cY(121<<23), l)
+				VPCMPGTD(m, l, l)
+				VPOR(l, sub, sub)
+			}
+			codes[i] = c
+		}
+		// subnormal results are rare in a scaled block (|x| below 2^-14
+		// of the block maximum): branched over when no lane has one
+		VPTEST(sub, sub)
+		JZ(LabelRef(name + "_pack"))
+		for i := range codes {
+			v := y(i)
+			m, s, l := YMM(), YMM(), YMM()
+			VPAND(absMask, v, m)
+			VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
+			VPAND(cY(0xF), s, s)
+			VPSRLD(U8(24), v, l)
+			VPAND(cY(0x80), l, l)
+			VPOR(l, s, s)
+			VMOVDQU(cY(121<<23), l)
+			VPCMPGTD(m, l, l)
+			VPBLENDVB(l, s, codes[i], codes[i])
+		}
+		Label(name + "_pack")
+	}
+	ab, cd, out := YMM(), YMM(), YMM()
+	VPACKUSDW(codes[1], codes[0], ab)
+	VPACKUSDW(codes[3], codes[2], cd)
+	VPACKUSWB(cd, ab, out)
+	VMOVDQU(idx, ab)
+	VPERMD(out, ab, out)
+	if fp4 {
+		// two codes per byte, even element low
+		VPMADDUBSW(cY(0x10011001), out, out)
+		hi := XMM()
+		VEXTRACTI128(U8(1), out, hi)
+		VPACKUSWB(hi, out.AsX(), hi)
+		VMOVDQU(hi, Mem{Base: dst})
+		ADDQ(U8(16), dst)
+		ADDQ(U8(8), invP)
+	} else {
+		VMOVDQU(out, Mem{Base: dst})
+		ADDQ(U8(32), dst)
+		ADDQ(U8(4), invP)
+	}
+	ADDQ(U8(128), src)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_enc"))
+	TESTQ(ng, ng)
+	JNZ(LabelRef(name + "_chunk"))
+	VZEROUPPER()
+	RET()
+}
