@@ -9014,114 +9014,75 @@ mxfp8EncF32FusedB32AVX2_group:
 
 mxfp8EncF32FusedB32AVX2_enc:
 	VPBROADCASTD (R8), Y0
-	VMULPS       (BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VPADDD       avx2cc407ffff<>+0(SB), Y1, Y2
-	VPSRLD       $0x14, Y1, Y3
-	VPAND        avx2c00000001<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x14, Y2, Y2
-	VPSRLD       $0x18, Y0, Y3
-	VPAND        avx2c00000080<>+0(SB), Y3, Y3
-	VPOR         Y3, Y2, Y2
-	VMOVDQU      avx2c3c800000<>+0(SB), Y0
-	VPCMPGTD     Y1, Y0, Y0
-	VPBROADCASTD (R8), Y1
-	VMULPS       32(BX), Y1, Y1
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
-	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y4
-	VPSRLD       $0x14, Y3, Y5
-	VPAND        avx2c00000001<>+0(SB), Y5, Y5
-	VPADDD       Y5, Y4, Y4
-	VPSRLD       $0x14, Y4, Y4
-	VPSRLD       $0x18, Y1, Y5
-	VPAND        avx2c00000080<>+0(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
-	VMOVDQU      avx2c3c800000<>+0(SB), Y5
-	VPCMPGTD     Y3, Y5, Y5
-	VPOR         Y5, Y0, Y0
-	VPBROADCASTD (R8), Y1
-	VMULPS       64(BX), Y1, Y1
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
-	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y5
-	VPSRLD       $0x14, Y3, Y6
-	VPAND        avx2c00000001<>+0(SB), Y6, Y6
-	VPADDD       Y6, Y5, Y5
-	VPSRLD       $0x14, Y5, Y5
-	VPSRLD       $0x18, Y1, Y6
-	VPAND        avx2c00000080<>+0(SB), Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VMOVDQU      avx2c3c800000<>+0(SB), Y6
-	VPCMPGTD     Y3, Y6, Y6
-	VPOR         Y6, Y0, Y0
-	VPBROADCASTD (R8), Y1
-	VMULPS       96(BX), Y1, Y1
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y3
-	VPADDD       avx2cc407ffff<>+0(SB), Y3, Y6
-	VPSRLD       $0x14, Y3, Y7
+	VMULPS       (BX), Y0, Y2
+	VPAND        avx2c7fffffff<>+0(SB), Y2, Y1
+	VPADDD       avx2cc407ffff<>+0(SB), Y1, Y3
+	VPSRLD       $0x14, Y1, Y4
+	VPAND        avx2c00000001<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y3, Y3
+	VPSRLD       $0x14, Y3, Y3
+	VMOVDQA      Y1, Y1
+	VMULPS       32(BX), Y0, Y4
+	VPAND        avx2c7fffffff<>+0(SB), Y4, Y5
+	VPADDD       avx2cc407ffff<>+0(SB), Y5, Y6
+	VPSRLD       $0x14, Y5, Y7
 	VPAND        avx2c00000001<>+0(SB), Y7, Y7
 	VPADDD       Y7, Y6, Y6
 	VPSRLD       $0x14, Y6, Y6
-	VPSRLD       $0x18, Y1, Y7
-	VPAND        avx2c00000080<>+0(SB), Y7, Y7
-	VPOR         Y7, Y6, Y6
-	VMOVDQU      avx2c3c800000<>+0(SB), Y7
-	VPCMPGTD     Y3, Y7, Y7
-	VPOR         Y7, Y0, Y0
-	VPTEST       Y0, Y0
-	JZ           mxfp8EncF32FusedB32AVX2_pack
-	VPBROADCASTD (R8), Y0
-	VMULPS       (BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
-	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
-	VPSRLD       $0x18, Y0, Y0
-	VPAND        avx2c00000080<>+0(SB), Y0, Y0
-	VPOR         Y0, Y3, Y3
-	VMOVDQU      avx2c3c800000<>+0(SB), Y0
-	VPCMPGTD     Y1, Y0, Y0
-	VPBLENDVB    Y0, Y3, Y2, Y2
-	VPBROADCASTD (R8), Y0
-	VMULPS       32(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
-	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
-	VPSRLD       $0x18, Y0, Y0
-	VPAND        avx2c00000080<>+0(SB), Y0, Y0
-	VPOR         Y0, Y3, Y3
-	VMOVDQU      avx2c3c800000<>+0(SB), Y0
-	VPCMPGTD     Y1, Y0, Y0
-	VPBLENDVB    Y0, Y3, Y4, Y4
-	VPBROADCASTD (R8), Y0
-	VMULPS       64(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
-	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
-	VPSRLD       $0x18, Y0, Y0
-	VPAND        avx2c00000080<>+0(SB), Y0, Y0
-	VPOR         Y0, Y3, Y3
-	VMOVDQU      avx2c3c800000<>+0(SB), Y0
-	VPCMPGTD     Y1, Y0, Y0
-	VPBLENDVB    Y0, Y3, Y5, Y5
-	VPBROADCASTD (R8), Y0
+	VPMINUD      Y5, Y1, Y1
+	VMULPS       64(BX), Y0, Y5
+	VPAND        avx2c7fffffff<>+0(SB), Y5, Y7
+	VPADDD       avx2cc407ffff<>+0(SB), Y7, Y8
+	VPSRLD       $0x14, Y7, Y9
+	VPAND        avx2c00000001<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	VPSRLD       $0x14, Y8, Y8
+	VPMINUD      Y7, Y1, Y1
 	VMULPS       96(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y7
+	VPADDD       avx2cc407ffff<>+0(SB), Y7, Y9
+	VPSRLD       $0x14, Y7, Y10
+	VPAND        avx2c00000001<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPSRLD       $0x14, Y9, Y9
+	VPMINUD      Y7, Y1, Y1
+	VMOVDQU      avx2c3c800000<>+0(SB), Y7
+	VPCMPGTD     Y1, Y7, Y1
+	VPTEST       Y1, Y1
+	JZ           mxfp8EncF32FusedB32AVX2_pack
+	VPAND        avx2c7fffffff<>+0(SB), Y2, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y10
+	VPAND        avx2c0000000f<>+0(SB), Y10, Y10
+	VPCMPGTD     Y1, Y7, Y1
+	VPBLENDVB    Y1, Y10, Y3, Y3
+	VPAND        avx2c7fffffff<>+0(SB), Y4, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y10
+	VPAND        avx2c0000000f<>+0(SB), Y10, Y10
+	VPCMPGTD     Y1, Y7, Y1
+	VPBLENDVB    Y1, Y10, Y6, Y6
+	VPAND        avx2c7fffffff<>+0(SB), Y5, Y1
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y10
+	VPAND        avx2c0000000f<>+0(SB), Y10, Y10
+	VPCMPGTD     Y1, Y7, Y1
+	VPBLENDVB    Y1, Y10, Y8, Y8
 	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VADDPS       avx2c46800000<>+0(SB), Y1, Y3
-	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
-	VPSRLD       $0x18, Y0, Y0
-	VPAND        avx2c00000080<>+0(SB), Y0, Y0
-	VPOR         Y0, Y3, Y3
-	VMOVDQU      avx2c3c800000<>+0(SB), Y0
-	VPCMPGTD     Y1, Y0, Y0
-	VPBLENDVB    Y0, Y3, Y6, Y6
+	VADDPS       avx2c46800000<>+0(SB), Y1, Y10
+	VPAND        avx2c0000000f<>+0(SB), Y10, Y10
+	VPCMPGTD     Y1, Y7, Y1
+	VPBLENDVB    Y1, Y10, Y9, Y9
 
 mxfp8EncF32FusedB32AVX2_pack:
-	VPACKUSDW Y4, Y2, Y0
-	VPACKUSDW Y6, Y5, Y1
-	VPACKUSWB Y1, Y0, Y1
-	VMOVDQU   avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
-	VPERMD    Y1, Y0, Y1
-	VMOVDQU   Y1, (AX)
+	VPACKUSDW Y6, Y3, Y1
+	VPACKUSDW Y9, Y8, Y3
+	VPACKUSWB Y3, Y1, Y6
+	VPACKSSDW Y4, Y2, Y1
+	VPACKSSDW Y0, Y5, Y3
+	VPACKSSWB Y3, Y1, Y1
+	VPAND     avx2c80808080<>+0(SB), Y1, Y1
+	VPOR      Y1, Y6, Y6
+	VMOVDQU   avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD    Y6, Y1, Y6
+	VMOVDQU   Y6, (AX)
 	ADDQ      $0x20, AX
 	ADDQ      $0x04, R8
 	ADDQ      $0x80, BX
@@ -9141,16 +9102,6 @@ DATA avx2cc407ffff<>+20(SB)/4, $0xc407ffff
 DATA avx2cc407ffff<>+24(SB)/4, $0xc407ffff
 DATA avx2cc407ffff<>+28(SB)/4, $0xc407ffff
 GLOBL avx2cc407ffff<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c00000080<>+0(SB)/4, $0x00000080
-DATA avx2c00000080<>+4(SB)/4, $0x00000080
-DATA avx2c00000080<>+8(SB)/4, $0x00000080
-DATA avx2c00000080<>+12(SB)/4, $0x00000080
-DATA avx2c00000080<>+16(SB)/4, $0x00000080
-DATA avx2c00000080<>+20(SB)/4, $0x00000080
-DATA avx2c00000080<>+24(SB)/4, $0x00000080
-DATA avx2c00000080<>+28(SB)/4, $0x00000080
-GLOBL avx2c00000080<>(SB), RODATA|NOPTR, $32
 
 DATA avx2c3c800000<>+0(SB)/4, $0x3c800000
 DATA avx2c3c800000<>+4(SB)/4, $0x3c800000
@@ -9357,81 +9308,65 @@ fp4HalfUpEncF32FusedB16AVX2_group:
 
 fp4HalfUpEncF32FusedB16AVX2_enc:
 	VPBROADCASTD (R8), Y0
-	VMULPS       (BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VPADDD       avx2cc1200000<>+0(SB), Y1, Y2
-	VPSRLD       $0x16, Y2, Y2
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y3
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y4
-	VPADDD       Y4, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPSUBD       Y3, Y4, Y3
-	VMOVDQU      avx2c3f800000<>+0(SB), Y4
-	VPCMPGTD     Y1, Y4, Y4
-	VPBLENDVB    Y4, Y3, Y2, Y2
-	VXORPS       Y4, Y4, Y4
-	VCMPPS       $0x01, Y4, Y0, Y4
-	VPAND        avx2c00000008<>+0(SB), Y4, Y4
-	VPOR         Y4, Y2, Y2
-	VPBROADCASTD (R8), Y0
-	VMULPS       32(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VPADDD       avx2cc1200000<>+0(SB), Y1, Y3
-	VPSRLD       $0x16, Y3, Y3
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y4
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y5
-	VPADDD       Y5, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPSUBD       Y4, Y5, Y4
-	VMOVDQU      avx2c3f800000<>+0(SB), Y5
-	VPCMPGTD     Y1, Y5, Y5
-	VPBLENDVB    Y5, Y4, Y3, Y3
-	VXORPS       Y5, Y5, Y5
-	VCMPPS       $0x01, Y5, Y0, Y5
-	VPAND        avx2c00000008<>+0(SB), Y5, Y5
-	VPOR         Y5, Y3, Y3
-	VPBROADCASTD 4(R8), Y0
-	VMULPS       64(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VPADDD       avx2cc1200000<>+0(SB), Y1, Y4
-	VPSRLD       $0x16, Y4, Y4
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y5
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y6
-	VPADDD       Y6, Y5, Y5
-	VPXOR        Y6, Y6, Y6
-	VPSUBD       Y5, Y6, Y5
-	VMOVDQU      avx2c3f800000<>+0(SB), Y6
-	VPCMPGTD     Y1, Y6, Y6
-	VPBLENDVB    Y6, Y5, Y4, Y4
-	VXORPS       Y6, Y6, Y6
-	VCMPPS       $0x01, Y6, Y0, Y6
-	VPAND        avx2c00000008<>+0(SB), Y6, Y6
-	VPOR         Y6, Y4, Y4
-	VPBROADCASTD 4(R8), Y0
-	VMULPS       96(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y1
-	VPADDD       avx2cc1200000<>+0(SB), Y1, Y5
+	VPBROADCASTD 4(R8), Y1
+	VPXOR        Y2, Y2, Y2
+	VMULPS       (BX), Y0, Y3
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y4
+	VPADDD       avx2cc1200000<>+0(SB), Y4, Y5
 	VPSRLD       $0x16, Y5, Y5
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y1, Y6
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y1, Y7
-	VPADDD       Y7, Y6, Y6
-	VPXOR        Y7, Y7, Y7
-	VPSUBD       Y6, Y7, Y6
-	VMOVDQU      avx2c3f800000<>+0(SB), Y7
-	VPCMPGTD     Y1, Y7, Y7
-	VPBLENDVB    Y7, Y6, Y5, Y5
-	VXORPS       Y7, Y7, Y7
-	VCMPPS       $0x01, Y7, Y0, Y7
-	VPAND        avx2c00000008<>+0(SB), Y7, Y7
-	VPOR         Y7, Y5, Y5
-	VPACKUSDW    Y3, Y2, Y0
-	VPACKUSDW    Y5, Y4, Y1
-	VPACKUSWB    Y1, Y0, Y1
-	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
-	VPERMD       Y1, Y0, Y1
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSWB    X0, X1, X0
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y4, Y6
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y4, Y7
+	VPSUBD       Y6, Y2, Y6
+	VPSUBD       Y7, Y6, Y6
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y4, Y7
+	VPBLENDVB    Y7, Y5, Y6, Y5
+	VCMPPS       $0x01, Y2, Y3, Y3
+	VMULPS       32(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y4
+	VPADDD       avx2cc1200000<>+0(SB), Y4, Y6
+	VPSRLD       $0x16, Y6, Y6
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y4, Y7
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y4, Y8
+	VPSUBD       Y7, Y2, Y7
+	VPSUBD       Y8, Y7, Y7
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y4, Y8
+	VPBLENDVB    Y8, Y6, Y7, Y6
+	VCMPPS       $0x01, Y2, Y0, Y0
+	VMULPS       64(BX), Y1, Y4
+	VPAND        avx2c7fffffff<>+0(SB), Y4, Y7
+	VPADDD       avx2cc1200000<>+0(SB), Y7, Y8
+	VPSRLD       $0x16, Y8, Y8
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y7, Y9
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y7, Y10
+	VPSUBD       Y9, Y2, Y9
+	VPSUBD       Y10, Y9, Y9
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y7, Y10
+	VPBLENDVB    Y10, Y8, Y9, Y8
+	VCMPPS       $0x01, Y2, Y4, Y4
+	VMULPS       96(BX), Y1, Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y1, Y7
+	VPADDD       avx2cc1200000<>+0(SB), Y7, Y9
+	VPSRLD       $0x16, Y9, Y9
+	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y7, Y10
+	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y7, Y11
+	VPSUBD       Y10, Y2, Y10
+	VPSUBD       Y11, Y10, Y10
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y7, Y11
+	VPBLENDVB    Y11, Y9, Y10, Y9
+	VCMPPS       $0x01, Y2, Y1, Y1
+	VPACKUSDW    Y6, Y5, Y2
+	VPACKUSDW    Y9, Y8, Y5
+	VPACKUSWB    Y5, Y2, Y6
+	VPACKSSDW    Y0, Y3, Y2
+	VPACKSSDW    Y1, Y4, Y5
+	VPACKSSWB    Y5, Y2, Y2
+	VPAND        avx2c08080808<>+0(SB), Y2, Y2
+	VPOR         Y2, Y6, Y6
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y2
+	VPERMD       Y6, Y2, Y6
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X0
+	VPACKUSWB    X0, X6, X0
 	VMOVDQU      X0, (AX)
 	ADDQ         $0x10, AX
 	ADDQ         $0x08, R8
@@ -9472,3 +9407,13 @@ DATA avx2c3f3fffff<>+20(SB)/4, $0x3f3fffff
 DATA avx2c3f3fffff<>+24(SB)/4, $0x3f3fffff
 DATA avx2c3f3fffff<>+28(SB)/4, $0x3f3fffff
 GLOBL avx2c3f3fffff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c3f7fffff<>+0(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+4(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+8(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+12(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+16(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+20(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+24(SB)/4, $0x3f7fffff
+DATA avx2c3f7fffff<>+28(SB)/4, $0x3f7fffff
+GLOBL avx2c3f7fffff<>(SB), RODATA|NOPTR, $32

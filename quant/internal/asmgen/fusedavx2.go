@@ -151,14 +151,22 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 	SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
 	Label(name + "_enc")
 	var codes [4]reg.VecVirtual
-	// y_i = x·2^-e
+	// y_i = x·2^-e (w: the multiplier of the block of vector i)
+	var w [2]reg.VecVirtual
+	for b := range 4 / yk {
+		w[b] = YMM()
+		VPBROADCASTD(Mem{Base: invP, Disp: 4 * b}, w[b])
+	}
 	y := func(i int) reg.VecVirtual {
-		w, v := YMM(), YMM()
-		VPBROADCASTD(Mem{Base: invP, Disp: 4 * (i / yk)}, w)
-		VMULPS(Mem{Base: src, Disp: 32 * i}, w, v)
+		v := YMM()
+		VMULPS(Mem{Base: src, Disp: 32 * i}, w[i/yk], v)
 		return v
 	}
+	ab, cd, out := YMM(), YMM(), YMM()
 	if fp4 {
+		zero := YMM()
+		VPXOR(zero, zero, zero)
+		var neg [4]reg.VecVirtual
 		for i := range codes {
 			v := y(i)
 			m, c, s, t := YMM(), YMM(), YMM(), YMM()
@@ -169,23 +177,29 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 			// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
 			VPCMPGTD(cY(0x3E7FFFFF), m, s)
 			VPCMPGTD(cY(0x3F3FFFFF), m, t)
-			VPADDD(t, s, s)
-			VPXOR(t, t, t)
-			VPSUBD(s, t, s)
-			VMOVDQU(cY(0x3F800000), t)
-			VPCMPGTD(m, t, t) // |y| < 1
-			VPBLENDVB(t, s, c, c)
-			// sign when y < 0
-			VXORPS(t, t, t)
-			VCMPPS(U8(1), t, v, t) // y < 0
-			VPAND(cY(8), t, t)
-			VPOR(t, c, c)
+			VPSUBD(s, zero, s)
+			VPSUBD(t, s, s)
+			VPCMPGTD(cY(0x3F7FFFFF), m, t) // |y| ≥ 1
+			VPBLENDVB(t, c, s, c)
+			// sign when y < 0 (joined to the codes as bytes)
+			neg[i] = YMM()
+			VCMPPS(U8(1), zero, v, neg[i]) // y < 0
 			codes[i] = c
 		}
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		VPACKSSDW(neg[1], neg[0], ab)
+		VPACKSSDW(neg[3], neg[2], cd)
+		VPACKSSWB(cd, ab, ab)
+		VPAND(cY(0x08080808), ab, ab)
+		VPOR(ab, out, out)
 	} else {
-		sub := YMM()
+		var ys [4]reg.VecVirtual
+		mn := YMM()
 		for i := range codes {
 			v := y(i)
+			ys[i] = v
 			m, c, l := YMM(), YMM(), YMM()
 			VPAND(absMask, v, m)
 			// normal results: round the float32 bits to 3 mantissa bits,
@@ -195,43 +209,40 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 			VPAND(cY(1), l, l)
 			VPADDD(l, c, c)
 			VPSRLD(U8(20), c, c)
-			VPSRLD(U8(24), v, l)
-			VPAND(cY(0x80), l, l)
-			VPOR(l, c, c)
-			// |y| < 2^-6: subnormal result
 			if i == 0 {
-				VMOVDQU(cY(121<<23), sub)
-				VPCMPGTD(m, sub, sub)
+				VMOVDQA(m, mn)
 			} else {
-				VMOVDQU(cY(121<<23), l)
-				VPCMPGTD(m, l, l)
-				VPOR(l, sub, sub)
+				VPMINUD(m, mn, mn)
 			}
 			codes[i] = c
 		}
-		// subnormal results are rare in a scaled block (|x| below 2^-14
-		// of the block maximum): branched over when no lane has one
-		VPTEST(sub, sub)
+		// |y| < 2^-6 (subnormal results) is rare in a scaled block (|x|
+		// below 2^-14 of the block maximum): branched over when no lane
+		// has one
+		nm := YMM()
+		VMOVDQU(cY(121<<23), nm)
+		VPCMPGTD(mn, nm, mn)
+		VPTEST(mn, mn)
 		JZ(LabelRef(name + "_pack"))
 		for i := range codes {
-			v := y(i)
 			m, s, l := YMM(), YMM(), YMM()
-			VPAND(absMask, v, m)
+			VPAND(absMask, ys[i], m)
 			VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
 			VPAND(cY(0xF), s, s)
-			VPSRLD(U8(24), v, l)
-			VPAND(cY(0x80), l, l)
-			VPOR(l, s, s)
-			VMOVDQU(cY(121<<23), l)
-			VPCMPGTD(m, l, l)
+			VPCMPGTD(m, nm, l)
 			VPBLENDVB(l, s, codes[i], codes[i])
 		}
 		Label(name + "_pack")
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		// the signs of y: signed saturation keeps them
+		VPACKSSDW(ys[1], ys[0], ab)
+		VPACKSSDW(ys[3], ys[2], cd)
+		VPACKSSWB(cd, ab, ab)
+		VPAND(cY(0x80808080), ab, ab)
+		VPOR(ab, out, out)
 	}
-	ab, cd, out := YMM(), YMM(), YMM()
-	VPACKUSDW(codes[1], codes[0], ab)
-	VPACKUSDW(codes[3], codes[2], cd)
-	VPACKUSWB(cd, ab, out)
 	VMOVDQU(idx, ab)
 	VPERMD(out, ab, out)
 	if fp4 {
