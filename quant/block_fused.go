@@ -73,7 +73,7 @@ func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 // encodeF32Fused encodes the leading whole groups of sixteen nvfp4 blocks
 // of src and returns how many blocks it did.
 func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
-	if !useAsm || len(scales) < 16 {
+	if !(useAsm || useAVX2) || len(scales) < 16 {
 		return 0
 	}
 	p := [8]int32{f32i(c.invG), f32i(rcp6), f32i(c.g)}
@@ -82,7 +82,11 @@ func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	for g0 := 0; g0 < ng; g0 += fusedGroups {
 		m := min(fusedGroups, ng-g0)
 		b0 := 16 * g0
-		nvfp4EncF32FusedB16AVX512(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], &e2m1LutRNE[0])
+		if useAVX2 {
+			nvfp4EncF32FusedB16AVX2(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], nil)
+		} else {
+			nvfp4EncF32FusedB16AVX512(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], &e2m1LutRNE[0])
+		}
 		for i, w := range bad[:m] {
 			for ; w != 0; w &= w - 1 {
 				b := b0 + 16*i + bits.TrailingZeros16(w)

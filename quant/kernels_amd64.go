@@ -478,3 +478,8 @@ func mxfp8EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32,
 //
 //go:noescape
 func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// nvfp4EncF32FusedB16AVX2 encodes groups of sixteen float32 blocks to nvfp4 with AVX2: maxima, scales and elements in one call.
+//
+//go:noescape
+func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)

@@ -9417,3 +9417,316 @@ DATA avx2c3f7fffff<>+20(SB)/4, $0x3f7fffff
 DATA avx2c3f7fffff<>+24(SB)/4, $0x3f7fffff
 DATA avx2c3f7fffff<>+28(SB)/4, $0x3f7fffff
 GLOBL avx2c3f7fffff<>(SB), RODATA|NOPTR, $32
+
+// func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX2, CMOV
+TEXT ·nvfp4EncF32FusedB16AVX2(SB), NOSPLIT, $256-56
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ bad+16(FP), DX
+	MOVQ src+24(FP), BX
+	MOVQ ng+32(FP), SI
+	MOVQ p+40(FP), DI
+
+nvfp4EncF32FusedB16AVX2_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
+nvfp4EncF32FusedB16AVX2_group:
+	VMOVDQU      avx2c7fffffff<>+0(SB), Y0
+	XORQ         R12, R12
+	VPAND        (R10), Y0, Y1
+	VPAND        32(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        64(R10), Y0, Y2
+	VPAND        96(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        128(R10), Y0, Y1
+	VPAND        160(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        192(R10), Y0, Y2
+	VPAND        224(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        256(R10), Y0, Y1
+	VPAND        288(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        320(R10), Y0, Y2
+	VPAND        352(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        384(R10), Y0, Y1
+	VPAND        416(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        448(R10), Y0, Y2
+	VPAND        480(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y6
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y6, Y6
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y6, Y5, Y2
+	VSHUFPS      $0xdd, Y6, Y5, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y3
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y3, Y1, Y1
+	VPBROADCASTD 4(DI), Y2
+	VMULPS       Y2, Y1, Y2
+	VPBROADCASTD (DI), Y3
+	VMULPS       Y3, Y2, Y2
+	VPADDD       avx2cc407ffff<>+0(SB), Y2, Y3
+	VPSRLD       $0x14, Y2, Y4
+	VPAND        avx2c00000001<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y3, Y3
+	VPSRLD       $0x14, Y3, Y3
+	VPMINUD      avx2c0000007e<>+0(SB), Y3, Y3
+	VADDPS       avx2c46800000<>+0(SB), Y2, Y4
+	VPAND        avx2c0000000f<>+0(SB), Y4, Y4
+	VMOVDQU      avx2c3c800000<>+0(SB), Y5
+	VPCMPGTD     Y2, Y5, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQA      Y3, Y2
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPOR         X2, X4, X4
+	VMOVQ        X4, (CX)
+	VPSLLD       $0x14, Y3, Y2
+	VPADDD       avx2c3c000000<>+0(SB), Y2, Y2
+	VCVTDQ2PS    Y3, Y4
+	VMULPS       avx2c3b000000<>+0(SB), Y4, Y4
+	VMOVDQU      avx2c00000008<>+0(SB), Y5
+	VPCMPGTD     Y3, Y5, Y5
+	VPBLENDVB    Y5, Y4, Y2, Y2
+	VPBROADCASTD 8(DI), Y3
+	VMULPS       Y3, Y2, Y2
+	VMOVDQU      avx2c3f800000<>+0(SB), Y3
+	VDIVPS       Y2, Y3, Y3
+	VPXOR        Y2, Y2, Y2
+	VPCMPEQD     Y2, Y1, Y2
+	VPANDN       Y3, Y2, Y3
+	VMOVDQU      Y3, (R8)
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y3, Y2
+	VPOR         Y2, Y1, Y1
+	VMOVMSKPS    Y1, R13
+	ORQ          R13, R12
+	VPAND        512(R10), Y0, Y1
+	VPAND        544(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        576(R10), Y0, Y2
+	VPAND        608(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        640(R10), Y0, Y1
+	VPAND        672(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        704(R10), Y0, Y2
+	VPAND        736(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        768(R10), Y0, Y1
+	VPAND        800(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        832(R10), Y0, Y2
+	VPAND        864(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        896(R10), Y0, Y1
+	VPAND        928(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        960(R10), Y0, Y2
+	VPAND        992(R10), Y0, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y0
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y0, Y5, Y2
+	VSHUFPS      $0xdd, Y0, Y5, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y0
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y1
+	VPBROADCASTD 4(DI), Y0
+	VMULPS       Y0, Y1, Y0
+	VPBROADCASTD (DI), Y2
+	VMULPS       Y2, Y0, Y0
+	VPADDD       avx2cc407ffff<>+0(SB), Y0, Y2
+	VPSRLD       $0x14, Y0, Y3
+	VPAND        avx2c00000001<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x14, Y2, Y2
+	VPMINUD      avx2c0000007e<>+0(SB), Y2, Y2
+	VADDPS       avx2c46800000<>+0(SB), Y0, Y3
+	VPAND        avx2c0000000f<>+0(SB), Y3, Y3
+	VMOVDQU      avx2c3c800000<>+0(SB), Y4
+	VPCMPGTD     Y0, Y4, Y4
+	VPBLENDVB    Y4, Y3, Y2, Y2
+	VMOVDQA      Y2, Y0
+	VPSHUFB      avx2c0c080400808080808080808080808080808080800c0804008080808080808080<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VPOR         X0, X3, X3
+	VMOVQ        X3, 8(CX)
+	VPSLLD       $0x14, Y2, Y0
+	VPADDD       avx2c3c000000<>+0(SB), Y0, Y0
+	VCVTDQ2PS    Y2, Y3
+	VMULPS       avx2c3b000000<>+0(SB), Y3, Y3
+	VMOVDQU      avx2c00000008<>+0(SB), Y4
+	VPCMPGTD     Y2, Y4, Y4
+	VPBLENDVB    Y4, Y3, Y0, Y0
+	VPBROADCASTD 8(DI), Y2
+	VMULPS       Y2, Y0, Y0
+	VMOVDQU      avx2c3f800000<>+0(SB), Y2
+	VDIVPS       Y0, Y2, Y2
+	VPXOR        Y0, Y0, Y0
+	VPCMPEQD     Y0, Y1, Y0
+	VPANDN       Y2, Y0, Y2
+	VMOVDQU      Y2, 32(R8)
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y0
+	VPCMPGTD     avx2c7f7fffff<>+0(SB), Y2, Y1
+	VPOR         Y1, Y0, Y0
+	VMOVMSKPS    Y0, R13
+	SHLQ         $0x08, R13
+	ORQ          R13, R12
+	MOVW         R12, (DX)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000400, R10
+	ADDQ         $0x10, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          nvfp4EncF32FusedB16AVX2_group
+	LEAQ         (SP), R8
+	SHLQ         $0x03, R9
+
+nvfp4EncF32FusedB16AVX2_enc:
+	VPBROADCASTD (R8), Y0
+	VPBROADCASTD 4(R8), Y1
+	VMULPS       (BX), Y0, Y2
+	VPAND        avx2c7fffffff<>+0(SB), Y2, Y3
+	VPADDD       avx2cc11fffff<>+0(SB), Y3, Y4
+	VPSRLD       $0x16, Y3, Y5
+	VPAND        avx2c00000001<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y4, Y4
+	VPSRLD       $0x16, Y4, Y4
+	VPMINUD      avx2c00000007<>+0(SB), Y4, Y4
+	VADDPS       avx2c4a800000<>+0(SB), Y3, Y5
+	VPAND        avx2c0000000f<>+0(SB), Y5, Y5
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y3, Y3
+	VPBLENDVB    Y3, Y4, Y5, Y4
+	VMULPS       32(BX), Y0, Y0
+	VPAND        avx2c7fffffff<>+0(SB), Y0, Y3
+	VPADDD       avx2cc11fffff<>+0(SB), Y3, Y5
+	VPSRLD       $0x16, Y3, Y6
+	VPAND        avx2c00000001<>+0(SB), Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPSRLD       $0x16, Y5, Y5
+	VPMINUD      avx2c00000007<>+0(SB), Y5, Y5
+	VADDPS       avx2c4a800000<>+0(SB), Y3, Y6
+	VPAND        avx2c0000000f<>+0(SB), Y6, Y6
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y3, Y3
+	VPBLENDVB    Y3, Y5, Y6, Y5
+	VMULPS       64(BX), Y1, Y3
+	VPAND        avx2c7fffffff<>+0(SB), Y3, Y6
+	VPADDD       avx2cc11fffff<>+0(SB), Y6, Y7
+	VPSRLD       $0x16, Y6, Y8
+	VPAND        avx2c00000001<>+0(SB), Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VPSRLD       $0x16, Y7, Y7
+	VPMINUD      avx2c00000007<>+0(SB), Y7, Y7
+	VADDPS       avx2c4a800000<>+0(SB), Y6, Y8
+	VPAND        avx2c0000000f<>+0(SB), Y8, Y8
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y6, Y6
+	VPBLENDVB    Y6, Y7, Y8, Y7
+	VMULPS       96(BX), Y1, Y1
+	VPAND        avx2c7fffffff<>+0(SB), Y1, Y6
+	VPADDD       avx2cc11fffff<>+0(SB), Y6, Y8
+	VPSRLD       $0x16, Y6, Y9
+	VPAND        avx2c00000001<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	VPSRLD       $0x16, Y8, Y8
+	VPMINUD      avx2c00000007<>+0(SB), Y8, Y8
+	VADDPS       avx2c4a800000<>+0(SB), Y6, Y9
+	VPAND        avx2c0000000f<>+0(SB), Y9, Y9
+	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y6, Y6
+	VPBLENDVB    Y6, Y8, Y9, Y8
+	VPACKUSDW    Y5, Y4, Y4
+	VPACKUSDW    Y8, Y7, Y5
+	VPACKUSWB    Y5, Y4, Y6
+	VPACKSSDW    Y0, Y2, Y4
+	VPACKSSDW    Y1, Y3, Y5
+	VPACKSSWB    Y5, Y4, Y4
+	VPAND        avx2c80808080<>+0(SB), Y4, Y4
+	VPSRLD       $0x04, Y4, Y4
+	VPOR         Y4, Y6, Y6
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y4
+	VPERMD       Y6, Y4, Y6
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X0
+	VPACKUSWB    X0, X6, X0
+	VMOVDQU      X0, (AX)
+	ADDQ         $0x10, AX
+	ADDQ         $0x08, R8
+	ADDQ         $0x80, BX
+	DECQ         R9
+	JNZ          nvfp4EncF32FusedB16AVX2_enc
+	TESTQ        SI, SI
+	JNZ          nvfp4EncF32FusedB16AVX2_chunk
+	VZEROUPPER
+	RET
+
+DATA avx2c0000007e<>+0(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+4(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+8(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+12(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+16(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+20(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+24(SB)/4, $0x0000007e
+DATA avx2c0000007e<>+28(SB)/4, $0x0000007e
+GLOBL avx2c0000007e<>(SB), RODATA|NOPTR, $32
+
+DATA avx2cc11fffff<>+0(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+4(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+8(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+12(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+16(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+20(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+24(SB)/4, $0xc11fffff
+DATA avx2cc11fffff<>+28(SB)/4, $0xc11fffff
+GLOBL avx2cc11fffff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c4a800000<>+0(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+4(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+8(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+12(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+16(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+20(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+24(SB)/4, $0x4a800000
+DATA avx2c4a800000<>+28(SB)/4, $0x4a800000
+GLOBL avx2c4a800000<>(SB), RODATA|NOPTR, $32

@@ -154,6 +154,9 @@ func mxfp8EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32,
 func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
+func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
 func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }

@@ -12,8 +12,9 @@ import (
 // vector registers, VEX encodings only, constants as memory operands).
 
 func fusedAVX2() {
-	fusedPow2F32Y("mxfp8EncF32Fused", 32, false)
-	fusedPow2F32Y("fp4HalfUpEncF32Fused", 16, true)
+	fusedPow2F32Y("mxfp8EncF32Fused", 32, false, false)
+	fusedPow2F32Y("fp4HalfUpEncF32Fused", 16, true, false)
+	fusedPow2F32Y("nvfp4EncF32Fused", 16, true, true)
 }
 
 // fusedPow2F32Y is fusedPow2F32 (stage scalePow2) with AVX2: the same
@@ -24,11 +25,21 @@ func fusedAVX2() {
 // (its ulp is the subnormal step) and keeping the low bits, for E2M1 as
 // [|y| ≥ 0.25] + [|y| ≥ 0.75] (every midpoint away from zero: the codes
 // of fusedPow2F32's two additions rounding down).
-func fusedPow2F32Y(name string, bs int, fp4 bool) {
+//
+// With nv (nvfp4, stage scaleNV; p holds invG, rcp6, g as float32) the
+// scales and multipliers are nvScaleStage's and the elements E2M1
+// round-to-nearest-even of y with the sign bit of y, saturating at 6 (the
+// codes of e2m1EncodeWF's table): normal results by integer rounding of
+// the float32 bits, |y| < 1 by adding 2^22 (its ulp is 0.5).
+func fusedPow2F32Y(name string, bs int, fp4, nv bool) {
 	name += fmt.Sprintf("B%dAVX2", bs)
 	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)")
 	Pragma("noescape")
-	Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.")
+	if nv {
+		Doc(name + " encodes groups of sixteen float32 blocks to nvfp4 with AVX2: maxima, scales and elements in one call.")
+	} else {
+		Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.")
+	}
 	dst := Load(Param("dst"), GP64())
 	scales := Load(Param("scales"), GP64())
 	bad := Load(Param("bad"), GP64())
@@ -95,6 +106,10 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 		a := YMM()
 		VMOVDQU(idx, a)
 		VPERMD(r[0], a, a)
+		if nv {
+			nvScaleStageY(a, p, scales, invP, bits, h)
+			continue
+		}
 		// pow2Scales (as pow2ScalesY)
 		bc := func(i int) reg.VecVirtual {
 			z := YMM()
@@ -163,7 +178,39 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 		return v
 	}
 	ab, cd, out := YMM(), YMM(), YMM()
-	if fp4 {
+	if nv {
+		var ys [4]reg.VecVirtual
+		for i := range codes {
+			v := y(i)
+			ys[i] = v
+			m, c, l := YMM(), YMM(), YMM()
+			VPAND(absMask, v, m)
+			// normal results (|y| ≥ 1): drop 22 bits, nearest even,
+			// saturate at 6 (code 7)
+			VPADDD(cY(uint32(0x1FFFFF-0x3F000000+1<<32)), m, c)
+			VPSRLD(U8(22), m, l)
+			VPAND(cY(1), l, l)
+			VPADDD(l, c, c)
+			VPSRLD(U8(22), c, c)
+			VPMINUD(cY(7), c, c)
+			// |y| < 1: |y| + 2^22 rounds to a multiple of 0.5
+			VADDPS(cY(0x4A800000), m, l)
+			VPAND(cY(0xF), l, l)
+			VPCMPGTD(cY(0x3F7FFFFF), m, m) // |y| ≥ 1
+			VPBLENDVB(m, c, l, c)
+			codes[i] = c
+		}
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		// the sign bits of y: signed saturation keeps them
+		VPACKSSDW(ys[1], ys[0], ab)
+		VPACKSSDW(ys[3], ys[2], cd)
+		VPACKSSWB(cd, ab, ab)
+		VPAND(cY(0x80808080), ab, ab)
+		VPSRLD(U8(4), ab, ab)
+		VPOR(ab, out, out)
+	} else if fp4 {
 		zero := YMM()
 		VPXOR(zero, zero, zero)
 		var neg [4]reg.VecVirtual
@@ -266,4 +313,66 @@ func fusedPow2F32Y(name string, bs int, fp4 bool) {
 	JNZ(LabelRef(name + "_chunk"))
 	VZEROUPPER()
 	RET()
+}
+
+// nvScaleStageY is nvScaleStage for the eight block maxima a of half h of
+// a group: the E4M3 scale bytes (at scales+8h), the multipliers (at
+// invP+32h) and the bad bits (ORed into bits, at bit 8h).
+func nvScaleStageY(a reg.VecVirtual, p, scales, invP, bits reg.Register, h int) {
+	bc := func(i int) reg.VecVirtual {
+		z := YMM()
+		VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
+		return z
+	}
+	sf := YMM()
+	VMULPS(bc(1), a, sf) // a·rcp6
+	VMULPS(bc(0), sf, sf)
+	// E4M3 satfinite round-to-nearest-even of sf ≥ 0
+	c, l := YMM(), YMM()
+	VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), sf, c)
+	VPSRLD(U8(20), sf, l)
+	VPAND(cY(1), l, l)
+	VPADDD(l, c, c)
+	VPSRLD(U8(20), c, c)
+	VPMINUD(cY(0x7E), c, c)
+	s, nm := YMM(), YMM()
+	VADDPS(cY(0x46800000), sf, s) // 2^14: its ulp is 2^-9
+	VPAND(cY(0xF), s, s)
+	VMOVDQU(cY(121<<23), nm)
+	VPCMPGTD(sf, nm, nm) // sf < 2^-6
+	VPBLENDVB(nm, s, c, c)
+	b := YMM()
+	VMOVDQA(c, b)
+	VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+	// the E4M3 value of the code: normal codes shift into float32 bits,
+	// subnormal ones are code·2^-9
+	v, sub := YMM(), YMM()
+	VPSLLD(U8(20), c, v)
+	VPADDD(cY(120<<23), v, v)
+	VCVTDQ2PS(c, sub)
+	VMULPS(cY(0x3B000000), sub, sub)
+	VMOVDQU(cY(8), nm)
+	VPCMPGTD(c, nm, nm) // code < 8
+	VPBLENDVB(nm, sub, v, v)
+	VMULPS(bc(2), v, v)
+	o := YMM()
+	VMOVDQU(cY(0x3F800000), o)
+	VDIVPS(v, o, o)
+	// 0 for a zero maximum
+	z := YMM()
+	VPXOR(z, z, z)
+	VPCMPEQD(z, a, z)
+	VPANDN(o, z, o)
+	VMOVDQU(o, Mem{Base: invP, Disp: 32 * h})
+	// blocks for the portable code: a NaN maximum, an infinite multiplier
+	k0, k1 := YMM(), YMM()
+	VPCMPGTD(cY(0x7F800000), a, k0)
+	VPCMPGTD(cY(0x7F7FFFFF), o, k1)
+	VPOR(k1, k0, k0)
+	rb := GP64()
+	VMOVMSKPS(k0, rb.As32())
+	if h == 1 {
+		SHLQ(U8(8), rb)
+	}
+	ORQ(rb, bits)
 }
