@@ -101,7 +101,7 @@ func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 // int4_g32 groups of src and returns how many groups it did.
 func (c *intCodec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	nb := len(scales) / 2
-	if !useAsm || nb < 16 || (c.g != 64 || c.four) && (c.g != 32 || !c.four) {
+	if !(useAsm || useAVX2) || nb < 16 || (c.g != 64 || c.four) && (c.g != 32 || !c.four) {
 		return 0
 	}
 	p := [8]int32{f32i(c.qmax)}
@@ -114,9 +114,14 @@ func (c *intCodec) encodeF32Fused(dst, scales []byte, src []float32) int {
 	for g0 := 0; g0 < ng; g0 += fusedGroups {
 		m := min(fusedGroups, ng-g0)
 		b0 := 16 * g0
-		if c.four {
+		switch {
+		case c.four && useAVX2:
+			int4EncF32FusedB32AVX2(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
+		case c.four:
 			int4EncF32FusedB32AVX512(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
-		} else {
+		case useAVX2:
+			int8EncF32FusedB64AVX2(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
+		default:
 			int8EncF32FusedB64AVX512(&dst[b0*out], &scales[2*b0], &bad[0], &src[b0*g], m, &p[0], nil)
 		}
 	}

@@ -483,3 +483,13 @@ func fp4HalfUpEncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *floa
 //
 //go:noescape
 func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// int8EncF32FusedB64AVX2 quantizes sixteen float32 groups at a time to symmetric integers with AVX2: maxima, scales and codes in one call.
+//
+//go:noescape
+func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// int4EncF32FusedB32AVX2 quantizes sixteen float32 groups at a time to symmetric integers with AVX2: maxima, scales and codes in one call.
+//
+//go:noescape
+func int4EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)

@@ -9730,3 +9730,697 @@ DATA avx2c4a800000<>+20(SB)/4, $0x4a800000
 DATA avx2c4a800000<>+24(SB)/4, $0x4a800000
 DATA avx2c4a800000<>+28(SB)/4, $0x4a800000
 GLOBL avx2c4a800000<>(SB), RODATA|NOPTR, $32
+
+// func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX2, CMOV, F16C
+TEXT ·int8EncF32FusedB64AVX2(SB), NOSPLIT, $256-56
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ bad+16(FP), DX
+	MOVQ src+24(FP), BX
+	MOVQ ng+32(FP), SI
+	MOVQ p+40(FP), DI
+
+int8EncF32FusedB64AVX2_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
+int8EncF32FusedB64AVX2_group:
+	VMOVDQU      avx2c7fffffff<>+0(SB), Y0
+	XORQ         R12, R12
+	VPAND        (R10), Y0, Y1
+	VPAND        32(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        64(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        96(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        128(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        160(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        192(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        224(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        256(R10), Y0, Y2
+	VPAND        288(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        320(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        352(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        384(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        416(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        448(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        480(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        512(R10), Y0, Y1
+	VPAND        544(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        576(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        608(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        640(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        672(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        704(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        736(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        768(R10), Y0, Y2
+	VPAND        800(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        832(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        864(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        896(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        928(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        960(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        992(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        1024(R10), Y0, Y1
+	VPAND        1056(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1088(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1120(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1152(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1184(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1216(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1248(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1280(R10), Y0, Y2
+	VPAND        1312(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1344(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1376(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1408(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1440(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1472(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1504(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        1536(R10), Y0, Y1
+	VPAND        1568(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1600(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1632(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1664(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1696(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1728(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1760(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1792(R10), Y0, Y2
+	VPAND        1824(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1856(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1888(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1920(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1952(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1984(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        2016(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y6
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y6, Y6
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y6, Y5, Y2
+	VSHUFPS      $0xdd, Y6, Y5, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y3
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y3, Y1, Y1
+	VBROADCASTSS (DI), Y2
+	VDIVPS       Y2, Y1, Y2
+	VMINPS       avx2c477fe000<>+0(SB), Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPCMPEQD     Y3, Y1, Y3
+	VPBLENDVB    Y3, avx2c3f800000<>+0(SB), Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKSSDW    X3, X1, X3
+	VPBLENDVB    X3, avx2c7e007e00<>+0(SB), X2, X2
+	VMOVDQU      X2, (CX)
+	VCVTPH2PS    X2, Y1
+	VMOVUPS      Y1, (R8)
+	VPAND        2048(R10), Y0, Y1
+	VPAND        2080(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2112(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2144(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2176(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2208(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2240(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2272(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2304(R10), Y0, Y2
+	VPAND        2336(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2368(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2400(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2432(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2464(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2496(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        2528(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        2560(R10), Y0, Y1
+	VPAND        2592(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2624(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2656(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2688(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2720(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2752(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2784(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        2816(R10), Y0, Y2
+	VPAND        2848(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        2880(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        2912(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        2944(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        2976(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        3008(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        3040(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        3072(R10), Y0, Y1
+	VPAND        3104(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3136(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3168(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3200(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3232(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3264(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3296(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3328(R10), Y0, Y2
+	VPAND        3360(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3392(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3424(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3456(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3488(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3520(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        3552(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        3584(R10), Y0, Y1
+	VPAND        3616(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3648(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3680(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3712(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3744(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3776(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3808(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        3840(R10), Y0, Y2
+	VPAND        3872(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        3904(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        3936(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        3968(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        4000(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        4032(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        4064(R10), Y0, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y0
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y0, Y5, Y2
+	VSHUFPS      $0xdd, Y0, Y5, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y0
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y1
+	VBROADCASTSS (DI), Y0
+	VDIVPS       Y0, Y1, Y0
+	VMINPS       avx2c477fe000<>+0(SB), Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	VPCMPEQD     Y2, Y1, Y2
+	VPBLENDVB    Y2, avx2c3f800000<>+0(SB), Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKSSDW    X2, X1, X2
+	VPBLENDVB    X2, avx2c7e007e00<>+0(SB), X0, X0
+	VMOVDQU      X0, 16(CX)
+	VCVTPH2PS    X0, Y0
+	VMOVUPS      Y0, 32(R8)
+	MOVW         R12, (DX)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00001000, R10
+	ADDQ         $0x20, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          int8EncF32FusedB64AVX2_group
+	LEAQ         (SP), R8
+	SHLQ         $0x04, R9
+
+int8EncF32FusedB64AVX2_enc:
+	VBROADCASTSS (R8), Y0
+	VMOVUPS      (BX), Y1
+	VDIVPS       Y0, Y1, Y1
+	VCMPPS       $0x07, Y1, Y1, Y2
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y1, Y1
+	VMINPS       avx2c42fe0000<>+0(SB), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPAND        Y2, Y1, Y1
+	VMOVUPS      32(BX), Y2
+	VDIVPS       Y0, Y2, Y2
+	VCMPPS       $0x07, Y2, Y2, Y3
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y2, Y2
+	VMINPS       avx2c42fe0000<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPAND        Y3, Y2, Y2
+	VMOVUPS      64(BX), Y3
+	VDIVPS       Y0, Y3, Y3
+	VCMPPS       $0x07, Y3, Y3, Y4
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y3, Y3
+	VMINPS       avx2c42fe0000<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPAND        Y4, Y3, Y3
+	VMOVUPS      96(BX), Y4
+	VDIVPS       Y0, Y4, Y4
+	VCMPPS       $0x07, Y4, Y4, Y5
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y4, Y4
+	VMINPS       avx2c42fe0000<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPAND        Y5, Y4, Y4
+	VPACKSSDW    Y2, Y1, Y1
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSWB    Y3, Y1, Y1
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y2
+	VPERMD       Y1, Y2, Y1
+	VMOVDQU      Y1, (AX)
+	VMOVUPS      128(BX), Y1
+	VDIVPS       Y0, Y1, Y1
+	VCMPPS       $0x07, Y1, Y1, Y2
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y1, Y1
+	VMINPS       avx2c42fe0000<>+0(SB), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPAND        Y2, Y1, Y1
+	VMOVUPS      160(BX), Y2
+	VDIVPS       Y0, Y2, Y2
+	VCMPPS       $0x07, Y2, Y2, Y3
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y2, Y2
+	VMINPS       avx2c42fe0000<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPAND        Y3, Y2, Y2
+	VMOVUPS      192(BX), Y3
+	VDIVPS       Y0, Y3, Y3
+	VCMPPS       $0x07, Y3, Y3, Y4
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y3, Y3
+	VMINPS       avx2c42fe0000<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPAND        Y4, Y3, Y3
+	VMOVUPS      224(BX), Y4
+	VDIVPS       Y0, Y4, Y4
+	VCMPPS       $0x07, Y4, Y4, Y0
+	VMAXPS       avx2cc2fe0000<>+0(SB), Y4, Y4
+	VMINPS       avx2c42fe0000<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPACKSSDW    Y2, Y1, Y1
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSWB    Y3, Y1, Y1
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VPERMD       Y1, Y0, Y1
+	VMOVDQU      Y1, 32(AX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x04, R8
+	ADDQ         $0x00000100, BX
+	DECQ         R9
+	JNZ          int8EncF32FusedB64AVX2_enc
+	TESTQ        SI, SI
+	JNZ          int8EncF32FusedB64AVX2_chunk
+	VZEROUPPER
+	RET
+
+// func int4EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+// Requires: AVX, AVX2, CMOV, F16C
+TEXT ·int4EncF32FusedB32AVX2(SB), NOSPLIT, $256-56
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ bad+16(FP), DX
+	MOVQ src+24(FP), BX
+	MOVQ ng+32(FP), SI
+	MOVQ p+40(FP), DI
+
+int4EncF32FusedB32AVX2_chunk:
+	MOVQ    $0x00000004, R9
+	CMPQ    SI, $0x04
+	CMOVQLT SI, R9
+	SUBQ    R9, SI
+	MOVQ    BX, R10
+	LEAQ    (SP), R8
+	MOVQ    R9, R11
+
+int4EncF32FusedB32AVX2_group:
+	VMOVDQU      avx2c7fffffff<>+0(SB), Y0
+	XORQ         R12, R12
+	VPAND        (R10), Y0, Y1
+	VPAND        32(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        64(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        96(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        128(R10), Y0, Y2
+	VPAND        160(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        192(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        224(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        256(R10), Y0, Y1
+	VPAND        288(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        320(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        352(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        384(R10), Y0, Y2
+	VPAND        416(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        448(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        480(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        512(R10), Y0, Y1
+	VPAND        544(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        576(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        608(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        640(R10), Y0, Y2
+	VPAND        672(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        704(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        736(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        768(R10), Y0, Y1
+	VPAND        800(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        832(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        864(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        896(R10), Y0, Y2
+	VPAND        928(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        960(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        992(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y6
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y6, Y6
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y6, Y5, Y2
+	VSHUFPS      $0xdd, Y6, Y5, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y3
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y3, Y1, Y1
+	VBROADCASTSS (DI), Y2
+	VDIVPS       Y2, Y1, Y2
+	VMINPS       avx2c477fe000<>+0(SB), Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPCMPEQD     Y3, Y1, Y3
+	VPBLENDVB    Y3, avx2c3f800000<>+0(SB), Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKSSDW    X3, X1, X3
+	VPBLENDVB    X3, avx2c7e007e00<>+0(SB), X2, X2
+	VMOVDQU      X2, (CX)
+	VCVTPH2PS    X2, Y1
+	VMOVUPS      Y1, (R8)
+	VPAND        1024(R10), Y0, Y1
+	VPAND        1056(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1088(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1120(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1152(R10), Y0, Y2
+	VPAND        1184(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        1216(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPAND        1248(R10), Y0, Y3
+	VPMAXUD      Y3, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y3, Y3
+	VPAND        1280(R10), Y0, Y1
+	VPAND        1312(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1344(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1376(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1408(R10), Y0, Y2
+	VPAND        1440(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        1472(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPAND        1504(R10), Y0, Y4
+	VPMAXUD      Y4, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y4
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y4, Y4
+	VPAND        1536(R10), Y0, Y1
+	VPAND        1568(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1600(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1632(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1664(R10), Y0, Y2
+	VPAND        1696(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1728(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPAND        1760(R10), Y0, Y5
+	VPMAXUD      Y5, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y5
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y5, Y5
+	VPAND        1792(R10), Y0, Y1
+	VPAND        1824(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1856(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1888(R10), Y0, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VPAND        1920(R10), Y0, Y2
+	VPAND        1952(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        1984(R10), Y0, Y6
+	VPMAXUD      Y6, Y2, Y2
+	VPAND        2016(R10), Y0, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y0
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VSHUFPS      $0x88, Y4, Y3, Y1
+	VSHUFPS      $0xdd, Y4, Y3, Y2
+	VPMAXUD      Y2, Y1, Y1
+	VSHUFPS      $0x88, Y0, Y5, Y2
+	VSHUFPS      $0xdd, Y0, Y5, Y0
+	VPMAXUD      Y0, Y2, Y2
+	VSHUFPS      $0x88, Y2, Y1, Y0
+	VSHUFPS      $0xdd, Y2, Y1, Y1
+	VPMAXUD      Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y1
+	VBROADCASTSS (DI), Y0
+	VDIVPS       Y0, Y1, Y0
+	VMINPS       avx2c477fe000<>+0(SB), Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	VPCMPEQD     Y2, Y1, Y2
+	VPBLENDVB    Y2, avx2c3f800000<>+0(SB), Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VPCMPGTD     avx2c7f800000<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKSSDW    X2, X1, X2
+	VPBLENDVB    X2, avx2c7e007e00<>+0(SB), X0, X0
+	VMOVDQU      X0, 16(CX)
+	VCVTPH2PS    X0, Y0
+	VMOVUPS      Y0, 32(R8)
+	MOVW         R12, (DX)
+	ADDQ         $0x40, R8
+	ADDQ         $0x00000800, R10
+	ADDQ         $0x20, CX
+	ADDQ         $0x02, DX
+	DECQ         R11
+	JNZ          int4EncF32FusedB32AVX2_group
+	LEAQ         (SP), R8
+	SHLQ         $0x04, R9
+
+int4EncF32FusedB32AVX2_enc:
+	VBROADCASTSS (R8), Y0
+	VMOVUPS      (BX), Y1
+	VDIVPS       Y0, Y1, Y1
+	VCMPPS       $0x07, Y1, Y1, Y2
+	VMAXPS       avx2cc0e00000<>+0(SB), Y1, Y1
+	VMINPS       avx2c40e00000<>+0(SB), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPAND        Y2, Y1, Y1
+	VMOVUPS      32(BX), Y2
+	VDIVPS       Y0, Y2, Y2
+	VCMPPS       $0x07, Y2, Y2, Y3
+	VMAXPS       avx2cc0e00000<>+0(SB), Y2, Y2
+	VMINPS       avx2c40e00000<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPAND        Y3, Y2, Y2
+	VMOVUPS      64(BX), Y3
+	VDIVPS       Y0, Y3, Y3
+	VCMPPS       $0x07, Y3, Y3, Y4
+	VMAXPS       avx2cc0e00000<>+0(SB), Y3, Y3
+	VMINPS       avx2c40e00000<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPAND        Y4, Y3, Y3
+	VMOVUPS      96(BX), Y4
+	VDIVPS       Y0, Y4, Y4
+	VCMPPS       $0x07, Y4, Y4, Y0
+	VMAXPS       avx2cc0e00000<>+0(SB), Y4, Y4
+	VMINPS       avx2c40e00000<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPACKSSDW    Y2, Y1, Y1
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSWB    Y3, Y1, Y1
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VPERMD       Y1, Y0, Y1
+	VPADDB       avx2c08080808<>+0(SB), Y1, Y1
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSWB    X0, X1, X0
+	VMOVDQU      X0, (AX)
+	ADDQ         $0x10, AX
+	ADDQ         $0x04, R8
+	ADDQ         $0x00000080, BX
+	DECQ         R9
+	JNZ          int4EncF32FusedB32AVX2_enc
+	TESTQ        SI, SI
+	JNZ          int4EncF32FusedB32AVX2_chunk
+	VZEROUPPER
+	RET

@@ -160,6 +160,12 @@ func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32,
 func nvfp4EncF32FusedB16AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
+func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
+func int4EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
+	noAsm()
+}
 func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -12,9 +13,11 @@ import (
 // vector registers, VEX encodings only, constants as memory operands).
 
 func fusedAVX2() {
-	fusedPow2F32Y("mxfp8EncF32Fused", 32, false, false)
-	fusedPow2F32Y("fp4HalfUpEncF32Fused", 16, true, false)
-	fusedPow2F32Y("nvfp4EncF32Fused", 16, true, true)
+	fusedPow2F32Y("mxfp8EncF32Fused", 32, false, false, false)
+	fusedPow2F32Y("fp4HalfUpEncF32Fused", 16, true, false, false)
+	fusedPow2F32Y("nvfp4EncF32Fused", 16, true, true, false)
+	fusedPow2F32Y("int8EncF32Fused", 64, false, false, true)
+	fusedPow2F32Y("int4EncF32Fused", 32, true, false, true)
 }
 
 // fusedPow2F32Y is fusedPow2F32 (stage scalePow2) with AVX2: the same
@@ -31,13 +34,22 @@ func fusedAVX2() {
 // round-to-nearest-even of y with the sign bit of y, saturating at 6 (the
 // codes of e2m1EncodeWF's table): normal results by integer rounding of
 // the float32 bits, |y| < 1 by adding 2^22 (its ulp is 0.5).
-func fusedPow2F32Y(name string, bs int, fp4, nv bool) {
+//
+// With intg (int8_g64, bs 64; int4_g32, bs 32 with fp4; p[0] is qmax as
+// float32) the fp16 group scales of intScalesY go to scales (two bytes
+// per group) and the codes are intEncodeY's: clamp(rint(x / s), ±qmax),
+// NaN → 0, int8 bytes or q+8 nibbles; no group is left to the portable
+// code.
+func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	name += fmt.Sprintf("B%dAVX2", bs)
 	TEXT(name, NOSPLIT, "func(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)")
 	Pragma("noescape")
-	if nv {
+	switch {
+	case intg:
+		Doc(name + " quantizes sixteen float32 groups at a time to symmetric integers with AVX2: maxima, scales and codes in one call.")
+	case nv:
 		Doc(name + " encodes groups of sixteen float32 blocks to nvfp4 with AVX2: maxima, scales and elements in one call.")
-	} else {
+	default:
 		Doc(name + " encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales with AVX2: maxima, scales and elements in one call.")
 	}
 	dst := Load(Param("dst"), GP64())
@@ -110,6 +122,10 @@ func fusedPow2F32Y(name string, bs int, fp4, nv bool) {
 			nvScaleStageY(a, p, scales, invP, bits, h)
 			continue
 		}
+		if intg {
+			intScaleStageY(a, p, scales, invP, h)
+			continue
+		}
 		// pow2Scales (as pow2ScalesY)
 		bc := func(i int) reg.VecVirtual {
 			z := YMM()
@@ -153,7 +169,11 @@ func fusedPow2F32Y(name string, bs int, fp4, nv bool) {
 	MOVW(bits.As16(), Mem{Base: bad})
 	ADDQ(U8(64), invP)
 	ADDQ(U32(64*bs), s0)
-	ADDQ(U8(16), scales)
+	if intg {
+		ADDQ(U8(32), scales)
+	} else {
+		ADDQ(U8(16), scales)
+	}
 	ADDQ(U8(2), bad)
 	DECQ(gc)
 	JNZ(LabelRef(name + "_group"))
@@ -163,150 +183,158 @@ func fusedPow2F32Y(name string, bs int, fp4, nv bool) {
 	LEAQ(inv, invP)
 	cnt := GP64()
 	MOVQ(nc, cnt)
-	SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
+	if intg {
+		SHLQ(U8(4), cnt) // a group per step
+	} else {
+		SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
+	}
 	Label(name + "_enc")
-	var codes [4]reg.VecVirtual
-	// y_i = x·2^-e (w: the multiplier of the block of vector i)
-	var w [2]reg.VecVirtual
-	for b := range 4 / yk {
-		w[b] = YMM()
-		VPBROADCASTD(Mem{Base: invP, Disp: 4 * b}, w[b])
-	}
-	y := func(i int) reg.VecVirtual {
-		v := YMM()
-		VMULPS(Mem{Base: src, Disp: 32 * i}, w[i/yk], v)
-		return v
-	}
-	ab, cd, out := YMM(), YMM(), YMM()
-	if nv {
-		var ys [4]reg.VecVirtual
-		for i := range codes {
-			v := y(i)
-			ys[i] = v
-			m, c, l := YMM(), YMM(), YMM()
-			VPAND(absMask, v, m)
-			// normal results (|y| ≥ 1): drop 22 bits, nearest even,
-			// saturate at 6 (code 7)
-			VPADDD(cY(uint32(0x1FFFFF-0x3F000000+1<<32)), m, c)
-			VPSRLD(U8(22), m, l)
-			VPAND(cY(1), l, l)
-			VPADDD(l, c, c)
-			VPSRLD(U8(22), c, c)
-			VPMINUD(cY(7), c, c)
-			// |y| < 1: |y| + 2^22 rounds to a multiple of 0.5
-			VADDPS(cY(0x4A800000), m, l)
-			VPAND(cY(0xF), l, l)
-			VPCMPGTD(cY(0x3F7FFFFF), m, m) // |y| ≥ 1
-			VPBLENDVB(m, c, l, c)
-			codes[i] = c
-		}
-		VPACKUSDW(codes[1], codes[0], ab)
-		VPACKUSDW(codes[3], codes[2], cd)
-		VPACKUSWB(cd, ab, out)
-		// the sign bits of y: signed saturation keeps them
-		VPACKSSDW(ys[1], ys[0], ab)
-		VPACKSSDW(ys[3], ys[2], cd)
-		VPACKSSWB(cd, ab, ab)
-		VPAND(cY(0x80808080), ab, ab)
-		VPSRLD(U8(4), ab, ab)
-		VPOR(ab, out, out)
-	} else if fp4 {
-		zero := YMM()
-		VPXOR(zero, zero, zero)
-		var neg [4]reg.VecVirtual
-		for i := range codes {
-			v := y(i)
-			m, c, s, t := YMM(), YMM(), YMM(), YMM()
-			VPAND(absMask, v, m)
-			// normal results (|y| ≥ 1): drop 22 bits, every midpoint up
-			VPADDD(cY(uint32(0x200000-0x3F000000+1<<32)), m, c)
-			VPSRLD(U8(22), c, c)
-			// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
-			VPCMPGTD(cY(0x3E7FFFFF), m, s)
-			VPCMPGTD(cY(0x3F3FFFFF), m, t)
-			VPSUBD(s, zero, s)
-			VPSUBD(t, s, s)
-			VPCMPGTD(cY(0x3F7FFFFF), m, t) // |y| ≥ 1
-			VPBLENDVB(t, c, s, c)
-			// sign when y < 0 (joined to the codes as bytes)
-			neg[i] = YMM()
-			VCMPPS(U8(1), zero, v, neg[i]) // y < 0
-			codes[i] = c
-		}
-		VPACKUSDW(codes[1], codes[0], ab)
-		VPACKUSDW(codes[3], codes[2], cd)
-		VPACKUSWB(cd, ab, out)
-		VPACKSSDW(neg[1], neg[0], ab)
-		VPACKSSDW(neg[3], neg[2], cd)
-		VPACKSSWB(cd, ab, ab)
-		VPAND(cY(0x08080808), ab, ab)
-		VPOR(ab, out, out)
+	if intg {
+		intStepY(src, dst, invP, bs, fp4, idx)
 	} else {
-		var ys [4]reg.VecVirtual
-		mn := YMM()
-		for i := range codes {
-			v := y(i)
-			ys[i] = v
-			m, c, l := YMM(), YMM(), YMM()
-			VPAND(absMask, v, m)
-			// normal results: round the float32 bits to 3 mantissa bits,
-			// nearest even, and rebias
-			VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), m, c)
-			VPSRLD(U8(20), m, l)
-			VPAND(cY(1), l, l)
-			VPADDD(l, c, c)
-			VPSRLD(U8(20), c, c)
-			if i == 0 {
-				VMOVDQA(m, mn)
-			} else {
-				VPMINUD(m, mn, mn)
+		var codes [4]reg.VecVirtual
+		// y_i = x·2^-e (w: the multiplier of the block of vector i)
+		var w [2]reg.VecVirtual
+		for b := range 4 / yk {
+			w[b] = YMM()
+			VPBROADCASTD(Mem{Base: invP, Disp: 4 * b}, w[b])
+		}
+		y := func(i int) reg.VecVirtual {
+			v := YMM()
+			VMULPS(Mem{Base: src, Disp: 32 * i}, w[i/yk], v)
+			return v
+		}
+		ab, cd, out := YMM(), YMM(), YMM()
+		if nv {
+			var ys [4]reg.VecVirtual
+			for i := range codes {
+				v := y(i)
+				ys[i] = v
+				m, c, l := YMM(), YMM(), YMM()
+				VPAND(absMask, v, m)
+				// normal results (|y| ≥ 1): drop 22 bits, nearest even,
+				// saturate at 6 (code 7)
+				VPADDD(cY(uint32(0x1FFFFF-0x3F000000+1<<32)), m, c)
+				VPSRLD(U8(22), m, l)
+				VPAND(cY(1), l, l)
+				VPADDD(l, c, c)
+				VPSRLD(U8(22), c, c)
+				VPMINUD(cY(7), c, c)
+				// |y| < 1: |y| + 2^22 rounds to a multiple of 0.5
+				VADDPS(cY(0x4A800000), m, l)
+				VPAND(cY(0xF), l, l)
+				VPCMPGTD(cY(0x3F7FFFFF), m, m) // |y| ≥ 1
+				VPBLENDVB(m, c, l, c)
+				codes[i] = c
 			}
-			codes[i] = c
+			VPACKUSDW(codes[1], codes[0], ab)
+			VPACKUSDW(codes[3], codes[2], cd)
+			VPACKUSWB(cd, ab, out)
+			// the sign bits of y: signed saturation keeps them
+			VPACKSSDW(ys[1], ys[0], ab)
+			VPACKSSDW(ys[3], ys[2], cd)
+			VPACKSSWB(cd, ab, ab)
+			VPAND(cY(0x80808080), ab, ab)
+			VPSRLD(U8(4), ab, ab)
+			VPOR(ab, out, out)
+		} else if fp4 {
+			zero := YMM()
+			VPXOR(zero, zero, zero)
+			var neg [4]reg.VecVirtual
+			for i := range codes {
+				v := y(i)
+				m, c, s, t := YMM(), YMM(), YMM(), YMM()
+				VPAND(absMask, v, m)
+				// normal results (|y| ≥ 1): drop 22 bits, every midpoint up
+				VPADDD(cY(uint32(0x200000-0x3F000000+1<<32)), m, c)
+				VPSRLD(U8(22), c, c)
+				// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
+				VPCMPGTD(cY(0x3E7FFFFF), m, s)
+				VPCMPGTD(cY(0x3F3FFFFF), m, t)
+				VPSUBD(s, zero, s)
+				VPSUBD(t, s, s)
+				VPCMPGTD(cY(0x3F7FFFFF), m, t) // |y| ≥ 1
+				VPBLENDVB(t, c, s, c)
+				// sign when y < 0 (joined to the codes as bytes)
+				neg[i] = YMM()
+				VCMPPS(U8(1), zero, v, neg[i]) // y < 0
+				codes[i] = c
+			}
+			VPACKUSDW(codes[1], codes[0], ab)
+			VPACKUSDW(codes[3], codes[2], cd)
+			VPACKUSWB(cd, ab, out)
+			VPACKSSDW(neg[1], neg[0], ab)
+			VPACKSSDW(neg[3], neg[2], cd)
+			VPACKSSWB(cd, ab, ab)
+			VPAND(cY(0x08080808), ab, ab)
+			VPOR(ab, out, out)
+		} else {
+			var ys [4]reg.VecVirtual
+			mn := YMM()
+			for i := range codes {
+				v := y(i)
+				ys[i] = v
+				m, c, l := YMM(), YMM(), YMM()
+				VPAND(absMask, v, m)
+				// normal results: round the float32 bits to 3 mantissa bits,
+				// nearest even, and rebias
+				VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), m, c)
+				VPSRLD(U8(20), m, l)
+				VPAND(cY(1), l, l)
+				VPADDD(l, c, c)
+				VPSRLD(U8(20), c, c)
+				if i == 0 {
+					VMOVDQA(m, mn)
+				} else {
+					VPMINUD(m, mn, mn)
+				}
+				codes[i] = c
+			}
+			// |y| < 2^-6 (subnormal results) is rare in a scaled block (|x|
+			// below 2^-14 of the block maximum): branched over when no lane
+			// has one
+			nm := YMM()
+			VMOVDQU(cY(121<<23), nm)
+			VPCMPGTD(mn, nm, mn)
+			VPTEST(mn, mn)
+			JZ(LabelRef(name + "_pack"))
+			for i := range codes {
+				m, s, l := YMM(), YMM(), YMM()
+				VPAND(absMask, ys[i], m)
+				VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
+				VPAND(cY(0xF), s, s)
+				VPCMPGTD(m, nm, l)
+				VPBLENDVB(l, s, codes[i], codes[i])
+			}
+			Label(name + "_pack")
+			VPACKUSDW(codes[1], codes[0], ab)
+			VPACKUSDW(codes[3], codes[2], cd)
+			VPACKUSWB(cd, ab, out)
+			// the signs of y: signed saturation keeps them
+			VPACKSSDW(ys[1], ys[0], ab)
+			VPACKSSDW(ys[3], ys[2], cd)
+			VPACKSSWB(cd, ab, ab)
+			VPAND(cY(0x80808080), ab, ab)
+			VPOR(ab, out, out)
 		}
-		// |y| < 2^-6 (subnormal results) is rare in a scaled block (|x|
-		// below 2^-14 of the block maximum): branched over when no lane
-		// has one
-		nm := YMM()
-		VMOVDQU(cY(121<<23), nm)
-		VPCMPGTD(mn, nm, mn)
-		VPTEST(mn, mn)
-		JZ(LabelRef(name + "_pack"))
-		for i := range codes {
-			m, s, l := YMM(), YMM(), YMM()
-			VPAND(absMask, ys[i], m)
-			VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
-			VPAND(cY(0xF), s, s)
-			VPCMPGTD(m, nm, l)
-			VPBLENDVB(l, s, codes[i], codes[i])
+		VMOVDQU(idx, ab)
+		VPERMD(out, ab, out)
+		if fp4 {
+			// two codes per byte, even element low
+			VPMADDUBSW(cY(0x10011001), out, out)
+			hi := XMM()
+			VEXTRACTI128(U8(1), out, hi)
+			VPACKUSWB(hi, out.AsX(), hi)
+			VMOVDQU(hi, Mem{Base: dst})
+			ADDQ(U8(16), dst)
+			ADDQ(U8(8), invP)
+		} else {
+			VMOVDQU(out, Mem{Base: dst})
+			ADDQ(U8(32), dst)
+			ADDQ(U8(4), invP)
 		}
-		Label(name + "_pack")
-		VPACKUSDW(codes[1], codes[0], ab)
-		VPACKUSDW(codes[3], codes[2], cd)
-		VPACKUSWB(cd, ab, out)
-		// the signs of y: signed saturation keeps them
-		VPACKSSDW(ys[1], ys[0], ab)
-		VPACKSSDW(ys[3], ys[2], cd)
-		VPACKSSWB(cd, ab, ab)
-		VPAND(cY(0x80808080), ab, ab)
-		VPOR(ab, out, out)
+		ADDQ(U8(128), src)
 	}
-	VMOVDQU(idx, ab)
-	VPERMD(out, ab, out)
-	if fp4 {
-		// two codes per byte, even element low
-		VPMADDUBSW(cY(0x10011001), out, out)
-		hi := XMM()
-		VEXTRACTI128(U8(1), out, hi)
-		VPACKUSWB(hi, out.AsX(), hi)
-		VMOVDQU(hi, Mem{Base: dst})
-		ADDQ(U8(16), dst)
-		ADDQ(U8(8), invP)
-	} else {
-		VMOVDQU(out, Mem{Base: dst})
-		ADDQ(U8(32), dst)
-		ADDQ(U8(4), invP)
-	}
-	ADDQ(U8(128), src)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_enc"))
 	TESTQ(ng, ng)
@@ -375,4 +403,76 @@ func nvScaleStageY(a reg.VecVirtual, p, scales, invP, bits reg.Register, h int) 
 		SHLQ(U8(8), rb)
 	}
 	ORQ(rb, bits)
+}
+
+// intScaleStageY is intScalesY for the eight group maxima a of half h of
+// a group: the fp16 scales (at scales+16h) and their float32 values, the
+// divisors (at invP+32h).
+func intScaleStageY(a reg.VecVirtual, p, scales, invP reg.Register, h int) {
+	q, s, kz := YMM(), YMM(), YMM()
+	VBROADCASTSS(Mem{Base: p}, q)
+	VDIVPS(q, a, s)
+	VMINPS(cY(math.Float32bits(65504)), s, s)
+	VPXOR(kz, kz, kz)
+	VPCMPEQD(kz, a, kz)
+	VPBLENDVB(kz, cY(0x3F800000), s, s)
+	hw := XMM()
+	VCVTPS2PH(U8(0), s, hw)
+	kn, kh := YMM(), XMM()
+	VPCMPGTD(cY(0x7F800000), a, kn)
+	VEXTRACTI128(U8(1), kn, kh)
+	VPACKSSDW(kh, kn.AsX(), kh)
+	VPBLENDVB(kh, cW(0x7E00), hw, hw)
+	VMOVDQU(hw, Mem{Base: scales, Disp: 16 * h})
+	f := YMM()
+	VCVTPH2PS(hw, f)
+	VMOVUPS(f, Mem{Base: invP, Disp: 32 * h})
+}
+
+// intStepY encodes one group (bs 64: int8 bytes; bs 32 with four: q+8
+// nibbles) with its divisor at invP, as intEncodeY's loop with the NaN
+// test.
+func intStepY(src, dst, invP reg.Register, bs int, four bool, idx Mem) {
+	qmax := float32(127)
+	if four {
+		qmax = 7
+	}
+	d := YMM()
+	VBROADCASTSS(Mem{Base: invP}, d)
+	for half := range bs / 32 {
+		var q [4]reg.VecVirtual
+		for i := range 4 {
+			q[i] = YMM()
+			VMOVUPS(Mem{Base: src, Disp: 128*half + 32*i}, q[i])
+			VDIVPS(d, q[i], q[i])
+			k := YMM()
+			VCMPPS(U8(7), q[i], q[i], k) // ordered: not NaN
+			VMAXPS(cY(f32bits(-qmax)), q[i], q[i])
+			VMINPS(cY(f32bits(qmax)), q[i], q[i])
+			VCVTPS2DQ(q[i], q[i]) // round to nearest even (MXCSR default)
+			VPAND(k, q[i], q[i])
+		}
+		VPACKSSDW(q[1], q[0], q[0])
+		VPACKSSDW(q[3], q[2], q[2])
+		VPACKSSWB(q[2], q[0], q[0])
+		perm := YMM()
+		VMOVDQU(idx, perm)
+		VPERMD(q[0], perm, q[0])
+		if four {
+			VPADDB(cY(0x08080808), q[0], q[0])
+			VPMADDUBSW(cY(0x10011001), q[0], q[0]) // b0 + 16·b1
+			hi := XMM()
+			VEXTRACTI128(U8(1), q[0], hi)
+			VPACKUSWB(hi, q[0].AsX(), hi)
+			VMOVDQU(hi, Mem{Base: dst})
+			ADDQ(U8(16), dst)
+		} else {
+			VMOVDQU(q[0], Mem{Base: dst, Disp: 32 * half})
+		}
+	}
+	if !four {
+		ADDQ(U8(64), dst)
+	}
+	ADDQ(U8(4), invP)
+	ADDQ(U32(4*bs), src)
 }
