@@ -107,6 +107,16 @@ func (w *jsonWriter) key(k string) {
 	}
 }
 
+// quotedKey writes a member's key already quoted with its colon (a
+// struct field's, from the field cache).
+func (w *jsonWriter) quotedKey(q string) {
+	w.elem()
+	w.b = append(w.b, q...)
+	if w.indent != "" {
+		w.b = append(w.b, ' ')
+	}
+}
+
 func (w *jsonWriter) strings(s []string) {
 	if len(s) == 0 {
 		w.b = append(w.b, "[]"...)
@@ -122,6 +132,15 @@ func (w *jsonWriter) strings(s []string) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonPlain marks the bytes str copies as they are: ASCII that needs no
+// escape (not a control character, quote, backslash or HTML-special).
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // str writes s quoted and escaped as encoding/json does: HTML-safe, U+2028
 // and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
 func (w *jsonWriter) str(s string) {
@@ -129,11 +148,11 @@ func (w *jsonWriter) str(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonPlain[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -203,9 +222,15 @@ func (w *jsonWriter) float(f float64) {
 // field is one JSON member of a struct type.
 type field struct {
 	key       string
+	quoted    string // key as JSON with its colon: "key":
 	index     int
 	omitEmpty bool
 	embedded  bool // an embedded struct whose fields are promoted
+	last      bool // one of lastKeys
+	// marshals: the field's type (or its pointer) has a MarshalJSON, so
+	// value goes through encoding/json; checked once per type, not per
+	// value.
+	marshals bool
 }
 
 var structFieldsCache sync.Map // reflect.Type → []field
@@ -229,7 +254,11 @@ func fieldsOf(t reflect.Type) []field {
 		if name == "" {
 			name = sf.Name
 		}
-		out = append(out, field{key: name, index: i, omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+		q := jsonWriter{}
+		q.str(name)
+		out = append(out, field{key: name, quoted: string(append(q.b, ':')), index: i,
+			omitEmpty: strings.Contains(","+opts+",", ",omitempty,"), last: isLastKey(name),
+			marshals: sf.Type.Implements(marshalerType) || reflect.PointerTo(sf.Type).Implements(marshalerType)})
 	}
 	f, _ := structFieldsCache.LoadOrStore(t, out)
 	return f.([]field)
@@ -244,13 +273,16 @@ func (w *jsonWriter) structFields(v reflect.Value, top bool) {
 			w.structFields(fv, top)
 			continue
 		}
-		if top && isLastKey(f.key) {
+		if top && f.last {
 			continue
 		}
 		if f.omitEmpty && isEmptyValue(fv) {
 			continue
 		}
-		w.key(f.key)
+		w.quotedKey(f.quoted)
+		if !f.marshals && w.plainValue(fv) {
+			continue
+		}
 		w.value(fv)
 	}
 }
@@ -278,6 +310,33 @@ func isLastKey(k string) bool {
 }
 
 var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// plainValue writes v when its kind is one a Report holds directly and its
+// type has no MarshalJSON (the caller knows: field.marshals); false leaves
+// it to value.
+func (w *jsonWriter) plainValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String:
+		w.str(v.String())
+	case reflect.Bool:
+		if v.Bool() {
+			w.b = append(w.b, "true"...)
+		} else {
+			w.b = append(w.b, "false"...)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		w.b = strconv.AppendInt(w.b, v.Int(), 10)
+	case reflect.Float64:
+		w.float(v.Float())
+	case reflect.Struct:
+		w.open('{')
+		w.structFields(v, false)
+		w.close('}')
+	default:
+		return false
+	}
+	return true
+}
 
 // value writes one value: the kinds a Report holds directly, anything else
 // through encoding/json (indented to the current depth).

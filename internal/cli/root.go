@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -33,7 +36,17 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // execute is Main with a buffered standard output, flushed before errors.
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.Writer, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr, invoked(args))
+	only := invoked(args)
+	if c := commandNamed(only); c == nil || c.signals {
+		// SIGINT and SIGTERM cancel the context (serve shuts down
+		// gracefully, a simulation or search stops); the short commands
+		// keep the default action, which spares every plan the signal
+		// goroutine and its thread.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	root := newRoot(stdin, stdout, stderr, only)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		_ = stdout.Flush() // what the command printed comes before the error
@@ -120,6 +133,10 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Comm
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// cobra's completion command (five subcommands with long help texts)
+	// only when no command of the table runs: `kvcfg completion bash` and
+	// the shell's `kvcfg __complete ...` name none of them.
+	root.CompletionOptions.DisableDefaultCmd = only != ""
 	for _, c := range commands {
 		if only != "" && c.name != only {
 			root.AddCommand(&cobra.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
@@ -138,22 +155,35 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Comm
 type command struct {
 	name, short string
 	mk          func() *cobra.Command
+	// signals: the command runs long, so SIGINT and SIGTERM cancel its
+	// context instead of ending the process.
+	signals bool
+}
+
+// commandNamed returns the table's entry for name, nil for none.
+func commandNamed(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
 }
 
 // commands lists the subcommands in the order help shows them.
 var commands = []command{
-	{"version", "Print the kvcfg module version, commit and Go version", newVersionCmd},
-	{"inspect", "Print the KV-relevant shape of a model (config.json, model directory, catalog name or Hub id)", newInspectCmd},
-	{"models", "List the models of the built-in catalog (usable as --model NAME)", newModelsCmd},
-	{"plan", "Compute the KV cache an engine would build for a model, GPU and flags", newPlanCmd},
-	{"gpus", "List the GPUs kvcfg knows (names accepted by --gpu)", newGPUsCmd},
-	{"quant", "Encode float values from stdin with a KV codec and show codes, scales and payload bytes", newQuantCmd},
-	{"quant-error", "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors", newQuantErrorCmd},
-	{"serve", "Serve the planning HTTP API, the web page with charts, and Prometheus metrics", newServeCmd},
-	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd},
-	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd},
-	{"explain", "Explain an SGLang or vLLM KV-cache error and say which knob to turn", newExplainCmd},
-	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd},
+	{"version", "Print the kvcfg module version, commit and Go version", newVersionCmd, false},
+	{"inspect", "Print the KV-relevant shape of a model (config.json, model directory, catalog name or Hub id)", newInspectCmd, false},
+	{"models", "List the models of the built-in catalog (usable as --model NAME)", newModelsCmd, false},
+	{"plan", "Compute the KV cache an engine would build for a model, GPU and flags", newPlanCmd, false},
+	{"gpus", "List the GPUs kvcfg knows (names accepted by --gpu)", newGPUsCmd, false},
+	{"quant", "Encode float values from stdin with a KV codec and show codes, scales and payload bytes", newQuantCmd, false},
+	{"quant-error", "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors", newQuantErrorCmd, true},
+	{"serve", "Serve the planning HTTP API, the web page with charts, and Prometheus metrics", newServeCmd, true},
+	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd, false},
+	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd, true},
+	{"explain", "Explain an SGLang or vLLM KV-cache error and say which knob to turn", newExplainCmd, false},
+	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd, true},
 }
 
 // exitError carries a non-default exit code through cobra.
