@@ -9311,62 +9311,48 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	VPBROADCASTD 4(R8), Y1
 	VPXOR        Y2, Y2, Y2
 	VMULPS       (BX), Y0, Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y3, Y4
-	VPADDD       avx2cc1200000<>+0(SB), Y4, Y5
-	VPSRLD       $0x16, Y5, Y5
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y4, Y6
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y4, Y7
-	VPSUBD       Y6, Y2, Y6
-	VPSUBD       Y7, Y6, Y6
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y4, Y7
-	VPBLENDVB    Y7, Y5, Y6, Y5
-	VCMPPS       $0x01, Y2, Y3, Y3
 	VMULPS       32(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y4
-	VPADDD       avx2cc1200000<>+0(SB), Y4, Y6
-	VPSRLD       $0x16, Y6, Y6
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y4, Y7
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y4, Y8
-	VPSUBD       Y7, Y2, Y7
-	VPSUBD       Y8, Y7, Y7
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y4, Y8
-	VPBLENDVB    Y8, Y6, Y7, Y6
+	VPSRAD       $0x10, Y3, Y4
+	VPSRAD       $0x10, Y0, Y5
+	VPACKSSDW    Y5, Y4, Y4
+	VCMPPS       $0x01, Y2, Y3, Y3
 	VCMPPS       $0x01, Y2, Y0, Y0
-	VMULPS       64(BX), Y1, Y4
-	VPAND        avx2c7fffffff<>+0(SB), Y4, Y7
-	VPADDD       avx2cc1200000<>+0(SB), Y7, Y8
-	VPSRLD       $0x16, Y8, Y8
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y7, Y9
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y7, Y10
-	VPSUBD       Y9, Y2, Y9
-	VPSUBD       Y10, Y9, Y9
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y7, Y10
-	VPBLENDVB    Y10, Y8, Y9, Y8
-	VCMPPS       $0x01, Y2, Y4, Y4
+	VPACKSSDW    Y0, Y3, Y0
+	VPAND        avx2c7fff7fff<>+0(SB), Y4, Y3
+	VPADDW       avx2cc120c120<>+0(SB), Y3, Y4
+	VPSRLW       $0x06, Y4, Y4
+	VPCMPGTW     avx2c3e7f3e7f<>+0(SB), Y3, Y6
+	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y3, Y5
+	VPSUBW       Y6, Y2, Y6
+	VPSUBW       Y5, Y6, Y6
+	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y3, Y5
+	VPBLENDVB    Y5, Y4, Y6, Y4
+	VMULPS       64(BX), Y1, Y3
 	VMULPS       96(BX), Y1, Y1
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y7
-	VPADDD       avx2cc1200000<>+0(SB), Y7, Y9
-	VPSRLD       $0x16, Y9, Y9
-	VPCMPGTD     avx2c3e7fffff<>+0(SB), Y7, Y10
-	VPCMPGTD     avx2c3f3fffff<>+0(SB), Y7, Y11
-	VPSUBD       Y10, Y2, Y10
-	VPSUBD       Y11, Y10, Y10
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y7, Y11
-	VPBLENDVB    Y11, Y9, Y10, Y9
+	VPSRAD       $0x10, Y3, Y5
+	VPSRAD       $0x10, Y1, Y6
+	VPACKSSDW    Y6, Y5, Y5
+	VCMPPS       $0x01, Y2, Y3, Y3
 	VCMPPS       $0x01, Y2, Y1, Y1
-	VPACKUSDW    Y6, Y5, Y2
-	VPACKUSDW    Y9, Y8, Y5
-	VPACKUSWB    Y5, Y2, Y6
-	VPACKSSDW    Y0, Y3, Y2
-	VPACKSSDW    Y1, Y4, Y5
-	VPACKSSWB    Y5, Y2, Y2
-	VPAND        avx2c08080808<>+0(SB), Y2, Y2
-	VPOR         Y2, Y6, Y6
-	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y2
-	VPERMD       Y6, Y2, Y6
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X0
-	VPACKUSWB    X0, X6, X0
+	VPACKSSDW    Y1, Y3, Y1
+	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y3
+	VPADDW       avx2cc120c120<>+0(SB), Y3, Y5
+	VPSRLW       $0x06, Y5, Y5
+	VPCMPGTW     avx2c3e7f3e7f<>+0(SB), Y3, Y7
+	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y3, Y6
+	VPSUBW       Y7, Y2, Y7
+	VPSUBW       Y6, Y7, Y7
+	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y3, Y6
+	VPBLENDVB    Y6, Y5, Y7, Y5
+	VPACKUSWB    Y5, Y4, Y2
+	VPACKSSWB    Y1, Y0, Y0
+	VPAND        avx2c08080808<>+0(SB), Y0, Y0
+	VPOR         Y0, Y2, Y2
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
+	VPERMD       Y2, Y0, Y2
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSWB    X0, X2, X0
 	VMOVDQU      X0, (AX)
 	ADDQ         $0x10, AX
 	ADDQ         $0x08, R8
@@ -9378,45 +9364,45 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	VZEROUPPER
 	RET
 
-DATA avx2cc1200000<>+0(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+4(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+8(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+12(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+16(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+20(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+24(SB)/4, $0xc1200000
-DATA avx2cc1200000<>+28(SB)/4, $0xc1200000
-GLOBL avx2cc1200000<>(SB), RODATA|NOPTR, $32
+DATA avx2cc120c120<>+0(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+4(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+8(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+12(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+16(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+20(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+24(SB)/4, $0xc120c120
+DATA avx2cc120c120<>+28(SB)/4, $0xc120c120
+GLOBL avx2cc120c120<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c3e7fffff<>+0(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+4(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+8(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+12(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+16(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+20(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+24(SB)/4, $0x3e7fffff
-DATA avx2c3e7fffff<>+28(SB)/4, $0x3e7fffff
-GLOBL avx2c3e7fffff<>(SB), RODATA|NOPTR, $32
+DATA avx2c3e7f3e7f<>+0(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+4(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+8(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+12(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+16(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+20(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+24(SB)/4, $0x3e7f3e7f
+DATA avx2c3e7f3e7f<>+28(SB)/4, $0x3e7f3e7f
+GLOBL avx2c3e7f3e7f<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c3f3fffff<>+0(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+4(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+8(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+12(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+16(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+20(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+24(SB)/4, $0x3f3fffff
-DATA avx2c3f3fffff<>+28(SB)/4, $0x3f3fffff
-GLOBL avx2c3f3fffff<>(SB), RODATA|NOPTR, $32
+DATA avx2c3f3f3f3f<>+0(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+4(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+8(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+12(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+16(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+20(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+24(SB)/4, $0x3f3f3f3f
+DATA avx2c3f3f3f3f<>+28(SB)/4, $0x3f3f3f3f
+GLOBL avx2c3f3f3f3f<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c3f7fffff<>+0(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+4(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+8(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+12(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+16(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+20(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+24(SB)/4, $0x3f7fffff
-DATA avx2c3f7fffff<>+28(SB)/4, $0x3f7fffff
-GLOBL avx2c3f7fffff<>(SB), RODATA|NOPTR, $32
+DATA avx2c3f7f3f7f<>+0(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+4(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+8(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+12(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+16(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+20(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+24(SB)/4, $0x3f7f3f7f
+DATA avx2c3f7f3f7f<>+28(SB)/4, $0x3f7f3f7f
+GLOBL avx2c3f7f3f7f<>(SB), RODATA|NOPTR, $32
 
 // func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX2, CMOV
@@ -9628,69 +9614,66 @@ nvfp4EncF32FusedB16AVX2_group:
 nvfp4EncF32FusedB16AVX2_enc:
 	VPBROADCASTD (R8), Y0
 	VPBROADCASTD 4(R8), Y1
-	VMULPS       (BX), Y0, Y2
-	VPAND        avx2c7fffffff<>+0(SB), Y2, Y3
-	VPADDD       avx2cc11fffff<>+0(SB), Y3, Y4
-	VPSRLD       $0x16, Y3, Y5
-	VPAND        avx2c00000001<>+0(SB), Y5, Y5
-	VPADDD       Y5, Y4, Y4
-	VPSRLD       $0x16, Y4, Y4
-	VPMINUD      avx2c00000007<>+0(SB), Y4, Y4
-	VADDPS       avx2c4a800000<>+0(SB), Y3, Y5
-	VPAND        avx2c0000000f<>+0(SB), Y5, Y5
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y3, Y3
-	VPBLENDVB    Y3, Y4, Y5, Y4
+	VPXOR        Y2, Y2, Y2
+	VMULPS       (BX), Y0, Y3
 	VMULPS       32(BX), Y0, Y0
-	VPAND        avx2c7fffffff<>+0(SB), Y0, Y3
-	VPADDD       avx2cc11fffff<>+0(SB), Y3, Y5
-	VPSRLD       $0x16, Y3, Y6
-	VPAND        avx2c00000001<>+0(SB), Y6, Y6
-	VPADDD       Y6, Y5, Y5
-	VPSRLD       $0x16, Y5, Y5
-	VPMINUD      avx2c00000007<>+0(SB), Y5, Y5
-	VADDPS       avx2c4a800000<>+0(SB), Y3, Y6
-	VPAND        avx2c0000000f<>+0(SB), Y6, Y6
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y3, Y3
-	VPBLENDVB    Y3, Y5, Y6, Y5
-	VMULPS       64(BX), Y1, Y3
-	VPAND        avx2c7fffffff<>+0(SB), Y3, Y6
-	VPADDD       avx2cc11fffff<>+0(SB), Y6, Y7
-	VPSRLD       $0x16, Y6, Y8
-	VPAND        avx2c00000001<>+0(SB), Y8, Y8
-	VPADDD       Y8, Y7, Y7
-	VPSRLD       $0x16, Y7, Y7
-	VPMINUD      avx2c00000007<>+0(SB), Y7, Y7
-	VADDPS       avx2c4a800000<>+0(SB), Y6, Y8
-	VPAND        avx2c0000000f<>+0(SB), Y8, Y8
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y6, Y6
-	VPBLENDVB    Y6, Y7, Y8, Y7
+	VPSRAD       $0x10, Y3, Y4
+	VPSRAD       $0x10, Y0, Y5
+	VPACKSSDW    Y5, Y4, Y4
+	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
+	VPAND        avx2c0000ffff<>+0(SB), Y0, Y0
+	VPACKUSDW    Y0, Y3, Y5
+	VPMINUW      avx2c00010001<>+0(SB), Y5, Y5
+	VPAND        avx2c7fff7fff<>+0(SB), Y4, Y0
+	VPSRLW       $0x06, Y0, Y6
+	VPAND        avx2c00010001<>+0(SB), Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPADDW       avx2cc11fc11f<>+0(SB), Y0, Y3
+	VPADDW       Y6, Y3, Y3
+	VPSRLW       $0x06, Y3, Y3
+	VPMINUW      avx2c00070007<>+0(SB), Y3, Y3
+	VPADDW       Y5, Y0, Y6
+	VPCMPGTW     avx2c3e803e80<>+0(SB), Y6, Y6
+	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y0, Y5
+	VPSUBW       Y6, Y2, Y6
+	VPSUBW       Y5, Y6, Y6
+	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y0, Y5
+	VPBLENDVB    Y5, Y3, Y6, Y3
+	VMULPS       64(BX), Y1, Y0
 	VMULPS       96(BX), Y1, Y1
-	VPAND        avx2c7fffffff<>+0(SB), Y1, Y6
-	VPADDD       avx2cc11fffff<>+0(SB), Y6, Y8
-	VPSRLD       $0x16, Y6, Y9
-	VPAND        avx2c00000001<>+0(SB), Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSRLD       $0x16, Y8, Y8
-	VPMINUD      avx2c00000007<>+0(SB), Y8, Y8
-	VADDPS       avx2c4a800000<>+0(SB), Y6, Y9
-	VPAND        avx2c0000000f<>+0(SB), Y9, Y9
-	VPCMPGTD     avx2c3f7fffff<>+0(SB), Y6, Y6
-	VPBLENDVB    Y6, Y8, Y9, Y8
-	VPACKUSDW    Y5, Y4, Y4
-	VPACKUSDW    Y8, Y7, Y5
-	VPACKUSWB    Y5, Y4, Y6
-	VPACKSSDW    Y0, Y2, Y4
-	VPACKSSDW    Y1, Y3, Y5
-	VPACKSSWB    Y5, Y4, Y4
-	VPAND        avx2c80808080<>+0(SB), Y4, Y4
-	VPSRLD       $0x04, Y4, Y4
-	VPOR         Y4, Y6, Y6
-	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y4
-	VPERMD       Y6, Y4, Y6
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X0
-	VPACKUSWB    X0, X6, X0
-	VMOVDQU      X0, (AX)
+	VPSRAD       $0x10, Y0, Y5
+	VPSRAD       $0x10, Y1, Y6
+	VPACKSSDW    Y6, Y5, Y5
+	VPAND        avx2c0000ffff<>+0(SB), Y0, Y0
+	VPAND        avx2c0000ffff<>+0(SB), Y1, Y1
+	VPACKUSDW    Y1, Y0, Y6
+	VPMINUW      avx2c00010001<>+0(SB), Y6, Y6
+	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y0
+	VPSRLW       $0x06, Y0, Y7
+	VPAND        avx2c00010001<>+0(SB), Y7, Y7
+	VPOR         Y6, Y7, Y7
+	VPADDW       avx2cc11fc11f<>+0(SB), Y0, Y1
+	VPADDW       Y7, Y1, Y1
+	VPSRLW       $0x06, Y1, Y1
+	VPMINUW      avx2c00070007<>+0(SB), Y1, Y1
+	VPADDW       Y6, Y0, Y7
+	VPCMPGTW     avx2c3e803e80<>+0(SB), Y7, Y7
+	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y0, Y6
+	VPSUBW       Y7, Y2, Y7
+	VPSUBW       Y6, Y7, Y7
+	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y0, Y6
+	VPBLENDVB    Y6, Y1, Y7, Y1
+	VPACKUSWB    Y1, Y3, Y0
+	VPACKSSWB    Y5, Y4, Y1
+	VPAND        avx2c80808080<>+0(SB), Y1, Y1
+	VPSRLW       $0x04, Y1, Y1
+	VPOR         Y1, Y0, Y0
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
+	VPERMD       Y0, Y1, Y0
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSWB    X1, X0, X1
+	VMOVDQU      X1, (AX)
 	ADDQ         $0x10, AX
 	ADDQ         $0x08, R8
 	ADDQ         $0x80, BX
@@ -9711,25 +9694,25 @@ DATA avx2c0000007e<>+24(SB)/4, $0x0000007e
 DATA avx2c0000007e<>+28(SB)/4, $0x0000007e
 GLOBL avx2c0000007e<>(SB), RODATA|NOPTR, $32
 
-DATA avx2cc11fffff<>+0(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+4(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+8(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+12(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+16(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+20(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+24(SB)/4, $0xc11fffff
-DATA avx2cc11fffff<>+28(SB)/4, $0xc11fffff
-GLOBL avx2cc11fffff<>(SB), RODATA|NOPTR, $32
+DATA avx2cc11fc11f<>+0(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+4(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+8(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+12(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+16(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+20(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+24(SB)/4, $0xc11fc11f
+DATA avx2cc11fc11f<>+28(SB)/4, $0xc11fc11f
+GLOBL avx2cc11fc11f<>(SB), RODATA|NOPTR, $32
 
-DATA avx2c4a800000<>+0(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+4(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+8(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+12(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+16(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+20(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+24(SB)/4, $0x4a800000
-DATA avx2c4a800000<>+28(SB)/4, $0x4a800000
-GLOBL avx2c4a800000<>(SB), RODATA|NOPTR, $32
+DATA avx2c3e803e80<>+0(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+4(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+8(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+12(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+16(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+20(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+24(SB)/4, $0x3e803e80
+DATA avx2c3e803e80<>+28(SB)/4, $0x3e803e80
+GLOBL avx2c3e803e80<>(SB), RODATA|NOPTR, $32
 
 // func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX2, CMOV, F16C

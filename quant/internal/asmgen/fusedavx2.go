@@ -206,66 +206,85 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 		}
 		ab, cd, out := YMM(), YMM(), YMM()
 		if nv {
-			var ys [4]reg.VecVirtual
-			for i := range codes {
-				v := y(i)
-				ys[i] = v
-				m, c, l := YMM(), YMM(), YMM()
-				VPAND(absMask, v, m)
-				// normal results (|y| ≥ 1): drop 22 bits, nearest even,
-				// saturate at 6 (code 7)
-				VPADDD(cY(uint32(0x1FFFFF-0x3F000000+1<<32)), m, c)
-				VPSRLD(U8(22), m, l)
-				VPAND(cY(1), l, l)
-				VPADDD(l, c, c)
-				VPSRLD(U8(22), c, c)
-				VPMINUD(cY(7), c, c)
-				// |y| < 1: |y| + 2^22 rounds to a multiple of 0.5
-				VADDPS(cY(0x4A800000), m, l)
-				VPAND(cY(0xF), l, l)
-				VPCMPGTD(cY(0x3F7FFFFF), m, m) // |y| ≥ 1
-				VPBLENDVB(m, c, l, c)
-				codes[i] = c
-			}
-			VPACKUSDW(codes[1], codes[0], ab)
-			VPACKUSDW(codes[3], codes[2], cd)
-			VPACKUSWB(cd, ab, out)
-			// the sign bits of y: signed saturation keeps them
-			VPACKSSDW(ys[1], ys[0], ab)
-			VPACKSSDW(ys[3], ys[2], cd)
-			VPACKSSWB(cd, ab, ab)
-			VPAND(cY(0x80808080), ab, ab)
-			VPSRLD(U8(4), ab, ab)
-			VPOR(ab, out, out)
-		} else if fp4 {
+			// in 16-bit lanes: the top half of y and a sticky bit for its
+			// low half (every E2M1 decision point is on the bf16 grid)
 			zero := YMM()
 			VPXOR(zero, zero, zero)
-			var neg [4]reg.VecVirtual
-			for i := range codes {
-				v := y(i)
-				m, c, s, t := YMM(), YMM(), YMM(), YMM()
-				VPAND(absMask, v, m)
-				// normal results (|y| ≥ 1): drop 22 bits, every midpoint up
-				VPADDD(cY(uint32(0x200000-0x3F000000+1<<32)), m, c)
-				VPSRLD(U8(22), c, c)
-				// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
-				VPCMPGTD(cY(0x3E7FFFFF), m, s)
-				VPCMPGTD(cY(0x3F3FFFFF), m, t)
-				VPSUBD(s, zero, s)
-				VPSUBD(t, s, s)
-				VPCMPGTD(cY(0x3F7FFFFF), m, t) // |y| ≥ 1
+			var cw, uw [2]reg.VecVirtual
+			for h := range 2 {
+				y0, y1 := y(2*h), y(2*h+1)
+				u, t := YMM(), YMM()
+				VPSRAD(U8(16), y0, u)
+				VPSRAD(U8(16), y1, t)
+				VPACKSSDW(t, u, u)
+				uw[h] = u
+				st := YMM()
+				VPAND(cY(0xFFFF), y0, y0)
+				VPAND(cY(0xFFFF), y1, y1)
+				VPACKUSDW(y1, y0, st)
+				VPMINUW(cW(1), st, st)
+				a, c, l, s := YMM(), YMM(), YMM(), YMM()
+				VPAND(cW(0x7FFF), u, a)
+				// normal results (|y| ≥ 1): drop 6 bits, nearest even
+				// (the sticky bit breaks ties up), saturate at 6
+				VPSRLW(U8(6), a, l)
+				VPAND(cW(1), l, l)
+				VPOR(st, l, l)
+				VPADDW(cW(0x1F-0x3F00+1<<16), a, c)
+				VPADDW(l, c, c)
+				VPSRLW(U8(6), c, c)
+				VPMINUW(cW(7), c, c)
+				// |y| < 1: [|y| > 0.25] + [|y| ≥ 0.75]
+				VPADDW(st, a, s)
+				VPCMPGTW(cW(0x3E80), s, s)
+				VPCMPGTW(cW(0x3F3F), a, t)
+				VPSUBW(s, zero, s)
+				VPSUBW(t, s, s)
+				VPCMPGTW(cW(0x3F7F), a, t) // |y| ≥ 1
 				VPBLENDVB(t, c, s, c)
-				// sign when y < 0 (joined to the codes as bytes)
-				neg[i] = YMM()
-				VCMPPS(U8(1), zero, v, neg[i]) // y < 0
-				codes[i] = c
+				cw[h] = c
 			}
-			VPACKUSDW(codes[1], codes[0], ab)
-			VPACKUSDW(codes[3], codes[2], cd)
-			VPACKUSWB(cd, ab, out)
-			VPACKSSDW(neg[1], neg[0], ab)
-			VPACKSSDW(neg[3], neg[2], cd)
-			VPACKSSWB(cd, ab, ab)
+			VPACKUSWB(cw[1], cw[0], out)
+			// the sign bits of y: signed saturation keeps them
+			VPACKSSWB(uw[1], uw[0], ab)
+			VPAND(cY(0x80808080), ab, ab)
+			VPSRLW(U8(4), ab, ab)
+			VPOR(ab, out, out)
+		} else if fp4 {
+			// in 16-bit lanes: every decision point of SGLang's E2M1 (every
+			// midpoint up) is on the bf16 grid, so the top half of |y|
+			// decides alone
+			zero := YMM()
+			VPXOR(zero, zero, zero)
+			var cw, nw [2]reg.VecVirtual
+			for h := range 2 {
+				y0, y1 := y(2*h), y(2*h+1)
+				u, t := YMM(), YMM()
+				VPSRAD(U8(16), y0, u)
+				VPSRAD(U8(16), y1, t)
+				VPACKSSDW(t, u, u)
+				// sign when y < 0
+				n0 := YMM()
+				VCMPPS(U8(1), zero, y0, n0)
+				VCMPPS(U8(1), zero, y1, y1)
+				nw[h] = YMM()
+				VPACKSSDW(y1, n0, nw[h])
+				a, c, s := YMM(), YMM(), YMM()
+				VPAND(cW(0x7FFF), u, a)
+				// normal results (|y| ≥ 1): drop 6 bits, every midpoint up
+				VPADDW(cW(0x20-0x3F00+1<<16), a, c)
+				VPSRLW(U8(6), c, c)
+				// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
+				VPCMPGTW(cW(0x3E7F), a, s)
+				VPCMPGTW(cW(0x3F3F), a, t)
+				VPSUBW(s, zero, s)
+				VPSUBW(t, s, s)
+				VPCMPGTW(cW(0x3F7F), a, t) // |y| ≥ 1
+				VPBLENDVB(t, c, s, c)
+				cw[h] = c
+			}
+			VPACKUSWB(cw[1], cw[0], out)
+			VPACKSSWB(nw[1], nw[0], ab)
 			VPAND(cY(0x08080808), ab, ab)
 			VPOR(ab, out, out)
 		} else {
