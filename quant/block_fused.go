@@ -166,7 +166,16 @@ func (c *pow2Codec) decodeFP8F32Scaled(dst []float32, src, scales []byte) bool {
 // which knows the overflow policies.
 func encodeFP8F32Lanes(dst []byte, src []float32, f Float) int {
 	n := len(src) &^ 63
-	if !useAsm || n == 0 {
+	if !(useAsm || useAVX2) || n == 0 {
+		return 0
+	}
+	if useAVX2 {
+		switch f {
+		case E4M3FN:
+			return e4m3EncF32LanesAVX2(&dst[0], &src[0], n)
+		case E5M2:
+			return e5m2EncF32LanesAVX2(&dst[0], &src[0], n)
+		}
 		return 0
 	}
 	switch f {

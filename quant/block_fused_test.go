@@ -213,7 +213,7 @@ func TestAsmFP8DecodeScaled(t *testing.T) {
 // overflowing or non-finite value in the middle (the kernel stops there and
 // the 16-bit lane kernel finishes).
 func TestAsmFP8Lanes(t *testing.T) {
-	withAVX512(t, func(t *testing.T) {
+	withAsmLevels(t, func(t *testing.T) {
 		for _, f := range []Float{E4M3FN, E5M2} {
 			limit := float32(464)
 			if f == E5M2 {

@@ -493,3 +493,13 @@ func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, 
 //
 //go:noescape
 func int4EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
+
+// e4m3EncF32LanesAVX2 encodes float32 to FP8 in 32-bit lanes with AVX2, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e4m3EncF32LanesAVX2(dst *byte, src *float32, n int) int
+
+// e5m2EncF32LanesAVX2 encodes float32 to FP8 in 32-bit lanes with AVX2, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
+//
+//go:noescape
+func e5m2EncF32LanesAVX2(dst *byte, src *float32, n int) int

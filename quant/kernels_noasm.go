@@ -176,4 +176,6 @@ func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *
 	noAsm()
 }
 func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }
+func e4m3EncF32LanesAVX2(dst *byte, src *float32, n int) int   { noAsm(); return 0 }
+func e5m2EncF32LanesAVX2(dst *byte, src *float32, n int) int   { noAsm(); return 0 }
 func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }

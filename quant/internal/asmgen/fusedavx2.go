@@ -18,6 +18,8 @@ func fusedAVX2() {
 	fusedPow2F32Y("nvfp4EncF32Fused", 16, true, true, false)
 	fusedPow2F32Y("int8EncF32Fused", 64, false, false, true)
 	fusedPow2F32Y("int4EncF32Fused", 32, true, false, true)
+	fp8EncodeLanesY("e4m3EncF32LanesAVX2", 3, 7, 448)
+	fp8EncodeLanesY("e5m2EncF32LanesAVX2", 2, 15, 57344)
 }
 
 // fusedPow2F32Y is fusedPow2F32 (stage scalePow2) with AVX2: the same
@@ -494,4 +496,89 @@ func intStepY(src, dst, invP reg.Register, bs int, four bool, idx Mem) {
 	}
 	ADDQ(U8(4), invP)
 	ADDQ(U32(4*bs), src)
+}
+
+// fp8EncodeLanesY is fp8EncodeLanes with AVX2: the same contract (64
+// elements per step, n a multiple of 64; it stops before the first step
+// with a magnitude that rounds past maxF, ±Inf or NaN, and returns the
+// elements done), two halves of 32 per step, each stored as it is done
+// (a half stored before the stop is rewritten by the caller's kernel).
+// Subnormal results are not branched over (unscaled input has them often):
+// every lane takes both results and a blend.
+func fp8EncodeLanesY(name string, m, b int, maxF float64) {
+	TEXT(name, NOSPLIT, "func(dst *byte, src *float32, n int) int")
+	Pragma("noescape")
+	Doc(name + " encodes float32 to FP8 in 32-bit lanes with AVX2, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	drop := uint8(23 - m)
+	ovT := math.Float32bits(float32(maxF + math.Ldexp(1, int(math.Floor(math.Log2(maxF)))-m-1)))
+	absMask := cY(0x7FFFFFFF)
+	normC := cY(uint32(1<<(drop-1) - 1 - (127-b)<<23 + 1<<32))
+	normMin := cY(uint32(128-b) << 23)
+	magic := cY(uint32(127+(23-(b-1+m))) << 23)
+	idx := cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7})
+	done := GP64()
+	XORQ(done, done)
+	nm, ov := YMM(), YMM()
+	VMOVDQU(normMin, nm)
+	VMOVDQU(cY(ovT-1), ov)
+
+	Label(name + "_loop")
+	for h := range 2 {
+		var ys, codes [4]reg.VecVirtual
+		mx := YMM()
+		for i := range codes {
+			v := YMM()
+			VMOVUPS(Mem{Base: src, Disp: 128*h + 32*i}, v)
+			ys[i] = v
+			a, c, l := YMM(), YMM(), YMM()
+			VPAND(absMask, v, a)
+			if i == 0 {
+				VMOVDQA(a, mx)
+			} else {
+				VPMAXUD(a, mx, mx)
+			}
+			// normal results: round to m mantissa bits, nearest even,
+			// and rebias
+			VPADDD(normC, a, c)
+			VPSRLD(U8(drop), a, l)
+			VPAND(cY(1), l, l)
+			VPADDD(l, c, c)
+			VPSRLD(U8(drop), c, c)
+			// below the normal range: a + 2^k rounds to the subnormal step
+			VADDPS(magic, a, l)
+			VPAND(cY(0xF), l, l)
+			VPCMPGTD(a, nm, a) // a < normMin
+			VPBLENDVB(a, l, c, c)
+			codes[i] = c
+		}
+		VPCMPGTD(ov, mx, mx) // a ≥ ovT (NaN and ±Inf too)
+		VPTEST(mx, mx)
+		JNZ(LabelRef(name + "_done"))
+		ab, cd, out := YMM(), YMM(), YMM()
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		// the signs: signed saturation keeps them
+		VPACKSSDW(ys[1], ys[0], ab)
+		VPACKSSDW(ys[3], ys[2], cd)
+		VPACKSSWB(cd, ab, ab)
+		VPAND(cY(0x80808080), ab, ab)
+		VPOR(ab, out, out)
+		VMOVDQU(idx, ab)
+		VPERMD(out, ab, out)
+		VMOVDQU(out, Mem{Base: dst, Disp: 32 * h})
+	}
+	ADDQ(U8(64), dst)
+	ADDQ(U32(256), src)
+	ADDQ(U8(64), done)
+	SUBQ(U8(64), n)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_done")
+	Store(done, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
 }
