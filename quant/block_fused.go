@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 )
 
 // Fused float32 encoders of the ceil-rule power-of-two formats (mxfp8 with
@@ -83,7 +84,7 @@ func (c *nvfp4Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 		m := min(fusedGroups, ng-g0)
 		b0 := 16 * g0
 		if useAVX2 {
-			nvfp4EncF32FusedB16AVX2(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], nil)
+			nvfp4EncF32FusedB16AVX2(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], (*uint16)(unsafe.Pointer(&e2m1TabRNE[0][0])))
 		} else {
 			nvfp4EncF32FusedB16AVX512(&dst[b0*8], &scales[b0], &bad[0], &src[b0*16], m, &p[0], &e2m1LutRNE[0])
 		}

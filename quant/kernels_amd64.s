@@ -9610,70 +9610,63 @@ nvfp4EncF32FusedB16AVX2_group:
 	JNZ          nvfp4EncF32FusedB16AVX2_group
 	LEAQ         (SP), R8
 	SHLQ         $0x03, R9
+	MOVQ         lut+48(FP), R10
+	VMOVDQU      (R10), Y0
+	VMOVDQU      32(R10), Y1
+	VMOVDQU      64(R10), Y2
+	VMOVDQU      96(R10), Y3
 
 nvfp4EncF32FusedB16AVX2_enc:
-	VPBROADCASTD (R8), Y0
-	VPBROADCASTD 4(R8), Y1
-	VPXOR        Y2, Y2, Y2
-	VMULPS       (BX), Y0, Y3
-	VMULPS       32(BX), Y0, Y0
-	VPSRAD       $0x10, Y3, Y4
-	VPSRAD       $0x10, Y0, Y5
-	VPACKSSDW    Y5, Y4, Y4
-	VPAND        avx2c0000ffff<>+0(SB), Y3, Y3
-	VPAND        avx2c0000ffff<>+0(SB), Y0, Y0
-	VPACKUSDW    Y0, Y3, Y5
-	VPMINUW      avx2c00010001<>+0(SB), Y5, Y5
-	VPAND        avx2c7fff7fff<>+0(SB), Y4, Y0
-	VPSRLW       $0x06, Y0, Y6
-	VPAND        avx2c00010001<>+0(SB), Y6, Y6
-	VPOR         Y5, Y6, Y6
-	VPADDW       avx2cc11fc11f<>+0(SB), Y0, Y3
-	VPADDW       Y6, Y3, Y3
-	VPSRLW       $0x06, Y3, Y3
-	VPMINUW      avx2c00070007<>+0(SB), Y3, Y3
-	VPADDW       Y5, Y0, Y6
-	VPCMPGTW     avx2c3e803e80<>+0(SB), Y6, Y6
-	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y0, Y5
-	VPSUBW       Y6, Y2, Y6
-	VPSUBW       Y5, Y6, Y6
-	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y0, Y5
-	VPBLENDVB    Y5, Y3, Y6, Y3
-	VMULPS       64(BX), Y1, Y0
-	VMULPS       96(BX), Y1, Y1
-	VPSRAD       $0x10, Y0, Y5
-	VPSRAD       $0x10, Y1, Y6
-	VPACKSSDW    Y6, Y5, Y5
-	VPAND        avx2c0000ffff<>+0(SB), Y0, Y0
-	VPAND        avx2c0000ffff<>+0(SB), Y1, Y1
-	VPACKUSDW    Y1, Y0, Y6
-	VPMINUW      avx2c00010001<>+0(SB), Y6, Y6
-	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y0
-	VPSRLW       $0x06, Y0, Y7
-	VPAND        avx2c00010001<>+0(SB), Y7, Y7
-	VPOR         Y6, Y7, Y7
-	VPADDW       avx2cc11fc11f<>+0(SB), Y0, Y1
-	VPADDW       Y7, Y1, Y1
-	VPSRLW       $0x06, Y1, Y1
-	VPMINUW      avx2c00070007<>+0(SB), Y1, Y1
-	VPADDW       Y6, Y0, Y7
-	VPCMPGTW     avx2c3e803e80<>+0(SB), Y7, Y7
-	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y0, Y6
-	VPSUBW       Y7, Y2, Y7
-	VPSUBW       Y6, Y7, Y7
-	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y0, Y6
-	VPBLENDVB    Y6, Y1, Y7, Y1
-	VPACKUSWB    Y1, Y3, Y0
-	VPACKSSWB    Y5, Y4, Y1
-	VPAND        avx2c80808080<>+0(SB), Y1, Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPOR         Y1, Y0, Y0
-	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y1
-	VPERMD       Y0, Y1, Y0
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSWB    X1, X0, X1
-	VMOVDQU      X1, (AX)
+	VPBROADCASTD (R8), Y4
+	VPBROADCASTD 4(R8), Y5
+	VMULPS       (BX), Y4, Y6
+	VMULPS       32(BX), Y4, Y4
+	VPSRLD       $0x10, Y6, Y7
+	VPSRLD       $0x10, Y4, Y8
+	VPACKUSDW    Y8, Y7, Y7
+	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
+	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
+	VPAND        avx2c001fffff<>+0(SB), Y4, Y4
+	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
+	VPACKUSDW    Y4, Y6, Y4
+	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y6
+	VPSUBUSW     avx2c3e603e60<>+0(SB), Y6, Y6
+	VPSRLW       $0x05, Y6, Y6
+	VMULPS       64(BX), Y5, Y8
+	VMULPS       96(BX), Y5, Y5
+	VPSRLD       $0x10, Y8, Y9
+	VPSRLD       $0x10, Y5, Y10
+	VPACKUSDW    Y10, Y9, Y9
+	VPAND        avx2c001fffff<>+0(SB), Y8, Y8
+	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
+	VPAND        avx2c001fffff<>+0(SB), Y5, Y5
+	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
+	VPACKUSDW    Y5, Y8, Y5
+	VPAND        avx2c7fff7fff<>+0(SB), Y9, Y8
+	VPSUBUSW     avx2c3e603e60<>+0(SB), Y8, Y8
+	VPSRLW       $0x05, Y8, Y8
+	VPACKUSWB    Y8, Y6, Y6
+	VPACKUSWB    Y5, Y4, Y4
+	VPACKSSWB    Y9, Y7, Y5
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y6, Y6
+	VPADDUSB     avx2c70707070<>+0(SB), Y6, Y7
+	VPSUBB       avx2c10101010<>+0(SB), Y6, Y8
+	VPSHUFB      Y7, Y0, Y6
+	VPSHUFB      Y8, Y1, Y9
+	VPOR         Y9, Y6, Y6
+	VPSHUFB      Y7, Y2, Y7
+	VPSHUFB      Y8, Y3, Y9
+	VPOR         Y9, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPADDB       Y7, Y6, Y6
+	VPOR         avx2c08080808<>+0(SB), Y6, Y9
+	VPBLENDVB    Y5, Y9, Y6, Y6
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y4
+	VPERMD       Y6, Y4, Y6
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X4
+	VPACKUSWB    X4, X6, X4
+	VMOVDQU      X4, (AX)
 	ADDQ         $0x10, AX
 	ADDQ         $0x08, R8
 	ADDQ         $0x80, BX
@@ -9693,26 +9686,6 @@ DATA avx2c0000007e<>+20(SB)/4, $0x0000007e
 DATA avx2c0000007e<>+24(SB)/4, $0x0000007e
 DATA avx2c0000007e<>+28(SB)/4, $0x0000007e
 GLOBL avx2c0000007e<>(SB), RODATA|NOPTR, $32
-
-DATA avx2cc11fc11f<>+0(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+4(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+8(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+12(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+16(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+20(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+24(SB)/4, $0xc11fc11f
-DATA avx2cc11fc11f<>+28(SB)/4, $0xc11fc11f
-GLOBL avx2cc11fc11f<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c3e803e80<>+0(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+4(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+8(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+12(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+16(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+20(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+24(SB)/4, $0x3e803e80
-DATA avx2c3e803e80<>+28(SB)/4, $0x3e803e80
-GLOBL avx2c3e803e80<>(SB), RODATA|NOPTR, $32
 
 // func int8EncF32FusedB64AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX2, CMOV, F16C

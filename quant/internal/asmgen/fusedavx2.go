@@ -34,8 +34,8 @@ func fusedAVX2() {
 // With nv (nvfp4, stage scaleNV; p holds invG, rcp6, g as float32) the
 // scales and multipliers are nvScaleStage's and the elements E2M1
 // round-to-nearest-even of y with the sign bit of y, saturating at 6 (the
-// codes of e2m1EncodeWF's table): normal results by integer rounding of
-// the float32 bits, |y| < 1 by adding 2^22 (its ulp is 0.5).
+// codes of e2m1EncodeWF's table), read as e2m1EncodeY reads them from the
+// byte tables at lut (quant.e2m1TabRNE).
 //
 // With intg (int8_g64, bs 64; int4_g32, bs 32 with fp4; p[0] is qmax as
 // float32) the fp16 group scales of intScalesY go to scales (two bytes
@@ -190,6 +190,14 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	} else {
 		SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
 	}
+	var tb [4]reg.VecVirtual
+	if nv {
+		lut := Load(Param("lut"), GP64())
+		for i := range tb {
+			tb[i] = YMM()
+			VMOVDQU(rowY(lut, i), tb[i])
+		}
+	}
 	Label(name + "_enc")
 	if intg {
 		intStepY(src, dst, invP, bs, fp4, idx)
@@ -208,50 +216,48 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 		}
 		ab, cd, out := YMM(), YMM(), YMM()
 		if nv {
-			// in 16-bit lanes: the top half of y and a sticky bit for its
-			// low half (every E2M1 decision point is on the bf16 grid)
-			zero := YMM()
-			VPXOR(zero, zero, zero)
-			var cw, uw [2]reg.VecVirtual
+			// e2m1EncodeY's byte tables (lut, quant.e2m1TabRNE): in
+			// 16-bit lanes the key j from the top half of |y|, a sticky
+			// bit s for the bits below its step, the sign of y; then the
+			// code G[j] + s·H[j] in bytes
+			var jw, sw, uw [2]reg.VecVirtual
 			for h := range 2 {
-				y0, y1 := y(2*h), y(2*h+1)
+				x0, x1 := y(2*h), y(2*h+1)
 				u, t := YMM(), YMM()
-				VPSRAD(U8(16), y0, u)
-				VPSRAD(U8(16), y1, t)
-				VPACKSSDW(t, u, u)
-				uw[h] = u
+				VPSRLD(U8(16), x0, u)
+				VPSRLD(U8(16), x1, t)
+				VPACKUSDW(t, u, u)
+				VPAND(cY(0x1FFFFF), x0, x0)
+				VPMINUD(cY(1), x0, x0)
+				VPAND(cY(0x1FFFFF), x1, x1)
+				VPMINUD(cY(1), x1, x1)
 				st := YMM()
-				VPAND(cY(0xFFFF), y0, y0)
-				VPAND(cY(0xFFFF), y1, y1)
-				VPACKUSDW(y1, y0, st)
-				VPMINUW(cW(1), st, st)
-				a, c, l, s := YMM(), YMM(), YMM(), YMM()
+				VPACKUSDW(x1, x0, st)
+				a := YMM()
 				VPAND(cW(0x7FFF), u, a)
-				// normal results (|y| ≥ 1): drop 6 bits, nearest even
-				// (the sticky bit breaks ties up), saturate at 6
-				VPSRLW(U8(6), a, l)
-				VPAND(cW(1), l, l)
-				VPOR(st, l, l)
-				VPADDW(cW(0x1F-0x3F00+1<<16), a, c)
-				VPADDW(l, c, c)
-				VPSRLW(U8(6), c, c)
-				VPMINUW(cW(7), c, c)
-				// |y| < 1: [|y| > 0.25] + [|y| ≥ 0.75]
-				VPADDW(st, a, s)
-				VPCMPGTW(cW(0x3E80), s, s)
-				VPCMPGTW(cW(0x3F3F), a, t)
-				VPSUBW(s, zero, s)
-				VPSUBW(t, s, s)
-				VPCMPGTW(cW(0x3F7F), a, t) // |y| ≥ 1
-				VPBLENDVB(t, c, s, c)
-				cw[h] = c
+				VPSUBUSW(cW(e2m1KeyBase), a, a)
+				VPSRLW(U8(5), a, a)
+				jw[h], sw[h], uw[h] = a, st, u
 			}
-			VPACKUSWB(cw[1], cw[0], out)
-			// the sign bits of y: signed saturation keeps them
-			VPACKSSWB(uw[1], uw[0], ab)
-			VPAND(cY(0x80808080), ab, ab)
-			VPSRLW(U8(4), ab, ab)
-			VPOR(ab, out, out)
+			j, sb, sg := YMM(), YMM(), YMM()
+			VPACKUSWB(jw[1], jw[0], j)
+			VPACKUSWB(sw[1], sw[0], sb)
+			VPACKSSWB(uw[1], uw[0], sg)
+			VPMINUB(cY(0x1F1F1F1F), j, j)
+			ia, ib := YMM(), YMM()
+			VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
+			VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
+			hh, t := YMM(), YMM()
+			VPSHUFB(ia, tb[0], out)
+			VPSHUFB(ib, tb[1], t)
+			VPOR(t, out, out)
+			VPSHUFB(ia, tb[2], hh)
+			VPSHUFB(ib, tb[3], t)
+			VPOR(t, hh, hh)
+			VPAND(sb, hh, hh)
+			VPADDB(hh, out, out)
+			VPOR(cY(0x08080808), out, t)
+			VPBLENDVB(sg, t, out, out)
 		} else if fp4 {
 			// in 16-bit lanes: every decision point of SGLang's E2M1 (every
 			// midpoint up) is on the bf16 grid, so the top half of |y|
