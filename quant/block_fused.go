@@ -57,7 +57,7 @@ func (c *pow2Codec) encodeF32Fused(dst, scales []byte, src []float32) int {
 		case c.fp8:
 			mxfp8EncF32FusedB32AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
 		case useAVX2:
-			fp4HalfUpEncF32FusedB16AVX2(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
+			fp4HalfUpEncF32FusedB16AVX2(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], (*uint16)(unsafe.Pointer(&e2m1TabUp[0][0])))
 		default:
 			fp4HalfUpEncF32FusedB16AVX512(&dst[b0*out], &scales[b0], &bad[0], &src[b0*bs], m, &p[0], nil)
 		}

@@ -261,3 +261,16 @@ func withSpecials(x []float32, limit float32) []float32 {
 	}
 	return y
 }
+
+// TestE2M1TabUpNoSticky checks what the AVX2 fused fp4_mx_block16 encoder
+// relies on: every decision point of the half-up E2M1 rounding is a key
+// step of e2m1TabUp, so its H rows (the sticky bit's increments) are zero.
+func TestE2M1TabUpNoSticky(t *testing.T) {
+	for r := 2; r < 4; r++ {
+		for i, h := range e2m1TabUp[r] {
+			if h != 0 {
+				t.Errorf("e2m1TabUp H row %d byte %d = %d, want 0", r-2, i, h)
+			}
+		}
+	}
+}

@@ -9305,55 +9305,52 @@ fp4HalfUpEncF32FusedB16AVX2_group:
 	JNZ          fp4HalfUpEncF32FusedB16AVX2_group
 	LEAQ         (SP), R8
 	SHLQ         $0x03, R9
+	MOVQ         lut+48(FP), R10
+	VMOVDQU      (R10), Y0
+	VMOVDQU      32(R10), Y1
 
 fp4HalfUpEncF32FusedB16AVX2_enc:
-	VPBROADCASTD (R8), Y0
-	VPBROADCASTD 4(R8), Y1
-	VPXOR        Y2, Y2, Y2
-	VMULPS       (BX), Y0, Y3
-	VMULPS       32(BX), Y0, Y0
-	VPSRAD       $0x10, Y3, Y4
-	VPSRAD       $0x10, Y0, Y5
-	VPACKSSDW    Y5, Y4, Y4
-	VCMPPS       $0x01, Y2, Y3, Y3
-	VCMPPS       $0x01, Y2, Y0, Y0
-	VPACKSSDW    Y0, Y3, Y0
-	VPAND        avx2c7fff7fff<>+0(SB), Y4, Y3
-	VPADDW       avx2cc120c120<>+0(SB), Y3, Y4
-	VPSRLW       $0x06, Y4, Y4
-	VPCMPGTW     avx2c3e7f3e7f<>+0(SB), Y3, Y6
-	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y3, Y5
-	VPSUBW       Y6, Y2, Y6
-	VPSUBW       Y5, Y6, Y6
-	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y3, Y5
-	VPBLENDVB    Y5, Y4, Y6, Y4
-	VMULPS       64(BX), Y1, Y3
-	VMULPS       96(BX), Y1, Y1
-	VPSRAD       $0x10, Y3, Y5
-	VPSRAD       $0x10, Y1, Y6
-	VPACKSSDW    Y6, Y5, Y5
-	VCMPPS       $0x01, Y2, Y3, Y3
-	VCMPPS       $0x01, Y2, Y1, Y1
-	VPACKSSDW    Y1, Y3, Y1
-	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y3
-	VPADDW       avx2cc120c120<>+0(SB), Y3, Y5
-	VPSRLW       $0x06, Y5, Y5
-	VPCMPGTW     avx2c3e7f3e7f<>+0(SB), Y3, Y7
-	VPCMPGTW     avx2c3f3f3f3f<>+0(SB), Y3, Y6
-	VPSUBW       Y7, Y2, Y7
-	VPSUBW       Y6, Y7, Y7
-	VPCMPGTW     avx2c3f7f3f7f<>+0(SB), Y3, Y6
-	VPBLENDVB    Y6, Y5, Y7, Y5
-	VPACKUSWB    Y5, Y4, Y2
-	VPACKSSWB    Y1, Y0, Y0
-	VPAND        avx2c08080808<>+0(SB), Y0, Y0
-	VPOR         Y0, Y2, Y2
-	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
-	VPERMD       Y2, Y0, Y2
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSWB    X0, X2, X0
-	VMOVDQU      X0, (AX)
+	VPBROADCASTD (R8), Y2
+	VPBROADCASTD 4(R8), Y3
+	VPXOR        Y4, Y4, Y4
+	VMULPS       (BX), Y2, Y5
+	VMULPS       32(BX), Y2, Y2
+	VPSRLD       $0x10, Y5, Y6
+	VPSRLD       $0x10, Y2, Y7
+	VPACKUSDW    Y7, Y6, Y6
+	VCMPPS       $0x01, Y4, Y5, Y5
+	VCMPPS       $0x01, Y4, Y2, Y2
+	VPACKSSDW    Y2, Y5, Y2
+	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y6
+	VPSUBUSW     avx2c3e603e60<>+0(SB), Y6, Y6
+	VPSRLW       $0x05, Y6, Y6
+	VMULPS       64(BX), Y3, Y5
+	VMULPS       96(BX), Y3, Y3
+	VPSRLD       $0x10, Y5, Y7
+	VPSRLD       $0x10, Y3, Y8
+	VPACKUSDW    Y8, Y7, Y7
+	VCMPPS       $0x01, Y4, Y5, Y5
+	VCMPPS       $0x01, Y4, Y3, Y3
+	VPACKSSDW    Y3, Y5, Y3
+	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y7
+	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
+	VPSRLW       $0x05, Y7, Y7
+	VPACKUSWB    Y7, Y6, Y5
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y5, Y5
+	VPADDUSB     avx2c70707070<>+0(SB), Y5, Y4
+	VPSUBB       avx2c10101010<>+0(SB), Y5, Y5
+	VPSHUFB      Y4, Y0, Y4
+	VPSHUFB      Y5, Y1, Y5
+	VPOR         Y5, Y4, Y4
+	VPACKSSWB    Y3, Y2, Y2
+	VPAND        avx2c08080808<>+0(SB), Y2, Y2
+	VPOR         Y2, Y4, Y4
+	VMOVDQU      avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y2
+	VPERMD       Y4, Y2, Y4
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X2
+	VPACKUSWB    X2, X4, X2
+	VMOVDQU      X2, (AX)
 	ADDQ         $0x10, AX
 	ADDQ         $0x08, R8
 	ADDQ         $0x80, BX
@@ -9363,46 +9360,6 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	JNZ          fp4HalfUpEncF32FusedB16AVX2_chunk
 	VZEROUPPER
 	RET
-
-DATA avx2cc120c120<>+0(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+4(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+8(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+12(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+16(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+20(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+24(SB)/4, $0xc120c120
-DATA avx2cc120c120<>+28(SB)/4, $0xc120c120
-GLOBL avx2cc120c120<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c3e7f3e7f<>+0(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+4(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+8(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+12(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+16(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+20(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+24(SB)/4, $0x3e7f3e7f
-DATA avx2c3e7f3e7f<>+28(SB)/4, $0x3e7f3e7f
-GLOBL avx2c3e7f3e7f<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c3f3f3f3f<>+0(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+4(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+8(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+12(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+16(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+20(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+24(SB)/4, $0x3f3f3f3f
-DATA avx2c3f3f3f3f<>+28(SB)/4, $0x3f3f3f3f
-GLOBL avx2c3f3f3f3f<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c3f7f3f7f<>+0(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+4(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+8(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+12(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+16(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+20(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+24(SB)/4, $0x3f7f3f7f
-DATA avx2c3f7f3f7f<>+28(SB)/4, $0x3f7f3f7f
-GLOBL avx2c3f7f3f7f<>(SB), RODATA|NOPTR, $32
 
 // func nvfp4EncF32FusedB16AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX2, CMOV

@@ -25,11 +25,12 @@ func fusedAVX2() {
 // fusedPow2F32Y is fusedPow2F32 (stage scalePow2) with AVX2: the same
 // contract and the same results bit for bit. E4M3 (fp4 false, bs 32) or
 // SGLang's E2M1 (fp4 true, halfUp, bs 16). Elements: y = x·2^-e in
-// float32; normal results by integer rounding of the float32 bits,
-// subnormal ones (|y| below the smallest normal) for E4M3 by adding 2^14
-// (its ulp is the subnormal step) and keeping the low bits, for E2M1 as
-// [|y| ≥ 0.25] + [|y| ≥ 0.75] (every midpoint away from zero: the codes
-// of fusedPow2F32's two additions rounding down).
+// float32; for E4M3 normal results by integer rounding of the float32
+// bits, subnormal ones (|y| below the smallest normal) by adding 2^14
+// (its ulp is the subnormal step) and keeping the low bits; for E2M1 the
+// codes of fusedPow2F32's two additions rounding down (every midpoint
+// away from zero) read from the half-up byte tables at lut
+// (quant.e2m1TabUp) with the sign of y < 0.
 //
 // With nv (nvfp4, stage scaleNV; p holds invG, rcp6, g as float32) the
 // scales and multipliers are nvScaleStage's and the elements E2M1
@@ -191,9 +192,13 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 		SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
 	}
 	var tb [4]reg.VecVirtual
-	if nv {
+	if fp4 && !intg {
+		nt := 2 // fp4 (half-up): the G rows only
+		if nv {
+			nt = 4
+		}
 		lut := Load(Param("lut"), GP64())
-		for i := range tb {
+		for i := range nt {
 			tb[i] = YMM()
 			VMOVDQU(rowY(lut, i), tb[i])
 		}
@@ -259,39 +264,40 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 			VPOR(cY(0x08080808), out, t)
 			VPBLENDVB(sg, t, out, out)
 		} else if fp4 {
-			// in 16-bit lanes: every decision point of SGLang's E2M1 (every
-			// midpoint up) is on the bf16 grid, so the top half of |y|
-			// decides alone
+			// every decision point of SGLang's E2M1 (every midpoint up) is
+			// a key step of e2m1EncodeY's half-up byte tables (lut,
+			// quant.e2m1TabUp, whose H rows are zero): in 16-bit lanes the
+			// key j from the top half of |y| alone, then the code G[j] in
+			// bytes
 			zero := YMM()
 			VPXOR(zero, zero, zero)
-			var cw, nw [2]reg.VecVirtual
+			var jw, nw [2]reg.VecVirtual
 			for h := range 2 {
 				y0, y1 := y(2*h), y(2*h+1)
 				u, t := YMM(), YMM()
-				VPSRAD(U8(16), y0, u)
-				VPSRAD(U8(16), y1, t)
-				VPACKSSDW(t, u, u)
+				VPSRLD(U8(16), y0, u)
+				VPSRLD(U8(16), y1, t)
+				VPACKUSDW(t, u, u)
 				// sign when y < 0
 				n0 := YMM()
 				VCMPPS(U8(1), zero, y0, n0)
 				VCMPPS(U8(1), zero, y1, y1)
 				nw[h] = YMM()
 				VPACKSSDW(y1, n0, nw[h])
-				a, c, s := YMM(), YMM(), YMM()
-				VPAND(cW(0x7FFF), u, a)
-				// normal results (|y| ≥ 1): drop 6 bits, every midpoint up
-				VPADDW(cW(0x20-0x3F00+1<<16), a, c)
-				VPSRLW(U8(6), c, c)
-				// |y| < 1: [|y| ≥ 0.25] + [|y| ≥ 0.75]
-				VPCMPGTW(cW(0x3E7F), a, s)
-				VPCMPGTW(cW(0x3F3F), a, t)
-				VPSUBW(s, zero, s)
-				VPSUBW(t, s, s)
-				VPCMPGTW(cW(0x3F7F), a, t) // |y| ≥ 1
-				VPBLENDVB(t, c, s, c)
-				cw[h] = c
+				VPAND(cW(0x7FFF), u, u)
+				VPSUBUSW(cW(e2m1KeyBase), u, u)
+				VPSRLW(U8(5), u, u)
+				jw[h] = u
 			}
-			VPACKUSWB(cw[1], cw[0], out)
+			j := YMM()
+			VPACKUSWB(jw[1], jw[0], j)
+			VPMINUB(cY(0x1F1F1F1F), j, j)
+			ia, ib, t := YMM(), YMM(), YMM()
+			VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
+			VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
+			VPSHUFB(ia, tb[0], out)
+			VPSHUFB(ib, tb[1], t)
+			VPOR(t, out, out)
 			VPACKSSWB(nw[1], nw[0], ab)
 			VPAND(cY(0x08080808), ab, ab)
 			VPOR(ab, out, out)
