@@ -181,15 +181,17 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	DECQ(gc)
 	JNZ(LabelRef(name + "_group"))
 
-	// pass 2: four vectors (32 elements: one E4M3 block, two E2M1 blocks)
-	// per step
+	// pass 2: four vectors (32 elements: one E4M3 block) or eight (64
+	// elements: four E2M1 blocks) per step
 	LEAQ(inv, invP)
 	cnt := GP64()
 	MOVQ(nc, cnt)
 	if intg {
 		SHLQ(U8(4), cnt) // a group per step
 	} else {
-		SHLQ(U8(map[int]uint8{16: 3, 32: 4}[bs]), cnt) // 8 or 16 steps per group
+		// E2M1: 64 elements (four blocks) per step, 4 per group; E4M3:
+		// 32 elements, 16 per group
+		SHLQ(U8(map[int]uint8{16: 2, 32: 4}[bs]), cnt)
 	}
 	var tb [4]reg.VecVirtual
 	if fp4 && !intg {
@@ -207,166 +209,179 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	if intg {
 		intStepY(src, dst, invP, bs, fp4, idx)
 	} else {
-		var codes [4]reg.VecVirtual
-		// y_i = x·2^-e (w: the multiplier of the block of vector i)
-		var w [2]reg.VecVirtual
-		for b := range 4 / yk {
-			w[b] = YMM()
-			VPBROADCASTD(Mem{Base: invP, Disp: 4 * b}, w[b])
-		}
-		y := func(i int) reg.VecVirtual {
-			v := YMM()
-			VMULPS(Mem{Base: src, Disp: 32 * i}, w[i/yk], v)
-			return v
-		}
-		ab, cd, out := YMM(), YMM(), YMM()
-		if nv {
-			// e2m1EncodeY's byte tables (lut, quant.e2m1TabRNE): in
-			// 16-bit lanes the key j from the top half of |y|, a sticky
-			// bit s for the bits below its step, the sign of y; then the
-			// code G[j] + s·H[j] in bytes
-			var jw, sw, uw [2]reg.VecVirtual
-			for h := range 2 {
-				x0, x1 := y(2*h), y(2*h+1)
-				u, t := YMM(), YMM()
-				VPSRLD(U8(16), x0, u)
-				VPSRLD(U8(16), x1, t)
-				VPACKUSDW(t, u, u)
-				VPAND(cY(0x1FFFFF), x0, x0)
-				VPMINUD(cY(1), x0, x0)
-				VPAND(cY(0x1FFFFF), x1, x1)
-				VPMINUD(cY(1), x1, x1)
-				st := YMM()
-				VPACKUSDW(x1, x0, st)
-				a := YMM()
-				VPAND(cW(0x7FFF), u, a)
-				VPSUBUSW(cW(e2m1KeyBase), a, a)
-				VPSRLW(U8(5), a, a)
-				jw[h], sw[h], uw[h] = a, st, u
+		// the codes of the 32 elements at src+128k, one byte each, dwords in
+		// the order of idx
+		elems := func(k int) reg.VecVirtual {
+			var codes [4]reg.VecVirtual
+			// y_i = x·2^-e (w: the multiplier of the block of vector i)
+			var w [2]reg.VecVirtual
+			for b := range 4 / yk {
+				w[b] = YMM()
+				VPBROADCASTD(Mem{Base: invP, Disp: 4*b + 8*k}, w[b])
 			}
-			j, sb, sg := YMM(), YMM(), YMM()
-			VPACKUSWB(jw[1], jw[0], j)
-			VPACKUSWB(sw[1], sw[0], sb)
-			VPACKSSWB(uw[1], uw[0], sg)
-			VPMINUB(cY(0x1F1F1F1F), j, j)
-			ia, ib := YMM(), YMM()
-			VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
-			VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
-			hh, t := YMM(), YMM()
-			VPSHUFB(ia, tb[0], out)
-			VPSHUFB(ib, tb[1], t)
-			VPOR(t, out, out)
-			VPSHUFB(ia, tb[2], hh)
-			VPSHUFB(ib, tb[3], t)
-			VPOR(t, hh, hh)
-			VPAND(sb, hh, hh)
-			VPADDB(hh, out, out)
-			VPOR(cY(0x08080808), out, t)
-			VPBLENDVB(sg, t, out, out)
-		} else if fp4 {
-			// every decision point of SGLang's E2M1 (every midpoint up) is
-			// a key step of e2m1EncodeY's half-up byte tables (lut,
-			// quant.e2m1TabUp, whose H rows are zero): in 16-bit lanes the
-			// key j from the top half of |y| alone, then the code G[j] in
-			// bytes
-			zero := YMM()
-			VPXOR(zero, zero, zero)
-			var jw, nw [2]reg.VecVirtual
-			for h := range 2 {
-				y0, y1 := y(2*h), y(2*h+1)
-				u, t := YMM(), YMM()
-				VPSRLD(U8(16), y0, u)
-				VPSRLD(U8(16), y1, t)
-				VPACKUSDW(t, u, u)
-				// sign when y < 0
-				n0 := YMM()
-				VCMPPS(U8(1), zero, y0, n0)
-				VCMPPS(U8(1), zero, y1, y1)
-				nw[h] = YMM()
-				VPACKSSDW(y1, n0, nw[h])
-				VPAND(cW(0x7FFF), u, u)
-				VPSUBUSW(cW(e2m1KeyBase), u, u)
-				VPSRLW(U8(5), u, u)
-				jw[h] = u
+			y := func(i int) reg.VecVirtual {
+				v := YMM()
+				VMULPS(Mem{Base: src, Disp: 128*k + 32*i}, w[i/yk], v)
+				return v
 			}
-			j := YMM()
-			VPACKUSWB(jw[1], jw[0], j)
-			VPMINUB(cY(0x1F1F1F1F), j, j)
-			ia, ib, t := YMM(), YMM(), YMM()
-			VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
-			VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
-			VPSHUFB(ia, tb[0], out)
-			VPSHUFB(ib, tb[1], t)
-			VPOR(t, out, out)
-			VPACKSSWB(nw[1], nw[0], ab)
-			VPAND(cY(0x08080808), ab, ab)
-			VPOR(ab, out, out)
-		} else {
-			var ys [4]reg.VecVirtual
-			mn := YMM()
-			for i := range codes {
-				v := y(i)
-				ys[i] = v
-				m, c, l := YMM(), YMM(), YMM()
-				VPAND(absMask, v, m)
-				// normal results: round the float32 bits to 3 mantissa bits,
-				// nearest even, and rebias
-				VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), m, c)
-				VPSRLD(U8(20), m, l)
-				VPAND(cY(1), l, l)
-				VPADDD(l, c, c)
-				VPSRLD(U8(20), c, c)
-				if i == 0 {
-					VMOVDQA(m, mn)
-				} else {
-					VPMINUD(m, mn, mn)
+			ab, cd, out := YMM(), YMM(), YMM()
+			if nv {
+				// e2m1EncodeY's byte tables (lut, quant.e2m1TabRNE): in
+				// 16-bit lanes the key j from the top half of |y|, a sticky
+				// bit s for the bits below its step, the sign of y; then the
+				// code G[j] + s·H[j] in bytes
+				var jw, sw, uw [2]reg.VecVirtual
+				for h := range 2 {
+					x0, x1 := y(2*h), y(2*h+1)
+					u, t := YMM(), YMM()
+					VPSRLD(U8(16), x0, u)
+					VPSRLD(U8(16), x1, t)
+					VPACKUSDW(t, u, u)
+					VPAND(cY(0x1FFFFF), x0, x0)
+					VPMINUD(cY(1), x0, x0)
+					VPAND(cY(0x1FFFFF), x1, x1)
+					VPMINUD(cY(1), x1, x1)
+					st := YMM()
+					VPACKUSDW(x1, x0, st)
+					a := YMM()
+					VPAND(cW(0x7FFF), u, a)
+					VPSUBUSW(cW(e2m1KeyBase), a, a)
+					VPSRLW(U8(5), a, a)
+					jw[h], sw[h], uw[h] = a, st, u
 				}
-				codes[i] = c
+				j, sb, sg := YMM(), YMM(), YMM()
+				VPACKUSWB(jw[1], jw[0], j)
+				VPACKUSWB(sw[1], sw[0], sb)
+				VPACKSSWB(uw[1], uw[0], sg)
+				VPMINUB(cY(0x1F1F1F1F), j, j)
+				ia, ib := YMM(), YMM()
+				VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
+				VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
+				hh, t := YMM(), YMM()
+				VPSHUFB(ia, tb[0], out)
+				VPSHUFB(ib, tb[1], t)
+				VPOR(t, out, out)
+				VPSHUFB(ia, tb[2], hh)
+				VPSHUFB(ib, tb[3], t)
+				VPOR(t, hh, hh)
+				VPAND(sb, hh, hh)
+				VPADDB(hh, out, out)
+				VPOR(cY(0x08080808), out, t)
+				VPBLENDVB(sg, t, out, out)
+			} else if fp4 {
+				// every decision point of SGLang's E2M1 (every midpoint up) is
+				// a key step of e2m1EncodeY's half-up byte tables (lut,
+				// quant.e2m1TabUp, whose H rows are zero): in 16-bit lanes the
+				// key j from the top half of |y| alone, then the code G[j] in
+				// bytes
+				zero := YMM()
+				VPXOR(zero, zero, zero)
+				var jw, nw [2]reg.VecVirtual
+				for h := range 2 {
+					y0, y1 := y(2*h), y(2*h+1)
+					u, t := YMM(), YMM()
+					VPSRLD(U8(16), y0, u)
+					VPSRLD(U8(16), y1, t)
+					VPACKUSDW(t, u, u)
+					// sign when y < 0
+					n0 := YMM()
+					VCMPPS(U8(1), zero, y0, n0)
+					VCMPPS(U8(1), zero, y1, y1)
+					nw[h] = YMM()
+					VPACKSSDW(y1, n0, nw[h])
+					VPAND(cW(0x7FFF), u, u)
+					VPSUBUSW(cW(e2m1KeyBase), u, u)
+					VPSRLW(U8(5), u, u)
+					jw[h] = u
+				}
+				j := YMM()
+				VPACKUSWB(jw[1], jw[0], j)
+				VPMINUB(cY(0x1F1F1F1F), j, j)
+				ia, ib, t := YMM(), YMM(), YMM()
+				VPADDUSB(cY(0x70707070), j, ia) // j < 16: j, else ≥ 0x80 (VPSHUFB writes 0)
+				VPSUBB(cY(0x10101010), j, ib)   // j ≥ 16: j − 16, else negative
+				VPSHUFB(ia, tb[0], out)
+				VPSHUFB(ib, tb[1], t)
+				VPOR(t, out, out)
+				VPACKSSWB(nw[1], nw[0], ab)
+				VPAND(cY(0x08080808), ab, ab)
+				VPOR(ab, out, out)
+			} else {
+				var ys [4]reg.VecVirtual
+				mn := YMM()
+				for i := range codes {
+					v := y(i)
+					ys[i] = v
+					m, c, l := YMM(), YMM(), YMM()
+					VPAND(absMask, v, m)
+					// normal results: round the float32 bits to 3 mantissa bits,
+					// nearest even, and rebias
+					VPADDD(cY(uint32(0x7FFFF-120<<23+1<<32)), m, c)
+					VPSRLD(U8(20), m, l)
+					VPAND(cY(1), l, l)
+					VPADDD(l, c, c)
+					VPSRLD(U8(20), c, c)
+					if i == 0 {
+						VMOVDQA(m, mn)
+					} else {
+						VPMINUD(m, mn, mn)
+					}
+					codes[i] = c
+				}
+				// |y| < 2^-6 (subnormal results) is rare in a scaled block (|x|
+				// below 2^-14 of the block maximum): branched over when no lane
+				// has one
+				nm := YMM()
+				VMOVDQU(cY(121<<23), nm)
+				VPCMPGTD(mn, nm, mn)
+				VPTEST(mn, mn)
+				JZ(LabelRef(name + "_pack"))
+				for i := range codes {
+					m, s, l := YMM(), YMM(), YMM()
+					VPAND(absMask, ys[i], m)
+					VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
+					VPAND(cY(0xF), s, s)
+					VPCMPGTD(m, nm, l)
+					VPBLENDVB(l, s, codes[i], codes[i])
+				}
+				Label(name + "_pack")
+				VPACKUSDW(codes[1], codes[0], ab)
+				VPACKUSDW(codes[3], codes[2], cd)
+				VPACKUSWB(cd, ab, out)
+				// the signs of y: signed saturation keeps them
+				VPACKSSDW(ys[1], ys[0], ab)
+				VPACKSSDW(ys[3], ys[2], cd)
+				VPACKSSWB(cd, ab, ab)
+				VPAND(cY(0x80808080), ab, ab)
+				VPOR(ab, out, out)
 			}
-			// |y| < 2^-6 (subnormal results) is rare in a scaled block (|x|
-			// below 2^-14 of the block maximum): branched over when no lane
-			// has one
-			nm := YMM()
-			VMOVDQU(cY(121<<23), nm)
-			VPCMPGTD(mn, nm, mn)
-			VPTEST(mn, mn)
-			JZ(LabelRef(name + "_pack"))
-			for i := range codes {
-				m, s, l := YMM(), YMM(), YMM()
-				VPAND(absMask, ys[i], m)
-				VADDPS(cY(0x46800000), m, s) // 2^14: its ulp is 2^-9
-				VPAND(cY(0xF), s, s)
-				VPCMPGTD(m, nm, l)
-				VPBLENDVB(l, s, codes[i], codes[i])
-			}
-			Label(name + "_pack")
-			VPACKUSDW(codes[1], codes[0], ab)
-			VPACKUSDW(codes[3], codes[2], cd)
-			VPACKUSWB(cd, ab, out)
-			// the signs of y: signed saturation keeps them
-			VPACKSSDW(ys[1], ys[0], ab)
-			VPACKSSDW(ys[3], ys[2], cd)
-			VPACKSSWB(cd, ab, ab)
-			VPAND(cY(0x80808080), ab, ab)
-			VPOR(ab, out, out)
+			return out
 		}
-		VMOVDQU(idx, ab)
-		VPERMD(out, ab, out)
 		if fp4 {
-			// two codes per byte, even element low
-			VPMADDUBSW(cY(0x10011001), out, out)
-			hi := XMM()
-			VEXTRACTI128(U8(1), out, hi)
-			VPACKUSWB(hi, out.AsX(), hi)
-			VMOVDQU(hi, Mem{Base: dst})
-			ADDQ(U8(16), dst)
-			ADDQ(U8(8), invP)
+			// two codes per byte, even element low (VPMADDUBSW: b0 +
+			// 16·b1, within a dword, so before the dword order of idx);
+			// then bytes: per lane four 16-bit units of each half, the
+			// halves' lanes paired by VPERMQ and their units
+			// interleaved into idx's order by VPSHUFB
+			o0, o1 := elems(0), elems(1)
+			VPMADDUBSW(cY(0x10011001), o0, o0)
+			VPMADDUBSW(cY(0x10011001), o1, o1)
+			VPACKUSWB(o1, o0, o0)
+			VPERMQ(U8(0xD8), o0, o0)
+			VPSHUFB(cData([8]uint32{0x09080100, 0x0B0A0302, 0x0D0C0504, 0x0F0E0706, 0x09080100, 0x0B0A0302, 0x0D0C0504, 0x0F0E0706}), o0, o0)
+			VMOVDQU(o0, Mem{Base: dst})
+			ADDQ(U8(32), dst)
+			ADDQ(U8(16), invP)
+			ADDQ(U32(256), src)
 		} else {
+			out, ab := elems(0), YMM()
+			VMOVDQU(idx, ab)
+			VPERMD(out, ab, out)
 			VMOVDQU(out, Mem{Base: dst})
 			ADDQ(U8(32), dst)
 			ADDQ(U8(4), invP)
+			ADDQ(U8(128), src)
 		}
-		ADDQ(U8(128), src)
 	}
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_enc"))
