@@ -9315,26 +9315,24 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	VPXOR        Y4, Y4, Y4
 	VMULPS       (BX), Y2, Y5
 	VMULPS       32(BX), Y2, Y2
-	VPSRLD       $0x10, Y5, Y6
-	VPSRLD       $0x10, Y2, Y7
-	VPACKUSDW    Y7, Y6, Y6
+	VPSRAD       $0x15, Y5, Y6
+	VPSRAD       $0x15, Y2, Y7
+	VPACKSSDW    Y7, Y6, Y6
 	VCMPPS       $0x01, Y4, Y5, Y5
 	VCMPPS       $0x01, Y4, Y2, Y2
 	VPACKSSDW    Y2, Y5, Y2
-	VPAND        avx2c7fff7fff<>+0(SB), Y6, Y6
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y6, Y6
-	VPSRLW       $0x05, Y6, Y6
+	VPAND        avx2c03ff03ff<>+0(SB), Y6, Y6
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y6, Y6
 	VMULPS       64(BX), Y3, Y5
 	VMULPS       96(BX), Y3, Y3
-	VPSRLD       $0x10, Y5, Y7
-	VPSRLD       $0x10, Y3, Y8
-	VPACKUSDW    Y8, Y7, Y7
+	VPSRAD       $0x15, Y5, Y7
+	VPSRAD       $0x15, Y3, Y8
+	VPACKSSDW    Y8, Y7, Y7
 	VCMPPS       $0x01, Y4, Y5, Y5
 	VCMPPS       $0x01, Y4, Y3, Y3
 	VPACKSSDW    Y3, Y5, Y3
-	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y7
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y7
+	VPAND        avx2c03ff03ff<>+0(SB), Y7, Y7
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y7, Y7
 	VPACKUSWB    Y7, Y6, Y5
 	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y5, Y5
 	VPADDUSB     avx2c70707070<>+0(SB), Y5, Y4
@@ -9350,26 +9348,24 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	VPXOR        Y5, Y5, Y5
 	VMULPS       128(BX), Y2, Y6
 	VMULPS       160(BX), Y2, Y2
-	VPSRLD       $0x10, Y6, Y7
-	VPSRLD       $0x10, Y2, Y8
-	VPACKUSDW    Y8, Y7, Y7
+	VPSRAD       $0x15, Y6, Y7
+	VPSRAD       $0x15, Y2, Y8
+	VPACKSSDW    Y8, Y7, Y7
 	VCMPPS       $0x01, Y5, Y6, Y6
 	VCMPPS       $0x01, Y5, Y2, Y2
 	VPACKSSDW    Y2, Y6, Y2
-	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y7
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y7
+	VPAND        avx2c03ff03ff<>+0(SB), Y7, Y7
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y7, Y7
 	VMULPS       192(BX), Y3, Y6
 	VMULPS       224(BX), Y3, Y3
-	VPSRLD       $0x10, Y6, Y8
-	VPSRLD       $0x10, Y3, Y9
-	VPACKUSDW    Y9, Y8, Y8
+	VPSRAD       $0x15, Y6, Y8
+	VPSRAD       $0x15, Y3, Y9
+	VPACKSSDW    Y9, Y8, Y8
 	VCMPPS       $0x01, Y5, Y6, Y6
 	VCMPPS       $0x01, Y5, Y3, Y3
 	VPACKSSDW    Y3, Y6, Y3
-	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y8
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y8, Y8
-	VPSRLW       $0x05, Y8, Y8
+	VPAND        avx2c03ff03ff<>+0(SB), Y8, Y8
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y8, Y8
 	VPACKUSWB    Y8, Y7, Y6
 	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y6, Y6
 	VPADDUSB     avx2c70707070<>+0(SB), Y6, Y5
@@ -9395,6 +9391,26 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	JNZ          fp4HalfUpEncF32FusedB16AVX2_chunk
 	VZEROUPPER
 	RET
+
+DATA avx2c03ff03ff<>+0(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+4(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+8(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+12(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+16(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+20(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+24(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+28(SB)/4, $0x03ff03ff
+GLOBL avx2c03ff03ff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c01f301f3<>+0(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+4(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+8(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+12(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+16(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+20(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+24(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+28(SB)/4, $0x01f301f3
+GLOBL avx2c01f301f3<>(SB), RODATA|NOPTR, $32
 
 DATA avx2c090801000b0a03020d0c05040f0e0706090801000b0a03020d0c05040f0e0706<>+0(SB)/4, $0x09080100
 DATA avx2c090801000b0a03020d0c05040f0e0706090801000b0a03020d0c05040f0e0706<>+4(SB)/4, $0x0b0a0302
@@ -9623,30 +9639,28 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPBROADCASTD 4(R8), Y5
 	VMULPS       (BX), Y4, Y6
 	VMULPS       32(BX), Y4, Y4
-	VPSRLD       $0x10, Y6, Y7
-	VPSRLD       $0x10, Y4, Y8
-	VPACKUSDW    Y8, Y7, Y7
+	VPSRAD       $0x15, Y6, Y7
+	VPSRAD       $0x15, Y4, Y8
+	VPACKSSDW    Y8, Y7, Y7
 	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
 	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
 	VPAND        avx2c001fffff<>+0(SB), Y4, Y4
 	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
 	VPACKUSDW    Y4, Y6, Y4
-	VPAND        avx2c7fff7fff<>+0(SB), Y7, Y6
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y6, Y6
-	VPSRLW       $0x05, Y6, Y6
+	VPAND        avx2c03ff03ff<>+0(SB), Y7, Y6
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y6, Y6
 	VMULPS       64(BX), Y5, Y8
 	VMULPS       96(BX), Y5, Y5
-	VPSRLD       $0x10, Y8, Y9
-	VPSRLD       $0x10, Y5, Y10
-	VPACKUSDW    Y10, Y9, Y9
+	VPSRAD       $0x15, Y8, Y9
+	VPSRAD       $0x15, Y5, Y10
+	VPACKSSDW    Y10, Y9, Y9
 	VPAND        avx2c001fffff<>+0(SB), Y8, Y8
 	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
 	VPAND        avx2c001fffff<>+0(SB), Y5, Y5
 	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
 	VPACKUSDW    Y5, Y8, Y5
-	VPAND        avx2c7fff7fff<>+0(SB), Y9, Y8
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y8, Y8
-	VPSRLW       $0x05, Y8, Y8
+	VPAND        avx2c03ff03ff<>+0(SB), Y9, Y8
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y8, Y8
 	VPACKUSWB    Y8, Y6, Y6
 	VPACKUSWB    Y5, Y4, Y4
 	VPACKSSWB    Y9, Y7, Y5
@@ -9667,30 +9681,28 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPBROADCASTD 12(R8), Y5
 	VMULPS       128(BX), Y4, Y7
 	VMULPS       160(BX), Y4, Y4
-	VPSRLD       $0x10, Y7, Y8
-	VPSRLD       $0x10, Y4, Y9
-	VPACKUSDW    Y9, Y8, Y8
+	VPSRAD       $0x15, Y7, Y8
+	VPSRAD       $0x15, Y4, Y9
+	VPACKSSDW    Y9, Y8, Y8
 	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
 	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
 	VPAND        avx2c001fffff<>+0(SB), Y4, Y4
 	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
 	VPACKUSDW    Y4, Y7, Y4
-	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y7
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y7
+	VPAND        avx2c03ff03ff<>+0(SB), Y8, Y7
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y7, Y7
 	VMULPS       192(BX), Y5, Y9
 	VMULPS       224(BX), Y5, Y5
-	VPSRLD       $0x10, Y9, Y10
-	VPSRLD       $0x10, Y5, Y11
-	VPACKUSDW    Y11, Y10, Y10
+	VPSRAD       $0x15, Y9, Y10
+	VPSRAD       $0x15, Y5, Y11
+	VPACKSSDW    Y11, Y10, Y10
 	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
 	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
 	VPAND        avx2c001fffff<>+0(SB), Y5, Y5
 	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
 	VPACKUSDW    Y5, Y9, Y5
-	VPAND        avx2c7fff7fff<>+0(SB), Y10, Y9
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y9, Y9
-	VPSRLW       $0x05, Y9, Y9
+	VPAND        avx2c03ff03ff<>+0(SB), Y10, Y9
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y9, Y9
 	VPACKUSWB    Y9, Y7, Y7
 	VPACKUSWB    Y5, Y4, Y4
 	VPACKSSWB    Y10, Y8, Y5

@@ -233,10 +233,12 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 				var jw, sw, uw [2]reg.VecVirtual
 				for h := range 2 {
 					x0, x1 := y(2*h), y(2*h+1)
+					// u: bits 31–21 of y (sign, exponent, two mantissa
+					// bits), sign-extended
 					u, t := YMM(), YMM()
-					VPSRLD(U8(16), x0, u)
-					VPSRLD(U8(16), x1, t)
-					VPACKUSDW(t, u, u)
+					VPSRAD(U8(21), x0, u)
+					VPSRAD(U8(21), x1, t)
+					VPACKSSDW(t, u, u)
 					VPAND(cY(0x1FFFFF), x0, x0)
 					VPMINUD(cY(1), x0, x0)
 					VPAND(cY(0x1FFFFF), x1, x1)
@@ -244,9 +246,8 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 					st := YMM()
 					VPACKUSDW(x1, x0, st)
 					a := YMM()
-					VPAND(cW(0x7FFF), u, a)
-					VPSUBUSW(cW(e2m1KeyBase), a, a)
-					VPSRLW(U8(5), a, a)
+					VPAND(cW(0x3FF), u, a)
+					VPSUBUSW(cW(e2m1KeyBase>>5), a, a)
 					jw[h], sw[h], uw[h] = a, st, u
 				}
 				j, sb, sg := YMM(), YMM(), YMM()
@@ -279,19 +280,20 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 				var jw, nw [2]reg.VecVirtual
 				for h := range 2 {
 					y0, y1 := y(2*h), y(2*h+1)
+					// the key from bits 30–21 of y (exponent, two mantissa
+					// bits)
 					u, t := YMM(), YMM()
-					VPSRLD(U8(16), y0, u)
-					VPSRLD(U8(16), y1, t)
-					VPACKUSDW(t, u, u)
+					VPSRAD(U8(21), y0, u)
+					VPSRAD(U8(21), y1, t)
+					VPACKSSDW(t, u, u)
 					// sign when y < 0
 					n0 := YMM()
 					VCMPPS(U8(1), zero, y0, n0)
 					VCMPPS(U8(1), zero, y1, y1)
 					nw[h] = YMM()
 					VPACKSSDW(y1, n0, nw[h])
-					VPAND(cW(0x7FFF), u, u)
-					VPSUBUSW(cW(e2m1KeyBase), u, u)
-					VPSRLW(U8(5), u, u)
+					VPAND(cW(0x3FF), u, u)
+					VPSUBUSW(cW(e2m1KeyBase>>5), u, u)
 					jw[h] = u
 				}
 				j := YMM()
