@@ -274,3 +274,16 @@ func TestE2M1TabUpNoSticky(t *testing.T) {
 		}
 	}
 }
+
+// TestE2M1TabRNESticky checks what the AVX2 fused nvfp4 encoder relies on:
+// the sticky increments of e2m1TabRNE (its H rows) are 0 or 1, so the
+// minimum with any nonzero sticky byte keeps them.
+func TestE2M1TabRNESticky(t *testing.T) {
+	for r := 2; r < 4; r++ {
+		for i, h := range e2m1TabRNE[r] {
+			if h > 1 {
+				t.Errorf("e2m1TabRNE H row %d byte %d = %d, want 0 or 1", r-2, i, h)
+			}
+		}
+	}
+}

@@ -9642,11 +9642,9 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSRAD       $0x15, Y6, Y7
 	VPSRAD       $0x15, Y4, Y8
 	VPACKSSDW    Y8, Y7, Y7
-	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
-	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPAND        avx2c001fffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPACKUSDW    Y4, Y6, Y4
+	VPSLLD       $0x0b, Y6, Y6
+	VPSLLD       $0x0b, Y4, Y4
+	VPACKSSDW    Y4, Y6, Y4
 	VPAND        avx2c03ff03ff<>+0(SB), Y7, Y6
 	VPSUBUSW     avx2c01f301f3<>+0(SB), Y6, Y6
 	VMULPS       64(BX), Y5, Y8
@@ -9654,15 +9652,13 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSRAD       $0x15, Y8, Y9
 	VPSRAD       $0x15, Y5, Y10
 	VPACKSSDW    Y10, Y9, Y9
-	VPAND        avx2c001fffff<>+0(SB), Y8, Y8
-	VPMINUD      avx2c00000001<>+0(SB), Y8, Y8
-	VPAND        avx2c001fffff<>+0(SB), Y5, Y5
-	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
-	VPACKUSDW    Y5, Y8, Y5
+	VPSLLD       $0x0b, Y8, Y8
+	VPSLLD       $0x0b, Y5, Y5
+	VPACKSSDW    Y5, Y8, Y5
 	VPAND        avx2c03ff03ff<>+0(SB), Y9, Y8
 	VPSUBUSW     avx2c01f301f3<>+0(SB), Y8, Y8
 	VPACKUSWB    Y8, Y6, Y6
-	VPACKUSWB    Y5, Y4, Y4
+	VPACKSSWB    Y5, Y4, Y4
 	VPACKSSWB    Y9, Y7, Y5
 	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y6, Y6
 	VPADDUSB     avx2c70707070<>+0(SB), Y6, Y7
@@ -9673,7 +9669,7 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSHUFB      Y7, Y2, Y7
 	VPSHUFB      Y8, Y3, Y9
 	VPOR         Y9, Y7, Y7
-	VPAND        Y4, Y7, Y7
+	VPMINUB      Y4, Y7, Y7
 	VPADDB       Y7, Y6, Y6
 	VPOR         avx2c08080808<>+0(SB), Y6, Y9
 	VPBLENDVB    Y5, Y9, Y6, Y6
@@ -9684,11 +9680,9 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSRAD       $0x15, Y7, Y8
 	VPSRAD       $0x15, Y4, Y9
 	VPACKSSDW    Y9, Y8, Y8
-	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
-	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
-	VPAND        avx2c001fffff<>+0(SB), Y4, Y4
-	VPMINUD      avx2c00000001<>+0(SB), Y4, Y4
-	VPACKUSDW    Y4, Y7, Y4
+	VPSLLD       $0x0b, Y7, Y7
+	VPSLLD       $0x0b, Y4, Y4
+	VPACKSSDW    Y4, Y7, Y4
 	VPAND        avx2c03ff03ff<>+0(SB), Y8, Y7
 	VPSUBUSW     avx2c01f301f3<>+0(SB), Y7, Y7
 	VMULPS       192(BX), Y5, Y9
@@ -9696,15 +9690,13 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSRAD       $0x15, Y9, Y10
 	VPSRAD       $0x15, Y5, Y11
 	VPACKSSDW    Y11, Y10, Y10
-	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
-	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c001fffff<>+0(SB), Y5, Y5
-	VPMINUD      avx2c00000001<>+0(SB), Y5, Y5
-	VPACKUSDW    Y5, Y9, Y5
+	VPSLLD       $0x0b, Y9, Y9
+	VPSLLD       $0x0b, Y5, Y5
+	VPACKSSDW    Y5, Y9, Y5
 	VPAND        avx2c03ff03ff<>+0(SB), Y10, Y9
 	VPSUBUSW     avx2c01f301f3<>+0(SB), Y9, Y9
 	VPACKUSWB    Y9, Y7, Y7
-	VPACKUSWB    Y5, Y4, Y4
+	VPACKSSWB    Y5, Y4, Y4
 	VPACKSSWB    Y10, Y8, Y5
 	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y7, Y7
 	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y8
@@ -9715,7 +9707,7 @@ nvfp4EncF32FusedB16AVX2_enc:
 	VPSHUFB      Y8, Y2, Y8
 	VPSHUFB      Y9, Y3, Y10
 	VPOR         Y10, Y8, Y8
-	VPAND        Y4, Y8, Y8
+	VPMINUB      Y4, Y8, Y8
 	VPADDB       Y8, Y7, Y7
 	VPOR         avx2c08080808<>+0(SB), Y7, Y10
 	VPBLENDVB    Y5, Y10, Y7, Y7
