@@ -311,6 +311,12 @@ func isLastKey(k string) bool {
 
 var marshalerType = reflect.TypeFor[json.Marshaler]()
 
+// marshals reports whether t or *t has a MarshalJSON (encoding/json calls
+// either on an addressable value, which a Report's fields are).
+func marshals(t reflect.Type) bool {
+	return t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)
+}
+
 // plainValue writes v when its kind is one a Report holds directly and its
 // type has no MarshalJSON (the caller knows: field.marshals); false leaves
 // it to value.
@@ -341,42 +347,15 @@ func (w *jsonWriter) plainValue(v reflect.Value) bool {
 // value writes one value: the kinds a Report holds directly, anything else
 // through encoding/json (indented to the current depth).
 func (w *jsonWriter) value(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		if !v.Type().Implements(marshalerType) {
-			w.str(v.String())
+	if !marshals(v.Type()) {
+		if w.plainValue(v) {
 			return
 		}
-	case reflect.Bool:
-		if v.Bool() {
-			w.b = append(w.b, "true"...)
-		} else {
-			w.b = append(w.b, "false"...)
-		}
-		return
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if !v.Type().Implements(marshalerType) {
-			w.b = strconv.AppendInt(w.b, v.Int(), 10)
-			return
-		}
-	case reflect.Float64:
-		if !v.Type().Implements(marshalerType) {
-			w.float(v.Float())
-			return
-		}
-	case reflect.Struct:
-		if !v.Type().Implements(marshalerType) && !reflect.PointerTo(v.Type()).Implements(marshalerType) {
-			w.open('{')
-			w.structFields(v, false)
-			w.close('}')
-			return
-		}
-	case reflect.Slice:
-		if v.IsNil() {
+		if v.Kind() == reflect.Slice && v.IsNil() {
 			w.b = append(w.b, "null"...)
 			return
 		}
-		if v.Type().Elem().Kind() == reflect.String && v.Type().Elem() == reflect.TypeFor[string]() {
+		if v.Type() == reflect.TypeFor[[]string]() {
 			w.strings(v.Interface().([]string))
 			return
 		}
