@@ -80,11 +80,14 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-// isCommit reports whether s is a full commit hash: 40 lowercase hex digits.
-func isCommit(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
+// IsCommit reports whether s is a full commit hash: 40 lowercase hex
+// digits (a revision that names a snapshot directly).
+func IsCommit(s string) bool { return len(s) == 40 && IsLowerHex(s) }
+
+// IsLowerHex reports whether s is all lowercase hex digits (the Hub's
+// commit and blob names). Hand-written: a regexp compiled at start-up
+// would cost every kvcfg process.
+func IsLowerHex(s string) bool {
 	for i := range len(s) {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
@@ -112,7 +115,7 @@ func CachedSnapshot(ref string) (string, error) {
 	}
 	repo := filepath.Join(root, "models--"+strings.ReplaceAll(id, "/", "--"))
 	commit := rev
-	if !isCommit(rev) {
+	if !IsCommit(rev) {
 		if strings.ContainsAny(rev, `/\`) || strings.Contains(rev, "..") {
 			return "", fmt.Errorf("%w: bad revision %q", ErrNotCached, rev)
 		}
@@ -122,7 +125,7 @@ func CachedSnapshot(ref string) (string, error) {
 		} else if rev == "main" {
 			commit = soleSnapshot(repo)
 		}
-		if !isCommit(commit) {
+		if !IsCommit(commit) {
 			return "", fmt.Errorf("%w: %s (revision %s) under %s", ErrNotCached, id, rev, root)
 		}
 	}
@@ -141,7 +144,7 @@ func soleSnapshot(repo string) string {
 	}
 	found := ""
 	for _, e := range entries {
-		if !e.IsDir() || !isCommit(e.Name()) {
+		if !e.IsDir() || !IsCommit(e.Name()) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(repo, "snapshots", e.Name(), model.ConfigFile)); errors.Is(err, fs.ErrNotExist) {

@@ -18,8 +18,8 @@ func FuzzIDMatchers(f *testing.F) {
 		if got, want := isRepoID(s), id.MatchString(s); got != want {
 			t.Errorf("isRepoID(%q) = %v, regexp says %v", s, got, want)
 		}
-		if got, want := isCommit(s), commit.MatchString(s); got != want {
-			t.Errorf("isCommit(%q) = %v, regexp says %v", s, got, want)
+		if got, want := IsCommit(s), commit.MatchString(s); got != want {
+			t.Errorf("IsCommit(%q) = %v, regexp says %v", s, got, want)
 		}
 	})
 }

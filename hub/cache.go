@@ -13,26 +13,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/format/safetensors"
 )
 
-// isCommit reports whether s is a full commit hash: 40 lowercase hex digits.
-func isCommit(s string) bool { return len(s) == 40 && isLowerHex(s) }
+// isCommit reports whether s is a full commit hash (catalog.IsCommit).
+var isCommit = catalog.IsCommit
 
 // isEtag reports whether s is a blob name of the cache: a git blob hash (40
 // hex digits) or an LFS file's sha256 (64).
-func isEtag(s string) bool { return (len(s) == 40 || len(s) == 64) && isLowerHex(s) }
-
-// isLowerHex reports whether s is all lowercase hex digits (hand-written:
-// a regexp compiled at start-up would cost every kvcfg process).
-func isLowerHex(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isEtag(s string) bool { return (len(s) == 40 || len(s) == 64) && catalog.IsLowerHex(s) }
 
 // repoDir is the HF cache folder of a model: models--ORG--NAME.
 func (c *Client) repoDir(id string) string {
