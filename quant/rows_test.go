@@ -56,9 +56,17 @@ func TestEncodeRowsF32(t *testing.T) {
 					t.Fatal(err)
 				}
 				f := c.Format()
-				for _, n := range []int{64, 512, 1024, 4096} {
+				for _, n := range []int{64, 256, 512, 1024, 4096, 16384, 16640} {
 					const bufRows = 40
 					rows := []int32{7, 3, 4, 5, 6, 30, 0, 39, 12, 3, 13, 14}
+					if n == 256 || n == 1024 {
+						// many rows, most repeated (a later source row
+						// wins)
+						rows = make([]int32, 150)
+						for i := range rows {
+							rows[i] = int32(rng.IntN(bufRows))
+						}
+					}
 					src := fusedInputs(rng, len(rows)*n/16, 16)
 					dst := make([]byte, bufRows*f.DataBytes(int64(n)))
 					scales := make([]byte, bufRows*f.ScaleBytesFor(int64(n)))
