@@ -35,7 +35,6 @@ func judge(rep *Report, req Request, refused bool) {
 	n := max(req.Concurrency, 1)
 	rep.TargetConcurrency = n
 	rep.ServesContextLength = !refused && rep.MaxConcurrencyAtContextLength >= 1
-	ctx := group3(int64(rep.ContextLength))
 	switch {
 	case refused:
 		rep.Verdict = VerdictRefuses
@@ -48,12 +47,13 @@ func judge(rep *Report, req Request, refused bool) {
 		a := append(b[:0], "Serves: "...)
 		a = units.AppendGroup(a, rep.MaxConcurrencyAtContextLength)
 		a = append(a, " requests of "...)
-		a = append(a, ctx...)
+		a = units.AppendGroup(a, int64(rep.ContextLength))
 		a = append(a, " tokens fit at once (target "...)
 		a = strconv.AppendInt(a, int64(n), 10)
 		rep.Answer = string(append(a, ")."...))
 	case rep.MaxConcurrencyAtContextLength == 0:
 		rep.Verdict = VerdictMisses
+		ctx := group3(int64(rep.ContextLength))
 		rep.Answer = fmt.Sprintf("Starts, but cannot hold one request of %s tokens: the KV pool holds %s tokens per GPU.", ctx, group3(rep.MaxTotalNumTokens))
 		if rep.MaxTotalNumTokens >= int64(rep.ContextLength) && rep.ContextLength > 0 {
 			// The tokens would fit; a cap or a state pool binds.
@@ -61,7 +61,7 @@ func judge(rep *Report, req Request, refused bool) {
 		}
 	default:
 		rep.Verdict = VerdictMisses
-		rep.Answer = fmt.Sprintf("Starts, but holds %s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), ctx, n)
+		rep.Answer = fmt.Sprintf("Starts, but holds %s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), group3(int64(rep.ContextLength)), n)
 	}
 }
 

@@ -135,7 +135,11 @@ func (o runOpts) weightsNote(w int64) string {
 			return v.(string)
 		}
 	}
-	note := "weights estimated from the config: " + units.Size(w).String() + " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
+	b = append(b, head...)
+	b = units.AppendBytes(b, w)
+	note := string(append(b, tail...))
 	if o.notes != nil {
 		o.notes.Store(w, note)
 	}
@@ -186,6 +190,23 @@ func ResolveModel(req Request) (*model.Spec, error) {
 // ResolveGPU returns the GPU a request names (default H100-80GB), with
 // gpu_memory and platform overrides applied.
 func ResolveGPU(req Request) (gpu.GPU, error) {
+	g, err := resolveGPU(req)
+	g.Aliases, g.SMINames = slices.Clone(g.Aliases), slices.Clone(g.SMINames)
+	return g, err
+}
+
+// defaultGPU is the catalog's DefaultGPU, looked up once.
+var defaultGPU = sync.OnceValue(func() gpu.GPU {
+	g, err := gpu.Lookup(DefaultGPU)
+	if err != nil {
+		panic("plan: DefaultGPU is not in the GPU catalog: " + err.Error())
+	}
+	return g
+})
+
+// resolveGPU is ResolveGPU for a plan, which reads the GPU and never
+// changes its slices: the default GPU's Aliases and SMINames are shared.
+func resolveGPU(req Request) (gpu.GPU, error) {
 	var g gpu.GPU
 	switch {
 	case req.GPU != "":
@@ -197,7 +218,7 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 	case req.GPUMemory > 0:
 		g = gpu.GPU{Name: "custom", Vendor: "nvidia", Platform: "cuda", Description: "custom GPU"}
 	default:
-		g, _ = gpu.Lookup(DefaultGPU)
+		g = defaultGPU()
 	}
 	if req.GPUMemory > 0 {
 		g.MemoryMiB = int64(req.GPUMemory) >> 20
@@ -230,7 +251,7 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 		return nil, gpu.GPU{}, nil, err
 	}
 	spec := m.Spec
-	g, err := ResolveGPU(req)
+	g, err := resolveGPU(req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
@@ -247,11 +268,31 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	if rep.KVCacheDType == "" {
 		rep.KVCacheDType = dtype.Auto
 	}
-	rep.Warnings = append(rep.Warnings, spec.Warnings...)
-	if n := gpu.Note(req.GPU); n != "" {
-		rep.Warnings = append(rep.Warnings, n)
+	if len(spec.Warnings) > 0 {
+		rep.Warnings = append(make([]string, 0, len(spec.Warnings)+warningsCap), spec.Warnings...)
+	}
+	if req.GPU != "" {
+		if n := gpu.Note(req.GPU); n != "" {
+			rep.warn(n)
+		}
 	}
 	return m, g, rep, nil
+}
+
+// warningsCap is the room a report's first warning makes for more: a plan
+// without measured memory readings has two notes, often a third.
+const warningsCap = 4
+
+// warn appends warnings to rep's Warnings, making room for a few more
+// with the first.
+func (rep *Report) warn(w ...string) {
+	if len(w) == 0 {
+		return
+	}
+	if rep.Warnings == nil {
+		rep.Warnings = make([]string, 0, max(len(w), warningsCap))
+	}
+	rep.Warnings = append(rep.Warnings, w...)
 }
 
 // refuse records an engine refusal in rep (words: the engine's own
