@@ -31,7 +31,7 @@ const maxAdviceGPUs = 16
 // judge sets rep's verdict for req's target: req.Concurrency requests (1
 // when not given) of the plan's context length. refused says the engine
 // would not start.
-func judge(rep *Report, req Request, refused bool) {
+func judge(rep *Report, req *Request, refused bool) {
 	n := max(req.Concurrency, 1)
 	rep.TargetConcurrency = n
 	rep.ServesContextLength = !refused && rep.MaxConcurrencyAtContextLength >= 1
@@ -126,11 +126,11 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 				return nil, false
 			}
 		}
-		rp, err := planValid(ctx, r, inner)
+		rp, err := planValid(ctx, &r, inner)
 		if rp == nil {
 			return nil, false
 		}
-		judge(rp, r, err != nil)
+		judge(rp, &r, err != nil)
 		return rp, rp.Verdict == VerdictServes && rp.ContextLength >= L
 	}
 	// A tensor-parallel refusal (either engine's TPError) knows every size

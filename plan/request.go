@@ -229,6 +229,11 @@ func (r Request) Validate() error { return errors.Join(r.validate(true)...) }
 // the engine does not take (a comparison checks them per column).
 func (r Request) validate(withEngine bool) []error {
 	r = r.Normalized()
+	return r.check(withEngine)
+}
+
+// check is validate of a normalized request.
+func (r *Request) check(withEngine bool) []error {
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
 	if _, ok := engines[r.Engine]; !ok {

@@ -31,22 +31,23 @@ func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
 	req = req.Normalized()
+	if errs := req.check(true); len(errs) > 0 {
+		return nil, errors.Join(errs...) // Validate's error
+	}
 	o.advise = o.advise && !req.NoAdvice
-	return planValid(ctx, req, o)
+	return planValid(ctx, &req, o)
 }
 
 // planValid plans a request that is valid and normalized: the common
-// inputs (begin), then the engine's adapter.
-func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
+// inputs (begin), then the engine's adapter. Here and below a plan reads
+// the request through a pointer (it is large) and never changes it.
+func planValid(ctx context.Context, req *Request, o runOpts) (*Report, error) {
 	m, g, rep, err := begin(ctx, req, req.Engine)
 	if err != nil {
 		return nil, err
 	}
-	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	rep, err = engines[req.Engine].plan(ctx, *req, m, g, rep, o) // a copy: an interface call would move *req to the heap
 	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
@@ -55,8 +56,8 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return rep, err
 	}
 	judge(rep, req, err != nil)
-	if o.advise {
-		advise(ctx, req, m, rep, err, o)
+	if o.advise && rep.Verdict != VerdictServes {
+		advise(ctx, *req, m, rep, err, o)
 	}
 	return rep, err
 }
@@ -151,11 +152,11 @@ func (o runOpts) weightsNote(w int64) string {
 // config path, model directory or HF id in Model (the local HF cache,
 // then the Hub when the request has a Resolver; default: catalog.Default).
 func OpenModel(req Request) (*catalog.Model, error) {
-	return openModel(context.Background(), req)
+	return openModel(context.Background(), &req)
 }
 
 // openModel is OpenModel under ctx (a Hub resolver's requests end with it).
-func openModel(ctx context.Context, req Request) (*catalog.Model, error) {
+func openModel(ctx context.Context, req *Request) (*catalog.Model, error) {
 	if req.Resolved != nil {
 		return req.Resolved, nil
 	}
@@ -190,7 +191,7 @@ func ResolveModel(req Request) (*model.Spec, error) {
 // ResolveGPU returns the GPU a request names (default H100-80GB), with
 // gpu_memory and platform overrides applied.
 func ResolveGPU(req Request) (gpu.GPU, error) {
-	g, err := resolveGPU(req)
+	g, err := resolveGPU(&req)
 	g.Aliases, g.SMINames = slices.Clone(g.Aliases), slices.Clone(g.SMINames)
 	return g, err
 }
@@ -206,7 +207,7 @@ var defaultGPU = sync.OnceValue(func() gpu.GPU {
 
 // resolveGPU is ResolveGPU for a plan, which reads the GPU and never
 // changes its slices: the default GPU's Aliases and SMINames are shared.
-func resolveGPU(req Request) (gpu.GPU, error) {
+func resolveGPU(req *Request) (gpu.GPU, error) {
 	var g gpu.GPU
 	switch {
 	case req.GPU != "":
@@ -245,7 +246,7 @@ func resolveGPU(req Request) (gpu.GPU, error) {
 // begin resolves what every engine plans from: the model, the GPU, the
 // parallel sizes and the Report's input fields (one GPU per TP × PP × DP
 // rank; engines adjust NumGPUs where they count differently).
-func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
+func begin(ctx context.Context, req *Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
 	m, err := openModel(ctx, req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
@@ -341,7 +342,7 @@ func dirHeaders(m *catalog.Model) *dirRead {
 // checkpoint's MTP (NextN) layers count when the request's speculative
 // algorithm drafts with them (EAGLE, NEXTN or MTP on a model that has
 // them): the engine loads them before it reads the free memory.
-func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
+func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
 	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
 	if m.Headers != nil {
@@ -376,7 +377,7 @@ func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (w int64, src wei
 
 // draftsWithMTP reports whether the request's speculative decoding loads
 // the checkpoint's own MTP layers as its draft model.
-func draftsWithMTP(req Request, spec *model.Spec) bool {
+func draftsWithMTP(req *Request, spec *model.Spec) bool {
 	if spec.NumNextNPredictLayers <= 0 {
 		return false
 	}

@@ -40,7 +40,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 
 	// Memory readings (bytes).
-	mem, err := memoryReadings(req, m, g, tp, pp, o, rep)
+	mem, err := memoryReadings(&req, m, g, tp, pp, o, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ type memory struct {
 
 // memoryReadings resolves one rank's memory readings; its notes go to
 // rep's warnings.
-func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runOpts, rep *Report) (memory, error) {
+func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runOpts, rep *Report) (memory, error) {
 	spec := m.Spec
 	var mm memory
 	world := tp * pp

@@ -97,7 +97,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	case req.KVCacheMemory > 0 || req.FreeMemoryAfterLoad > 0:
 		rep.WeightsSource, rep.Measured = string(weights.Measured), true
 	case m.Dir != "" || m.Headers != nil:
-		w, src, note, err := weightsPerRank(m, req, tp, pp)
+		w, src, note, err := weightsPerRank(m, &req, tp, pp)
 		if err != nil {
 			return nil, err
 		}

@@ -107,7 +107,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
 	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
-		w, src, note, err := weightsPerRank(m, req, tp, pp)
+		w, src, note, err := weightsPerRank(m, &req, tp, pp)
 		if err != nil {
 			return nil, err
 		}
