@@ -115,7 +115,7 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 			base = []change{{key, rep.FixValue}}
 		}
 	}
-	inner := runOpts{notes: o.notes}
+	var inner runOpts
 	try := func(ch ...change) (*Report, bool) {
 		if ctx.Err() != nil {
 			return nil, false

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
@@ -115,34 +116,41 @@ func Engines() []string {
 // whether a plan whose weights do not fit searches for the TP size that
 // fits (smallestFittingTP). Within one sweep, plans that differ only in
 // their TP size share a group, and memo remembers per group and TP size
-// whether the plan fits, so the search runs each such plan once; notes
-// holds the weight-estimate notes built so far.
+// whether the plan fits, so the search runs each such plan once.
 type runOpts struct {
 	advise bool
 	memo   *fitMemo // nil outside a sweep
 	group  int
-	notes  *sync.Map // weights per rank → weightsNote; nil outside a sweep
 	// scratch, when set, is the configurator and result the plan resets
 	// and uses instead of allocating them (one per sweep worker; the plans
 	// an advice search runs inside a plan do not get it).
 	scratch *scratch
 }
 
-// weightsNote is the note of a weight estimate of w bytes per rank; a
-// sweep builds each distinct one once (notes sets it).
-func (o runOpts) weightsNote(w int64) string {
-	if o.notes != nil {
-		if v, ok := o.notes.Load(w); ok {
-			return v.(string)
-		}
+// weightsNotes holds the weight-estimate notes built so far by weights
+// per rank, at most maxWeightsNotes of them: a process plans a few models
+// at a few layouts, again and again (a sweep, a server, advice).
+var (
+	weightsNotes      sync.Map // int64 → string
+	weightsNotesCount atomic.Int32
+)
+
+const maxWeightsNotes = 1024
+
+// weightsNote is the note of a weight estimate of w bytes per rank.
+func weightsNote(w int64) string {
+	if v, ok := weightsNotes.Load(w); ok {
+		return v.(string)
 	}
 	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
 	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
 	b = append(b, head...)
 	b = units.AppendBytes(b, w)
 	note := string(append(b, tail...))
-	if o.notes != nil {
-		o.notes.Store(w, note)
+	if weightsNotesCount.Load() < maxWeightsNotes {
+		if _, loaded := weightsNotes.LoadOrStore(w, note); !loaded {
+			weightsNotesCount.Add(1)
+		}
 	}
 	return note
 }

@@ -40,7 +40,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 
 	// Memory readings (bytes).
-	mem, err := memoryReadings(&req, m, g, tp, pp, o, rep)
+	mem, err := memoryReadings(&req, m, g, tp, pp, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ type memory struct {
 
 // memoryReadings resolves one rank's memory readings; its notes go to
 // rep's warnings.
-func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runOpts, rep *Report) (memory, error) {
+func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *Report) (memory, error) {
 	spec := m.Spec
 	var mm memory
 	world := tp * pp
@@ -303,7 +303,7 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, o run
 			rep.warn("the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
 		}
 		if src == weights.Estimated {
-			rep.warn(o.weightsNote(w))
+			rep.warn(weightsNote(w))
 		}
 	}
 	mm.post = mm.pre - mm.weights
