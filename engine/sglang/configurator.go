@@ -436,7 +436,7 @@ func (c *Configurator) Reset(in Input) error {
 	return nil
 }
 
-func (in Input) validate() error {
+func (in *Input) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))

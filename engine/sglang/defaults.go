@@ -214,10 +214,10 @@ func fractionGiBTiers(in MemFractionInput) float64 {
 // 576…1024 by 64, 1280…4096 by 256, then by 512.
 func PrefillGraphSizes(maxTokens int) int {
 	n := 0
-	steps := [][3]int{{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, maxTokens, 512}}
+	steps := [...][3]int{{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, maxTokens, 512}}
 	for _, s := range steps {
-		for x := s[0]; x <= s[1] && x <= maxTokens; x += s[2] {
-			n++
+		if hi := min(s[1], maxTokens); hi >= s[0] {
+			n += (hi-s[0])/s[2] + 1 // s[0], s[0]+s[2], … up to hi
 		}
 	}
 	return n
