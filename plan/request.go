@@ -236,7 +236,8 @@ func (r Request) validate(withEngine bool) []error {
 func (r *Request) check(withEngine bool) []error {
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
-	if _, ok := engines[r.Engine]; !ok {
+	_, known := engines[r.Engine]
+	if !known {
 		add("engine", "unknown engine %q (accepted: %s)", r.Engine, strings.Join(Engines(), ", "))
 	}
 	if r.TensorParallelSize != 0 && r.TPSize != r.TensorParallelSize {
@@ -253,7 +254,7 @@ func (r *Request) check(withEngine bool) []error {
 	if r.ContextLength > 0 && r.MaxSeqLen != 0 && r.MaxSeqLen != r.ContextLength {
 		add("max_seq_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxSeqLen, r.ContextLength)
 	}
-	if _, ok := engines[r.Engine]; ok && withEngine {
+	if known && withEngine {
 		errs = append(errs, r.engineErrors()...)
 	}
 	for _, f := range []struct {
