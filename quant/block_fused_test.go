@@ -167,6 +167,67 @@ func TestAsmFusedRanges(t *testing.T) {
 	})
 }
 
+// TestAsmFusedIntBoundaries runs the fused integer encoders on quotients
+// at and around every rounding boundary: groups whose scale s is an exact
+// fp16 value (one element is s·qmax) holding (k + ½)·s, one and a few ulps
+// either side, and (k ± ¼)·s for every k in [−qmax−1, qmax]. The kernels
+// multiply by RN(1/s) and must send every near tie to the exact division.
+func TestAsmFusedIntBoundaries(t *testing.T) {
+	withAsmLevels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		for _, name := range []string{"int8_g64", "int4_g32"} {
+			c := codecFor(t, name)
+			f := c.Format()
+			bs := f.BlockSize
+			qmax := 127
+			if name == "int4_g32" {
+				qmax = 7
+			}
+			var x []float32
+			for len(x) < 64*16*bs {
+				// s: an fp16 value (11 significant bits) from 2^-14 to 2^15
+				s := float32(math.Ldexp(float64(1024+rng.IntN(1024)), rng.IntN(30)-24))
+				blk := make([]float32, bs)
+				blk[0] = s * float32(qmax)
+				if rng.IntN(2) == 0 {
+					blk[0] = -blk[0]
+				}
+				for i := 1; i < bs; i++ {
+					k := float32(rng.IntN(2*qmax+2) - qmax - 1)
+					v := (k + 0.5) * s
+					switch rng.IntN(6) {
+					case 1:
+						v = math.Nextafter32(v, float32(math.Inf(1)))
+					case 2:
+						v = math.Nextafter32(v, float32(math.Inf(-1)))
+					case 3:
+						v = math.Float32frombits(math.Float32bits(v) + uint32(rng.IntN(8)))
+					case 4:
+						v = (k + 0.25) * s
+					case 5:
+						v = (k + 0.75) * s
+					}
+					blk[i] = v
+				}
+				x = append(x, blk...)
+			}
+			n := int64(len(x))
+			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+			if err := c.EncodeF32(got, gotS, x); err != nil {
+				t.Fatal(err)
+			}
+			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+			withAsm(t, false, func(t *testing.T) {
+				if err := c.EncodeF32(want, wantS, x); err != nil {
+					t.Fatal(err)
+				}
+			})
+			compareBytes(t, name+" payload", want, got)
+			compareBytes(t, name+" scales", wantS, gotS)
+		}
+	})
+}
+
 // TestAsmFP8DecodeScaled decodes mxfp8 rows whose scale bytes are all 127
 // but one, of every value at every position (inside the eight-byte words
 // the redo check reads and in the tail), against the portable decoder.

@@ -87,7 +87,13 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	if stage == scaleNV {
 		lut = Load(Param("lut"), GP64())
 	}
-	inv := AllocLocal(64 * fusedChunk)
+	// the multipliers (or the integer scales) of a chunk; for the integer
+	// codes also the reciprocals of the scales, 64·fusedChunk bytes further
+	frame := 64 * fusedChunk
+	if stage == scaleInt {
+		frame *= 2
+	}
+	inv := AllocLocal(frame)
 	invP := GP64()
 
 	absMask := konst(0x7FFFFFFF)
@@ -188,6 +194,14 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 		m = pow2ScaleStage(a, p, scales, bad, one, c127)
 	}
 	VMOVDQU32(m, Mem{Base: invP})
+	if stage == scaleInt {
+		// r = RN(1/s) for intConsts.code's products (s = 0 gives +Inf,
+		// whose products send the step to the exact division)
+		r := ZMM()
+		VMOVDQA32(konst(0x3F800000), r)
+		VDIVPS(m, r, r)
+		VMOVUPS(r, Mem{Base: invP, Disp: 64 * fusedChunk})
+	}
 	ADDQ(U8(64), invP)
 	ADDQ(U32(64*k*16), s0)
 	if stage == scaleInt {
@@ -221,29 +235,13 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 		}
 		ADDQ(U8(32), dst)
 	} else if stage == scaleInt {
-		var codes [4]reg.VecVirtual
-		for i := range codes {
-			codes[i] = ic.code(src, invP, i, k)
-		}
-		out := ZMM()
+		// the codes from the products by RN(1/s); a step with a lane near
+		// a rounding boundary is redone by the exact division after RET
+		ic.step(name, src, dst, invP, idx, k, true)
+		Label(name + "_join")
 		if fp4 {
-			ab, cd := ZMM(), ZMM()
-			VPACKUSDW(codes[1], codes[0], ab)
-			VPACKUSDW(codes[3], codes[2], cd)
-			VPACKUSWB(cd, ab, out)
-			VPERMD(out, idx, out)
-			t := ZMM()
-			VPSRLW(U8(4), out, t)
-			VPORD(t, out, out)
-			narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
 			ADDQ(U8(32), dst)
 		} else {
-			ab, cd := ZMM(), ZMM()
-			VPACKSSDW(codes[1], codes[0], ab)
-			VPACKSSDW(codes[3], codes[2], cd)
-			VPACKSSWB(cd, ab, out)
-			VPERMD(out, idx, out)
-			VMOVDQU32(out, Mem{Base: dst})
 			ADDQ(U8(64), dst)
 		}
 	} else {
@@ -299,6 +297,13 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	JNZ(LabelRef(name + "_chunk"))
 	VZEROUPPER()
 	RET()
+	if stage == scaleInt {
+		// the exact step: x / s with VDIVPS, for a step with a quotient
+		// near a rounding boundary (or not finite)
+		Label(name + "_exact")
+		ic.step(name, src, dst, invP, idx, k, false)
+		JMP(LabelRef(name + "_join"))
+	}
 }
 
 // lanes holds the element encoder's constants (see fusedPow2F32).
@@ -563,6 +568,7 @@ func intScaleStage(a reg.VecVirtual, p, scales reg.Register) reg.VecVirtual {
 // intConsts holds the constants of the integer codes.
 type intConsts struct {
 	hi, lo, eight reg.VecVirtual
+	abs, thr      reg.VecVirtual // |x| mask; 0.5 − 2^-14, step's limit
 	four          bool
 }
 
@@ -571,28 +577,91 @@ func newIntConsts(four bool) *intConsts {
 	if four {
 		qmax = 7
 	}
-	e := &intConsts{hi: konst(math.Float32bits(qmax)), lo: konst(math.Float32bits(-qmax)), four: four}
+	e := &intConsts{hi: konst(math.Float32bits(qmax)), lo: konst(math.Float32bits(-qmax)), four: four,
+		abs: konst(0x7FFFFFFF), thr: konst(f32bits(0.5 - 1.0/16384))}
 	if four {
 		e.eight = konst(8)
 	}
 	return e
 }
 
+// step writes the codes of one step (four vectors; k per group) to dst.
+// With fast, the products p = x·r by r = RN(1/s) (at invP +
+// 64·fusedChunk) take the place of the quotients x / s: d = RN(x/s) and p
+// differ by less than 3·2^-24·|x/s|, so rint(d) = rint(p) whenever p is
+// farther than 2^-14 from a half-integer and |x/s| < 2^8 (above it both
+// clamp to ±qmax); a step with a lane closer than that, or with p not
+// finite (x or r not finite: s = 0), jumps to name_exact, which redoes
+// it with fast false.
+func (e *intConsts) step(name string, src, dst, invP reg.Register, idx reg.VecVirtual, k int, fast bool) {
+	var codes [4]reg.VecVirtual
+	var far reg.VecVirtual
+	if fast {
+		far = ZMM()
+		VPXORD(far, far, far)
+	}
+	for i := range codes {
+		codes[i] = e.code(src, invP, i, k, far)
+	}
+	out := ZMM()
+	if e.four {
+		ab, cd := ZMM(), ZMM()
+		VPACKUSDW(codes[1], codes[0], ab)
+		VPACKUSDW(codes[3], codes[2], cd)
+		VPACKUSWB(cd, ab, out)
+		VPERMD(out, idx, out)
+		t := ZMM()
+		VPSRLW(U8(4), out, t)
+		VPORD(t, out, out)
+		narrowStore(VPMOVWB, out, Mem{Base: dst}, 32)
+	} else {
+		ab, cd := ZMM(), ZMM()
+		VPACKSSDW(codes[1], codes[0], ab)
+		VPACKSSDW(codes[3], codes[2], cd)
+		VPACKSSWB(cd, ab, out)
+		VPERMD(out, idx, out)
+		VMOVDQU32(out, Mem{Base: dst})
+	}
+	if fast {
+		// a lane with |p − k| ≥ 0.5 − 2^-14 (or NaN): the exact step
+		kf := K()
+		VPCMPUD(U8(5), e.thr, far, kf) // not less than
+		KORTESTW(kf, kf)
+		JNZ(LabelRef(name + "_exact"))
+	}
+}
+
 // code returns the integer codes (q+8 for int4) of vector i of a step
-// (its group's divisor at invP + 4·(i/k)), as intEncode computes them.
-func (e *intConsts) code(src, invP reg.Register, i, k int) reg.VecVirtual {
-	d := ZMM()
-	VBROADCASTSS(Mem{Base: invP, Disp: 4 * (i / k)}, d)
-	u := ZMM()
-	VMOVUPS(Mem{Base: src, Disp: 64 * i}, u)
-	VDIVPS(d, u, u)
-	kOrd := K()
-	VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
-	VMAXPS(e.lo, u, u)
-	VMINPS(e.hi, u, u)
+// (its group's divisor at invP + 4·(i/k), its reciprocal 64·fusedChunk
+// further), as intEncode computes them: from the quotient, or with far
+// (not nil) from the product, |p − rint(p)| going into far's maximum.
+func (e *intConsts) code(src, invP reg.Register, i, k int, far reg.VecVirtual) reg.VecVirtual {
+	x := Mem{Base: src, Disp: 64 * i}
 	q := ZMM()
-	VPXORD(q, q, q)
-	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
+	if far != nil {
+		r, p, t := ZMM(), ZMM(), ZMM()
+		VBROADCASTSS(Mem{Base: invP, Disp: 4*(i/k) + 64*fusedChunk}, r)
+		VMULPS(x, r, p)
+		VRNDSCALEPS(U8(8), p, t) // nearest even, no precision exception
+		VSUBPS(t, p, p)
+		VPANDD(e.abs, p, p)
+		VPMAXUD(p, far, far)
+		VMAXPS(e.lo, t, t)
+		VMINPS(e.hi, t, t)
+		VCVTPS2DQ(t, q)
+	} else {
+		d := ZMM()
+		VBROADCASTSS(Mem{Base: invP, Disp: 4 * (i / k)}, d)
+		u := ZMM()
+		VMOVUPS(x, u)
+		VDIVPS(d, u, u)
+		kOrd := K()
+		VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
+		VMAXPS(e.lo, u, u)
+		VMINPS(e.hi, u, u)
+		VPXORD(q, q, q)
+		VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
+	}
 	if e.four {
 		VPADDD(e.eight, q, q)
 	}

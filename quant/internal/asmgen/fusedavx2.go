@@ -61,7 +61,13 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	src := Load(Param("src"), GP64())
 	ng := Load(Param("ng"), GP64())
 	p := Load(Param("p"), GP64())
-	inv := AllocLocal(64 * fusedChunk)
+	// the multipliers (or the integer scales) of a chunk; for intg also
+	// the reciprocals of the scales, 64·fusedChunk bytes further
+	frame := 64 * fusedChunk
+	if intg {
+		frame *= 2
+	}
+	inv := AllocLocal(frame)
 	invP := GP64()
 	idx := cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7})
 	absMask := cY(0x7FFFFFFF)
@@ -207,7 +213,7 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	}
 	Label(name + "_enc")
 	if intg {
-		intStepY(src, dst, invP, bs, fp4, idx)
+		intStepY(name, src, dst, invP, bs, fp4, idx)
 	} else {
 		// the codes of the 32 elements at src+128k, one byte each, dwords in
 		// the order of idx
@@ -391,6 +397,13 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 	JNZ(LabelRef(name + "_chunk"))
 	VZEROUPPER()
 	RET()
+	if intg {
+		// the exact step: x / s with VDIVPS, for a step with a quotient
+		// near a rounding boundary (or not finite)
+		Label(name + "_exact")
+		intCodesY(name, src, dst, invP, bs, fp4, idx, false)
+		JMP(LabelRef(name + "_join"))
+	}
 }
 
 // nvScaleStageY is nvScaleStage for the eight block maxima a of half h of
@@ -477,23 +490,73 @@ func intScaleStageY(a reg.VecVirtual, p, scales, invP reg.Register, h int) {
 	f := YMM()
 	VCVTPH2PS(hw, f)
 	VMOVUPS(f, Mem{Base: invP, Disp: 32 * h})
+	// r = RN(1/s) for intStepY's products (s = 0 gives +Inf, whose
+	// products send the step to the exact division)
+	r := YMM()
+	VMOVUPS(cY(0x3F800000), r)
+	VDIVPS(f, r, r)
+	VMOVUPS(r, Mem{Base: invP, Disp: 32*h + 64*fusedChunk})
 }
 
 // intStepY encodes one group (bs 64: int8 bytes; bs 32 with four: q+8
-// nibbles) with its divisor at invP, as intEncodeY's loop with the NaN
-// test.
-func intStepY(src, dst, invP reg.Register, bs int, four bool, idx Mem) {
+// nibbles) with the products p = x·r, r = RN(1/s) (at invP+64·fusedChunk)
+// in place of the quotients x / s: d = RN(x/s) and p differ by less than
+// 3·2^-24·|x/s|, so rint(d) = rint(p) whenever p is farther than 2^-14
+// from a half-integer and |x/s| < 2^8 (above it both clamp to ±qmax). A
+// step with a lane closer than that, or with p not finite (x or r not
+// finite: s = 0), is redone by the exact division (intCodesY at
+// name_exact).
+func intStepY(name string, src, dst, invP reg.Register, bs int, four bool, idx Mem) {
+	intCodesY(name, src, dst, invP, bs, four, idx, true)
+	Label(name + "_join")
+	if four {
+		ADDQ(U8(16*(bs/32)), dst)
+	} else {
+		ADDQ(U8(64), dst)
+	}
+	ADDQ(U8(4), invP)
+	ADDQ(U32(4*bs), src)
+}
+
+// intCodesY writes the codes of the group at src to dst: with fast, from
+// the products (and jumps to name_exact when a lane is near a boundary),
+// else from the quotients; clamp(rint(q), ±qmax), NaN → 0.
+func intCodesY(name string, src, dst, invP reg.Register, bs int, four bool, idx Mem, fast bool) {
 	qmax := float32(127)
 	if four {
 		qmax = 7
 	}
 	d := YMM()
-	VBROADCASTSS(Mem{Base: invP}, d)
+	if fast {
+		VBROADCASTSS(Mem{Base: invP, Disp: 64 * fusedChunk}, d)
+	} else {
+		VBROADCASTSS(Mem{Base: invP}, d)
+	}
+	var far reg.VecVirtual
+	if fast {
+		far = YMM()
+		VPXOR(far, far, far)
+	}
 	for half := range bs / 32 {
 		var q [4]reg.VecVirtual
 		for i := range 4 {
 			q[i] = YMM()
-			VMOVUPS(Mem{Base: src, Disp: 128*half + 32*i}, q[i])
+			x := Mem{Base: src, Disp: 128*half + 32*i}
+			if fast {
+				// k = rint(p); |p − k| (exact) into the running maximum
+				// as integer bits (NaN above every finite value)
+				p, t := YMM(), YMM()
+				VMULPS(x, d, p)
+				VROUNDPS(U8(8), p, q[i]) // nearest even, no precision exception
+				VSUBPS(q[i], p, t)
+				VANDPS(cY(0x7FFFFFFF), t, t)
+				VPMAXUD(t, far, far)
+				VMAXPS(cY(f32bits(-qmax)), q[i], q[i])
+				VMINPS(cY(f32bits(qmax)), q[i], q[i])
+				VCVTPS2DQ(q[i], q[i])
+				continue
+			}
+			VMOVUPS(x, q[i])
 			VDIVPS(d, q[i], q[i])
 			k := YMM()
 			VCMPPS(U8(7), q[i], q[i], k) // ordered: not NaN
@@ -514,17 +577,17 @@ func intStepY(src, dst, invP reg.Register, bs int, four bool, idx Mem) {
 			hi := XMM()
 			VEXTRACTI128(U8(1), q[0], hi)
 			VPACKUSWB(hi, q[0].AsX(), hi)
-			VMOVDQU(hi, Mem{Base: dst})
-			ADDQ(U8(16), dst)
+			VMOVDQU(hi, Mem{Base: dst, Disp: 16 * half})
 		} else {
 			VMOVDQU(q[0], Mem{Base: dst, Disp: 32 * half})
 		}
 	}
-	if !four {
-		ADDQ(U8(64), dst)
+	if fast {
+		// a lane with |p − k| ≥ 0.5 − 2^-14 (or NaN): the exact step
+		VPCMPGTD(cY(f32bits(0.5-1.0/16384)-1), far, far)
+		VPTEST(far, far)
+		JNZ(LabelRef(name + "_exact"))
 	}
-	ADDQ(U8(4), invP)
-	ADDQ(U32(4*bs), src)
 }
 
 // fp8EncodeLanesY is fp8EncodeLanes with AVX2: the same contract (64
