@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // Summary is the flat, display-oriented view of a Spec that `kvcfg inspect`
 // and the HTTP API print. Fields that do not apply to the model are null in
 // JSON (nil pointers), unlike Spec, whose zero values mean "not applicable".
@@ -158,7 +160,7 @@ func (s *Spec) KVLayers() int {
 // (one KV head), "mla" or "dsa" for the latent kinds, and "none" for a
 // model without attention layers (pure Mamba).
 func (s *Spec) AttentionLabel() string {
-	if s.CountLayers(FullAttention)+s.CountLayers(SlidingAttention) == 0 && len(s.LayerKinds) > 0 {
+	if len(s.LayerKinds) > 0 && !slices.ContainsFunc(s.LayerKinds, isAttention) {
 		return "none"
 	}
 	switch {
@@ -171,6 +173,10 @@ func (s *Spec) AttentionLabel() string {
 	}
 	return "mha"
 }
+
+// isAttention reports whether a layer of kind k has a KV cache (full or
+// sliding-window attention).
+func isAttention(k LayerKind) bool { return k == FullAttention || k == SlidingAttention }
 
 // KVBytesPerToken is the model's raw KV cost of one token on one GPU with
 // elemBytes-byte elements: every full and sliding layer's K and V rows

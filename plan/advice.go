@@ -31,11 +31,10 @@ const maxAdviceGPUs = 16
 // judge sets rep's verdict for req's target: req.Concurrency requests (1
 // when not given) of the plan's context length. refused says the engine
 // would not start.
-func judge(rep *Report, req Request, refused bool) {
+func judge(rep *Report, req *Request, refused bool) {
 	n := max(req.Concurrency, 1)
 	rep.TargetConcurrency = n
 	rep.ServesContextLength = !refused && rep.MaxConcurrencyAtContextLength >= 1
-	ctx := group3(int64(rep.ContextLength))
 	switch {
 	case refused:
 		rep.Verdict = VerdictRefuses
@@ -48,12 +47,13 @@ func judge(rep *Report, req Request, refused bool) {
 		a := append(b[:0], "Serves: "...)
 		a = units.AppendGroup(a, rep.MaxConcurrencyAtContextLength)
 		a = append(a, " requests of "...)
-		a = append(a, ctx...)
+		a = units.AppendGroup(a, int64(rep.ContextLength))
 		a = append(a, " tokens fit at once (target "...)
 		a = strconv.AppendInt(a, int64(n), 10)
 		rep.Answer = string(append(a, ")."...))
 	case rep.MaxConcurrencyAtContextLength == 0:
 		rep.Verdict = VerdictMisses
+		ctx := group3(int64(rep.ContextLength))
 		rep.Answer = fmt.Sprintf("Starts, but cannot hold one request of %s tokens: the KV pool holds %s tokens per GPU.", ctx, group3(rep.MaxTotalNumTokens))
 		if rep.MaxTotalNumTokens >= int64(rep.ContextLength) && rep.ContextLength > 0 {
 			// The tokens would fit; a cap or a state pool binds.
@@ -61,7 +61,7 @@ func judge(rep *Report, req Request, refused bool) {
 		}
 	default:
 		rep.Verdict = VerdictMisses
-		rep.Answer = fmt.Sprintf("Starts, but holds %s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), ctx, n)
+		rep.Answer = fmt.Sprintf("Starts, but holds %s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), group3(int64(rep.ContextLength)), n)
 	}
 }
 
@@ -115,7 +115,7 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 			base = []change{{key, rep.FixValue}}
 		}
 	}
-	inner := runOpts{notes: o.notes}
+	var inner runOpts
 	try := func(ch ...change) (*Report, bool) {
 		if ctx.Err() != nil {
 			return nil, false
@@ -126,11 +126,11 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 				return nil, false
 			}
 		}
-		rp, err := planValid(ctx, r, inner)
+		rp, err := planValid(ctx, &r, inner)
 		if rp == nil {
 			return nil, false
 		}
-		judge(rp, r, err != nil)
+		judge(rp, &r, err != nil)
 		return rp, rp.Verdict == VerdictServes && rp.ContextLength >= L
 	}
 	// A tensor-parallel refusal (either engine's TPError) knows every size

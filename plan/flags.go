@@ -512,9 +512,9 @@ func (r Request) ForEngine(engine string) Request {
 
 // engineErrors are the problems of inputs the request's engine does not
 // take: each names the flag of that engine for the same setting.
-func (r Request) engineErrors() []error {
+func (r *Request) engineErrors() []error {
 	var errs []error
-	rv := reflect.ValueOf(&r).Elem() // one view of r, no copy per flag
+	rv := reflect.ValueOf(r).Elem() // one view of r, no copy per flag
 	for _, o := range foreignFlags()[r.Engine] {
 		if rv.Field(o.field).IsZero() {
 			continue

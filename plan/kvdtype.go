@@ -78,7 +78,7 @@ func (r Request) CheckKVCacheDType(dt string) error {
 
 // withDTypeHint adds the cross-engine name to an engine's refusal of the
 // request's KV dtype.
-func withDTypeHint(req Request, err error) error {
+func withDTypeHint(req *Request, err error) error {
 	fe, ok := errors.AsType[*FieldError](err)
 	if !ok || fe.Field != "kv_cache_dtype" {
 		return err

@@ -296,3 +296,31 @@ func TestPlanGroupedIntDTypes(t *testing.T) {
 		})
 	}
 }
+
+// ResolveGPU's GPU is the caller's: changing its slices changes no other
+// plan's (plans share the default GPU's).
+func TestResolveGPUCopies(t *testing.T) {
+	g, err := plan.ResolveGPU(plan.Request{})
+	if err != nil || len(g.Aliases) == 0 {
+		t.Fatalf("default GPU %+v, %v: want one with aliases", g, err)
+	}
+	want := g.Aliases[0]
+	g.Aliases[0] = "changed"
+	again, _ := plan.ResolveGPU(plan.Request{})
+	if again.Aliases[0] != want {
+		t.Errorf("the default GPU's alias became %q", again.Aliases[0])
+	}
+}
+
+// A catalog plan allocates its report, its warnings, its log line, its
+// answer and little else (19 allocations before issue 15's second round).
+func TestDefaultPlanAllocs(t *testing.T) {
+	n := testing.AllocsPerRun(50, func() {
+		if _, err := plan.Run(context.Background(), plan.Request{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 6 {
+		t.Errorf("a default plan allocates %v times, want at most 6", n)
+	}
+}

@@ -229,9 +229,15 @@ func (r Request) Validate() error { return errors.Join(r.validate(true)...) }
 // the engine does not take (a comparison checks them per column).
 func (r Request) validate(withEngine bool) []error {
 	r = r.Normalized()
+	return r.check(withEngine)
+}
+
+// check is validate of a normalized request.
+func (r *Request) check(withEngine bool) []error {
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
-	if _, ok := engines[r.Engine]; !ok {
+	_, known := engines[r.Engine]
+	if !known {
 		add("engine", "unknown engine %q (accepted: %s)", r.Engine, strings.Join(Engines(), ", "))
 	}
 	if r.TensorParallelSize != 0 && r.TPSize != r.TensorParallelSize {
@@ -248,7 +254,7 @@ func (r Request) validate(withEngine bool) []error {
 	if r.ContextLength > 0 && r.MaxSeqLen != 0 && r.MaxSeqLen != r.ContextLength {
 		add("max_seq_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxSeqLen, r.ContextLength)
 	}
-	if _, ok := engines[r.Engine]; ok && withEngine {
+	if known && withEngine {
 		errs = append(errs, r.engineErrors()...)
 	}
 	for _, f := range []struct {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
@@ -31,22 +32,23 @@ func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
 	req = req.Normalized()
+	if errs := req.check(true); len(errs) > 0 {
+		return nil, errors.Join(errs...) // Validate's error
+	}
 	o.advise = o.advise && !req.NoAdvice
-	return planValid(ctx, req, o)
+	return planValid(ctx, &req, o)
 }
 
 // planValid plans a request that is valid and normalized: the common
-// inputs (begin), then the engine's adapter.
-func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
+// inputs (begin), then the engine's adapter. Here and below a plan reads
+// the request through a pointer (it is large) and never changes it.
+func planValid(ctx context.Context, req *Request, o runOpts) (*Report, error) {
 	m, g, rep, err := begin(ctx, req, req.Engine)
 	if err != nil {
 		return nil, err
 	}
-	rep, err = engines[req.Engine].plan(ctx, req, m, g, rep, o)
+	rep, err = engines[req.Engine].plan(ctx, *req, m, g, rep, o) // a copy: an interface call would move *req to the heap
 	err = withDTypeHint(req, err)
 	if rep == nil {
 		return nil, err
@@ -55,8 +57,8 @@ func planValid(ctx context.Context, req Request, o runOpts) (*Report, error) {
 		return rep, err
 	}
 	judge(rep, req, err != nil)
-	if o.advise {
-		advise(ctx, req, m, rep, err, o)
+	if o.advise && rep.Verdict != VerdictServes {
+		advise(ctx, *req, m, rep, err, o)
 	}
 	return rep, err
 }
@@ -114,30 +116,41 @@ func Engines() []string {
 // whether a plan whose weights do not fit searches for the TP size that
 // fits (smallestFittingTP). Within one sweep, plans that differ only in
 // their TP size share a group, and memo remembers per group and TP size
-// whether the plan fits, so the search runs each such plan once; notes
-// holds the weight-estimate notes built so far.
+// whether the plan fits, so the search runs each such plan once.
 type runOpts struct {
 	advise bool
 	memo   *fitMemo // nil outside a sweep
 	group  int
-	notes  *sync.Map // weights per rank → weightsNote; nil outside a sweep
 	// scratch, when set, is the configurator and result the plan resets
 	// and uses instead of allocating them (one per sweep worker; the plans
 	// an advice search runs inside a plan do not get it).
 	scratch *scratch
 }
 
-// weightsNote is the note of a weight estimate of w bytes per rank; a
-// sweep builds each distinct one once (notes sets it).
-func (o runOpts) weightsNote(w int64) string {
-	if o.notes != nil {
-		if v, ok := o.notes.Load(w); ok {
-			return v.(string)
-		}
+// weightsNotes holds the weight-estimate notes built so far by weights
+// per rank, at most maxWeightsNotes of them: a process plans a few models
+// at a few layouts, again and again (a sweep, a server, advice).
+var (
+	weightsNotes      sync.Map // int64 → string
+	weightsNotesCount atomic.Int32
+)
+
+const maxWeightsNotes = 1024
+
+// weightsNote is the note of a weight estimate of w bytes per rank.
+func weightsNote(w int64) string {
+	if v, ok := weightsNotes.Load(w); ok {
+		return v.(string)
 	}
-	note := "weights estimated from the config: " + units.Size(w).String() + " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
-	if o.notes != nil {
-		o.notes.Store(w, note)
+	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
+	b = append(b, head...)
+	b = units.AppendBytes(b, w)
+	note := string(append(b, tail...))
+	if weightsNotesCount.Load() < maxWeightsNotes {
+		if _, loaded := weightsNotes.LoadOrStore(w, note); !loaded {
+			weightsNotesCount.Add(1)
+		}
 	}
 	return note
 }
@@ -147,11 +160,11 @@ func (o runOpts) weightsNote(w int64) string {
 // config path, model directory or HF id in Model (the local HF cache,
 // then the Hub when the request has a Resolver; default: catalog.Default).
 func OpenModel(req Request) (*catalog.Model, error) {
-	return openModel(context.Background(), req)
+	return openModel(context.Background(), &req)
 }
 
 // openModel is OpenModel under ctx (a Hub resolver's requests end with it).
-func openModel(ctx context.Context, req Request) (*catalog.Model, error) {
+func openModel(ctx context.Context, req *Request) (*catalog.Model, error) {
 	if req.Resolved != nil {
 		return req.Resolved, nil
 	}
@@ -186,6 +199,21 @@ func ResolveModel(req Request) (*model.Spec, error) {
 // ResolveGPU returns the GPU a request names (default H100-80GB), with
 // gpu_memory and platform overrides applied.
 func ResolveGPU(req Request) (gpu.GPU, error) {
+	g, err := resolveGPU(&req)
+	g.Aliases, g.SMINames = slices.Clone(g.Aliases), slices.Clone(g.SMINames)
+	return g, err
+}
+
+// defaultGPU is the catalog's DefaultGPU, looked up once (TestDefaultPlan
+// fails if the catalog lacks it).
+var defaultGPU = sync.OnceValue(func() gpu.GPU {
+	g, _ := gpu.Lookup(DefaultGPU)
+	return g
+})
+
+// resolveGPU is ResolveGPU for a plan, which reads the GPU and never
+// changes its slices: the default GPU's Aliases and SMINames are shared.
+func resolveGPU(req *Request) (gpu.GPU, error) {
 	var g gpu.GPU
 	switch {
 	case req.GPU != "":
@@ -197,7 +225,7 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 	case req.GPUMemory > 0:
 		g = gpu.GPU{Name: "custom", Vendor: "nvidia", Platform: "cuda", Description: "custom GPU"}
 	default:
-		g, _ = gpu.Lookup(DefaultGPU)
+		g = defaultGPU()
 	}
 	if req.GPUMemory > 0 {
 		g.MemoryMiB = int64(req.GPUMemory) >> 20
@@ -224,13 +252,13 @@ func ResolveGPU(req Request) (gpu.GPU, error) {
 // begin resolves what every engine plans from: the model, the GPU, the
 // parallel sizes and the Report's input fields (one GPU per TP × PP × DP
 // rank; engines adjust NumGPUs where they count differently).
-func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
+func begin(ctx context.Context, req *Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
 	m, err := openModel(ctx, req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
 	spec := m.Spec
-	g, err := ResolveGPU(req)
+	g, err := resolveGPU(req)
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
@@ -247,11 +275,31 @@ func begin(ctx context.Context, req Request, engine string) (*catalog.Model, gpu
 	if rep.KVCacheDType == "" {
 		rep.KVCacheDType = dtype.Auto
 	}
-	rep.Warnings = append(rep.Warnings, spec.Warnings...)
-	if n := gpu.Note(req.GPU); n != "" {
-		rep.Warnings = append(rep.Warnings, n)
+	if len(spec.Warnings) > 0 {
+		rep.Warnings = append(make([]string, 0, len(spec.Warnings)+warningsCap), spec.Warnings...)
+	}
+	if req.GPU != "" {
+		if n := gpu.Note(req.GPU); n != "" {
+			rep.warn(n)
+		}
 	}
 	return m, g, rep, nil
+}
+
+// warningsCap is the room a report's first warning makes for more: a plan
+// without measured memory readings has two notes, often a third.
+const warningsCap = 4
+
+// warn appends warnings to rep's Warnings, making room for a few more
+// with the first.
+func (rep *Report) warn(w ...string) {
+	if len(w) == 0 {
+		return
+	}
+	if rep.Warnings == nil {
+		rep.Warnings = make([]string, 0, max(len(w), warningsCap))
+	}
+	rep.Warnings = append(rep.Warnings, w...)
 }
 
 // refuse records an engine refusal in rep (words: the engine's own
@@ -300,7 +348,7 @@ func dirHeaders(m *catalog.Model) *dirRead {
 // checkpoint's MTP (NextN) layers count when the request's speculative
 // algorithm drafts with them (EAGLE, NEXTN or MTP on a model that has
 // them): the engine loads them before it reads the free memory.
-func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
+func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
 	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
 	if m.Headers != nil {
@@ -335,7 +383,7 @@ func weightsPerRank(m *catalog.Model, req Request, tp, pp int) (w int64, src wei
 
 // draftsWithMTP reports whether the request's speculative decoding loads
 // the checkpoint's own MTP layers as its draft model.
-func draftsWithMTP(req Request, spec *model.Spec) bool {
+func draftsWithMTP(req *Request, spec *model.Spec) bool {
 	if spec.NumNextNPredictLayers <= 0 {
 		return false
 	}

@@ -40,13 +40,12 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 
 	// Memory readings (bytes).
-	mem, err := memoryReadings(req, m, g, tp, pp, o)
+	mem, err := memoryReadings(&req, m, g, tp, pp, rep)
 	if err != nil {
 		return nil, err
 	}
 	rep.WeightsBytes, rep.WeightsEstimated, rep.WeightsSource = mem.weights, mem.source == weights.Estimated, string(mem.source)
 	rep.PreLoadFreeBytes, rep.PostLoadFreeBytes, rep.Measured = mem.pre, mem.post, mem.source == weights.Measured
-	rep.Warnings = append(rep.Warnings, mem.notes...)
 	b := &rep.Breakdown
 	b.TotalBytes = g.MemoryBytes()
 	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
@@ -78,13 +77,15 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 		VisionHidden:      vh,
 		NoVisionConfig:    noVision,
 	}
-	var cfgr *sglang.Configurator
-	if o.scratch != nil {
-		cfgr = &o.scratch.cfgr
-		err = cfgr.Reset(in)
-	} else {
-		cfgr, err = sglang.New(in)
+	// A sweep worker reuses its scratch configurator and result; a plan
+	// of its own configures on its stack.
+	var own scratch
+	sc := o.scratch
+	if sc == nil {
+		sc = &own
 	}
+	cfgr := &sc.cfgr
+	err = cfgr.Reset(in)
 	if errors.Is(err, sglang.ErrTensorParallel) && !errors.Is(err, sglang.ErrInvalid) {
 		return rep, sglangRefusal(rep, err) // the engine refuses while loading the model
 	}
@@ -98,19 +99,11 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	rep.KVCacheTorchDType = kv.DType.Torch()
 	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
 	rep.ChunkedPrefillSize, rep.CudaGraphMaxBS = d.ChunkedPrefillSize, d.CudaGraphMaxBS
-	rep.Warnings = append(rep.Warnings, kv.Warnings...)
+	rep.warn(kv.Warnings...)
 
-	var res *sglang.Result
-	var cerr error
-	if o.scratch != nil {
-		res = &o.scratch.res
-		cerr = cfgr.ConfigureInto(res, mem.pre)
-	} else {
-		res, cerr = cfgr.Configure(mem.pre)
-	}
-	if res != nil {
-		fillResult(rep, res, cfgr)
-	}
+	res := &sc.res
+	cerr := cfgr.ConfigureInto(res, mem.pre)
+	fillResult(rep, res, cfgr, sc == &own)
 	if cerr != nil {
 		return rep, sglangRefusal(rep, cerr)
 	}
@@ -221,7 +214,10 @@ func inputError(err error) error {
 	return &FieldError{Err: err}
 }
 
-func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator) {
+// fillResult copies res, the result of c, into rep; ownLogs says that
+// res.Logs is the plan's own (not a sweep worker's scratch), which rep
+// then takes rather than copies.
+func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs bool) {
 	d := c.Derived()
 	rep.Configurator = string(res.Configurator)
 	rep.CellSizeBytes = res.CellSize
@@ -234,8 +230,12 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator) {
 	rep.MaxMambaCacheSize = res.MaxMambaCacheSize
 	rep.MambaStateBytesPerRequest = res.MambaPerRequest
 	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
-	rep.LogLines = append(rep.LogLines, res.Logs...)
-	rep.Warnings = append(rep.Warnings, res.Warnings...)
+	if ownLogs && len(rep.LogLines) == 0 && res.Logs != nil {
+		rep.LogLines = res.Logs
+	} else {
+		rep.LogLines = append(rep.LogLines, res.Logs...)
+	}
+	rep.warn(res.Warnings...)
 	rep.MaxConcurrencyAtContextLength = res.MaxConcurrency(d.ContextLength)
 	if res.MaxRunningRequests > 0 {
 		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+4+d.DraftTokens) * 4
@@ -256,10 +256,11 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator) {
 type memory struct {
 	pre, post, weights int64
 	source             weights.Source
-	notes              []string
 }
 
-func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runOpts) (memory, error) {
+// memoryReadings resolves one rank's memory readings; its notes go to
+// rep's warnings.
+func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *Report) (memory, error) {
 	spec := m.Spec
 	var mm memory
 	world := tp * pp
@@ -267,7 +268,7 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 	if mm.pre == 0 {
 		mm.pre = sglang.PreLoadFreeBytes(g.MemoryMiB, world)
 		if req.PostLoadFreeMemory == 0 {
-			mm.notes = append(mm.notes, overheadNote(world))
+			rep.warn(overheadNote(world))
 		}
 	}
 	if mm.pre <= 0 {
@@ -284,7 +285,7 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 		}
 		mm.weights, mm.source = mm.pre-mm.post, weights.Measured
 		if req.WeightsMemory > 0 {
-			mm.notes = append(mm.notes, "weights_memory ignored: the measured free-memory readings already include the weights")
+			rep.warn("weights_memory ignored: the measured free-memory readings already include the weights")
 		}
 		return mm, nil
 	case req.WeightsMemory > 0:
@@ -296,13 +297,13 @@ func memoryReadings(req Request, m *catalog.Model, g gpu.GPU, tp, pp int, o runO
 		}
 		mm.weights, mm.source = w, src
 		if note != "" {
-			mm.notes = append(mm.notes, note)
+			rep.warn(note)
 		}
 		if src == weights.Estimated && spec.Multimodal {
-			mm.notes = append(mm.notes, "the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
+			rep.warn("the weight estimate counts the language model only; add the vision encoder with --weights-memory for exact numbers")
 		}
 		if src == weights.Estimated {
-			mm.notes = append(mm.notes, o.weightsNote(w))
+			rep.warn(weightsNote(w))
 		}
 	}
 	mm.post = mm.pre - mm.weights

@@ -149,7 +149,7 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), n)
-	opts := runOpts{advise: true, memo: newFitMemo(n), notes: new(sync.Map)}
+	opts := runOpts{advise: true, memo: newFitMemo(n)}
 	// Plan the larger TP sizes first: each row records whether it fits, and
 	// the TP advice of a smaller TP size of its group then finds the answer
 	// instead of planning it again.

@@ -45,7 +45,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	spec := m.Spec
 	tp, pp := rep.TPSize, rep.PPSize
 	if rep.DPSize > 1 && !req.EnableDPAttention {
-		rep.Warnings = append(rep.Warnings, "TensorRT-LLM sizes each data-parallel replica on its own; the numbers are per replica")
+		rep.warn("TensorRT-LLM sizes each data-parallel replica on its own; the numbers are per replica")
 	}
 	in := trtllm.Input{
 		Model:                   spec,
@@ -88,7 +88,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	case "EAGLE3":
 		in.SpeculativeMode, in.DraftLayers = trtllm.SpecEagle3, req.SpeculativeDraftNumLayers
 	default:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for TensorRT-LLM (one-model MTP and EAGLE3 are)", req.SpeculativeAlgorithm))
+		rep.warn(fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for TensorRT-LLM (one-model MTP and EAGLE3 are)", req.SpeculativeAlgorithm))
 	}
 	rep.WeightsSource = string(weights.Estimated)
 	switch {
@@ -97,12 +97,12 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	case req.KVCacheMemory > 0 || req.FreeMemoryAfterLoad > 0:
 		rep.WeightsSource, rep.Measured = string(weights.Measured), true
 	case m.Dir != "" || m.Headers != nil:
-		w, src, note, err := weightsPerRank(m, req, tp, pp)
+		w, src, note, err := weightsPerRank(m, &req, tp, pp)
 		if err != nil {
 			return nil, err
 		}
 		if note != "" {
-			rep.Warnings = append(rep.Warnings, note)
+			rep.warn(note)
 		}
 		if src != weights.Estimated { // else the engine estimates, and says so
 			in.WeightsBytes, rep.WeightsSource = w, string(src)
@@ -178,7 +178,7 @@ func fillTRTLLM(rep *Report, res *trtllm.Result, spec *model.Spec) {
 		rep.MaxConcurrencyAtContextLength = min(int64(res.MaxConcurrency(res.MaxSeqLen)), int64(res.MaxBatchSize))
 	}
 	rep.LogLines = append(rep.LogLines, res.LogLines...)
-	rep.Warnings = append(rep.Warnings, res.Notes...)
+	rep.warn(res.Notes...)
 
 	mem := res.Memory
 	rep.WeightsBytes = mem.WeightsBytes

@@ -49,7 +49,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	spec := m.Spec
 	tp, pp := rep.TPSize, rep.PPSize
 	if req.EnableDPAttention {
-		rep.Warnings = append(rep.Warnings, "enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
+		rep.warn("enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
 	}
 
 	cfg := vllm.Config{
@@ -88,14 +88,14 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		}
 	case "", "NONE", "NGRAM":
 	default:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for vLLM", req.SpeculativeAlgorithm))
+		rep.warn(fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for vLLM", req.SpeculativeAlgorithm))
 	}
 	if p, _, err := vllm.ResolveProfile(req.VLLMVersion); err == nil && p == vllm.V06 && cfg.KVCacheMemoryBytes > 0 && cfg.Memory.AvailableKVBytes == 0 {
 		// V0 has no --kv-cache-memory-bytes: take it as the KV budget the
 		// run had (total × util − profiled peak), which reproduces its
 		// "# GPU blocks".
 		cfg.Memory.AvailableKVBytes, cfg.KVCacheMemoryBytes = cfg.KVCacheMemoryBytes, 0
-		rep.Warnings = append(rep.Warnings, "vLLM 0.6 has no --kv-cache-memory-bytes; the value is used as the measured KV budget of the run")
+		rep.warn("vLLM 0.6 has no --kv-cache-memory-bytes; the value is used as the measured KV budget of the run")
 	}
 	// Weights: given, measured (free before − after loading), or estimated.
 	switch {
@@ -107,12 +107,12 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
 	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
-		w, src, note, err := weightsPerRank(m, req, tp, pp)
+		w, src, note, err := weightsPerRank(m, &req, tp, pp)
 		if err != nil {
 			return nil, err
 		}
 		if note != "" {
-			rep.Warnings = append(rep.Warnings, note)
+			rep.warn(note)
 		}
 		cfg.Memory.WeightsBytes = w
 		rep.WeightsSource = string(src)
@@ -173,7 +173,7 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 		rep.MaxConcurrencyAtContextLength = min(res.NumGPUBlocks/res.BlocksPerRequest, int64(res.MaxNumSeqs))
 	}
 	rep.LogLines = append(rep.LogLines, res.LogLines...)
-	rep.Warnings = append(rep.Warnings, res.Notes...)
+	rep.warn(res.Notes...)
 
 	m := res.Memory
 	rep.WeightsBytes = m.WeightsBytes

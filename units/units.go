@@ -130,12 +130,18 @@ func (s *Size) UnmarshalJSON(b []byte) error {
 // FormatBytes formats n bytes with a binary suffix: "512 B", "1.50 KiB",
 // "25.29 GiB".
 func FormatBytes(n int64) string {
+	var b [24]byte
+	return string(AppendBytes(b[:0], n))
+}
+
+// AppendBytes appends FormatBytes(n) to dst, so that a message with a size
+// in it is built in one allocation.
+func AppendBytes(dst []byte, n int64) []byte {
 	// strconv's 'f' with precision 2 is fmt's %.2f; this runs on every plan.
 	u := float64(n)
-	b := make([]byte, 0, 16)
 	if n < 0 {
 		u = -u
-		b = append(b, '-')
+		dst = append(dst, '-')
 	}
 	unit := ""
 	switch {
@@ -148,11 +154,11 @@ func FormatBytes(n int64) string {
 	case u >= float64(KiB):
 		u, unit = u/float64(KiB), " KiB"
 	default:
-		b = strconv.AppendInt(b, int64(u), 10)
-		return string(append(b, " B"...))
+		dst = strconv.AppendInt(dst, int64(u), 10)
+		return append(dst, " B"...)
 	}
-	b = strconv.AppendFloat(b, u, 'f', 2, 64)
-	return string(append(b, unit...))
+	dst = strconv.AppendFloat(dst, u, 'f', 2, 64)
+	return append(dst, unit...)
 }
 
 // EngineGB formats n bytes the way SGLang logs sizes: n / 2^30 with two

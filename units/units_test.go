@@ -91,6 +91,9 @@ func TestFormatBytesTable(t *testing.T) {
 		if diff := cmp.Diff(tt.want, units.FormatBytes(tt.n)); diff != "" {
 			t.Errorf("FormatBytes(%d) (-want +got):\n%s", tt.n, diff)
 		}
+		if got := string(units.AppendBytes([]byte("x="), tt.n)); got != "x="+tt.want {
+			t.Errorf("AppendBytes(x=, %d) = %q, want %q", tt.n, got, "x="+tt.want)
+		}
 	}
 }
 

@@ -181,7 +181,6 @@ type Configurator struct {
 	in      Input
 	kv      KVResolution
 	d       Derived
-	stages  [][2]int
 	state   *sizing.MambaState
 	notes   []string // warnings from deriving defaults
 	convDT  dtype.DType
@@ -422,8 +421,7 @@ func (c *Configurator) Reset(in Input) error {
 		d.MultimodalReserveMB = 100
 	}
 
-	// PP stages and mamba state (docs/sglang.md#mamba-state, docs/sglang.md#mamba-budget).
-	c.stages = StageRanges(s.NumLayers, p.PP)
+	// Mamba state (docs/sglang.md#mamba-state, docs/sglang.md#mamba-budget).
 	if d.Mambaish {
 		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
 			return &FixError{
@@ -438,7 +436,7 @@ func (c *Configurator) Reset(in Input) error {
 	return nil
 }
 
-func (in Input) validate() error {
+func (in *Input) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
@@ -180,14 +181,21 @@ func (c *Configurator) eagleFamily() bool {
 	return false
 }
 
-// plans builds each PP stage's configurator (the factory of docs/sglang.md#configurator-factory).
-func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
-	out := make([]stagePlan, len(c.stages))
-	kvs := make([]int, len(c.stages))
-	for i, r := range c.stages {
-		kvs[i], out[i].mamba = c.stageKVLayers(r)
+// plans builds each PP stage's configurator (the factory of
+// docs/sglang.md#configurator-factory), appended to dst (the caller's
+// buffer: one stage without PP).
+func (c *Configurator) plans(dst []stagePlan, maxTotal int64) ([]stagePlan, error) {
+	pp := c.in.Parallel.PP
+	out := slices.Grow(dst[:0], pp)[:pp]
+	withKV := 0 // stages with KV layers
+	for i := range out {
+		out[i] = stagePlan{}
+		out[i].layers, out[i].mamba = c.stageKVLayers(stageRange(c.in.Spec.NumLayers, pp, i))
+		if out[i].layers > 0 {
+			withKV++
+		}
 	}
-	for i := range c.stages {
+	for i := range out {
 		sp := &out[i]
 		if c.d.HybridSWA {
 			h, err := c.hybridSWA()
@@ -204,27 +212,21 @@ func (c *Configurator) plans(maxTotal int64) ([]stagePlan, error) {
 			}
 			continue
 		}
-		sp.layers = kvs[i]
-		sp.attn = c.attention(kvs[i])
+		sp.attn = c.attention(sp.layers)
 		cell, err := sp.attn.Cell()
 		if err != nil {
 			return nil, fmt.Errorf("sglang: %w", err)
 		}
 		switch {
 		case c.eagleFamily():
-			cell = sizing.ScaleEAGLE(cell, kvs[i], c.d.DraftLayers, c.in.Parallel.DCP)
+			cell = sizing.ScaleEAGLE(cell, sp.layers, c.d.DraftLayers, c.in.Parallel.DCP)
 		case c.d.SpeculativeAlgo == "DFLASH" && cell > 0:
-			cell, err = sizing.ScaleDFlash(cell, kvs[i], c.d.DraftLayers, 0, c.in.Parallel.DCP)
+			cell, err = sizing.ScaleDFlash(cell, sp.layers, c.d.DraftLayers, 0, c.in.Parallel.DCP)
 			if err != nil {
 				return nil, fmt.Errorf("sglang: %w", err)
 			}
 		}
-		other := false
-		for j, k := range kvs {
-			if j != i && k > 0 {
-				other = true
-			}
-		}
+		other := withKV > 1 || withKV == 1 && sp.layers == 0 // another stage has KV layers
 		sp.cfgr = sizing.Default{Cell: cell, ZeroKVTokens: sizing.ZeroKVTokens(other, maxTotal, c.d.ContextLength)}
 	}
 	return out, nil
@@ -339,7 +341,8 @@ func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	res.MultimodalGiB = float64(c.d.MultimodalReserveMB) / 1024
 	rest := avail - res.SlackGiB - res.MultimodalGiB
 
-	plans, err := c.plans(c.in.Args.MaxTotalTokens)
+	var buf [1]stagePlan
+	plans, err := c.plans(buf[:], c.in.Args.MaxTotalTokens)
 	if err != nil {
 		return err
 	}
@@ -376,7 +379,7 @@ func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	if err := c.checkAdmission(res, plans[idx]); err != nil {
 		return err
 	}
-	res.Logs = append(res.Logs, c.poolLogs(res, plans[idx])...)
+	c.poolLogs(res, plans[idx])
 	return nil
 }
 
@@ -393,7 +396,7 @@ func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {
 // bounding stage re-splits. capTokens < 0 means none.
 func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int64, res *Result) (sizing.PoolConfig, int, error) {
 	page := c.d.PageSize
-	cfgs := make([]sizing.PoolConfig, len(plans))
+	var best sizing.PoolConfig // the bounding stage's, plans[idx]
 	idx := 0
 	t := int64(math.MaxInt64)
 	for i, p := range plans {
@@ -401,13 +404,12 @@ func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int
 		if err != nil {
 			return cfg, i, c.poolError(err, p, cfg, budget)
 		}
-		cfgs[i] = cfg
 		if cfg.MaxTotalNumTokens <= t {
-			t, idx = cfg.MaxTotalNumTokens, i
+			t, idx, best = cfg.MaxTotalNumTokens, i, cfg
 		}
 	}
-	profiled := cfgs[idx].MaxTotalNumTokens
-	own := cfgs[idx].MaxTotalNumTokens
+	profiled := best.MaxTotalNumTokens
+	own := best.MaxTotalNumTokens
 	if u := c.in.Args.MaxTotalTokens; u > 0 {
 		if u > profiled && res != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("max_total_tokens=%d is larger than the profiled value %d. Use the profiled value instead.", u, profiled))
@@ -417,7 +419,7 @@ func (c *Configurator) configFromBudget(plans []stagePlan, budget, capTokens int
 	if capTokens >= 0 {
 		t = min(t, capTokens)
 	}
-	cfg := cfgs[idx]
+	cfg := best
 	if t != own {
 		var err error
 		cfg, err = plans[idx].cfgr.FromMaxTokens(t, page)

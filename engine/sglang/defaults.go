@@ -134,23 +134,24 @@ func round3(x float64) float64 {
 // does: the remainder goes to the last stages. It returns [start, end)
 // pairs.
 func StageRanges(numLayers, pp int) [][2]int {
-	if pp < 1 {
-		pp = 1
-	}
-	parts := make([]int, pp)
-	for i := range parts {
-		parts[i] = numLayers / pp
-	}
-	for i := range numLayers % pp {
-		parts[pp-1-i]++
-	}
+	pp = max(pp, 1)
 	out := make([][2]int, pp)
-	start := 0
-	for i, n := range parts {
-		out[i] = [2]int{start, start + n}
-		start += n
+	for i := range out {
+		out[i] = stageRange(numLayers, pp, i)
 	}
 	return out
+}
+
+// stageRange is StageRanges(numLayers, pp)[i] (pp ≥ 1): every stage gets
+// numLayers / pp layers, and the last numLayers % pp stages one more.
+func stageRange(numLayers, pp, i int) [2]int {
+	base, firstLonger := numLayers/pp, pp-numLayers%pp
+	start := i*base + max(i-firstLonger, 0)
+	end := start + base
+	if i >= firstLonger {
+		end++
+	}
+	return [2]int{start, end}
 }
 
 // fractionByTP is the mem_fraction_static of SGLang 0.4.0–0.4.7: by
@@ -213,10 +214,10 @@ func fractionGiBTiers(in MemFractionInput) float64 {
 // 576…1024 by 64, 1280…4096 by 256, then by 512.
 func PrefillGraphSizes(maxTokens int) int {
 	n := 0
-	steps := [][3]int{{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, maxTokens, 512}}
+	steps := [...][3]int{{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, maxTokens, 512}}
 	for _, s := range steps {
-		for x := s[0]; x <= s[1] && x <= maxTokens; x += s[2] {
-			n++
+		if hi := min(s[1], maxTokens); hi >= s[0] {
+			n += (hi-s[0])/s[2] + 1 // s[0], s[0]+s[2], … up to hi
 		}
 	}
 	return n

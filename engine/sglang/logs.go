@@ -53,10 +53,10 @@ func (c *Configurator) kvLine(size, k, v int64) string {
 	return string(append(b, " GB."...))
 }
 
-// poolLogs fills the K/V sizes of res and returns the pool allocation log
-// lines in SGLang's order (mamba, SWA sub-pool, full pool, SWA wrapper).
-func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
-	var logs []string
+// poolLogs fills the K/V sizes of res and appends the pool allocation log
+// lines to res.Logs in SGLang's order (mamba, SWA sub-pool, full pool, SWA
+// wrapper).
+func (c *Configurator) poolLogs(res *Result, p stagePlan) {
 	s := c.in.Spec
 	if c.state != nil {
 		line := fmt.Sprintf("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %sGB, ssm_state size: %sGB ",
@@ -68,7 +68,7 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 			conv := layers * rows * c.state.ConvBytesPerLayer()
 			line += fmt.Sprintf("intermediate_ssm_state_cache size: %sGB intermediate_conv_window_cache size: %sGB ", gb(ssm), gb(conv))
 		}
-		logs = append(logs, line)
+		res.Logs = append(res.Logs, line)
 	}
 	a := p.attn
 	switch {
@@ -88,7 +88,7 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 		}
 		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
 		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
-		logs = append(logs, c.kvLine(res.SWAMaxTotalNumTokens, sk, sv), c.kvLine(res.FullMaxTotalNumTokens, fk, fv),
+		res.Logs = append(res.Logs, c.kvLine(res.SWAMaxTotalNumTokens, sk, sv), c.kvLine(res.FullMaxTotalNumTokens, fk, fv),
 			fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
 		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
 	case a.MLA:
@@ -111,15 +111,14 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) []string {
 			b = appendGB(b, kv)
 			b = append(b, " GB."...)
 		}
-		logs = append(logs, string(b))
+		res.Logs = append(res.Logs, string(b))
 	default:
 		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
 		pt, _ := a.PerToken() // a was validated when the cell was computed
 		k, v := rows*pt.KRow(), rows*pt.VRow()
 		res.KSizeBytes, res.VSizeBytes = k, v
-		logs = append(logs, c.kvLine(res.MaxTotalNumTokens, k, v))
+		res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
 	}
-	return logs
 }
 
 // PostCaptureResize is the post-CUDA-graph-capture KV resize (docs/sglang.md#post-capture-resize) as a
@@ -136,7 +135,7 @@ func (c *Configurator) PostCaptureResize(cur *Result, freeBytes, backedBytes int
 	free := float64(freeBytes) / gib
 	headroom := float64(cur.PreLoadGiB * float64(1-c.d.MemFractionStatic))
 	budget := int64(float64(max(0, free-headroom)*gib)) + backedBytes
-	plans, err := c.plans(c.in.Args.MaxTotalTokens)
+	plans, err := c.plans(nil, c.in.Args.MaxTotalTokens)
 	if err != nil {
 		return &out, err
 	}
@@ -158,7 +157,7 @@ func (c *Configurator) PostCaptureResize(cur *Result, freeBytes, backedBytes int
 		out.Warnings = append(out.Warnings, fmt.Sprintf("Post-capture KV sizing reduced max_running_requests from %d to %d.", cur.MaxRunningRequests, n))
 		out.MaxRunningRequests = n
 	}
-	out.Logs = append(out.Logs, c.poolLogs(&out, plans[idx])...)
+	c.poolLogs(&out, plans[idx])
 	out.Logs = append(out.Logs, fmt.Sprintf("Post-capture KV sizing: max_total_num_tokens=%d, free memory=%.2f GB", out.MaxTotalNumTokens, free))
 	return &out, nil
 }

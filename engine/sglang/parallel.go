@@ -76,7 +76,7 @@ func kvSplits(kv, tp int) bool {
 // layers (models/llama.py and its kind: total_num_heads % attn_tp_size,
 // then the KV heads; deepseek_v2.py: num_heads % attn_tp_size for MLA) to
 // the attention TP size, returning a *FixError naming --tp-size.
-func checkTensorParallel(in Input) error {
+func checkTensorParallel(in *Input) error {
 	s, p := in.Spec, in.Parallel
 	if s == nil || p.TP < 1 || p.DP < 1 {
 		return nil
@@ -89,26 +89,28 @@ func checkTensorParallel(in Input) error {
 	if s.Attention == model.MLA || s.Attention == model.DSA {
 		kv = 0 // the latent cache is not sharded
 	}
+	var msg string
+	kvHeads := 0 // the error's KVHeads: set when the KV heads do not split
+	switch {
+	case heads%tp != 0:
+		msg = fmt.Sprintf("AssertionError: assert self.total_num_heads %% attn_tp_size == 0 (%d attention heads, attention TP size %d)", heads, tp)
+	case !kvSplits(kv, tp):
+		kvHeads = kv
+		cond := "self.total_num_kv_heads % attn_tp_size == 0"
+		if kv < tp {
+			cond = "attn_tp_size % self.total_num_kv_heads == 0"
+		}
+		msg = fmt.Sprintf("AssertionError: assert %s (%d KV heads, attention TP size %d)", cond, kv, tp)
+	default:
+		return nil
+	}
 	var valid []int
 	for t := 1; t <= heads && t <= 1024; t++ {
 		if heads%t == 0 && kvSplits(kv, t) {
 			valid = append(valid, t)
 		}
 	}
-	e := &TPError{AttentionTPSize: tp, AttentionHeads: heads, ValidSizes: valid}
-	switch {
-	case heads%tp != 0:
-		e.Message = fmt.Sprintf("AssertionError: assert self.total_num_heads %% attn_tp_size == 0 (%d attention heads, attention TP size %d)", heads, tp)
-	case !kvSplits(kv, tp):
-		e.KVHeads = kv
-		cond := "self.total_num_kv_heads % attn_tp_size == 0"
-		if kv < tp {
-			cond = "attn_tp_size % self.total_num_kv_heads == 0"
-		}
-		e.Message = fmt.Sprintf("AssertionError: assert %s (%d KV heads, attention TP size %d)", cond, kv, tp)
-	default:
-		return nil
-	}
+	e := &TPError{AttentionTPSize: tp, AttentionHeads: heads, KVHeads: kvHeads, ValidSizes: valid, Message: msg}
 	fe := &FixError{Err: e, Flag: "--tp-size"}
 	if n := e.Nearest(); n > 0 {
 		fe.Value = fmt.Sprint(n * p.AttnDP())

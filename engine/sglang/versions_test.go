@@ -190,6 +190,40 @@ func TestPrefillGraphSizes(t *testing.T) {
 			t.Errorf("PrefillGraphSizes(%d) = %d, want %d", tt.max, got, tt.want)
 		}
 	}
+	// Every capture size counted one by one, as SGLang lists them.
+	for max := -1; max <= 20000; max++ {
+		want := 0
+		for x := 4; x <= max; {
+			want++
+			switch {
+			case x < 32:
+				x += 4
+			case x < 48:
+				x = 48
+			case x < 256:
+				x += 16
+			case x < 288:
+				x = 288
+			case x < 512:
+				x += 32
+			case x < 576:
+				x = 576
+			case x < 1024:
+				x += 64
+			case x < 1280:
+				x = 1280
+			case x < 4096:
+				x += 256
+			case x < 4608:
+				x = 4608
+			default:
+				x += 512
+			}
+		}
+		if got := sglang.PrefillGraphSizes(max); got != want {
+			t.Fatalf("PrefillGraphSizes(%d) = %d, counted %d", max, got, want)
+		}
+	}
 }
 
 // A run reproduces its token count with its release's profile: the worked
