@@ -63,6 +63,24 @@ func fusedInputs(rng *rand.Rand, nb, bs int) []float32 {
 	return x
 }
 
+// encodeAsmAndPortable encodes x with the current kernels (got) and with
+// the portable code (want).
+func encodeAsmAndPortable(t *testing.T, c Codec, x []float32) (got, gotS, want, wantS []byte) {
+	t.Helper()
+	f, n := c.Format(), int64(len(x))
+	got, gotS = make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+	if err := c.EncodeF32(got, gotS, x); err != nil {
+		t.Fatal(err)
+	}
+	want, wantS = make([]byte, len(got)), make([]byte, len(gotS))
+	withAsm(t, false, func(t *testing.T) {
+		if err := c.EncodeF32(want, wantS, x); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return got, gotS, want, wantS
+}
+
 // TestAsmFusedEncode checks the fused float32 encoders (every block
 // format, so that the ones without a fused kernel are covered too) against
 // the portable block encoder, on lengths with and without a tail of
@@ -92,17 +110,7 @@ func TestAsmFusedEncode(t *testing.T) {
 			bs := f.BlockSize
 			for _, nb := range []int{1, 15, 16, 17, 32, 48, 100, 16 * fusedGroups, 16*fusedGroups + 16, 16*fusedGroups + 5, 3000} {
 				x := fusedInputs(rng, nb, bs)
-				n := int64(len(x))
-				got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
-				if err := c.EncodeF32(got, gotS, x); err != nil {
-					t.Fatal(err)
-				}
-				want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
-				withAsm(t, false, func(t *testing.T) {
-					if err := c.EncodeF32(want, wantS, x); err != nil {
-						t.Fatal(err)
-					}
-				})
+				got, gotS, want, wantS := encodeAsmAndPortable(t, c, x)
 				for b := range nb {
 					sb := len(gotS) / nb
 					db := len(got) / nb
@@ -150,17 +158,7 @@ func TestAsmFusedRanges(t *testing.T) {
 			for len(x)%(16*bs) != 0 {
 				x = append(x, 0)
 			}
-			n := int64(len(x))
-			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
-			if err := c.EncodeF32(got, gotS, x); err != nil {
-				t.Fatal(err)
-			}
-			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
-			withAsm(t, false, func(t *testing.T) {
-				if err := c.EncodeF32(want, wantS, x); err != nil {
-					t.Fatal(err)
-				}
-			})
+			got, gotS, want, wantS := encodeAsmAndPortable(t, c, x)
 			compareBytes(t, name+" payload", want, got)
 			compareBytes(t, name+" scales", wantS, gotS)
 		}
@@ -211,17 +209,7 @@ func TestAsmFusedIntBoundaries(t *testing.T) {
 				}
 				x = append(x, blk...)
 			}
-			n := int64(len(x))
-			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
-			if err := c.EncodeF32(got, gotS, x); err != nil {
-				t.Fatal(err)
-			}
-			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
-			withAsm(t, false, func(t *testing.T) {
-				if err := c.EncodeF32(want, wantS, x); err != nil {
-					t.Fatal(err)
-				}
-			})
+			got, gotS, want, wantS := encodeAsmAndPortable(t, c, x)
 			compareBytes(t, name+" payload", want, got)
 			compareBytes(t, name+" scales", wantS, gotS)
 		}
