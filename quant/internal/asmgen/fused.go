@@ -188,7 +188,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	case scaleNV:
 		m = nvScaleStage(a, p, scales, bad)
 	case scaleInt:
-		m = intScaleStage(a, p, scales)
+		m = newIntScaleK(p).scale(a, Mem{Base: scales})
 		MOVW(U16(0), Mem{Base: bad})
 	default:
 		m = pow2ScaleStage(a, p, scales, bad, one, c127)
@@ -378,39 +378,54 @@ func (e *lanes) sign(y, c reg.VecVirtual) {
 	VPTERNLOGD(U8(0xF8), e.signC, sg, c) // c | (sg & signC)
 }
 
-// pow2ScaleStage stores the scale bytes and bad bits of sixteen block
-// maxima a (pow2Scales; parameters loaded per group, for registers) and
-// returns the multipliers 2^-e.
-func pow2ScaleStage(a reg.VecVirtual, p, scales, bad reg.Register, one, c127 reg.VecVirtual) reg.VecVirtual {
-	pre, div, post, lo, hi := bcast(p, 0), bcast(p, 1), bcast(p, 2), bcast(p, 3), bcast(p, 4)
-	badLo, badHi := bcast(p, 5), bcast(p, 6)
-	mant := konst(0x7FFFFF)
-	inf := konst(0x7F800000)
+// pow2K holds the parameters and constants of pow2Exp (pow2Scales' p
+// broadcast, then the mantissa mask, 1, 127 and +Inf).
+type pow2K struct {
+	pre, div, post, lo, hi, badLo, badHi, mant, one, c127, inf reg.VecVirtual
+}
+
+func newPow2K(p reg.Register, one, c127 reg.VecVirtual) *pow2K {
+	return &pow2K{pre: bcast(p, 0), div: bcast(p, 1), post: bcast(p, 2), lo: bcast(p, 3), hi: bcast(p, 4),
+		badLo: bcast(p, 5), badHi: bcast(p, 6), mant: konst(0x7FFFFF), one: one, c127: c127, inf: konst(0x7F800000)}
+}
+
+// exp returns the ceil-rule exponents e of sixteen block maxima a
+// (pow2Scales) and stores their scale bytes e+127 at scales and the bad
+// word (a ≥ Inf, e outside [badLo, badHi]) at bad.
+func (k *pow2K) exp(a reg.VecVirtual, scales, bad reg.Register) reg.VecVirtual {
 	q := ZMM()
-	VMAXPS(a, pre, q)
-	VDIVPS(div, q, q)
-	VMAXPS(post, q, q)
+	VMAXPS(a, k.pre, q)
+	VDIVPS(k.div, q, q)
+	VMAXPS(k.post, q, q)
 	x := ZMM()
 	VPSRLD(U8(23), q, x)
-	VPSUBD(c127, x, x)
+	VPSUBD(k.c127, x, x)
 	f := ZMM()
-	VPANDD(mant, q, f)
-	VPMINUD(one, f, f)
+	VPANDD(k.mant, q, f)
+	VPMINUD(k.one, f, f)
 	VPADDD(f, x, x)
-	VPMAXSD(lo, x, x)
-	VPMINSD(hi, x, x)
+	VPMAXSD(k.lo, x, x)
+	VPMINSD(k.hi, x, x)
 	k0, k1, k2 := K(), K(), K()
-	VPCMPUD(U8(5), inf, a, k0)  // a >= Inf
-	VPCMPD(U8(1), badLo, x, k1) // e < badLo
-	VPCMPD(U8(6), badHi, x, k2) // e > badHi
+	VPCMPUD(U8(5), k.inf, a, k0)  // a >= Inf
+	VPCMPD(U8(1), k.badLo, x, k1) // e < badLo
+	VPCMPD(U8(6), k.badHi, x, k2) // e > badHi
 	KORW(k1, k0, k0)
 	KORW(k2, k0, k0)
 	rb := GP32()
 	KMOVW(k0, rb)
 	MOVW(rb.As16(), Mem{Base: bad})
 	sb := ZMM()
-	VPADDD(c127, x, sb)
+	VPADDD(k.c127, x, sb)
 	narrowStore(VPMOVDB, sb, Mem{Base: scales}, 16)
+	return x
+}
+
+// pow2ScaleStage stores the scale bytes and bad bits of sixteen block
+// maxima a (pow2Scales; parameters loaded per group, for registers) and
+// returns the multipliers 2^-e.
+func pow2ScaleStage(a reg.VecVirtual, p, scales, bad reg.Register, one, c127 reg.VecVirtual) reg.VecVirtual {
+	x := newPow2K(p, one, c127).exp(a, scales, bad)
 	// the multipliers 2^-e as float32 bits (127 − e) << 23
 	m := ZMM()
 	VPSUBD(x, c127, m)
@@ -425,11 +440,6 @@ func pow2ScaleStage(a reg.VecVirtual, p, scales, bad reg.Register, one, c127 reg
 func nvScaleStage(a reg.VecVirtual, p, scales, bad reg.Register) reg.VecVirtual {
 	invG, rcp6, g := bcast(p, 0), bcast(p, 1), bcast(p, 2)
 	one := konst(1)
-	oneF := konst(0x3F800000)
-	inf := konst(0x7F800000)
-	e4m3Bias := konst(120 << 23)
-	twoM9 := konst(0x3B000000) // 2^-9
-	eight := konst(8)
 	sf := ZMM()
 	VMULPS(rcp6, a, sf)
 	VMULPS(sf, invG, sf)
@@ -441,29 +451,45 @@ func nvScaleStage(a reg.VecVirtual, p, scales, bad reg.Register) reg.VecVirtual 
 	VPMINUD(konst(0x7E), c, c)
 	e.sub(sf, c, kSub0)
 	narrowStore(VPMOVDB, c, Mem{Base: scales}, 16)
+	return newNVK(g).multiplier(a, c, bad)
+}
+
+// nvK holds the constants of nvK.multiplier: the global scale g, 1.0,
+// +Inf, the E4M3 exponent bias, 2^-9, 8 and zero.
+type nvK struct{ g, oneF, inf, e4m3Bias, twoM9, eight, zero reg.VecVirtual }
+
+func newNVK(g reg.VecVirtual) *nvK {
+	k := &nvK{g: g, oneF: konst(0x3F800000), inf: konst(0x7F800000), e4m3Bias: konst(120 << 23),
+		twoM9: konst(0x3B000000), eight: konst(8), zero: ZMM()}
+	VPXORD(k.zero, k.zero, k.zero)
+	return k
+}
+
+// multiplier returns the element multipliers a ≠ 0 ? 1/(float(c)·g) : 0
+// of sixteen block maxima a with E4M3 scale codes c (nvfp4Scales) and
+// stores the bad word (a NaN maximum, an infinite multiplier) at bad.
+func (k *nvK) multiplier(a, c reg.VecVirtual, bad reg.Register) reg.VecVirtual {
 	// E4M3 value of the (nonnegative) code: normal codes shift into
 	// float32 bits (exponent bias 7 → 127), subnormal ones are code·2^-9
 	v := ZMM()
 	VPSLLD(U8(20), c, v)
-	VPADDD(e4m3Bias, v, v)
+	VPADDD(k.e4m3Bias, v, v)
 	sub := ZMM()
 	VCVTDQ2PS(c, sub)
-	VMULPS(twoM9, sub, sub)
+	VMULPS(k.twoM9, sub, sub)
 	kSub := K()
-	VPCMPUD(U8(1), eight, c, kSub) // code < 8
+	VPCMPUD(U8(1), k.eight, c, kSub) // code < 8
 	VMOVDQA32(sub, kSub, v)
-	VMULPS(g, v, v)
+	VMULPS(k.g, v, v)
 	o := ZMM()
-	VDIVPS(v, oneF, o)
+	VDIVPS(v, k.oneF, o)
 	kz := K()
 	VPTESTNMD(a, a, kz)
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-	VMOVDQA32(zero, kz, o)
+	VMOVDQA32(k.zero, kz, o)
 	// blocks for the portable code: a NaN maximum, an infinite multiplier
 	kb, ki := K(), K()
-	VPCMPUD(U8(6), inf, a, kb)
-	VPCMPUD(U8(5), inf, o, ki)
+	VPCMPUD(U8(6), k.inf, a, kb)
+	VPCMPUD(U8(5), k.inf, o, ki)
 	KORW(ki, kb, kb)
 	r := GP32()
 	KMOVW(kb, r)
@@ -535,31 +561,35 @@ func (e *nvLut) step(src, dst, invP reg.Register, h int) {
 	narrowStore(VPMOVDB, j, Mem{Base: dst, Disp: 16 * h}, 16)
 }
 
-// intScaleStage stores the fp16 scales of sixteen group maxima a
+// intScaleK holds the constants of intScale: qmax, 65504, 1.0, +Inf and
+// the fp16 NaN.
+type intScaleK struct{ q, maxS, oneF, inf, nan reg.VecVirtual }
+
+func newIntScaleK(qmax reg.Register) *intScaleK {
+	k := &intScaleK{q: ZMM(), maxS: konst(math.Float32bits(65504)), oneF: konst(0x3F800000), inf: konst(0x7F800000), nan: konst(0x7E00)}
+	VBROADCASTSS(Mem{Base: qmax}, k.q)
+	return k
+}
+
+// scale stores at dst the fp16 scales of sixteen group maxima a
 // (intScales: min(a/qmax, 65504), 1 for a zero group, nearest even, NaN
-// 0x7E00; qmax at p) and returns their float32 values.
-func intScaleStage(a reg.VecVirtual, p, scales reg.Register) reg.VecVirtual {
-	q := ZMM()
-	VBROADCASTSS(Mem{Base: p}, q)
-	maxS := konst(math.Float32bits(65504))
-	oneF := konst(0x3F800000)
-	inf := konst(0x7F800000)
-	nan := konst(0x7E00)
+// 0x7E00) and returns their float32 values.
+func (k *intScaleK) scale(a reg.VecVirtual, dst Mem) reg.VecVirtual {
 	s := ZMM()
-	VDIVPS(q, a, s)
-	VMINPS(maxS, s, s)
+	VDIVPS(k.q, a, s)
+	VMINPS(k.maxS, s, s)
 	kz := K()
 	VPTESTNMD(a, a, kz)
-	VMOVDQA32(oneF, kz, s)
+	VMOVDQA32(k.oneF, kz, s)
 	h := ZMM()
 	VCVTPS2PH(U8(0), s, h.AsY())
 	VPMOVZXWD(h.AsY(), h)
 	kn := K()
-	VPCMPUD(U8(6), inf, a, kn)
-	VMOVDQA32(nan, kn, h)
+	VPCMPUD(U8(6), k.inf, a, kn)
+	VMOVDQA32(k.nan, kn, h)
 	h16 := ZMM()
 	VPMOVDW(h, h16.AsY())
-	VMOVDQU32(h16.AsY(), Mem{Base: scales})
+	VMOVDQU32(h16.AsY(), dst)
 	f := ZMM()
 	VCVTPH2PS(h16.AsY(), f)
 	return f
