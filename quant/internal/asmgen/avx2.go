@@ -819,46 +819,17 @@ func pow2ScalesY() {
 	amax := Load(Param("amax"), GP64())
 	m := Load(Param("m"), GP64())
 	p := Load(Param("p"), GP64())
-	bc := func(i int) reg.VecVirtual {
-		z := YMM()
-		VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
-		return z
-	}
-	pre, div, post, lo, hi := bc(0), bc(1), bc(2), bc(3), bc(4)
-	badLo, badHi, ztOr := bc(5), bc(6), bc(7)
+	k := newPow2KY(p)
+	ztOr := YMM()
+	VPBROADCASTD(Mem{Base: p, Disp: 28}, ztOr)
 	Label(name + "_loop")
 	bits := GP64()
 	XORQ(bits, bits)
 	for h := range 2 {
-		a, q, x, f := YMM(), YMM(), YMM(), YMM()
+		a := YMM()
 		VMOVDQU(Mem{Base: amax, Disp: 32 * h}, a)
-		VMAXPS(a, pre, q)
-		VDIVPS(div, q, q)
-		VMAXPS(post, q, q)
-		VPSRLD(U8(23), q, x)
-		VPSUBD(cY(127), x, x)
-		VPAND(cY(0x7FFFFF), q, f)
-		VPMINUD(cY(1), f, f)
-		VPADDD(f, x, x)
-		VPMAXSD(lo, x, x)
-		VPMINSD(hi, x, x)
-		// bad blocks: a ≥ Inf, e < badLo, e > badHi
-		k0, k1 := YMM(), YMM()
-		VPCMPGTD(cY(0x7F7FFFFF), a, k0)
-		VPCMPGTD(x, badLo, k1)
-		VPOR(k1, k0, k0)
-		VPCMPGTD(badHi, x, k1)
-		VPOR(k1, k0, k0)
-		r := GP64()
-		VMOVMSKPS(k0, r.As32())
-		if h == 1 {
-			SHLQ(U8(8), r)
-		}
-		ORQ(r, bits)
-		// scale bytes, shifts, sign limits
-		b := YMM()
-		VPADDD(cY(127), x, b)
-		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		x := k.exp(a, scales, bits, h)
+		// shifts, sign limits
 		s7 := YMM()
 		VPSLLD(U8(7), x, s7)
 		VMOVDQU(s7, Mem{Base: sh, Disp: 32 * h})
@@ -923,12 +894,7 @@ func intRuleScalesY() {
 		VPOR(k1, k0, k0)
 		VPCMPGTD(badHi, x, k1)
 		VPOR(k1, k0, k0)
-		rr := GP64()
-		VMOVMSKPS(k0, rr.As32())
-		if h == 1 {
-			SHLQ(U8(8), rr)
-		}
-		ORQ(rr, bits)
+		orBadBitsY(k0, bits, h)
 		b := YMM()
 		VPADDD(cY(127), x, b)
 		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
@@ -959,25 +925,10 @@ func intScalesY() {
 	qp := Load(Param("qmax"), GP64())
 	q := YMM()
 	VBROADCASTSS(Mem{Base: qp}, q)
-	zero := YMM()
-	VPXOR(zero, zero, zero)
 	Label(name + "_loop")
-	a, s, kz := YMM(), YMM(), YMM()
+	a := YMM()
 	VMOVDQU(Mem{Base: amax}, a)
-	VDIVPS(q, a, s)
-	VMINPS(cY(math.Float32bits(65504)), s, s)
-	VPCMPEQD(zero, a, kz)
-	VPBLENDVB(kz, cY(0x3F800000), s, s)
-	h := XMM()
-	VCVTPS2PH(U8(0), s, h)
-	kn, kh := YMM(), XMM()
-	VPCMPGTD(cY(0x7F800000), a, kn)
-	VEXTRACTI128(U8(1), kn, kh)
-	VPACKSSDW(kh, kn.AsX(), kh)
-	VPBLENDVB(kh, cW(0x7E00), h, h)
-	VMOVDQU(h, Mem{Base: s16})
-	f := YMM()
-	VCVTPH2PS(h, f)
+	f := intScaleY(a, q, Mem{Base: s16})
 	VMOVUPS(f, Mem{Base: div})
 	ADDQ(U8(32), amax)
 	ADDQ(U8(32), div)
@@ -1433,8 +1384,6 @@ func nvfp4ScalesY() {
 	VBROADCASTSS(Mem{Base: p}, invG)
 	VBROADCASTSS(Mem{Base: p, Disp: 4}, rcp6)
 	VBROADCASTSS(Mem{Base: p, Disp: 8}, g)
-	zero := YMM()
-	VPXOR(zero, zero, zero)
 	Label(name + "_loop")
 	bits := GP64()
 	XORQ(bits, bits)
@@ -1456,33 +1405,8 @@ func nvfp4ScalesY() {
 		b := YMM()
 		VMOVDQA(c, b)
 		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
-		// E4M3 value of the (nonnegative) code
-		v, sub, gt := YMM(), YMM(), YMM()
-		VPSLLD(U8(20), c, v)
-		VPADDD(cY(120<<23), v, v)
-		VCVTDQ2PS(c, sub)
-		VMULPS(cY(0x3B000000), sub, sub) // 2^-9
-		VPCMPGTD(cY(7), c, gt)
-		VPBLENDVB(gt, v, sub, v)
-		VMULPS(g, v, v)
-		o := YMM()
-		VMOVDQU(cY(0x3F800000), o)
-		VDIVPS(v, o, o)
-		kz := YMM()
-		VPCMPEQD(zero, a, kz)
-		VPANDN(o, kz, o)
+		o := nvMultiplierY(a, c, g, bits, h)
 		VMOVUPS(o, Mem{Base: os, Disp: 32 * h})
-		// blocks for the portable code: a NaN maximum, an infinite multiplier
-		kb, ki := YMM(), YMM()
-		VPCMPGTD(cY(0x7F800000), a, kb)
-		VPCMPGTD(cY(0x7F7FFFFF), o, ki)
-		VPOR(ki, kb, kb)
-		r := GP64()
-		VMOVMSKPS(kb, r.As32())
-		if h == 1 {
-			SHLQ(U8(8), r)
-		}
-		ORQ(r, bits)
 	}
 	MOVW(bits.As16(), Mem{Base: bad})
 	ADDQ(U8(2), bad)
@@ -1643,4 +1567,112 @@ func e2m1DecodeBF16Y(name string, pair bool) {
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
+}
+
+// orBadBitsY ORs the sign bits of the eight dwords of k (the bad blocks
+// of half h of sixteen) into bits 8h..8h+7 of bits.
+func orBadBitsY(k reg.VecVirtual, bits reg.Register, h int) {
+	r := GP64()
+	VMOVMSKPS(k, r.As32())
+	if h == 1 {
+		SHLQ(U8(8), r)
+	}
+	ORQ(r, bits)
+}
+
+// pow2KY holds pow2Scales' parameters p[0..6] broadcast (pre, div, post,
+// lo, hi, badLo, badHi) for pow2ExpY.
+type pow2KY struct{ pre, div, post, lo, hi, badLo, badHi reg.VecVirtual }
+
+func newPow2KY(p reg.Register) *pow2KY {
+	bc := func(i int) reg.VecVirtual {
+		z := YMM()
+		VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
+		return z
+	}
+	return &pow2KY{bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6)}
+}
+
+// exp returns the ceil-rule exponents e of the eight block maxima a of
+// half h (pow2Scales), stores their scale bytes e+127 at scales+8h and ORs
+// the bad blocks (a ≥ Inf, e outside [badLo, badHi]) into bits.
+func (k *pow2KY) exp(a reg.VecVirtual, scales, bits reg.Register, h int) reg.VecVirtual {
+	q, x, f := YMM(), YMM(), YMM()
+	VMAXPS(a, k.pre, q)
+	VDIVPS(k.div, q, q)
+	VMAXPS(k.post, q, q)
+	VPSRLD(U8(23), q, x)
+	VPSUBD(cY(127), x, x)
+	VPAND(cY(0x7FFFFF), q, f)
+	VPMINUD(cY(1), f, f)
+	VPADDD(f, x, x)
+	VPMAXSD(k.lo, x, x)
+	VPMINSD(k.hi, x, x)
+	k0, k1 := YMM(), YMM()
+	VPCMPGTD(cY(0x7F7FFFFF), a, k0)
+	VPCMPGTD(x, k.badLo, k1)
+	VPOR(k1, k0, k0)
+	VPCMPGTD(k.badHi, x, k1)
+	VPOR(k1, k0, k0)
+	orBadBitsY(k0, bits, h)
+	b := YMM()
+	VPADDD(cY(127), x, b)
+	VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+	return x
+}
+
+// nvMultiplierY returns the element multipliers a ≠ 0 ? 1/(float(c)·g) :
+// 0 of the eight block maxima a of half h with E4M3 scale codes c
+// (nvfp4Scales) and ORs the bad blocks (a NaN maximum, an infinite
+// multiplier) into bits.
+func nvMultiplierY(a, c, g reg.VecVirtual, bits reg.Register, h int) reg.VecVirtual {
+	// the E4M3 value of the code: normal codes shift into float32 bits,
+	// subnormal ones are code·2^-9
+	v, sub, nm := YMM(), YMM(), YMM()
+	VPSLLD(U8(20), c, v)
+	VPADDD(cY(120<<23), v, v)
+	VCVTDQ2PS(c, sub)
+	VMULPS(cY(0x3B000000), sub, sub)
+	VMOVDQU(cY(8), nm)
+	VPCMPGTD(c, nm, nm) // code < 8
+	VPBLENDVB(nm, sub, v, v)
+	VMULPS(g, v, v)
+	o := YMM()
+	VMOVDQU(cY(0x3F800000), o)
+	VDIVPS(v, o, o)
+	// 0 for a zero maximum
+	z := YMM()
+	VPXOR(z, z, z)
+	VPCMPEQD(z, a, z)
+	VPANDN(o, z, o)
+	// blocks for the portable code: a NaN maximum, an infinite multiplier
+	k0, k1 := YMM(), YMM()
+	VPCMPGTD(cY(0x7F800000), a, k0)
+	VPCMPGTD(cY(0x7F7FFFFF), o, k1)
+	VPOR(k1, k0, k0)
+	orBadBitsY(k0, bits, h)
+	return o
+}
+
+// intScaleY stores at dst the fp16 scales of the eight group maxima a
+// (intScales: min(a/q, 65504), 1 for a zero group, nearest even, NaN
+// 0x7E00; q holds qmax) and returns their float32 values.
+func intScaleY(a, q reg.VecVirtual, dst Mem) reg.VecVirtual {
+	s, kz := YMM(), YMM()
+	VDIVPS(q, a, s)
+	VMINPS(cY(math.Float32bits(65504)), s, s)
+	VPXOR(kz, kz, kz)
+	VPCMPEQD(kz, a, kz)
+	VPBLENDVB(kz, cY(0x3F800000), s, s)
+	hw := XMM()
+	VCVTPS2PH(U8(0), s, hw)
+	kn, kh := YMM(), XMM()
+	VPCMPGTD(cY(0x7F800000), a, kn)
+	VEXTRACTI128(U8(1), kn, kh)
+	VPACKSSDW(kh, kn.AsX(), kh)
+	VPBLENDVB(kh, cW(0x7E00), hw, hw)
+	VMOVDQU(hw, dst)
+	f := YMM()
+	VCVTPH2PS(hw, f)
+	return f
 }

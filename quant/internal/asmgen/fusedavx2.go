@@ -135,39 +135,7 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 			intScaleStageY(a, p, scales, invP, h)
 			continue
 		}
-		// pow2Scales (as pow2ScalesY)
-		bc := func(i int) reg.VecVirtual {
-			z := YMM()
-			VPBROADCASTD(Mem{Base: p, Disp: 4 * i}, z)
-			return z
-		}
-		q, x, f := YMM(), YMM(), YMM()
-		VMAXPS(a, bc(0), q)
-		VDIVPS(bc(1), q, q)
-		VMAXPS(bc(2), q, q)
-		VPSRLD(U8(23), q, x)
-		VPSUBD(cY(127), x, x)
-		VPAND(cY(0x7FFFFF), q, f)
-		VPMINUD(cY(1), f, f)
-		VPADDD(f, x, x)
-		VPMAXSD(bc(3), x, x)
-		VPMINSD(bc(4), x, x)
-		// bad blocks: a ≥ Inf, e < p[5], e > p[6]
-		k0, k1 := YMM(), YMM()
-		VPCMPGTD(cY(0x7F7FFFFF), a, k0)
-		VPCMPGTD(x, bc(5), k1)
-		VPOR(k1, k0, k0)
-		VPCMPGTD(bc(6), x, k1)
-		VPOR(k1, k0, k0)
-		rb := GP64()
-		VMOVMSKPS(k0, rb.As32())
-		if h == 1 {
-			SHLQ(U8(8), rb)
-		}
-		ORQ(rb, bits)
-		b := YMM()
-		VPADDD(cY(127), x, b)
-		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		x := newPow2KY(p).exp(a, scales, bits, h)
 		// the multipliers 2^-e as float32 bits (127 − e) << 23
 		m := YMM()
 		VMOVDQU(cY(127), m)
@@ -435,60 +403,17 @@ func nvScaleStageY(a reg.VecVirtual, p, scales, invP, bits reg.Register, h int) 
 	b := YMM()
 	VMOVDQA(c, b)
 	VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
-	// the E4M3 value of the code: normal codes shift into float32 bits,
-	// subnormal ones are code·2^-9
-	v, sub := YMM(), YMM()
-	VPSLLD(U8(20), c, v)
-	VPADDD(cY(120<<23), v, v)
-	VCVTDQ2PS(c, sub)
-	VMULPS(cY(0x3B000000), sub, sub)
-	VMOVDQU(cY(8), nm)
-	VPCMPGTD(c, nm, nm) // code < 8
-	VPBLENDVB(nm, sub, v, v)
-	VMULPS(bc(2), v, v)
-	o := YMM()
-	VMOVDQU(cY(0x3F800000), o)
-	VDIVPS(v, o, o)
-	// 0 for a zero maximum
-	z := YMM()
-	VPXOR(z, z, z)
-	VPCMPEQD(z, a, z)
-	VPANDN(o, z, o)
+	o := nvMultiplierY(a, c, bc(2), bits, h)
 	VMOVDQU(o, Mem{Base: invP, Disp: 32 * h})
-	// blocks for the portable code: a NaN maximum, an infinite multiplier
-	k0, k1 := YMM(), YMM()
-	VPCMPGTD(cY(0x7F800000), a, k0)
-	VPCMPGTD(cY(0x7F7FFFFF), o, k1)
-	VPOR(k1, k0, k0)
-	rb := GP64()
-	VMOVMSKPS(k0, rb.As32())
-	if h == 1 {
-		SHLQ(U8(8), rb)
-	}
-	ORQ(rb, bits)
 }
 
 // intScaleStageY is intScalesY for the eight group maxima a of half h of
 // a group: the fp16 scales (at scales+16h) and their float32 values, the
 // divisors (at invP+32h).
 func intScaleStageY(a reg.VecVirtual, p, scales, invP reg.Register, h int) {
-	q, s, kz := YMM(), YMM(), YMM()
+	q := YMM()
 	VBROADCASTSS(Mem{Base: p}, q)
-	VDIVPS(q, a, s)
-	VMINPS(cY(math.Float32bits(65504)), s, s)
-	VPXOR(kz, kz, kz)
-	VPCMPEQD(kz, a, kz)
-	VPBLENDVB(kz, cY(0x3F800000), s, s)
-	hw := XMM()
-	VCVTPS2PH(U8(0), s, hw)
-	kn, kh := YMM(), XMM()
-	VPCMPGTD(cY(0x7F800000), a, kn)
-	VEXTRACTI128(U8(1), kn, kh)
-	VPACKSSDW(kh, kn.AsX(), kh)
-	VPBLENDVB(kh, cW(0x7E00), hw, hw)
-	VMOVDQU(hw, Mem{Base: scales, Disp: 16 * h})
-	f := YMM()
-	VCVTPH2PS(hw, f)
+	f := intScaleY(a, q, Mem{Base: scales, Disp: 16 * h})
 	VMOVUPS(f, Mem{Base: invP, Disp: 32 * h})
 	// r = RN(1/s) for intStepY's products (s = 0 gives +Inf, whose
 	// products send the step to the exact division)
