@@ -888,16 +888,9 @@ func intRuleScalesY() {
 		VPSRLD(U8(7), f, f)
 		VPADDD(f, x, x)
 		VPMAXSD(lo, x, x)
-		k0, k1 := YMM(), YMM()
+		k0 := YMM()
 		VPCMPGTD(cY(0x7F7F), a, k0)
-		VPCMPGTD(x, badLo, k1)
-		VPOR(k1, k0, k0)
-		VPCMPGTD(badHi, x, k1)
-		VPOR(k1, k0, k0)
-		orBadBitsY(k0, bits, h)
-		b := YMM()
-		VPADDD(cY(127), x, b)
-		VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
+		storeExpY(k0, x, badLo, badHi, scales, bits, h)
 		VPSLLD(U8(7), x, x)
 		VMOVDQU(x, Mem{Base: sh, Disp: 32 * h})
 	}
@@ -1608,17 +1601,25 @@ func (k *pow2KY) exp(a reg.VecVirtual, scales, bits reg.Register, h int) reg.Vec
 	VPADDD(f, x, x)
 	VPMAXSD(k.lo, x, x)
 	VPMINSD(k.hi, x, x)
-	k0, k1 := YMM(), YMM()
+	k0 := YMM()
 	VPCMPGTD(cY(0x7F7FFFFF), a, k0)
-	VPCMPGTD(x, k.badLo, k1)
-	VPOR(k1, k0, k0)
-	VPCMPGTD(k.badHi, x, k1)
-	VPOR(k1, k0, k0)
-	orBadBitsY(k0, bits, h)
+	storeExpY(k0, x, k.badLo, k.badHi, scales, bits, h)
+	return x
+}
+
+// storeExpY stores the scale bytes e+127 of the eight block exponents x of
+// half h at scales+8h and ORs into bits the blocks of bad (dwords all
+// ones) and those with e outside [badLo, badHi].
+func storeExpY(bad, x, badLo, badHi reg.VecVirtual, scales, bits reg.Register, h int) {
+	k := YMM()
+	VPCMPGTD(x, badLo, k)
+	VPOR(k, bad, bad)
+	VPCMPGTD(badHi, x, k)
+	VPOR(k, bad, bad)
+	orBadBitsY(bad, bits, h)
 	b := YMM()
 	VPADDD(cY(127), x, b)
 	VMOVQ(lowBytes(b), Mem{Base: scales, Disp: 8 * h})
-	return x
 }
 
 // nvMultiplierY returns the element multipliers a ≠ 0 ? 1/(float(c)·g) :

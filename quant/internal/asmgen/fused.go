@@ -137,16 +137,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 	Label(name + "_chunk")
 	// up to fusedChunk groups: first all their scales (independent work
 	// for the out-of-order core), then their elements
-	nc := GP64()
-	MOVQ(U32(fusedChunk), nc)
-	CMPQ(ng, U8(fusedChunk))
-	CMOVQLT(ng, nc)
-	SUBQ(nc, ng)
-	s0 := GP64()
-	MOVQ(src, s0)
-	LEAQ(inv, invP)
-	gc := GP64()
-	MOVQ(nc, gc)
+	nc, s0, gc := chunkStart(ng, src, invP, inv)
 	Label(name + "_group")
 	// pass 1: the sixteen block maxima (amaxTree)
 	blockMax := func(b int) reg.VecVirtual {
@@ -273,11 +264,7 @@ func fusedPow2F32(name string, bs int, fp4, halfUp bool, stage int) {
 		for i := range codes {
 			e.sign(ys[i], codes[i])
 		}
-		ab, cd, out := ZMM(), ZMM(), ZMM()
-		VPACKUSDW(codes[1], codes[0], ab)
-		VPACKUSDW(codes[3], codes[2], cd)
-		VPACKUSWB(cd, ab, out)
-		VPERMD(out, idx, out)
+		out := packCodes(codes, idx)
 		if fp4 {
 			t := ZMM()
 			VPSRLW(U8(4), out, t)
@@ -839,11 +826,7 @@ func fp8EncodeLanes(name string, m, b int, maxF float64) {
 	for i := range codes {
 		e.sign(ys[i], codes[i])
 	}
-	ab, cd, out := ZMM(), ZMM(), ZMM()
-	VPACKUSDW(codes[1], codes[0], ab)
-	VPACKUSDW(codes[3], codes[2], cd)
-	VPACKUSWB(cd, ab, out)
-	VPERMD(out, idx, out)
+	out := packCodes(codes, idx)
 	VMOVDQU32(out, Mem{Base: dst})
 	ADDQ(U8(64), dst)
 	ADDQ(U32(256), src)
@@ -855,4 +838,31 @@ func fp8EncodeLanes(name string, m, b int, maxF float64) {
 	Store(done, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
+}
+
+// packCodes packs the byte codes of four vectors of dwords (unsigned
+// saturation) into one vector in element order (idx: the dword order
+// VPACKUSDW / VPACKUSWB leave).
+func packCodes(codes [4]reg.VecVirtual, idx reg.VecVirtual) reg.VecVirtual {
+	ab, cd, out := ZMM(), ZMM(), ZMM()
+	VPACKUSDW(codes[1], codes[0], ab)
+	VPACKUSDW(codes[3], codes[2], cd)
+	VPACKUSWB(cd, ab, out)
+	VPERMD(out, idx, out)
+	return out
+}
+
+// chunkStart emits the head of a fused encoder's chunk: nc = min(ng,
+// fusedChunk) groups taken from ng, s0 = src (pass 1's pointer), invP at
+// the frame's buffer inv, and the group counter gc = nc.
+func chunkStart(ng, src, invP reg.Register, inv Mem) (nc, s0, gc reg.GPVirtual) {
+	nc, s0, gc = GP64(), GP64(), GP64()
+	MOVQ(U32(fusedChunk), nc)
+	CMPQ(ng, U8(fusedChunk))
+	CMOVQLT(ng, nc)
+	SUBQ(nc, ng)
+	MOVQ(src, s0)
+	LEAQ(inv, invP)
+	MOVQ(nc, gc)
+	return nc, s0, gc
 }

@@ -75,16 +75,7 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 
 	Label(name + "_chunk")
 	// up to fusedChunk groups: first all their scales, then their elements
-	nc := GP64()
-	MOVQ(U32(fusedChunk), nc)
-	CMPQ(ng, U8(fusedChunk))
-	CMOVQLT(ng, nc)
-	SUBQ(nc, ng)
-	s0 := GP64()
-	MOVQ(src, s0)
-	LEAQ(inv, invP)
-	gc := GP64()
-	MOVQ(nc, gc)
+	nc, s0, gc := chunkStart(ng, src, invP, inv)
 	Label(name + "_group")
 	// pass 1: the block maxima, eight blocks per half through a
 	// three-level shuffle tree (128-bit halves, then VSHUFPS twice) and
@@ -198,7 +189,7 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 				VMULPS(Mem{Base: src, Disp: 128*k + 32*i}, w[i/yk], v)
 				return v
 			}
-			ab, cd, out := YMM(), YMM(), YMM()
+			ab, out := YMM(), YMM()
 			if nv {
 				// e2m1EncodeY's byte tables (lut, quant.e2m1TabRNE): in
 				// 16-bit lanes the key j from the top half of |y|, a sticky
@@ -321,15 +312,7 @@ func fusedPow2F32Y(name string, bs int, fp4, nv, intg bool) {
 					VPBLENDVB(l, s, codes[i], codes[i])
 				}
 				Label(name + "_pack")
-				VPACKUSDW(codes[1], codes[0], ab)
-				VPACKUSDW(codes[3], codes[2], cd)
-				VPACKUSWB(cd, ab, out)
-				// the signs of y: signed saturation keeps them
-				VPACKSSDW(ys[1], ys[0], ab)
-				VPACKSSDW(ys[3], ys[2], cd)
-				VPACKSSWB(cd, ab, ab)
-				VPAND(cY(0x80808080), ab, ab)
-				VPOR(ab, out, out)
+				packSignedY(codes, ys, out)
 			}
 			return out
 		}
@@ -574,16 +557,8 @@ func fp8EncodeLanesY(name string, m, b int, maxF float64) {
 		VPCMPGTD(ov, mx, mx) // a ≥ ovT (NaN and ±Inf too)
 		VPTEST(mx, mx)
 		JNZ(LabelRef(name + "_done"))
-		ab, cd, out := YMM(), YMM(), YMM()
-		VPACKUSDW(codes[1], codes[0], ab)
-		VPACKUSDW(codes[3], codes[2], cd)
-		VPACKUSWB(cd, ab, out)
-		// the signs: signed saturation keeps them
-		VPACKSSDW(ys[1], ys[0], ab)
-		VPACKSSDW(ys[3], ys[2], cd)
-		VPACKSSWB(cd, ab, ab)
-		VPAND(cY(0x80808080), ab, ab)
-		VPOR(ab, out, out)
+		out, ab := YMM(), YMM()
+		packSignedY(codes, ys, out)
 		VMOVDQU(idx, ab)
 		VPERMD(out, ab, out)
 		VMOVDQU(out, Mem{Base: dst, Disp: 32 * h})
@@ -598,4 +573,19 @@ func fp8EncodeLanesY(name string, m, b int, maxF float64) {
 	Store(done, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
+}
+
+// packSignedY packs the magnitude codes of four vectors of dwords into the
+// bytes of out (in the lane order of VPACKUSDW / VPACKUSWB) with the signs
+// of ys (bit 7; signed saturation keeps them).
+func packSignedY(codes, ys [4]reg.VecVirtual, out reg.VecVirtual) {
+	ab, cd := YMM(), YMM()
+	VPACKUSDW(codes[1], codes[0], ab)
+	VPACKUSDW(codes[3], codes[2], cd)
+	VPACKUSWB(cd, ab, out)
+	VPACKSSDW(ys[1], ys[0], ab)
+	VPACKSSDW(ys[3], ys[2], cd)
+	VPACKSSWB(cd, ab, ab)
+	VPAND(cY(0x80808080), ab, ab)
+	VPOR(ab, out, out)
 }
