@@ -202,14 +202,19 @@ func TestPortablePaths(t *testing.T) {
 	if asmLevel == levelPortable {
 		t.Skip("the portable paths are what the other tests ran")
 	}
-	withAsm(t, false, func(t *testing.T) {
-		t.Run("CodecsMatchReference", TestCodecsMatchReference)
-		t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
-		t.Run("NonFiniteBlocks", TestNonFiniteBlocks)
-		t.Run("Vectors", TestVectors)
-		t.Run("CRef", TestCRef)
-		t.Run("FP8Scale", TestFP8Scale)
-	})
+	withAsm(t, false, codecChecks)
+}
+
+// codecChecks runs the codec cross-checks (references, scale bytes,
+// non-finite blocks, vectors, the C reference, FP8 scales) at the level
+// set.
+func codecChecks(t *testing.T) {
+	t.Run("CodecsMatchReference", TestCodecsMatchReference)
+	t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
+	t.Run("NonFiniteBlocks", TestNonFiniteBlocks)
+	t.Run("Vectors", TestVectors)
+	t.Run("CRef", TestCRef)
+	t.Run("FP8Scale", TestFP8Scale)
 }
 
 // TestAVX2Level reruns the assembly and codec cross-checks with the AVX2
@@ -231,12 +236,7 @@ func TestAVX2Level(t *testing.T) {
 		t.Run("AsmBlockScales", TestAsmBlockScales)
 		t.Run("AsmBlockMaxima", TestAsmBlockMaxima)
 		t.Run("AsmE2M1TinySigns", TestAsmE2M1TinySigns)
-		t.Run("CodecsMatchReference", TestCodecsMatchReference)
-		t.Run("AllScaleBytesDecode", TestAllScaleBytesDecode)
-		t.Run("NonFiniteBlocks", TestNonFiniteBlocks)
-		t.Run("Vectors", TestVectors)
-		t.Run("CRef", TestCRef)
-		t.Run("FP8Scale", TestFP8Scale)
+		codecChecks(t)
 		t.Run("FP4ShiftTables", TestFP4ShiftTables)
 		t.Run("FP4DecodeOddBlocks", TestFP4DecodeOddBlocks)
 		t.Run("NVFP4DecodeOddBlocks", TestNVFP4DecodeOddBlocks)
