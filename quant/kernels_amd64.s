@@ -7270,7 +7270,7 @@ e2m1ShiftEncBF16x16AVX2_loop:
 	VPSHUFB    Y10, Y3, Y10
 	VPSHUFB    Y9, Y4, Y12
 	VPOR       Y12, Y10, Y10
-	VPAND      Y8, Y10, Y10
+	VPMINUB    Y8, Y10, Y10
 	VPADDB     Y10, Y11, Y11
 	VPOR       avx2c08080808<>+0(SB), Y11, Y12
 	VPBLENDVB  Y7, Y12, Y11, Y11
@@ -7414,7 +7414,7 @@ e2m1ShiftEncBF16x32AVX2_loop:
 	VPSHUFB    Y9, Y3, Y9
 	VPSHUFB    Y8, Y4, Y11
 	VPOR       Y11, Y9, Y9
-	VPAND      Y7, Y9, Y9
+	VPMINUB    Y7, Y9, Y9
 	VPADDB     Y9, Y10, Y10
 	VPOR       avx2c08080808<>+0(SB), Y10, Y11
 	VPBLENDVB  Y6, Y11, Y10, Y10
@@ -7482,7 +7482,7 @@ e2m1ShiftUpEncBF16x16AVX2_loop:
 	VPSHUFB    Y8, Y3, Y8
 	VPSHUFB    Y10, Y4, Y12
 	VPOR       Y12, Y8, Y8
-	VPAND      Y9, Y8, Y8
+	VPMINUB    Y9, Y8, Y8
 	VPADDB     Y8, Y11, Y11
 	VPOR       avx2c08080808<>+0(SB), Y11, Y12
 	VPBLENDVB  Y7, Y12, Y11, Y11
@@ -7548,7 +7548,7 @@ e2m1ShiftUpEncBF16x32AVX2_loop:
 	VPSHUFB    Y7, Y3, Y7
 	VPSHUFB    Y9, Y4, Y11
 	VPOR       Y11, Y7, Y7
-	VPAND      Y8, Y7, Y7
+	VPMINUB    Y8, Y7, Y7
 	VPADDB     Y7, Y10, Y10
 	VPOR       avx2c08080808<>+0(SB), Y10, Y11
 	VPBLENDVB  Y6, Y11, Y10, Y10
@@ -7648,7 +7648,7 @@ e2m1ShiftEncF32x16AVX2_loop:
 	VPSHUFB      Y10, Y3, Y10
 	VPSHUFB      Y9, Y4, Y12
 	VPOR         Y12, Y10, Y10
-	VPAND        Y8, Y10, Y10
+	VPMINUB      Y8, Y10, Y10
 	VPADDB       Y10, Y11, Y11
 	VPOR         avx2c08080808<>+0(SB), Y11, Y12
 	VPBLENDVB    Y7, Y12, Y11, Y11
@@ -7756,7 +7756,7 @@ e2m1ShiftEncF32x32AVX2_loop:
 	VPSHUFB      Y9, Y3, Y9
 	VPSHUFB      Y8, Y4, Y11
 	VPOR         Y11, Y9, Y9
-	VPAND        Y7, Y9, Y9
+	VPMINUB      Y7, Y9, Y9
 	VPADDB       Y9, Y10, Y10
 	VPOR         avx2c08080808<>+0(SB), Y10, Y11
 	VPBLENDVB    Y6, Y11, Y10, Y10
@@ -7794,58 +7794,52 @@ e2m1MulEncF32x16AVX2_block:
 	ADDQ SI, DI
 
 e2m1MulEncF32x16AVX2_loop:
-	VMOVDQU      (CX), Y6
-	VMOVDQU      32(CX), Y7
-	VBROADCASTSS (BX), Y5
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y5, Y7, Y7
-	VPSRLD       $0x10, Y6, Y5
-	VPSRLD       $0x10, Y7, Y8
-	VPACKUSDW    Y8, Y5, Y5
-	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
-	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
-	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
-	VPACKUSDW    Y7, Y6, Y6
+	VMOVDQU      (CX), Y5
+	VMOVDQU      32(CX), Y6
+	VBROADCASTSS (BX), Y7
+	VMULPS       Y7, Y5, Y5
+	VMULPS       Y7, Y6, Y6
+	VPSRAD       $0x15, Y5, Y7
+	VPSRAD       $0x15, Y6, Y8
+	VPACKSSDW    Y8, Y7, Y7
+	VPSLLD       $0x0b, Y5, Y5
+	VPSLLD       $0x0b, Y6, Y6
+	VPACKSSDW    Y6, Y5, Y5
+	VPERMQ       $0xd8, Y7, Y7
 	VPERMQ       $0xd8, Y5, Y5
-	VPERMQ       $0xd8, Y6, Y6
-	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y7
-	VMOVDQU      64(CX), Y9
-	VMOVDQU      96(CX), Y10
-	VBROADCASTSS 4(BX), Y8
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y8, Y10, Y10
-	VPSRLD       $0x10, Y9, Y8
-	VPSRLD       $0x10, Y10, Y11
-	VPACKUSDW    Y11, Y8, Y8
-	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
-	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c001fffff<>+0(SB), Y10, Y10
-	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
-	VPACKUSDW    Y10, Y9, Y9
+	VPAND        avx2c03ff03ff<>+0(SB), Y7, Y6
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y6, Y6
+	VMOVDQU      64(CX), Y8
+	VMOVDQU      96(CX), Y9
+	VBROADCASTSS 4(BX), Y10
+	VMULPS       Y10, Y8, Y8
+	VMULPS       Y10, Y9, Y9
+	VPSRAD       $0x15, Y8, Y10
+	VPSRAD       $0x15, Y9, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPSLLD       $0x0b, Y8, Y8
+	VPSLLD       $0x0b, Y9, Y9
+	VPACKSSDW    Y9, Y8, Y8
+	VPERMQ       $0xd8, Y10, Y10
 	VPERMQ       $0xd8, Y8, Y8
-	VPERMQ       $0xd8, Y9, Y9
-	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y10
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y10, Y10
-	VPSRLW       $0x05, Y10, Y10
-	VPACKUSWB    Y10, Y7, Y7
+	VPAND        avx2c03ff03ff<>+0(SB), Y10, Y9
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y9, Y9
 	VPACKUSWB    Y9, Y6, Y6
 	VPACKSSWB    Y8, Y5, Y5
-	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y7, Y7
-	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y8
-	VPSUBB       avx2c10101010<>+0(SB), Y7, Y7
+	VPACKSSWB    Y10, Y7, Y7
+	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y6, Y6
+	VPADDUSB     avx2c70707070<>+0(SB), Y6, Y8
+	VPSUBB       avx2c10101010<>+0(SB), Y6, Y6
 	VPSHUFB      Y8, Y1, Y9
-	VPSHUFB      Y7, Y2, Y10
+	VPSHUFB      Y6, Y2, Y10
 	VPOR         Y10, Y9, Y9
 	VPSHUFB      Y8, Y3, Y8
-	VPSHUFB      Y7, Y4, Y10
+	VPSHUFB      Y6, Y4, Y10
 	VPOR         Y10, Y8, Y8
-	VPAND        Y6, Y8, Y8
+	VPMINUB      Y5, Y8, Y8
 	VPADDB       Y8, Y9, Y9
 	VPOR         avx2c08080808<>+0(SB), Y9, Y10
-	VPBLENDVB    Y5, Y10, Y9, Y9
+	VPBLENDVB    Y7, Y10, Y9, Y9
 	VPMADDUBSW   avx2c10011001<>+0(SB), Y9, Y9
 	VPACKUSWB    Y9, Y9, Y9
 	VPERMD       Y9, Y0, Y9
@@ -7860,6 +7854,26 @@ e2m1MulEncF32x16AVX2_loop:
 	JNZ          e2m1MulEncF32x16AVX2_block
 	VZEROUPPER
 	RET
+
+DATA avx2c03ff03ff<>+0(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+4(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+8(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+12(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+16(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+20(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+24(SB)/4, $0x03ff03ff
+DATA avx2c03ff03ff<>+28(SB)/4, $0x03ff03ff
+GLOBL avx2c03ff03ff<>(SB), RODATA|NOPTR, $32
+
+DATA avx2c01f301f3<>+0(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+4(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+8(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+12(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+16(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+20(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+24(SB)/4, $0x01f301f3
+DATA avx2c01f301f3<>+28(SB)/4, $0x01f301f3
+GLOBL avx2c01f301f3<>(SB), RODATA|NOPTR, $32
 
 // func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 // Requires: AVX, AVX2
@@ -7877,66 +7891,59 @@ TEXT ·e2m1MulEncBF16x16AVX2(SB), NOSPLIT, $0-48
 	VMOVDQU 96(DI), Y4
 
 e2m1MulEncBF16x16AVX2_block:
-	MOVQ SI, DI
-	ADDQ SI, DI
+	MOVQ  SI, DI
+	ADDQ  SI, DI
+	VPXOR Y5, Y5, Y5
 
 e2m1MulEncBF16x16AVX2_loop:
-	VMOVDQU      (CX), Y5
-	VPXOR        Y6, Y6, Y6
-	VPUNPCKHWD   Y5, Y6, Y7
-	VPUNPCKLWD   Y5, Y6, Y6
-	VBROADCASTSS (BX), Y5
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y5, Y7, Y7
-	VPSRLD       $0x10, Y6, Y5
-	VPSRLD       $0x10, Y7, Y8
-	VPACKUSDW    Y8, Y5, Y5
-	VPAND        avx2c001fffff<>+0(SB), Y6, Y6
-	VPMINUD      avx2c00000001<>+0(SB), Y6, Y6
-	VPAND        avx2c001fffff<>+0(SB), Y7, Y7
-	VPMINUD      avx2c00000001<>+0(SB), Y7, Y7
-	VPACKUSDW    Y7, Y6, Y6
-	VPAND        avx2c7fff7fff<>+0(SB), Y5, Y7
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y7, Y7
-	VPSRLW       $0x05, Y7, Y7
-	VMOVDQU      32(CX), Y8
-	VPXOR        Y9, Y9, Y9
-	VPUNPCKHWD   Y8, Y9, Y10
-	VPUNPCKLWD   Y8, Y9, Y9
-	VBROADCASTSS 4(BX), Y8
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y8, Y10, Y10
-	VPSRLD       $0x10, Y9, Y8
-	VPSRLD       $0x10, Y10, Y11
-	VPACKUSDW    Y11, Y8, Y8
-	VPAND        avx2c001fffff<>+0(SB), Y9, Y9
-	VPMINUD      avx2c00000001<>+0(SB), Y9, Y9
-	VPAND        avx2c001fffff<>+0(SB), Y10, Y10
-	VPMINUD      avx2c00000001<>+0(SB), Y10, Y10
-	VPACKUSDW    Y10, Y9, Y9
-	VPAND        avx2c7fff7fff<>+0(SB), Y8, Y10
-	VPSUBUSW     avx2c3e603e60<>+0(SB), Y10, Y10
-	VPSRLW       $0x05, Y10, Y10
+	VMOVDQU      (CX), Y6
+	VPUNPCKHWD   Y6, Y5, Y7
+	VPUNPCKLWD   Y6, Y5, Y6
+	VBROADCASTSS (BX), Y8
+	VMULPS       Y8, Y6, Y6
+	VMULPS       Y8, Y7, Y7
+	VPSRAD       $0x15, Y6, Y8
+	VPSRAD       $0x15, Y7, Y9
+	VPACKSSDW    Y9, Y8, Y8
+	VPSLLD       $0x0b, Y6, Y6
+	VPSLLD       $0x0b, Y7, Y7
+	VPACKSSDW    Y7, Y6, Y6
+	VPAND        avx2c03ff03ff<>+0(SB), Y8, Y7
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y7, Y7
+	VMOVDQU      32(CX), Y9
+	VPUNPCKHWD   Y9, Y5, Y10
+	VPUNPCKLWD   Y9, Y5, Y9
+	VBROADCASTSS 4(BX), Y11
+	VMULPS       Y11, Y9, Y9
+	VMULPS       Y11, Y10, Y10
+	VPSRAD       $0x15, Y9, Y11
+	VPSRAD       $0x15, Y10, Y12
+	VPACKSSDW    Y12, Y11, Y11
+	VPSLLD       $0x0b, Y9, Y9
+	VPSLLD       $0x0b, Y10, Y10
+	VPACKSSDW    Y10, Y9, Y9
+	VPAND        avx2c03ff03ff<>+0(SB), Y11, Y10
+	VPSUBUSW     avx2c01f301f3<>+0(SB), Y10, Y10
 	VPACKUSWB    Y10, Y7, Y7
-	VPACKUSWB    Y9, Y6, Y6
-	VPACKSSWB    Y8, Y5, Y5
+	VPACKSSWB    Y9, Y6, Y6
+	VPACKSSWB    Y11, Y8, Y8
 	VPMINUB      avx2c1f1f1f1f<>+0(SB), Y7, Y7
-	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y8
+	VPADDUSB     avx2c70707070<>+0(SB), Y7, Y9
 	VPSUBB       avx2c10101010<>+0(SB), Y7, Y7
-	VPSHUFB      Y8, Y1, Y9
-	VPSHUFB      Y7, Y2, Y10
-	VPOR         Y10, Y9, Y9
-	VPSHUFB      Y8, Y3, Y8
-	VPSHUFB      Y7, Y4, Y10
-	VPOR         Y10, Y8, Y8
-	VPAND        Y6, Y8, Y8
-	VPADDB       Y8, Y9, Y9
-	VPOR         avx2c08080808<>+0(SB), Y9, Y10
-	VPBLENDVB    Y5, Y10, Y9, Y9
-	VPMADDUBSW   avx2c10011001<>+0(SB), Y9, Y9
-	VPACKUSWB    Y9, Y9, Y9
-	VPERMD       Y9, Y0, Y9
-	VMOVDQU      X9, (AX)
+	VPSHUFB      Y9, Y1, Y10
+	VPSHUFB      Y7, Y2, Y11
+	VPOR         Y11, Y10, Y10
+	VPSHUFB      Y9, Y3, Y9
+	VPSHUFB      Y7, Y4, Y11
+	VPOR         Y11, Y9, Y9
+	VPMINUB      Y6, Y9, Y9
+	VPADDB       Y9, Y10, Y10
+	VPOR         avx2c08080808<>+0(SB), Y10, Y11
+	VPBLENDVB    Y8, Y11, Y10, Y10
+	VPMADDUBSW   avx2c10011001<>+0(SB), Y10, Y10
+	VPACKUSWB    Y10, Y10, Y10
+	VPERMD       Y10, Y0, Y10
+	VMOVDQU      X10, (AX)
 	ADDQ         $0x40, CX
 	ADDQ         $0x10, AX
 	SUBQ         $0x20, DI
@@ -9519,26 +9526,6 @@ fp4HalfUpEncF32FusedB16AVX2_enc:
 	JNZ          fp4HalfUpEncF32FusedB16AVX2_chunk
 	VZEROUPPER
 	RET
-
-DATA avx2c03ff03ff<>+0(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+4(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+8(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+12(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+16(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+20(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+24(SB)/4, $0x03ff03ff
-DATA avx2c03ff03ff<>+28(SB)/4, $0x03ff03ff
-GLOBL avx2c03ff03ff<>(SB), RODATA|NOPTR, $32
-
-DATA avx2c01f301f3<>+0(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+4(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+8(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+12(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+16(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+20(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+24(SB)/4, $0x01f301f3
-DATA avx2c01f301f3<>+28(SB)/4, $0x01f301f3
-GLOBL avx2c01f301f3<>(SB), RODATA|NOPTR, $32
 
 DATA avx2c090801000b0a03020d0c05040f0e0706090801000b0a03020d0c05040f0e0706<>+0(SB)/4, $0x09080100
 DATA avx2c090801000b0a03020d0c05040f0e0706090801000b0a03020d0c05040f0e0706<>+4(SB)/4, $0x0b0a0302

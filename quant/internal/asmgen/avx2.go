@@ -1184,7 +1184,9 @@ const e2m1KeyBase = 0x1F3 << 5
 // (bs = 16) the halves are blocks b and b+1, otherwise both are block b
 // (bs a multiple of 32). tab points at the byte tables above. The bf16
 // shift encoder keeps the sign of every x < 0 (signAll, the RNE table) or
-// of every x < 0 but −0 (SGLang's rule, the half-up table).
+// of every x < 0 but −0 (SGLang's rule, the half-up table). With mul
+// (nvfp4) the key, the sticky bit and the sign come from the product's
+// float32 bits as in fusedPow2F32Y's nvfp4 step.
 func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	sig := "func(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)"
 	if bf16 {
@@ -1233,10 +1235,54 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 		}
 	}
 
+	var zero reg.VecVirtual
+	if mul && bf16 {
+		zero = YMM()
+		VPXOR(zero, zero, zero)
+	}
+
 	Label(name + "_loop")
 	var jw, sw, uw [2]reg.VecVirtual
 	for h := range 2 {
 		d := next * h // this half's block entry
+		if mul {
+			// y = x·os in float32 (bf16 widened in lane order: the
+			// VPACKSSDWs restore it), then fusedPow2F32Y's nvfp4 step: u,
+			// bits 31–21 of y sign-extended (sign, exponent, two mantissa
+			// bits: the key after the base), and the sticky bits 20–0,
+			// not all zero where a word is nonzero (signed saturation
+			// keeps them so)
+			var x0, x1 reg.VecVirtual
+			if bf16 {
+				w := YMM()
+				VMOVDQU(Mem{Base: src, Disp: 32 * h}, w)
+				x0, x1 = YMM(), YMM()
+				VPUNPCKHWD(w, zero, x1)
+				VPUNPCKLWD(w, zero, x0)
+			} else {
+				x0, x1 = loadF32Y(src, 2*h, false), loadF32Y(src, 2*h+1, false)
+			}
+			os := YMM()
+			VBROADCASTSS(Mem{Base: blk, Disp: d}, os)
+			VMULPS(os, x0, x0)
+			VMULPS(os, x1, x1)
+			u, t, st := YMM(), YMM(), YMM()
+			VPSRAD(U8(21), x0, u)
+			VPSRAD(U8(21), x1, t)
+			VPACKSSDW(t, u, u)
+			VPSLLD(U8(11), x0, x0)
+			VPSLLD(U8(11), x1, x1)
+			VPACKSSDW(x1, x0, st)
+			if !bf16 {
+				VPERMQ(U8(0xD8), u, u)
+				VPERMQ(U8(0xD8), st, st)
+			}
+			a := YMM()
+			VPAND(cW(0x3FF), u, a)
+			VPSUBUSW(cW(e2m1KeyBase>>5), a, a)
+			jw[h], sw[h], uw[h] = a, st, u
+			continue
+		}
 		u := YMM()
 		var stOne, kSign reg.VecVirtual
 		if f32in {
@@ -1317,7 +1363,11 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	// bytes, lane 0: elements 0–7 and 16–23; lane 1: 8–15 and 24–31
 	j, sb, sg := YMM(), YMM(), YMM()
 	VPACKUSWB(jw[1], jw[0], j)
-	VPACKUSWB(sw[1], sw[0], sb)
+	if mul {
+		VPACKSSWB(sw[1], sw[0], sb) // any nonzero byte: sticky
+	} else {
+		VPACKUSWB(sw[1], sw[0], sb) // 0 or 1
+	}
 	VPACKSSWB(uw[1], uw[0], sg)
 	VPMINUB(cY(0x1F1F1F1F), j, j)
 	ia, ib := YMM(), YMM()
@@ -1330,7 +1380,7 @@ func e2m1EncodeY(name string, bf16, mul, pair, signAll bool) {
 	VPSHUFB(ia, tb[2], hh)
 	VPSHUFB(ib, tb[3], t)
 	VPOR(t, hh, hh)
-	VPAND(sb, hh, hh)
+	VPMINUB(sb, hh, hh) // H is 0 or 1
 	VPADDB(hh, g, g)
 	VPOR(cY(0x08080808), g, t)
 	VPBLENDVB(sg, t, g, g)
