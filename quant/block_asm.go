@@ -125,7 +125,7 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 		case bf != nil:
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
 		default:
-			fp8DecF32AVX512(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &adds[0], bs)
+			fp8ScaledDecE4M3FNF32AVX512(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &scales[b0], bs)
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
@@ -300,8 +300,11 @@ func amaxBF16(out *[asmChunk]uint32, src []uint16, m, bs int) {
 // power-of-two E2M1 format, as float32 bits and as bf16 in 32-bit lanes.
 type e2m1Dec struct {
 	f32 [256][16]float32
-	bf  [256][16]uint32
-	lh  [256][32]uint8 // the bf16 values' low bytes, then high bytes
+	// pq holds the AVX2 decoder's multipliers: 2^14 for every scale
+	// byte, then the scale bytes' values
+	pq [512]float32
+	bf [256][16]uint32
+	lh [256][32]uint8 // the bf16 values' low bytes, then high bytes
 }
 
 var (
@@ -319,6 +322,7 @@ func (c *pow2Codec) decTables() *e2m1Dec {
 		t := new(e2m1Dec)
 		for s := range 256 {
 			f := c.scaleF32(uint8(s))
+			t.pq[s], t.pq[256+s] = 1<<14, f
 			for q := range 16 {
 				v := e2m1F32[q] * f
 				t.f32[s][q] = v
@@ -466,7 +470,7 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 		if bf != nil {
 			e2m1DecBF16LH(bf, src, scales, &t.lh, c.bs)
 		} else {
-			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
+			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], &t.pq[0], c.bs)
 		}
 		return true
 	}
@@ -561,7 +565,7 @@ func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) b
 		if bf != nil {
 			e2m1DecBF16LH(bf, src, scales, &c.dec.lh16, 16)
 		} else {
-			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&c.dec.f32[0][0])), 16)
+			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], &c.dec.pq[0], 16)
 		}
 		return true
 	}

@@ -132,14 +132,14 @@ func (c *intCodec) encodeF32Fused(dst, scales []byte, src []float32) int {
 // decodeFP8F32Scaled decodes every mxfp8 block into float32 with the
 // kernel that reads the scale bytes itself, and redoes with the portable
 // code the blocks whose scale it does not cover (s − 127 outside
-// [−117, 119]: the decoded value would leave the normal bf16 range).
+// [−117, 119]: a decoded value could be subnormal or overflow).
 // It reports whether it ran.
 func (c *pow2Codec) decodeFP8F32Scaled(dst []float32, src, scales []byte) bool {
-	if !useAsm || !c.fp8 || c.bs%32 != 0 || len(scales) == 0 {
+	if !useAsm || !c.fp8 || c.t.f != E4M3FN || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs := c.bs
-	fp8DecF32ScaledAVX512(&dst[0], &src[0], len(scales)*bs, &c.t.decHi[0], &scales[0], bs)
+	fp8ScaledDecE4M3FNF32AVX512(&dst[0], &src[0], len(scales)*bs, &c.t.decHi[0], &scales[0], bs)
 	for i := 0; i < len(scales); {
 		if i+8 <= len(scales) {
 			// eight scale bytes at a time: any byte below 10 or above 246?

@@ -216,37 +216,60 @@ func TestAsmFusedIntBoundaries(t *testing.T) {
 	})
 }
 
-// TestAsmFP8DecodeScaled decodes mxfp8 rows whose scale bytes are all 127
-// but one, of every value at every position (inside the eight-byte words
-// the redo check reads and in the tail), against the portable decoder.
-func TestAsmFP8DecodeScaled(t *testing.T) {
-	withAVX512(t, func(t *testing.T) {
-		c := codecFor(t, "mxfp8")
-		rng := rand.New(rand.NewPCG(31, 32))
-		const nb = 19
-		src := make([]byte, nb*32)
-		for i := range src {
-			src[i] = byte(rng.Uint32())
-		}
-		got, want := make([]float32, nb*32), make([]float32, nb*32)
-		scales := make([]byte, nb)
-		for pos := range nb {
-			for v := range 256 {
-				for i := range scales {
-					scales[i] = 127
-				}
-				scales[pos] = byte(v)
-				if err := c.DecodeF32(got, src, scales); err != nil {
-					t.Fatal(err)
-				}
-				withAsm(t, false, func(t *testing.T) {
-					if err := c.DecodeF32(want, src, scales); err != nil {
+// TestAsmDecodeScaleBytes decodes rows of the block formats whose scale
+// bytes are all neutral but one, of every value at every position (inside
+// the eight-byte words the mxfp8 redo check reads and in the tail), at
+// every assembly level against the portable decoder, bit for bit: the
+// kernels' products must be the reference's own multiplications, NaN,
+// overflowing and subnormal results included (nvfp4 also with the global
+// scales of a calibrated checkpoint and at both ends).
+func TestAsmDecodeScaleBytes(t *testing.T) {
+	type tc struct {
+		name string
+		o    Options
+	}
+	cases := []tc{{"mxfp8", Options{}}, {"fp4_mx_block16", Options{}}, {"mxfp4", Options{}}, {"mxfp4", Options{Rule: ScaleCeil}},
+		{"nvfp4", Options{}}, {"nvfp4", Options{Scale: 3.7 / (448 * 6)}}, {"nvfp4", Options{Scale: 1e-30}}, {"nvfp4", Options{Scale: 1e30}}}
+	withAsmLevels(t, func(t *testing.T) {
+		for _, cs := range cases {
+			c, err := New(cs.name, cs.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := c.Format()
+			neutral := byte(127) // 2^0 in E8M0
+			if cs.name == "nvfp4" {
+				neutral = 0x38 // 1.0 in E4M3
+			}
+			rng := rand.New(rand.NewPCG(31, 32))
+			const nb = 19
+			n := nb * f.BlockSize
+			src := make([]byte, f.DataBytes(int64(n)))
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			copy(src, []byte{0x00, 0x08, 0x80, 0x88, 0x7F, 0xFF, 0x7E, 0xFE, 0x01, 0x81, 0x10, 0x90})
+			got, want := make([]float32, n), make([]float32, n)
+			scales := make([]byte, nb)
+			for pos := range nb {
+				for v := range 256 {
+					for i := range scales {
+						scales[i] = neutral
+					}
+					scales[pos] = byte(v)
+					if err := c.DecodeF32(got, src, scales); err != nil {
 						t.Fatal(err)
 					}
-				})
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("scale %#02x at block %d: value %d decodes to %v, want %v", v, pos, i, got[i], want[i])
+					withAsm(t, false, func(t *testing.T) {
+						if err := c.DecodeF32(want, src, scales); err != nil {
+							t.Fatal(err)
+						}
+					})
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s %+v: scale %#02x at block %d: value %d (code byte %#02x) decodes to %v (%#08x), want %v (%#08x)",
+								cs.name, cs.o, v, pos, i, src[int64(i)*int64(len(src))/int64(n)], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
 					}
 				}
 			}

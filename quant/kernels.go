@@ -207,7 +207,14 @@ func decodeFP8F32Asm(dst []float32, src []byte, t *fp8Tables) int {
 	switch {
 	case n == 0:
 	case useAsm:
-		fp8DecF32AVX512(&dst[0], &src[0], n, &t.decHi[0], &zeroShift, n)
+		switch t.f {
+		case E5M2:
+			fp8DecE5M2F32AVX512(&dst[0], &src[0], n, &t.decHi[0], nil, n)
+		case E4M3FNUZ:
+			fp8DecE4M3FNUZF32AVX512(&dst[0], &src[0], n, &t.decHi[0], nil, n)
+		default:
+			fp8DecE4M3FNF32AVX512(&dst[0], &src[0], n, &t.decHi[0], nil, n)
+		}
 	case useAVX2:
 		fp8DecAVX2(t, nil, &dst[0], &src[0], n, nil, n)
 	default:

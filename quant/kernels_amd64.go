@@ -19,10 +19,20 @@ func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *u
 //go:noescape
 func fp8DecBF16AVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
 
-// fp8DecF32AVX512 decodes FP8 codes through a 256-word table with VPERMI2W, 32 lanes per step.
+// fp8DecE4M3FNF32AVX512 decodes E4M3FN codes to float32 through binary16 with AVX-512, 32 per step.
 //
 //go:noescape
-func fp8DecF32AVX512(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)
+func fp8DecE4M3FNF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// fp8DecE5M2F32AVX512 decodes E5M2 codes to float32 through binary16 with AVX-512, 32 per step.
+//
+//go:noescape
+func fp8DecE5M2F32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// fp8DecE4M3FNUZF32AVX512 decodes E4M3FNUZ codes to float32 through binary16 with AVX-512, 32 per step.
+//
+//go:noescape
+func fp8DecE4M3FNUZF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // bf16FromF32AVX512 rounds float32 to bf16 (nearest even, NaN 0x7FC0), 16 lanes per step.
 //
@@ -114,10 +124,10 @@ func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 //go:noescape
 func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 
-// fp8DecF32ScaledAVX512 decodes FP8 codes with per-block power-of-two scale bytes to float32 through a 256-word table, 32 lanes per step.
+// fp8ScaledDecE4M3FNF32AVX512 decodes E4M3FN codes to float32 through binary16 with AVX-512, 32 per step.
 //
 //go:noescape
-func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
+func fp8ScaledDecE4M3FNF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 
 // e4m3EncF32LanesAVX512 encodes float32 to FP8 in 32-bit lanes, 64 per step, up to the first step with an overflowing or non-finite value; it returns the elements done.
 //
@@ -264,7 +274,7 @@ func fp8ScaledEncE4M3FNBF16AVX2(dst *byte, src *uint16, n int, shifts *int32, bs
 //go:noescape
 func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
-// fp8DecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+// fp8DecE4M3FNF32AVX2 decodes E4M3FN codes to float32 through binary16 with AVX2 and F16C, 32 per step.
 //
 //go:noescape
 func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
@@ -274,7 +284,7 @@ func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *by
 //go:noescape
 func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
-// fp8DecE5M2F32AVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
+// fp8DecE5M2F32AVX2 decodes E5M2 codes to float32 through binary16 with AVX2 and F16C, 32 per step.
 //
 //go:noescape
 func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
@@ -284,7 +294,7 @@ func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte
 //go:noescape
 func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
-// fp8DecE4M3FNUZF32AVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
+// fp8DecE4M3FNUZF32AVX2 decodes E4M3FNUZ codes to float32 through binary16 with AVX2 and F16C, 32 per step.
 //
 //go:noescape
 func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
@@ -294,7 +304,7 @@ func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *
 //go:noescape
 func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
 
-// fp8ScaledDecE4M3FNF32AVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+// fp8ScaledDecE4M3FNF32AVX2 decodes E4M3FN codes to float32 through binary16 with AVX2 and F16C, 32 per step.
 //
 //go:noescape
 func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
@@ -409,10 +419,10 @@ func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, ta
 //go:noescape
 func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1DecF32AVX2 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.
+// e2m1DecF32AVX2 decodes E2M1 blocks to float32 through binary16 with AVX2 and F16C, 16 per step.
 //
 //go:noescape
-func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)
 
 // int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //

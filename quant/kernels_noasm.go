@@ -15,14 +15,20 @@ func noAsm() { panic("quant: assembly kernel called in a build without it") }
 func fp8EncF32AVX512(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8EncBF16AVX512(dst *byte, src *uint16, n int, shifts *int32, bs int, p *uint16) { noAsm() }
 func fp8DecBF16AVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
-func fp8DecF32AVX512(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
-func bf16FromF32AVX512(dst *uint16, src *float32, n int)                               { noAsm() }
-func f32FromBF16AVX512(dst *float32, src *uint16, n int)                               { noAsm() }
-func fp16FromF32AVX512(dst *uint16, src *float32, n int)                               { noAsm() }
-func fp16FromBF16AVX512(dst *uint16, src *uint16, n int)                               { noAsm() }
-func f32FromFP16AVX512(dst *float32, src *uint16, n int)                               { noAsm() }
-func amaxF32AVX512(out *uint32, src *float32, nb int, bs int)                          { noAsm() }
-func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int)                          { noAsm() }
+func fp8DecE4M3FNF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func fp8DecE5M2F32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) { noAsm() }
+func fp8DecE4M3FNUZF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func bf16FromF32AVX512(dst *uint16, src *float32, n int)      { noAsm() }
+func f32FromBF16AVX512(dst *float32, src *uint16, n int)      { noAsm() }
+func fp16FromF32AVX512(dst *uint16, src *float32, n int)      { noAsm() }
+func fp16FromBF16AVX512(dst *uint16, src *uint16, n int)      { noAsm() }
+func f32FromFP16AVX512(dst *float32, src *uint16, n int)      { noAsm() }
+func amaxF32AVX512(out *uint32, src *float32, nb int, bs int) { noAsm() }
+func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
 
 func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int) { noAsm() }
 func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)              { noAsm() }
@@ -93,7 +99,7 @@ func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)                     
 func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)                              { noAsm() }
 func pow2ScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) { noAsm() }
 func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)        { noAsm() }
-func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)   { noAsm() }
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)  { noAsm() }
 func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)   { noAsm() }
 func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
 func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
@@ -117,11 +123,13 @@ func e2m1ShiftEncF32x32AVX2(dst *byte, src *float32, n int, blk *int32, bs int, 
 func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, tab *uint8)    { noAsm() }
 func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)    { noAsm() }
 func fp8DecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
-func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)   { noAsm() }
+func fp8DecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)  { noAsm() }
 func fp8DecE5M2BF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
-func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)     { noAsm() }
+func fp8DecE5M2F32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)    { noAsm() }
 func fp8DecE4M3FNUZBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
-func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
+func fp8DecE4M3FNUZF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
 func fp8ScaledDecE4M3FNBF16AVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
@@ -172,7 +180,7 @@ func int8EncF32FusedB64AVX512(dst *byte, scales *byte, bad *uint16, src *float32
 func int4EncF32FusedB32AVX512(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16) {
 	noAsm()
 }
-func fp8DecF32ScaledAVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
+func fp8ScaledDecE4M3FNF32AVX512(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int) {
 	noAsm()
 }
 func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }

@@ -33,12 +33,16 @@ type nvfp4Dec struct {
 	lh16 [256][32]uint8
 	// bf32 is bf in 32-bit lanes, for the assembly decoder.
 	bf32 [256][16]uint32
+	// pq holds the AVX2 decoder's multipliers: e4m3(s)·2^14 (exact) for
+	// every scale byte s, then g
+	pq [512]float32
 }
 
 func newNVFP4(f dtype.Format, g float32) *nvfp4Codec {
 	c := &nvfp4Codec{format: f, g: g, invG: 1 / g, t: fp8TablesFor(E4M3FN, SatFinite), dec: new(nvfp4Dec)}
 	for s := range 256 {
 		c.blockTable(&c.dec.f32[s], uint8(s))
+		c.dec.pq[s], c.dec.pq[256+s] = e4m3fnF32[s]*(1<<14), g
 		for i, v := range c.dec.f32[s] {
 			c.dec.bf[s][i] = BF16FromF32(v)
 			c.dec.bf32[s][i] = uint32(c.dec.bf[s][i])

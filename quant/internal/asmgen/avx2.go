@@ -26,11 +26,11 @@ func genAVX2() {
 	fp8EncodeY("fp8ScaledEncE4M3FNF32AVX2", fp8Formats[0], true, true)
 	fp8EncodeY("fp8ScaledEncE4M3FNBF16AVX2", fp8Formats[0], false, true)
 	for _, g := range fp8Formats {
-		fp8DecodeY("fp8Dec"+g.name+"BF16AVX2", g, false, false)
-		fp8DecodeY("fp8Dec"+g.name+"F32AVX2", g, true, false)
+		fp8DecodeY("fp8Dec"+g.name+"BF16AVX2", g, false)
+		fp8DecodeF16Y("fp8Dec"+g.name+"F32AVX2", g, false)
 	}
-	fp8DecodeY("fp8ScaledDecE4M3FNBF16AVX2", fp8Formats[0], false, true)
-	fp8DecodeY("fp8ScaledDecE4M3FNF32AVX2", fp8Formats[0], true, true)
+	fp8DecodeY("fp8ScaledDecE4M3FNBF16AVX2", fp8Formats[0], true)
+	fp8DecodeF16Y("fp8ScaledDecE4M3FNF32AVX2", fp8Formats[0], true)
 	bf16FromF32Y()
 	f32FromBF16Y()
 	fp16FromF32Y("fp16FromF32AVX2", false)
@@ -58,7 +58,11 @@ func genAVX2() {
 		if bf16 {
 			in = "BF16"
 		}
-		e2m1DecodeY("e2m1Dec"+in+"AVX2", bf16)
+		if bf16 {
+			e2m1DecodeY("e2m1DecBF16AVX2", true)
+		} else {
+			e2m1DecodeF16Y("e2m1DecF32AVX2")
+		}
 		intEncodeY("int8Enc"+in+"AVX2", bf16, false)
 		intEncodeY("int4Enc"+in+"AVX2", bf16, true)
 		intDecodeY("int8Dec"+in+"AVX2", bf16, false)
@@ -364,24 +368,19 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 	return mag, fix
 }
 
-// fp8DecodeY emits func(dst *T, src *byte, n int, tab *uint16, scales *byte, bs int):
+// fp8DecodeY emits func(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int):
 // fp8Decode's contract (n a positive multiple of bs, bs of 32; with
 // scaled, block b's values are multiplied by 2^k, k = scales[b] − 127 in
 // [−117, 119], by adding k<<7 to the bf16 bits of every finite nonzero
 // value; blocks with other k are left to the caller; without scaled,
-// scales is not read) for one
-// format with AVX2, 32 codes per step. Magnitude codes from 16 up shift
-// into bf16 bits (exponent rebiased); the sixteen smallest (the
-// subnormals among them) come from two VPSHUFB tables of their bf16 bytes;
-// Inf and NaN codes take tab[code] (the bf16 value, or the top half of the
-// float32 one) lane by lane, out of line. float32 output widens the bf16
-// bits (every FP8 value is exact in bf16).
-func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
-	sig := "func(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)"
-	if f32 {
-		sig = "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)"
-	}
-	TEXT(name, NOSPLIT, sig)
+// scales is not read) for one format with AVX2, 32 codes per step, into
+// bf16 (every FP8 value is exact in bf16; float32 output takes
+// fp8DecodeF16Y). Magnitude codes from 16 up shift into bf16 bits
+// (exponent rebiased); the sixteen smallest (the subnormals among them)
+// come from two VPSHUFB tables of their bf16 bytes; Inf and NaN codes take
+// tab[code] lane by lane, out of line.
+func fp8DecodeY(name string, g fp8Geom, scaled bool) {
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)")
 	Pragma("noescape")
 	Doc(name + " decodes " + g.name + " codes in integer lanes with AVX2, 32 per step.")
 	dst := Load(Param("dst"), GP64())
@@ -460,18 +459,7 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 		default:
 			VPCMPEQW(cW(0x80), c, sp)
 		}
-		if f32 {
-			l, r := YMM(), YMM()
-			VPUNPCKLWD(w, zero, l) // dwords w<<16: elements 0–3, 8–11
-			VPUNPCKHWD(w, zero, r) // 4–7, 12–15
-			o := YMM()
-			VPERM2I128(U8(0x20), r, l, o)
-			VMOVDQU(o, Mem{Base: dst, Disp: 64 * h})
-			VPERM2I128(U8(0x31), r, l, o)
-			VMOVDQU(o, Mem{Base: dst, Disp: 64*h + 32})
-		} else {
-			VMOVDQU(w, Mem{Base: dst, Disp: 32 * h})
-		}
+		VMOVDQU(w, Mem{Base: dst, Disp: 32 * h})
 		lbl := fmt.Sprintf("%s_h%d", name, h)
 		VPTEST(sp, sp)
 		JNZ(LabelRef(lbl + "_fix"))
@@ -488,12 +476,7 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 			SHRQ(U8(1), lane)
 			MOVBQZX(Mem{Base: src, Index: lane, Scale: 1, Disp: 16 * h}, code)
 			MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, v)
-			if f32 {
-				SHLQ(U8(16), v)
-				MOVL(v.As32(), Mem{Base: dst, Index: lane, Scale: 4, Disp: 64 * h})
-			} else {
-				MOVW(v.As16(), Mem{Base: dst, Index: lane, Scale: 2, Disp: 32 * h})
-			}
+			MOVW(v.As16(), Mem{Base: dst, Index: lane, Scale: 2, Disp: 32 * h})
 			LEAQ(Mem{Base: msk, Disp: -1}, t)
 			ANDQ(t, msk)
 			JNZ(LabelRef(lbl + "_fixlane"))
@@ -501,11 +484,7 @@ func fp8DecodeY(name string, g fp8Geom, f32, scaled bool) {
 		})
 	}
 	ADDQ(U8(32), src)
-	if f32 {
-		ADDQ(U8(128), dst)
-	} else {
-		ADDQ(U8(64), dst)
-	}
+	ADDQ(U8(64), dst)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
 	if scaled {
@@ -1726,4 +1705,295 @@ func intScaleY(a, q reg.VecVirtual, dst Mem) reg.VecVirtual {
 	f := YMM()
 	VCVTPH2PS(hw, f)
 	return f
+}
+
+// fp8DecodeF16Y is fp8DecodeY's float32 decoder (the same contract) through
+// F16C, 32 codes per step: the sign and magnitude bits of each code go into
+// the bits of a binary16 whose value is the code's value times
+// 2^(bias−15) (subnormal codes land on binary16 subnormals, which
+// VCVTPH2PS widens without a microcode assist), VCVTPH2PS widens it
+// exactly, and one VMULPS by 2^(15−bias) (times the block's 2^k when
+// scaled; k in [−117, 119] keeps every product normal and finite, so
+// nothing rounds) restores the value. E5M2 is the top byte of a binary16,
+// so its unscaled decoder has no multiply. Inf and NaN codes take
+// tab[code] lane by lane, out of line, as in fp8DecodeY.
+func fp8DecodeF16Y(name string, g fp8Geom, scaled bool) {
+	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)")
+	Pragma("noescape")
+	Doc(name + " decodes " + g.name + " codes to float32 through binary16 with AVX2 and F16C, 32 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	tab := Load(Param("tab"), GP64())
+	adds := Load(Param("scales"), GP64())
+	bs := Load(Param("bs"), GP64())
+	shift := 10 - g.mant // the exponent's low bit onto binary16's
+	base := 15 - g.bias  // binary16 value = code value · 2^-base
+	var mul reg.VecVirtual
+	if scaled || base != 0 {
+		mul = YMM()
+	}
+	if !scaled && base != 0 {
+		VMOVDQU(cY(uint32(127+base)<<23), mul)
+	}
+
+	Label(name + "_block")
+	if scaled {
+		// 2^(k+base) with k = scale − 127: float32 bits (scale+base) << 23
+		k := GP64()
+		MOVBQZX(Mem{Base: adds}, k)
+		ADDQ(U8(base), k)
+		SHLQ(U8(23), k)
+		VMOVD(k.As32(), mul.AsX())
+		VPBROADCASTD(mul.AsX(), mul)
+	}
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	for h := range 2 {
+		w := YMM()
+		if shift == 8 {
+			// the code is the top byte of its binary16
+			VPMOVZXBW(Mem{Base: src, Disp: 16 * h}, w)
+			VPSLLW(U8(8), w, w)
+		} else {
+			// sign-extended, the sign lands on bits 15 and 14; bit 14 is
+			// the exponent's top bit, always 0 here
+			VPMOVSXBW(Mem{Base: src, Disp: 16 * h}, w)
+			VPSLLW(U8(shift), w, w)
+			VPAND(cW(0xBFFF), w, w)
+		}
+		lo, hi, hx := YMM(), YMM(), XMM()
+		VCVTPH2PS(w.AsX(), lo)
+		VEXTRACTI128(U8(1), w, hx)
+		VCVTPH2PS(hx, hi)
+		if mul != nil {
+			VMULPS(mul, lo, lo)
+			VMULPS(mul, hi, hi)
+		}
+		VMOVUPS(lo, Mem{Base: dst, Disp: 64 * h})
+		VMOVUPS(hi, Mem{Base: dst, Disp: 64*h + 32})
+	}
+	// Inf and NaN codes of the step
+	sp := YMM()
+	VMOVDQU(Mem{Base: src}, sp)
+	switch g.name {
+	case "E4M3FN":
+		VPOR(cY(0x80808080), sp, sp)
+		VPCMPEQB(cY(0xFFFFFFFF), sp, sp)
+	case "E5M2":
+		VPAND(cY(0x7F7F7F7F), sp, sp)
+		VPCMPGTB(cY(0x7B7B7B7B), sp, sp)
+	default:
+		VPCMPEQB(cY(0x80808080), sp, sp)
+	}
+	VPTEST(sp, sp)
+	JNZ(LabelRef(name + "_fix"))
+	Label(name + "_next")
+	ADDQ(U8(32), src)
+	ADDQ(U8(128), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if scaled {
+		INCQ(adds)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+
+	// Inf and NaN codes: the table value (the top half of the float32),
+	// lane by lane
+	Label(name + "_fix")
+	msk := GP64()
+	VPMOVMSKB(sp, msk.As32())
+	Label(name + "_fixlane")
+	lane, code, v, t := GP64(), GP64(), GP64(), GP64()
+	BSFQ(msk, lane)
+	MOVBQZX(Mem{Base: src, Index: lane, Scale: 1}, code)
+	MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, v)
+	SHLQ(U8(16), v)
+	MOVL(v.As32(), Mem{Base: dst, Index: lane, Scale: 4})
+	LEAQ(Mem{Base: msk, Disp: -1}, t)
+	ANDQ(t, msk)
+	JNZ(LabelRef(name + "_fixlane"))
+	JMP(LabelRef(name + "_next"))
+}
+
+// fp8DecodeF16Z is fp8DecodeF16Y with AVX-512 (32 codes per step in one
+// register of binary16 words, two VCVTPH2PS to float32). VPERMI2W, which
+// the table decoders of fp8Decode use, takes three µops on Intel cores,
+// where this form takes none.
+func fp8DecodeF16Z(name string, g fp8Geom, scaled bool) {
+	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)")
+	Pragma("noescape")
+	Doc(name + " decodes " + g.name + " codes to float32 through binary16 with AVX-512, 32 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	tab := Load(Param("tab"), GP64())
+	adds := Load(Param("scales"), GP64())
+	bs := Load(Param("bs"), GP64())
+	shift := 10 - g.mant
+	base := 15 - g.bias
+	var mul, keep reg.VecVirtual
+	switch {
+	case scaled:
+		mul = ZMM()
+	case base != 0:
+		mul = konst(uint32(127+base) << 23)
+	}
+	if shift != 8 {
+		keep = konstW(0xBFFF)
+	}
+
+	Label(name + "_block")
+	if scaled {
+		k := GP64()
+		MOVBQZX(Mem{Base: adds}, k)
+		ADDQ(U8(base), k)
+		SHLQ(U8(23), k)
+		VPBROADCASTD(k.As32(), mul)
+	}
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	w := ZMM()
+	if shift == 8 {
+		VPMOVZXBW(Mem{Base: src}, w)
+		VPSLLW(U8(8), w, w)
+	} else {
+		VPMOVSXBW(Mem{Base: src}, w)
+		VPSLLW(U8(shift), w, w)
+		VPANDD(keep, w, w)
+	}
+	lo, hi, hy := ZMM(), ZMM(), YMM()
+	VCVTPH2PS(w.AsY(), lo)
+	VEXTRACTI64X4(U8(1), w, hy)
+	VCVTPH2PS(hy, hi)
+	if mul != nil {
+		VMULPS(mul, lo, lo)
+		VMULPS(mul, hi, hi)
+	}
+	VMOVUPS(lo, Mem{Base: dst})
+	VMOVUPS(hi, Mem{Base: dst, Disp: 64})
+	sp := YMM()
+	VMOVDQU(Mem{Base: src}, sp)
+	switch g.name {
+	case "E4M3FN":
+		VPOR(cY(0x80808080), sp, sp)
+		VPCMPEQB(cY(0xFFFFFFFF), sp, sp)
+	case "E5M2":
+		VPAND(cY(0x7F7F7F7F), sp, sp)
+		VPCMPGTB(cY(0x7B7B7B7B), sp, sp)
+	default:
+		VPCMPEQB(cY(0x80808080), sp, sp)
+	}
+	VPTEST(sp, sp)
+	JNZ(LabelRef(name + "_fix"))
+	Label(name + "_next")
+	ADDQ(U8(32), src)
+	ADDQ(U8(128), dst)
+	SUBQ(U8(32), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	if scaled {
+		INCQ(adds)
+	}
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+
+	Label(name + "_fix")
+	msk := GP64()
+	VPMOVMSKB(sp, msk.As32())
+	Label(name + "_fixlane")
+	lane, code, v, t := GP64(), GP64(), GP64(), GP64()
+	BSFQ(msk, lane)
+	MOVBQZX(Mem{Base: src, Index: lane, Scale: 1}, code)
+	MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, v)
+	SHLQ(U8(16), v)
+	MOVL(v.As32(), Mem{Base: dst, Index: lane, Scale: 4})
+	LEAQ(Mem{Base: msk, Disp: -1}, t)
+	ANDQ(t, msk)
+	JNZ(LabelRef(name + "_fixlane"))
+	JMP(LabelRef(name + "_next"))
+}
+
+// e2m1DecodeF16Y emits func(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int):
+// n E2M1 codes (two per byte, even element low; n a positive multiple of
+// bs, bs a multiple of 16) into float32, block b's values being
+// (e·P)·Q with e the code's value, P = mul[s] and Q = mul[256+s] for its
+// scale byte s = scales[b]. Each code's sign and magnitude go into the
+// bits of a binary16 whose value is e·2^-14 (code 1, 0.5, is a binary16
+// subnormal), VCVTPH2PS widens it exactly, and two VMULPS apply P and Q:
+// with P = 2^14 and Q the block scale, or P = 2^14 times an E4M3 scale
+// (exact) and Q a global scale, the products are the reference's own
+// float32 multiplications, so every result (NaN, overflow and subnormal
+// ones too) is the same bit for bit. 16 codes per step.
+func e2m1DecodeF16Y(name string) {
+	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)")
+	Pragma("noescape")
+	Doc(name + " decodes E2M1 blocks to float32 through binary16 with AVX2 and F16C, 16 per step.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	scales := Load(Param("scales"), GP64())
+	mul := Load(Param("mul"), GP64())
+	bs := Load(Param("bs"), GP64())
+	// each byte into the high byte of the two words of its codes (lane 0:
+	// bytes 0–3, lane 1: bytes 4–7 of the broadcast quadword)
+	var sel [8]uint32
+	for l := range 2 {
+		for i := range 4 {
+			b := uint32(4*l + i)
+			w := 0x80 | b<<8 // word: low byte zero, high byte b
+			sel[4*l+i] = w | w<<16
+		}
+	}
+	shuf, shl, keep := YMM(), YMM(), YMM()
+	VMOVDQU(cData(sel), shuf)
+	// even words (the low nibble) shift four more: ·16
+	VMOVDQU(cY(0x00010010), shl)
+	VMOVDQU(cW(0x8E00), keep)
+
+	Label(name + "_block")
+	s := GP64()
+	MOVBQZX(Mem{Base: scales}, s)
+	p, q := YMM(), YMM()
+	VBROADCASTSS(Mem{Base: mul, Index: s, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: mul, Index: s, Scale: 4, Disp: 1024}, q)
+	cnt := GP64()
+	MOVQ(bs, cnt)
+
+	Label(name + "_loop")
+	w := YMM()
+	VPBROADCASTQ(Mem{Base: src}, w)
+	VPSHUFB(shuf, w, w)
+	VPMULLW(shl, w, w)
+	// the nibble on bits 15–12: its sign stays on 15, its magnitude goes
+	// to 11–9 (exponent's low two bits, mantissa's top bit)
+	VPSRAW(U8(3), w, w)
+	VPAND(keep, w, w)
+	lo, hi, hx := YMM(), YMM(), XMM()
+	VCVTPH2PS(w.AsX(), lo)
+	VEXTRACTI128(U8(1), w, hx)
+	VCVTPH2PS(hx, hi)
+	VMULPS(p, lo, lo)
+	VMULPS(p, hi, hi)
+	VMULPS(q, lo, lo)
+	VMULPS(q, hi, hi)
+	VMOVUPS(lo, Mem{Base: dst})
+	VMOVUPS(hi, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(8), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_loop"))
+	INCQ(scales)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
 }

@@ -36,7 +36,7 @@ func fused() {
 	fusedPow2F32("nvfp4EncF32Fused", 16, true, false, scaleNV)
 	fusedPow2F32("int8EncF32Fused", 64, false, false, scaleInt)
 	fusedPow2F32("int4EncF32Fused", 32, true, false, scaleInt)
-	fp8DecodeScaled()
+	fp8DecodeF16Z("fp8ScaledDecE4M3FNF32AVX512", fp8Formats[0], true)
 	fp8EncodeLanes("e4m3EncF32LanesAVX512", 3, 7, 448)
 	fp8EncodeLanes("e5m2EncF32LanesAVX512", 2, 15, 57344)
 }
@@ -683,87 +683,6 @@ func (e *intConsts) code(src, invP reg.Register, i, k int, far reg.VecVirtual) r
 		VPADDD(e.eight, q, q)
 	}
 	return q
-}
-
-// fp8DecodeScaled emits func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int):
-// fp8Decode's float32 form with the block scale read from the scale bytes
-// (add (s − 127) << 7 to the bf16-grid word of every finite nonzero code)
-// instead of a table of adds the caller fills: mxfp8's decoder for short
-// rows, where filling that table cost as much as a quarter of the row.
-// Blocks whose s − 127 is outside [−117, 119] are the caller's to redo.
-func fp8DecodeScaled() {
-	name := "fp8DecF32ScaledAVX512"
-	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)")
-	Pragma("noescape")
-	Doc(name + " decodes FP8 codes with per-block power-of-two scale bytes to float32 through a 256-word table, 32 lanes per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	tab := Load(Param("tab"), GP64())
-	scales := Load(Param("scales"), GP64())
-	bs := Load(Param("bs"), GP64())
-	var T [8]reg.VecVirtual
-	for i := range T {
-		T[i] = ZMM()
-		VMOVDQU16(Mem{Base: tab, Disp: 64 * i}, T[i])
-	}
-	c40 := konstW(0x40)
-	c80 := konstW(0x80)
-	one := konstW(1)
-	mag := konstW(0x7FFF)
-	lim := konstW(0x7F7F)
-
-	Label(name + "_block")
-	r := GP32()
-	MOVBLZX(Mem{Base: scales}, r)
-	SUBL(U8(127), r)
-	SHLL(U8(7), r)
-	add := ZMM()
-	VPBROADCASTW(r, add)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	idx := ZMM()
-	VPMOVZXBW(Mem{Base: src}, idx)
-	var q [4]reg.VecVirtual
-	for i := range q {
-		q[i] = ZMM()
-		VMOVDQA64(idx, q[i])
-		VPERMI2W(T[2*i+1], T[2*i], q[i])
-	}
-	k6, k7 := K(), K()
-	VPTESTMW(c40, idx, k6)
-	VPTESTMW(c80, idx, k7)
-	VPBLENDMW(q[1], q[0], k6, q[0])
-	VPBLENDMW(q[3], q[2], k6, q[2])
-	VPBLENDMW(q[2], q[0], k7, q[0])
-	w := q[0]
-	// finite nonzero: 1 <= (w & 0x7FFF) <= 0x7F7F (as w − 1 < 0x7F7F)
-	m := ZMM()
-	VPANDD(mag, w, m)
-	VPSUBW(one, m, m)
-	kFin := K()
-	VPCMPUW(U8(1), lim, m, kFin)
-	VPADDW(add, w, kFin, w)
-	lo := ZMM()
-	VPMOVZXWD(w.AsY(), lo)
-	VPSLLD(U8(16), lo, lo)
-	VMOVDQU32(lo, Mem{Base: dst})
-	hi := ZMM()
-	VEXTRACTI64X4(U8(1), w, hi.AsY())
-	VPMOVZXWD(hi.AsY(), hi)
-	VPSLLD(U8(16), hi, hi)
-	VMOVDQU32(hi, Mem{Base: dst, Disp: 64})
-	ADDQ(U8(128), dst)
-	ADDQ(U8(32), src)
-	SUBQ(U8(32), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	INCQ(scales)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
 }
 
 // fp8EncodeLanes emits func(dst *byte, src *float32, n int, p *uint32) int:

@@ -23,8 +23,10 @@ func main() {
 	ConstraintExpr("amd64,!purego")
 	fp8EncodeW("fp8EncF32AVX512", true)
 	fp8EncodeW("fp8EncBF16AVX512", false)
-	fp8Decode("fp8DecBF16AVX512", false)
-	fp8Decode("fp8DecF32AVX512", true)
+	fp8Decode("fp8DecBF16AVX512")
+	for _, g := range fp8Formats {
+		fp8DecodeF16Z("fp8Dec"+g.name+"F32AVX512", g, false)
+	}
 	bf16FromF32()
 	f32FromBF16()
 	fp16FromF32("fp16FromF32AVX512", false)
@@ -103,17 +105,13 @@ const (
 	pSpec            // 8 codes: +Inf, −Inf, +NaN, −NaN, +overflow, −overflow
 )
 
-// fp8Decode emits func(dst *T, src *byte, n int, tab *uint16, adds *int32, bs int):
+// fp8Decode emits func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int):
 // n codes (n a positive multiple of bs, bs of 32) looked up in a 256-entry
-// table of 16-bit words (the bf16 value, or the top half of the float32
-// value); in block b, adds[b] (a block scale 2^k as k<<7) is added to every
-// word of a finite nonzero value. With f32 each word w is stored as w<<16.
-func fp8Decode(name string, f32 bool) {
-	sig := "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)"
-	if f32 {
-		sig = "func(dst *float32, src *byte, n int, tab *uint16, adds *int32, bs int)"
-	}
-	TEXT(name, NOSPLIT, sig)
+// table of bf16 words; in block b, adds[b] (a block scale 2^k as k<<7) is
+// added to every word of a finite nonzero value. (Float32 output takes
+// fp8DecodeF16Z.)
+func fp8Decode(name string) {
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)")
 	Pragma("noescape")
 	Doc(name + " decodes FP8 codes through a 256-word table with VPERMI2W, 32 lanes per step.")
 	dst := Load(Param("dst"), GP64())
@@ -162,21 +160,8 @@ func fp8Decode(name string, f32 bool) {
 	kFin := K()
 	VPCMPUW(U8(1), lim, m, kFin)
 	VPADDW(add, w, kFin, w)
-	if f32 {
-		lo := ZMM()
-		VPMOVZXWD(w.AsY(), lo)
-		VPSLLD(U8(16), lo, lo)
-		VMOVDQU32(lo, Mem{Base: dst})
-		hi := ZMM()
-		VEXTRACTI64X4(U8(1), w, hi.AsY())
-		VPMOVZXWD(hi.AsY(), hi)
-		VPSLLD(U8(16), hi, hi)
-		VMOVDQU32(hi, Mem{Base: dst, Disp: 64})
-		ADDQ(U8(128), dst)
-	} else {
-		VMOVDQU16(w, Mem{Base: dst})
-		ADDQ(U8(64), dst)
-	}
+	VMOVDQU16(w, Mem{Base: dst})
+	ADDQ(U8(64), dst)
 	ADDQ(U8(32), src)
 	SUBQ(U8(32), cnt)
 	JNZ(LabelRef(name + "_loop"))
