@@ -209,6 +209,11 @@ func fp8EncodeY(name string, g fp8Geom, f32, scaled bool) {
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
+	if f32 {
+		prefetchAhead(src, 128)
+	} else {
+		prefetchAhead(src, 64)
+	}
 	var codes, us [2]reg.VecVirtual
 	var rare []func()
 	for h := range 2 {
@@ -427,6 +432,7 @@ func fp8DecodeY(name string, g fp8Geom, scaled bool) {
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
+	prefetchAhead(src, 32)
 	var fixes []func()
 	for h := range 2 {
 		c, m, w, lo, hi, big := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
@@ -636,6 +642,11 @@ func amaxY(name string, bf16 bool) {
 	cnt := GP64()
 	MOVQ(bs, cnt)
 	Label(name + "_loop")
+	if bf16 {
+		prefetchAhead(src, 32)
+	} else {
+		prefetchAhead(src, 64)
+	}
 	for i, m := range []reg.VecVirtual{m0, m1} {
 		u := loadF32Y(src, i, bf16)
 		VPAND(cY(0x7FFFFFFF), u, u)
@@ -680,6 +691,7 @@ func amaxWY() {
 	mask := YMM()
 	VMOVDQU(cW(0x7FFF), mask)
 	Label(name + "_block")
+	prefetchAhead(src, 32)
 	m := YMM()
 	VPAND(Mem{Base: src}, mask, m)
 	ADDQ(U8(32), src)
@@ -688,6 +700,7 @@ func amaxWY() {
 	SUBQ(U8(16), cnt)
 	JZ(LabelRef(name + "_reduce"))
 	Label(name + "_loop")
+	prefetchAhead(src, 32)
 	u := YMM()
 	VPAND(Mem{Base: src}, mask, u)
 	VPMAXUW(u, m, m)
@@ -728,6 +741,7 @@ func amaxTreeWY(k int) {
 	VMOVDQU(cW(0x7FFF), mask)
 	VMOVDQU(cData([8]uint32{0, 4, 2, 6, 1, 5, 3, 7}), perm)
 	Label(name + "_group")
+	prefetchAhead(src, 256*k)
 	var v [8]reg.VecVirtual
 	for b := range v {
 		v[b] = YMM()

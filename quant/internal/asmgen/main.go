@@ -84,6 +84,20 @@ func konst(v uint32) reg.VecVirtual {
 	return z
 }
 
+// pfDist is how far ahead of its loads a streaming kernel prefetches, in
+// bytes of its source: the hardware prefetchers of the Xeon VM left the
+// bf16 → fp8 encoder at half its in-cache speed on 64 MiB inputs, and a
+// PREFETCHT0 this far ahead doubled it.
+const pfDist = 2048
+
+// prefetchAhead prefetches the lines pfDist bytes past the step bytes a
+// loop step reads at src (one line when the step reads less than one).
+func prefetchAhead(src reg.Register, step int) {
+	for off := 0; off < max(step, 1); off += 64 {
+		PREFETCHT0(Mem{Base: src, Disp: pfDist + off})
+	}
+}
+
 // konstW broadcasts a 16-bit constant into a new register.
 func konstW(v uint16) reg.VecVirtual {
 	t := GP32()
@@ -138,6 +152,7 @@ func fp8Decode(name string) {
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
+	prefetchAhead(src, 32)
 	idx := ZMM()
 	VPMOVZXBW(Mem{Base: src}, idx)
 	var q [4]reg.VecVirtual
@@ -325,6 +340,11 @@ func amax(name string, bf16 bool) {
 	cnt := GP64()
 	MOVQ(bs, cnt)
 	Label(name + "_loop")
+	if bf16 {
+		prefetchAhead(src, 32)
+	} else {
+		prefetchAhead(src, 64)
+	}
 	u := ZMM()
 	if bf16 {
 		VPMOVZXWD(Mem{Base: src}, u)
@@ -655,6 +675,11 @@ func fp8EncodeW(name string, f32 bool) {
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
+	if f32 {
+		prefetchAhead(src, 128)
+	} else {
+		prefetchAhead(src, 64)
+	}
 	u := ZMM()
 	kSticky := K()
 	if f32 {
@@ -809,6 +834,7 @@ func amaxW(name string, pair bool) {
 		ADDQ(bs, cnt)
 	}
 	Label(name + "_loop")
+	prefetchAhead(src, 64)
 	u := ZMM()
 	VPANDD(Mem{Base: src}, absMask, u)
 	VPMAXUW(u, m, m)
@@ -965,6 +991,7 @@ func amaxTree(k int) {
 	Label(name + "_group")
 	var v [16]reg.VecVirtual
 	for b := range v {
+		prefetchAhead(src, 64*k)
 		v[b] = ZMM()
 		VPANDD(Mem{Base: src}, absMask, v[b])
 		for i := 1; i < k; i++ {
