@@ -81,11 +81,15 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 		return false
 	}
 	bs, nb := c.bs, len(scales)
+	nt := bf != nil && ntOut(bf)
 	if useAVX2 {
 		if bf != nil {
-			fp8DecAVX2(c.t, &bf[0], nil, &src[0], nb*bs, &scales[0], bs)
+			fp8DecAVX2(c.t, &bf[0], nil, &src[0], nb*bs, &scales[0], bs, nt)
 		} else {
-			fp8DecAVX2(c.t, nil, &f32[0], &src[0], nb*bs, &scales[0], bs)
+			fp8DecAVX2(c.t, nil, &f32[0], &src[0], nb*bs, &scales[0], bs, false)
+		}
+		if nt {
+			storeFence()
 		}
 		// blocks whose scale 2^k the kernel does not cover (k outside
 		// [−117, 119]): the portable code
@@ -122,6 +126,8 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 			adds[i] = k << 7
 		}
 		switch {
+		case nt:
+			fp8DecBF16NTAVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
 		case bf != nil:
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
 		default:
@@ -135,6 +141,9 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 				c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
 			}
 		}
+	}
+	if nt {
+		storeFence()
 	}
 	return true
 }
@@ -466,15 +475,19 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 	}
 	t := c.decTables()
 	n := len(scales) * c.bs
+	nt := bf != nil && ntOut(bf)
 	if useAVX2 {
 		if bf != nil {
-			e2m1DecBF16LH(bf, src, scales, &t.lh, c.bs)
+			e2m1DecBF16LH(bf, src, scales, &t.lh, c.bs, nt)
 		} else {
 			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], &t.pq[0], c.bs)
 		}
 		return true
 	}
-	if bf != nil {
+	if nt {
+		e2m1DecBF16NTAVX512(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
+		storeFence()
+	} else if bf != nil {
 		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &t.bf[0][0], c.bs)
 	} else {
 		e2m1DecF32AVX512(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&t.f32[0][0])), c.bs)
@@ -484,14 +497,21 @@ func (c *pow2Codec) decodeFP4Asm(bf []uint16, f32 []float32, src, scales []byte)
 
 // e2m1DecBF16LH decodes E2M1 blocks of bs (16, or a multiple of 32)
 // into bf16 with the AVX2 byte-table kernels (lh: per scale byte, the
-// values' low bytes then high bytes).
-func e2m1DecBF16LH(bf []uint16, src, scales []byte, lh *[256][32]uint8, bs int) {
+// values' low bytes then high bytes; nt: the NT kernels).
+func e2m1DecBF16LH(bf []uint16, src, scales []byte, lh *[256][32]uint8, bs int, nt bool) {
 	nb := len(scales)
-	if bs != 16 {
+	switch {
+	case bs != 16 && nt:
+		e2m1DecBF16x32NTAVX2(&bf[0], &src[0], nb*bs, &scales[0], &lh[0][0], bs)
+		storeFence()
+		return
+	case bs != 16:
 		e2m1DecBF16x32AVX2(&bf[0], &src[0], nb*bs, &scales[0], &lh[0][0], bs)
 		return
-	}
-	if nb > 1 {
+	case nb > 1 && nt:
+		e2m1DecBF16x16NTAVX2(&bf[0], &src[0], (nb&^1)*16, &scales[0], &lh[0][0], 16)
+		storeFence()
+	case nb > 1:
 		e2m1DecBF16x16AVX2(&bf[0], &src[0], (nb&^1)*16, &scales[0], &lh[0][0], 16)
 	}
 	if nb&1 != 0 {
@@ -561,15 +581,19 @@ func (c *nvfp4Codec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) b
 		return false
 	}
 	n := 16 * len(scales)
+	nt := bf != nil && ntOut(bf)
 	if useAVX2 {
 		if bf != nil {
-			e2m1DecBF16LH(bf, src, scales, &c.dec.lh16, 16)
+			e2m1DecBF16LH(bf, src, scales, &c.dec.lh16, 16, nt)
 		} else {
 			e2m1DecF32AVX2(&f32[0], &src[0], n, &scales[0], &c.dec.pq[0], 16)
 		}
 		return true
 	}
-	if bf != nil {
+	if nt {
+		e2m1DecBF16NTAVX512(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
+		storeFence()
+	} else if bf != nil {
 		e2m1DecBF16AVX512(&bf[0], &src[0], n, &scales[0], &c.dec.bf32[0][0], 16)
 	} else {
 		e2m1DecF32AVX512(&f32[0], &src[0], n, &scales[0], (*uint32)(unsafe.Pointer(&c.dec.f32[0][0])), 16)
@@ -628,6 +652,7 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		return false
 	}
 	g, nb := c.g, len(scales)/2
+	nt := bf != nil && ntOut(bf)
 	var mul [asmChunk]float32
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
@@ -640,6 +665,14 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 			f32FromFP16AVX512(&mul[0], &s16[0], (m+15)&^15)
 		}
 		switch {
+		case useAVX2 && nt && c.four:
+			int4DecBF16NTAVX2(&bf[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case useAVX2 && nt:
+			int8DecBF16NTAVX2(&bf[b0*g], &src[b0*g], m*g, &mul[0], g)
+		case nt && c.four:
+			int4DecBF16NTAVX512(&bf[b0*g], &src[b0*g/2], m*g, &mul[0], g)
+		case nt:
+			int8DecBF16NTAVX512(&bf[b0*g], &src[b0*g], m*g, &mul[0], g)
 		case useAVX2 && c.four && f32 != nil:
 			int4DecF32AVX2(&f32[b0*g], &src[b0*g/2], m*g, &mul[0], g)
 		case useAVX2 && c.four:
@@ -657,6 +690,9 @@ func (c *intCodec) decodeAsm(bf []uint16, f32 []float32, src, scales []byte) boo
 		default:
 			int8DecBF16AVX512(&bf[b0*g], &src[b0*g], m*g, &mul[0], g)
 		}
+	}
+	if nt {
+		storeFence()
 	}
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // fusedInputs returns float32 blocks (bs each) of every kind the fused
@@ -358,4 +359,64 @@ func TestE2M1TabRNESticky(t *testing.T) {
 			}
 		}
 	}
+}
+
+// alignedU16 returns n zeroed words starting on a 64-byte boundary, and
+// the same count one word past it.
+func alignedU16(n int) (aligned, off []uint16) {
+	buf := make([]uint16, n+64)
+	i := 0
+	for uintptr(unsafe.Pointer(&buf[i]))%64 != 0 {
+		i++
+	}
+	return buf[i : i+n], buf[i+1 : i+1+n]
+}
+
+// TestAsmDecodeBF16NonTemporal decodes every format to bf16 at every
+// assembly level with the non-temporal kernels forced (ntMinBytes 0) into
+// a 64-byte aligned buffer, and into one that is not (which must take the
+// ordinary kernels: VMOVNTDQ would fault), against the portable decoder,
+// with random payloads and scale bytes (so mxfp8's redone blocks and the
+// FP8 NaN lanes are rewritten after the NT stores).
+func TestAsmDecodeBF16NonTemporal(t *testing.T) {
+	defer func(v int) { ntMinBytes = v }(ntMinBytes)
+	ntMinBytes = 0
+	names := []string{"fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "mxfp8", "fp4_mx_block16", "mxfp4", "nvfp4", "int8_g64", "int4_g32"}
+	withAsmLevels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		for _, name := range names {
+			c := codecFor(t, name)
+			f := c.Format()
+			for _, n := range []int{4096, 4160, 4160 + 16} {
+				if n%max(f.BlockSize, 1) != 0 {
+					continue
+				}
+				src := make([]byte, f.DataBytes(int64(n)))
+				scales := make([]byte, f.ScaleBytesFor(int64(n)))
+				for i := range src {
+					src[i] = byte(rng.Uint32())
+				}
+				for i := range scales {
+					scales[i] = byte(rng.Uint32())
+				}
+				want := make([]uint16, n)
+				withAsm(t, false, func(t *testing.T) {
+					if err := c.DecodeBF16(want, src, scales); err != nil {
+						t.Fatal(err)
+					}
+				})
+				a, u := alignedU16(n)
+				for _, got := range [][]uint16{a, u} {
+					if err := c.DecodeBF16(got, src, scales); err != nil {
+						t.Fatal(err)
+					}
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s, %d elements (aligned %v): DecodeBF16[%d] = %#04x, want %#04x", name, n, &got[0] == &a[0], i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ package quant
 import (
 	"math"
 	"os"
+	"unsafe"
 )
 
 // Vector kernels. On amd64 the codecs' hot loops run in assembly generated
@@ -131,8 +132,16 @@ func fp8EncAVX2(t *fp8Tables, dst *byte, bf *uint16, f32 *float32, n int, sh *in
 // bs, bs of 32) into bf16 (or float32 when bf is nil); scales, when not
 // nil, holds the blocks' E8M0 scales (E4M3FN only; blocks with a scale
 // outside [10, 246] are left to the caller).
-func fp8DecAVX2(t *fp8Tables, bf *uint16, f32 *float32, src *byte, n int, scales *byte, bs int) {
+func fp8DecAVX2(t *fp8Tables, bf *uint16, f32 *float32, src *byte, n int, scales *byte, bs int, nt bool) {
 	switch {
+	case nt && scales != nil && bf != nil:
+		fp8ScaledDecE4M3FNBF16NTAVX2(bf, src, n, &t.decBF[0], scales, bs)
+	case nt && t.f == E5M2 && bf != nil:
+		fp8DecE5M2BF16NTAVX2(bf, src, n, &t.decBF[0], nil, bs)
+	case nt && t.f == E4M3FNUZ && bf != nil:
+		fp8DecE4M3FNUZBF16NTAVX2(bf, src, n, &t.decBF[0], nil, bs)
+	case nt && bf != nil:
+		fp8DecE4M3FNBF16NTAVX2(bf, src, n, &t.decBF[0], nil, bs)
 	case scales != nil && bf != nil:
 		fp8ScaledDecE4M3FNBF16AVX2(bf, src, n, &t.decBF[0], scales, bs)
 	case scales != nil:
@@ -186,17 +195,35 @@ func encodeFP8F32Asm(dst []byte, src []float32, t *fp8Tables) int {
 	return n
 }
 
+// ntMinBytes is the bf16 output size from which the decoders store
+// non-temporally (a variable for tests): past the L2 caches of today's
+// cores, where the output would not stay cached for its reader anyway.
+var ntMinBytes = 2 << 20
+
+// ntOut reports whether a bf16 decode into dst takes the NT kernels: a
+// large output, aligned to 64 bytes (VMOVNTDQ needs its store width's
+// alignment; every chunk the callers hand a kernel keeps it).
+func ntOut(dst []uint16) bool {
+	return len(dst) > 0 && 2*len(dst) >= ntMinBytes && uintptr(unsafe.Pointer(&dst[0]))%64 == 0
+}
+
 // decodeFP8BF16Asm decodes the leading whole vectors of src (unscaled).
 func decodeFP8BF16Asm(dst []uint16, src []byte, t *fp8Tables) int {
 	n := len(dst) &^ 31
+	if n == 0 || !(useAsm || useAVX2) {
+		return 0
+	}
+	nt := ntOut(dst[:n])
 	switch {
-	case n == 0:
+	case useAsm && nt:
+		fp8DecBF16NTAVX512(&dst[0], &src[0], n, &t.decBF[0], &zeroShift, n)
 	case useAsm:
 		fp8DecBF16AVX512(&dst[0], &src[0], n, &t.decBF[0], &zeroShift, n)
-	case useAVX2:
-		fp8DecAVX2(t, &dst[0], nil, &src[0], n, nil, n)
 	default:
-		return 0
+		fp8DecAVX2(t, &dst[0], nil, &src[0], n, nil, n, nt)
+	}
+	if nt {
+		storeFence()
 	}
 	return n
 }
@@ -216,7 +243,7 @@ func decodeFP8F32Asm(dst []float32, src []byte, t *fp8Tables) int {
 			fp8DecE4M3FNF32AVX512(&dst[0], &src[0], n, &t.decHi[0], nil, n)
 		}
 	case useAVX2:
-		fp8DecAVX2(t, nil, &dst[0], &src[0], n, nil, n)
+		fp8DecAVX2(t, nil, &dst[0], &src[0], n, nil, n, false)
 	default:
 		return 0
 	}

@@ -513,3 +513,66 @@ func e4m3EncF32LanesAVX2(dst *byte, src *float32, n int) int
 //
 //go:noescape
 func e5m2EncF32LanesAVX2(dst *byte, src *float32, n int) int
+
+// fp8DecBF16NTAVX512 decodes FP8 codes through a 256-word table with VPERMI2W, 32 lanes per step.
+//
+//go:noescape
+func fp8DecBF16NTAVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)
+
+// e2m1DecBF16NTAVX512 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func e2m1DecBF16NTAVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
+
+// int8DecBF16NTAVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
+//
+//go:noescape
+func int8DecBF16NTAVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// int4DecBF16NTAVX512 dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.
+//
+//go:noescape
+func int4DecBF16NTAVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// fp8DecE4M3FNBF16NTAVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE4M3FNBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// fp8DecE5M2BF16NTAVX2 decodes E5M2 codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE5M2BF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// fp8DecE4M3FNUZBF16NTAVX2 decodes E4M3FNUZ codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8DecE4M3FNUZBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// fp8ScaledDecE4M3FNBF16NTAVX2 decodes E4M3FN codes in integer lanes with AVX2, 32 per step.
+//
+//go:noescape
+func fp8ScaledDecE4M3FNBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)
+
+// int8DecBF16NTAVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
+//
+//go:noescape
+func int8DecBF16NTAVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// int4DecBF16NTAVX2 dequantizes int4 groups of 32 into bf16 through a per-group table with AVX2.
+//
+//go:noescape
+func int4DecBF16NTAVX2(dst *uint16, src *byte, n int, mul *float32, bs int)
+
+// e2m1DecBF16x16NTAVX2 decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.
+//
+//go:noescape
+func e2m1DecBF16x16NTAVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+
+// e2m1DecBF16x32NTAVX2 decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.
+//
+//go:noescape
+func e2m1DecBF16x32NTAVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)
+
+// storeFence orders the non-temporal stores before it (SFENCE).
+func storeFence()

@@ -187,3 +187,31 @@ func e4m3EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return
 func e4m3EncF32LanesAVX2(dst *byte, src *float32, n int) int   { noAsm(); return 0 }
 func e5m2EncF32LanesAVX2(dst *byte, src *float32, n int) int   { noAsm(); return 0 }
 func e5m2EncF32LanesAVX512(dst *byte, src *float32, n int) int { noAsm(); return 0 }
+
+func fp8DecBF16NTAVX512(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int) { noAsm() }
+func e2m1DecBF16NTAVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int) {
+	noAsm()
+}
+func int8DecBF16NTAVX512(dst *uint16, src *byte, n int, mul *float32, bs int) { noAsm() }
+func int4DecBF16NTAVX512(dst *uint16, src *byte, n int, mul *float32, bs int) { noAsm() }
+func fp8DecE4M3FNBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func fp8DecE5M2BF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func fp8DecE4M3FNUZBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func fp8ScaledDecE4M3FNBF16NTAVX2(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int) {
+	noAsm()
+}
+func int8DecBF16NTAVX2(dst *uint16, src *byte, n int, mul *float32, bs int) { noAsm() }
+func int4DecBF16NTAVX2(dst *uint16, src *byte, n int, mul *float32, bs int) { noAsm() }
+func e2m1DecBF16x16NTAVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int) {
+	noAsm()
+}
+func e2m1DecBF16x32NTAVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int) {
+	noAsm()
+}
+func storeFence() { noAsm() }

@@ -385,6 +385,7 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 // come from two VPSHUFB tables of their bf16 bytes; Inf and NaN codes take
 // tab[code] lane by lane, out of line.
 func fp8DecodeY(name string, g fp8Geom, scaled bool) {
+	name = ntName(name)
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, tab *uint16, scales *byte, bs int)")
 	Pragma("noescape")
 	Doc(name + " decodes " + g.name + " codes in integer lanes with AVX2, 32 per step.")
@@ -465,7 +466,9 @@ func fp8DecodeY(name string, g fp8Geom, scaled bool) {
 		default:
 			VPCMPEQW(cW(0x80), c, sp)
 		}
-		VMOVDQU(w, Mem{Base: dst, Disp: 32 * h})
+		if !storeNT(w, Mem{Base: dst, Disp: 32 * h}) {
+			VMOVDQU(w, Mem{Base: dst, Disp: 32 * h})
+		}
 		lbl := fmt.Sprintf("%s_h%d", name, h)
 		VPTEST(sp, sp)
 		JNZ(LabelRef(lbl + "_fix"))
@@ -1078,6 +1081,7 @@ func intEncodeY(name string, bf16, four bool) {
 // with a finite multiplier (every product finite) rounds without the NaN
 // test; other groups take a loop with it.
 func intDecodeY(name string, bf16, four bool) {
+	name = ntName(name)
 	sig := "func(dst *float32, src *byte, n int, mul *float32, bs int)"
 	if bf16 {
 		sig = "func(dst *uint16, src *byte, n int, mul *float32, bs int)"
@@ -1133,7 +1137,9 @@ func intDecodeY(name string, bf16, four bool) {
 			v[i] = q
 		}
 		if bf16 {
-			VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
+			if o := packDW(v[0], v[1]); !storeNT(o, Mem{Base: dst}) {
+				VMOVDQU(o, Mem{Base: dst})
+			}
 			ADDQ(U8(32), dst)
 		} else {
 			ADDQ(U8(64), dst)
@@ -1461,7 +1467,7 @@ func nvfp4ScalesY() {
 // form a table, split into its low and high bytes, and two VPSHUFB look up
 // 32 codes.
 func int4DecodeBF16Y() {
-	name := "int4DecBF16AVX2"
+	name := ntName("int4DecBF16AVX2")
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, mul *float32, bs int)")
 	Pragma("noescape")
 	Doc(name + " dequantizes int4 groups of 32 into bf16 through a per-group table with AVX2.")
@@ -1544,9 +1550,13 @@ func lookupBF16Y(idx, tl, th reg.VecVirtual, dst reg.Register) {
 	VPUNPCKHBW(hi, lo, b) // 8–15 and 24–31
 	o := YMM()
 	VPERM2I128(U8(0x20), b, a, o)
-	VMOVDQU(o, Mem{Base: dst})
+	if !storeNT(o, Mem{Base: dst}) {
+		VMOVDQU(o, Mem{Base: dst})
+	}
 	VPERM2I128(U8(0x31), b, a, o)
-	VMOVDQU(o, Mem{Base: dst, Disp: 32})
+	if !storeNT(o, Mem{Base: dst, Disp: 32}) {
+		VMOVDQU(o, Mem{Base: dst, Disp: 32})
+	}
 }
 
 // e2m1DecodeBF16Y emits func(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int):
@@ -1555,6 +1565,7 @@ func lookupBF16Y(idx, tl, th reg.VecVirtual, dst reg.Register) {
 // and the 16 high bytes after them. pair: bs = 16, blocks b and b+1 in the
 // two lanes of one step (n a multiple of 32); otherwise bs a multiple of 32.
 func e2m1DecodeBF16Y(name string, pair bool) {
+	name = ntName(name)
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, scales *byte, tab *uint8, bs int)")
 	Pragma("noescape")
 	Doc(name + " decodes E2M1 blocks to bf16 through VPSHUFB tables of the scale's values with AVX2, 32 per step.")

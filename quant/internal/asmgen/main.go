@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -65,6 +66,22 @@ func main() {
 	}
 	genAVX2()
 	fusedAVX2()
+	// the NT variants of the bf16 decoders
+	ntStores = true
+	fp8Decode("fp8DecBF16AVX512")
+	e2m1Decode("e2m1DecBF16AVX512", true)
+	intDecode("int8DecBF16AVX512", true, false)
+	int4DecodeBF16()
+	for _, g := range fp8Formats {
+		fp8DecodeY("fp8Dec"+g.name+"BF16AVX2", g, false)
+	}
+	fp8DecodeY("fp8ScaledDecE4M3FNBF16AVX2", fp8Formats[0], true)
+	intDecodeY("int8DecBF16AVX2", true, false)
+	int4DecodeBF16Y()
+	e2m1DecodeBF16Y("e2m1DecBF16x16AVX2", true)
+	e2m1DecodeBF16Y("e2m1DecBF16x32AVX2", false)
+	ntStores = false
+	storeFence()
 	Generate()
 }
 
@@ -98,6 +115,47 @@ func prefetchAhead(src reg.Register, step int) {
 	}
 }
 
+// ntStores makes the bf16 decoders' generators emit non-temporal stores
+// (VMOVNTDQ, which needs a destination aligned to the store's width): the
+// NT variants, which quant picks for large aligned outputs (and follows
+// with one storeFence) and which skip the read-for-ownership of every
+// output line (bf16 output is two or four times the bytes read).
+var ntStores bool
+
+// storeNT emits VMOVNTDQ v → m and reports true under ntStores; the
+// caller emits its usual store otherwise.
+func storeNT(v Op, m Mem) bool {
+	if ntStores {
+		VMOVNTDQ(v, m)
+	}
+	return ntStores
+}
+
+// storeFence emits func storeFence(): SFENCE, which the Go side calls once
+// after a decode's NT kernels (not in each kernel: the chunked callers
+// make many calls, and a fence per call drained the write-combining
+// buffers every few KiB).
+func storeFence() {
+	TEXT("storeFence", NOSPLIT, "func()")
+	Doc("storeFence orders the non-temporal stores before it (SFENCE).")
+	SFENCE()
+	RET()
+}
+
+// ntName is name with "NT" before its level suffix (AVX512, AVX2) under
+// ntStores.
+func ntName(name string) string {
+	if !ntStores {
+		return name
+	}
+	for _, l := range []string{"AVX512", "AVX2"} {
+		if strings.HasSuffix(name, l) {
+			return strings.TrimSuffix(name, l) + "NT" + l
+		}
+	}
+	panic("ntName: no level suffix in " + name)
+}
+
 // konstW broadcasts a 16-bit constant into a new register.
 func konstW(v uint16) reg.VecVirtual {
 	t := GP32()
@@ -125,6 +183,7 @@ const (
 // added to every word of a finite nonzero value. (Float32 output takes
 // fp8DecodeF16Z.)
 func fp8Decode(name string) {
+	name = ntName(name)
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)")
 	Pragma("noescape")
 	Doc(name + " decodes FP8 codes through a 256-word table with VPERMI2W, 32 lanes per step.")
@@ -175,7 +234,9 @@ func fp8Decode(name string) {
 	kFin := K()
 	VPCMPUW(U8(1), lim, m, kFin)
 	VPADDW(add, w, kFin, w)
-	VMOVDQU16(w, Mem{Base: dst})
+	if !storeNT(w, Mem{Base: dst}) {
+		VMOVDQU16(w, Mem{Base: dst})
+	}
 	ADDQ(U8(64), dst)
 	ADDQ(U8(32), src)
 	SUBQ(U8(32), cnt)
@@ -420,6 +481,7 @@ func unpackNibbles(src reg.Register, mask reg.VecVirtual) reg.VecVirtual {
 // byte; block b looks its codes up in the 16 dwords at tab + 64·scales[b]
 // (float32 bits, or bf16 values in the low halves).
 func e2m1Decode(name string, bf16 bool) {
+	name = ntName(name)
 	sig := "func(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)"
 	if bf16 {
 		sig = "func(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)"
@@ -527,6 +589,7 @@ func intEncode(name string, bf16, four bool) {
 // q·mul[b] in float32 for every code of group b (int8, or q+8 nibbles),
 // stored as float32 or rounded to bf16 (nearest even, NaN 0x7FC0).
 func intDecode(name string, bf16, four bool) {
+	name = ntName(name)
 	sig := "func(dst *float32, src *byte, n int, mul *float32, bs int)"
 	if bf16 {
 		sig = "func(dst *uint16, src *byte, n int, mul *float32, bs int)"
@@ -1289,7 +1352,7 @@ func e2m1EncodeWF(name string, bf16, mul, pair bool) {
 // possible values bf16((q−8)·mul[b]) (nearest even, NaN 0x7FC0) form a
 // table, and one VPERMW looks up 32 codes.
 func int4DecodeBF16() {
-	name := "int4DecBF16AVX512"
+	name := ntName("int4DecBF16AVX512")
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, mul *float32, bs int)")
 	Pragma("noescape")
 	Doc(name + " dequantizes int4 groups of 32 into bf16 through a per-group table, 32 lanes per step.")
@@ -1338,7 +1401,9 @@ func int4DecodeBF16() {
 	VPANDD(lo4, b, b)
 	VPORD(h, b, b)
 	VPERMW(tab, b, b)
-	VMOVDQU16(b, Mem{Base: dst})
+	if !storeNT(b, Mem{Base: dst}) {
+		VMOVDQU16(b, Mem{Base: dst})
+	}
 	ADDQ(U8(4), mul)
 	ADDQ(U8(16), src)
 	ADDQ(U8(64), dst)
@@ -1386,10 +1451,14 @@ func narrowStore(op func(...Op), src reg.VecVirtual, m Mem, n int) {
 	switch n {
 	case 32:
 		op(src, t.AsY())
-		VMOVDQU32(t.AsY(), m)
+		if !storeNT(t.AsY(), m) {
+			VMOVDQU32(t.AsY(), m)
+		}
 	case 16:
 		op(src, t.AsX())
-		VMOVDQU32(t.AsX(), m)
+		if !storeNT(t.AsX(), m) {
+			VMOVDQU32(t.AsX(), m)
+		}
 	default:
 		op(src, t.AsX())
 		VMOVQ(t.AsX(), m)
