@@ -5742,35 +5742,36 @@ TEXT ·fp8DecE4M3FNF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c43800000<>+0(SB), Y0
+	VMOVDQU avx2cbfffbfff<>+0(SB), Y1
 
 fp8DecE4M3FNF32AVX2_block:
 	MOVQ SI, R8
 
 fp8DecE4M3FNF32AVX2_loop:
-	VPMOVSXBW    (CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VPMOVSXBW    (CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, (AX)
-	VMOVUPS      Y1, 32(AX)
-	VPMOVSXBW    16(CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VMOVUPS      Y3, (AX)
+	VMOVUPS      Y2, 32(AX)
+	VPMOVSXBW    16(CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, 64(AX)
-	VMOVUPS      Y1, 96(AX)
-	VMOVDQU      (CX), Y1
-	VPOR         avx2c80808080<>+0(SB), Y1, Y1
-	VPCMPEQB     avx2cffffffff<>+0(SB), Y1, Y1
-	VPTEST       Y1, Y1
+	VMOVUPS      Y3, 64(AX)
+	VMOVUPS      Y2, 96(AX)
+	VMOVDQU      (CX), Y2
+	VPOR         avx2c80808080<>+0(SB), Y2, Y2
+	VPCMPEQB     avx2cffffffff<>+0(SB), Y2, Y2
+	VPTEST       Y2, Y2
 	JNZ          fp8DecE4M3FNF32AVX2_fix
 
 fp8DecE4M3FNF32AVX2_next:
@@ -5784,7 +5785,7 @@ fp8DecE4M3FNF32AVX2_next:
 	RET
 
 fp8DecE4M3FNF32AVX2_fix:
-	VPMOVMSKB Y1, R9
+	VPMOVMSKB Y2, R9
 
 fp8DecE4M3FNF32AVX2_fixlane:
 	BSFQ    R9, DI
@@ -6125,34 +6126,35 @@ TEXT ·fp8DecE4M3FNUZF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    scales+32(FP), SI
 	MOVQ    bs+40(FP), SI
 	VMOVDQU avx2c43000000<>+0(SB), Y0
+	VMOVDQU avx2cbfffbfff<>+0(SB), Y1
 
 fp8DecE4M3FNUZF32AVX2_block:
 	MOVQ SI, R8
 
 fp8DecE4M3FNUZF32AVX2_loop:
-	VPMOVSXBW    (CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VPMOVSXBW    (CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, (AX)
-	VMOVUPS      Y1, 32(AX)
-	VPMOVSXBW    16(CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VMOVUPS      Y3, (AX)
+	VMOVUPS      Y2, 32(AX)
+	VPMOVSXBW    16(CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, 64(AX)
-	VMOVUPS      Y1, 96(AX)
-	VMOVDQU      (CX), Y1
-	VPCMPEQB     avx2c80808080<>+0(SB), Y1, Y1
-	VPTEST       Y1, Y1
+	VMOVUPS      Y3, 64(AX)
+	VMOVUPS      Y2, 96(AX)
+	VMOVDQU      (CX), Y2
+	VPCMPEQB     avx2c80808080<>+0(SB), Y2, Y2
+	VPTEST       Y2, Y2
 	JNZ          fp8DecE4M3FNUZF32AVX2_fix
 
 fp8DecE4M3FNUZF32AVX2_next:
@@ -6166,7 +6168,7 @@ fp8DecE4M3FNUZF32AVX2_next:
 	RET
 
 fp8DecE4M3FNUZF32AVX2_fix:
-	VPMOVMSKB Y1, R9
+	VPMOVMSKB Y2, R9
 
 fp8DecE4M3FNUZF32AVX2_fixlane:
 	BSFQ    R9, DI
@@ -6289,12 +6291,13 @@ fp8ScaledDecE4M3FNBF16AVX2_h1_fixlane:
 // func fp8ScaledDecE4M3FNF32AVX2(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)
 // Requires: AVX, AVX2, F16C
 TEXT ·fp8ScaledDecE4M3FNF32AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ tab+24(FP), BX
-	MOVQ scales+32(FP), SI
-	MOVQ bs+40(FP), DI
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    n+16(FP), DX
+	MOVQ    tab+24(FP), BX
+	MOVQ    scales+32(FP), SI
+	MOVQ    bs+40(FP), DI
+	VMOVDQU avx2cbfffbfff<>+0(SB), Y1
 
 fp8ScaledDecE4M3FNF32AVX2_block:
 	MOVBQZX      (SI), R8
@@ -6305,30 +6308,30 @@ fp8ScaledDecE4M3FNF32AVX2_block:
 	MOVQ         DI, R8
 
 fp8ScaledDecE4M3FNF32AVX2_loop:
-	VPMOVSXBW    (CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VPMOVSXBW    (CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, (AX)
-	VMOVUPS      Y1, 32(AX)
-	VPMOVSXBW    16(CX), Y1
-	VPSLLW       $0x07, Y1, Y1
-	VPAND        avx2cbfffbfff<>+0(SB), Y1, Y1
-	VCVTPH2PS    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VCVTPH2PS    X1, Y1
+	VMOVUPS      Y3, (AX)
+	VMOVUPS      Y2, 32(AX)
+	VPMOVSXBW    16(CX), Y2
+	VPSLLW       $0x07, Y2, Y2
+	VPAND        Y1, Y2, Y2
+	VCVTPH2PS    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y0, Y3, Y3
 	VMULPS       Y0, Y2, Y2
-	VMULPS       Y0, Y1, Y1
-	VMOVUPS      Y2, 64(AX)
-	VMOVUPS      Y1, 96(AX)
-	VMOVDQU      (CX), Y1
-	VPOR         avx2c80808080<>+0(SB), Y1, Y1
-	VPCMPEQB     avx2cffffffff<>+0(SB), Y1, Y1
-	VPTEST       Y1, Y1
+	VMOVUPS      Y3, 64(AX)
+	VMOVUPS      Y2, 96(AX)
+	VMOVDQU      (CX), Y2
+	VPOR         avx2c80808080<>+0(SB), Y2, Y2
+	VPCMPEQB     avx2cffffffff<>+0(SB), Y2, Y2
+	VPTEST       Y2, Y2
 	JNZ          fp8ScaledDecE4M3FNF32AVX2_fix
 
 fp8ScaledDecE4M3FNF32AVX2_next:
@@ -6343,7 +6346,7 @@ fp8ScaledDecE4M3FNF32AVX2_next:
 	RET
 
 fp8ScaledDecE4M3FNF32AVX2_fix:
-	VPMOVMSKB Y1, R10
+	VPMOVMSKB Y2, R10
 
 fp8ScaledDecE4M3FNF32AVX2_fixlane:
 	BSFQ    R10, R9

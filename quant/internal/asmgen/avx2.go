@@ -27,10 +27,10 @@ func genAVX2() {
 	fp8EncodeY("fp8ScaledEncE4M3FNBF16AVX2", fp8Formats[0], false, true)
 	for _, g := range fp8Formats {
 		fp8DecodeY("fp8Dec"+g.name+"BF16AVX2", g, false)
-		fp8DecodeF16Y("fp8Dec"+g.name+"F32AVX2", g, false)
+		fp8DecodeF16("fp8Dec"+g.name+"F32AVX2", g, false, false)
 	}
 	fp8DecodeY("fp8ScaledDecE4M3FNBF16AVX2", fp8Formats[0], true)
-	fp8DecodeF16Y("fp8ScaledDecE4M3FNF32AVX2", fp8Formats[0], true)
+	fp8DecodeF16("fp8ScaledDecE4M3FNF32AVX2", fp8Formats[0], true, false)
 	bf16FromF32Y()
 	f32FromBF16Y()
 	fp16FromF32Y("fp16FromF32AVX2", false)
@@ -380,7 +380,7 @@ func fp8EncHalfY(lbl string, g fp8Geom, u, stOne, shift, zero reg.VecVirtual, p 
 // value; blocks with other k are left to the caller; without scaled,
 // scales is not read) for one format with AVX2, 32 codes per step, into
 // bf16 (every FP8 value is exact in bf16; float32 output takes
-// fp8DecodeF16Y). Magnitude codes from 16 up shift into bf16 bits
+// fp8DecodeF16). Magnitude codes from 16 up shift into bf16 bits
 // (exponent rebiased); the sixteen smallest (the subnormals among them)
 // come from two VPSHUFB tables of their bf16 bytes; Inf and NaN codes take
 // tab[code] lane by lane, out of line.
@@ -1732,20 +1732,27 @@ func intScaleY(a, q reg.VecVirtual, dst Mem) reg.VecVirtual {
 	return f
 }
 
-// fp8DecodeF16Y is fp8DecodeY's float32 decoder (the same contract) through
-// F16C, 32 codes per step: the sign and magnitude bits of each code go into
-// the bits of a binary16 whose value is the code's value times
-// 2^(bias−15) (subnormal codes land on binary16 subnormals, which
-// VCVTPH2PS widens without a microcode assist), VCVTPH2PS widens it
-// exactly, and one VMULPS by 2^(15−bias) (times the block's 2^k when
-// scaled; k in [−117, 119] keeps every product normal and finite, so
-// nothing rounds) restores the value. E5M2 is the top byte of a binary16,
-// so its unscaled decoder has no multiply. Inf and NaN codes take
-// tab[code] lane by lane, out of line, as in fp8DecodeY.
-func fp8DecodeF16Y(name string, g fp8Geom, scaled bool) {
+// fp8DecodeF16 is fp8DecodeY's float32 decoder (the same contract)
+// through F16C, 32 codes per step, with AVX2 (z false: two registers of
+// sixteen binary16 words) or AVX-512 (z: one of 32): the sign and
+// magnitude bits of each code go into the bits of a binary16 whose value
+// is the code's value times 2^(bias−15) (subnormal codes land on binary16
+// subnormals, which VCVTPH2PS widens without a microcode assist),
+// VCVTPH2PS widens it exactly, and one VMULPS by 2^(15−bias) (times the
+// block's 2^k when scaled; k in [−117, 119] keeps every product normal and
+// finite, so nothing rounds) restores the value. E5M2 is the top byte of
+// a binary16, so its unscaled decoder has no multiply. Inf and NaN codes
+// take tab[code] lane by lane, out of line, as in fp8DecodeY. (The
+// VPERMI2W of fp8Decode's table is three µops on Intel cores; this form
+// has none.)
+func fp8DecodeF16(name string, g fp8Geom, scaled, z bool) {
+	level, vec, per := "AVX2 and F16C", YMM, 16
+	if z {
+		level, vec, per = "AVX-512", ZMM, 32
+	}
 	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)")
 	Pragma("noescape")
-	Doc(name + " decodes " + g.name + " codes to float32 through binary16 with AVX2 and F16C, 32 per step.")
+	Doc(name + " decodes " + g.name + " codes to float32 through binary16 with " + level + ", 32 per step.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
@@ -1754,12 +1761,25 @@ func fp8DecodeF16Y(name string, g fp8Geom, scaled bool) {
 	bs := Load(Param("bs"), GP64())
 	shift := 10 - g.mant // the exponent's low bit onto binary16's
 	base := 15 - g.bias  // binary16 value = code value · 2^-base
-	var mul reg.VecVirtual
-	if scaled || base != 0 {
-		mul = YMM()
-	}
-	if !scaled && base != 0 {
+	var mul, keep reg.VecVirtual
+	switch {
+	case scaled:
+		mul = vec()
+	case base != 0 && z:
+		mul = konst(uint32(127+base) << 23)
+	case base != 0:
+		mul = vec()
 		VMOVDQU(cY(uint32(127+base)<<23), mul)
+	}
+	if shift != 8 {
+		// sign-extended, a code's sign lands on bits 15 and 14; bit 14 is
+		// the exponent's top bit, always 0 here
+		if z {
+			keep = konstW(0xBFFF)
+		} else {
+			keep = YMM()
+			VMOVDQU(cW(0xBFFF), keep)
+		}
 	}
 
 	Label(name + "_block")
@@ -1769,36 +1789,50 @@ func fp8DecodeF16Y(name string, g fp8Geom, scaled bool) {
 		MOVBQZX(Mem{Base: adds}, k)
 		ADDQ(U8(base), k)
 		SHLQ(U8(23), k)
-		VMOVD(k.As32(), mul.AsX())
-		VPBROADCASTD(mul.AsX(), mul)
+		if z {
+			VPBROADCASTD(k.As32(), mul)
+		} else {
+			VMOVD(k.As32(), mul.AsX())
+			VPBROADCASTD(mul.AsX(), mul)
+		}
 	}
 	cnt := GP64()
 	MOVQ(bs, cnt)
 
 	Label(name + "_loop")
-	for h := range 2 {
-		w := YMM()
+	for h := range 32 / per {
+		w := vec()
 		if shift == 8 {
 			// the code is the top byte of its binary16
 			VPMOVZXBW(Mem{Base: src, Disp: 16 * h}, w)
 			VPSLLW(U8(8), w, w)
 		} else {
-			// sign-extended, the sign lands on bits 15 and 14; bit 14 is
-			// the exponent's top bit, always 0 here
 			VPMOVSXBW(Mem{Base: src, Disp: 16 * h}, w)
 			VPSLLW(U8(shift), w, w)
-			VPAND(cW(0xBFFF), w, w)
+			if z {
+				VPANDD(keep, w, w)
+			} else {
+				VPAND(keep, w, w)
+			}
 		}
-		lo, hi, hx := YMM(), YMM(), XMM()
-		VCVTPH2PS(w.AsX(), lo)
-		VEXTRACTI128(U8(1), w, hx)
-		VCVTPH2PS(hx, hi)
+		lo, hi := vec(), vec()
+		if z {
+			hy := YMM()
+			VCVTPH2PS(w.AsY(), lo)
+			VEXTRACTI64X4(U8(1), w, hy)
+			VCVTPH2PS(hy, hi)
+		} else {
+			hx := XMM()
+			VCVTPH2PS(w.AsX(), lo)
+			VEXTRACTI128(U8(1), w, hx)
+			VCVTPH2PS(hx, hi)
+		}
 		if mul != nil {
 			VMULPS(mul, lo, lo)
 			VMULPS(mul, hi, hi)
 		}
-		VMOVUPS(lo, Mem{Base: dst, Disp: 64 * h})
-		VMOVUPS(hi, Mem{Base: dst, Disp: 64*h + 32})
+		VMOVUPS(lo, Mem{Base: dst, Disp: 4 * per * h})
+		VMOVUPS(hi, Mem{Base: dst, Disp: 4*per*h + 2*per})
 	}
 	// Inf and NaN codes of the step
 	sp := YMM()
@@ -1830,107 +1864,6 @@ func fp8DecodeF16Y(name string, g fp8Geom, scaled bool) {
 
 	// Inf and NaN codes: the table value (the top half of the float32),
 	// lane by lane
-	Label(name + "_fix")
-	msk := GP64()
-	VPMOVMSKB(sp, msk.As32())
-	Label(name + "_fixlane")
-	lane, code, v, t := GP64(), GP64(), GP64(), GP64()
-	BSFQ(msk, lane)
-	MOVBQZX(Mem{Base: src, Index: lane, Scale: 1}, code)
-	MOVWQZX(Mem{Base: tab, Index: code, Scale: 2}, v)
-	SHLQ(U8(16), v)
-	MOVL(v.As32(), Mem{Base: dst, Index: lane, Scale: 4})
-	LEAQ(Mem{Base: msk, Disp: -1}, t)
-	ANDQ(t, msk)
-	JNZ(LabelRef(name + "_fixlane"))
-	JMP(LabelRef(name + "_next"))
-}
-
-// fp8DecodeF16Z is fp8DecodeF16Y with AVX-512 (32 codes per step in one
-// register of binary16 words, two VCVTPH2PS to float32). VPERMI2W, which
-// the table decoders of fp8Decode use, takes three µops on Intel cores,
-// where this form takes none.
-func fp8DecodeF16Z(name string, g fp8Geom, scaled bool) {
-	TEXT(name, NOSPLIT, "func(dst *float32, src *byte, n int, tab *uint16, scales *byte, bs int)")
-	Pragma("noescape")
-	Doc(name + " decodes " + g.name + " codes to float32 through binary16 with AVX-512, 32 per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	tab := Load(Param("tab"), GP64())
-	adds := Load(Param("scales"), GP64())
-	bs := Load(Param("bs"), GP64())
-	shift := 10 - g.mant
-	base := 15 - g.bias
-	var mul, keep reg.VecVirtual
-	switch {
-	case scaled:
-		mul = ZMM()
-	case base != 0:
-		mul = konst(uint32(127+base) << 23)
-	}
-	if shift != 8 {
-		keep = konstW(0xBFFF)
-	}
-
-	Label(name + "_block")
-	if scaled {
-		k := GP64()
-		MOVBQZX(Mem{Base: adds}, k)
-		ADDQ(U8(base), k)
-		SHLQ(U8(23), k)
-		VPBROADCASTD(k.As32(), mul)
-	}
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	w := ZMM()
-	if shift == 8 {
-		VPMOVZXBW(Mem{Base: src}, w)
-		VPSLLW(U8(8), w, w)
-	} else {
-		VPMOVSXBW(Mem{Base: src}, w)
-		VPSLLW(U8(shift), w, w)
-		VPANDD(keep, w, w)
-	}
-	lo, hi, hy := ZMM(), ZMM(), YMM()
-	VCVTPH2PS(w.AsY(), lo)
-	VEXTRACTI64X4(U8(1), w, hy)
-	VCVTPH2PS(hy, hi)
-	if mul != nil {
-		VMULPS(mul, lo, lo)
-		VMULPS(mul, hi, hi)
-	}
-	VMOVUPS(lo, Mem{Base: dst})
-	VMOVUPS(hi, Mem{Base: dst, Disp: 64})
-	sp := YMM()
-	VMOVDQU(Mem{Base: src}, sp)
-	switch g.name {
-	case "E4M3FN":
-		VPOR(cY(0x80808080), sp, sp)
-		VPCMPEQB(cY(0xFFFFFFFF), sp, sp)
-	case "E5M2":
-		VPAND(cY(0x7F7F7F7F), sp, sp)
-		VPCMPGTB(cY(0x7B7B7B7B), sp, sp)
-	default:
-		VPCMPEQB(cY(0x80808080), sp, sp)
-	}
-	VPTEST(sp, sp)
-	JNZ(LabelRef(name + "_fix"))
-	Label(name + "_next")
-	ADDQ(U8(32), src)
-	ADDQ(U8(128), dst)
-	SUBQ(U8(32), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	if scaled {
-		INCQ(adds)
-	}
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
-
 	Label(name + "_fix")
 	msk := GP64()
 	VPMOVMSKB(sp, msk.As32())

@@ -36,7 +36,7 @@ func fused() {
 	fusedPow2F32("nvfp4EncF32Fused", 16, true, false, scaleNV)
 	fusedPow2F32("int8EncF32Fused", 64, false, false, scaleInt)
 	fusedPow2F32("int4EncF32Fused", 32, true, false, scaleInt)
-	fp8DecodeF16Z("fp8ScaledDecE4M3FNF32AVX512", fp8Formats[0], true)
+	fp8DecodeF16("fp8ScaledDecE4M3FNF32AVX512", fp8Formats[0], true, true)
 	fp8EncodeLanes("e4m3EncF32LanesAVX512", 3, 7, 448)
 	fp8EncodeLanes("e5m2EncF32LanesAVX512", 2, 15, 57344)
 }

@@ -26,7 +26,7 @@ func main() {
 	fp8EncodeW("fp8EncBF16AVX512", false)
 	fp8Decode("fp8DecBF16AVX512")
 	for _, g := range fp8Formats {
-		fp8DecodeF16Z("fp8Dec"+g.name+"F32AVX512", g, false)
+		fp8DecodeF16("fp8Dec"+g.name+"F32AVX512", g, false, true)
 	}
 	bf16FromF32()
 	f32FromBF16()
@@ -181,7 +181,7 @@ const (
 // n codes (n a positive multiple of bs, bs of 32) looked up in a 256-entry
 // table of bf16 words; in block b, adds[b] (a block scale 2^k as k<<7) is
 // added to every word of a finite nonzero value. (Float32 output takes
-// fp8DecodeF16Z.)
+// fp8DecodeF16.)
 func fp8Decode(name string) {
 	name = ntName(name)
 	TEXT(name, NOSPLIT, "func(dst *uint16, src *byte, n int, tab *uint16, adds *int32, bs int)")
