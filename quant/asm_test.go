@@ -342,16 +342,19 @@ func TestAsmBlockScales(t *testing.T) {
 			for i := 0; i < len(vals); i += asmChunk {
 				var amax [asmChunk]uint32
 				var s16 [asmChunk]uint16
-				var div [asmChunk]float32
+				var div, rcp [asmChunk]float32
 				copy(amax[:], vals[i:])
 				amax[1] = 0x7FC00000 // a NaN group
 				amax[2] = 0x7F800000 // an infinite maximum
 				q := c.qmax
-				intScales(&s16[0], &div[0], &amax[0], asmChunk, &q)
+				intScales(&s16[0], &div[0], &amax[0], asmChunk, &q, &rcp[0])
 				for j, a := range amax {
 					w16, w := c.groupScale(a)
 					if s16[j] != w16 || math.Float32bits(div[j]) != math.Float32bits(w) && w == w {
 						t.Fatalf("%s: scale of %#08x = %#04x %v, want %#04x %v", name, a, s16[j], div[j], w16, w)
+					}
+					if r := 1 / div[j]; math.Float32bits(rcp[j]) != math.Float32bits(r) && r == r {
+						t.Fatalf("%s: reciprocal of the scale %v of %#08x = %v, want %v", name, div[j], a, rcp[j], r)
 					}
 				}
 			}

@@ -609,7 +609,7 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 	}
 	g, nb := c.g, len(scales)/2
 	var amax [asmChunk]uint32
-	var div [asmChunk]float32
+	var div, rcp [asmChunk]float32
 	var s16 [asmChunk]uint16
 	for b0 := 0; b0 < nb; b0 += asmChunk {
 		m := min(asmChunk, nb-b0)
@@ -621,25 +621,25 @@ func (c *intCodec) encodeAsm(dst, scales []byte, f32 []float32, bf []uint16) boo
 		// groupScale for the chunk (min(a/qmax, 65504), 1 for a zero
 		// group, fp16 nearest even as FP16.Encode, NaN 0x7E00)
 		qmax := c.qmax
-		intScales(&s16[0], &div[0], &amax[0], (m+15)&^15, &qmax)
+		intScales(&s16[0], &div[0], &amax[0], (m+15)&^15, &qmax, &rcp[0])
 		copy(scales[2*b0:2*(b0+m)], bytesOf(s16[:m]))
 		switch {
 		case useAVX2 && c.four && f32 != nil:
-			int4EncF32AVX2(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
+			int4EncF32AVX2(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g, &rcp[0])
 		case useAVX2 && c.four:
-			int4EncBF16AVX2(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g)
+			int4EncBF16AVX2(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g, &rcp[0])
 		case useAVX2 && f32 != nil:
-			int8EncF32AVX2(&dst[b0*g], &f32[b0*g], m*g, &div[0], g)
+			int8EncF32AVX2(&dst[b0*g], &f32[b0*g], m*g, &div[0], g, &rcp[0])
 		case useAVX2:
-			int8EncBF16AVX2(&dst[b0*g], &bf[b0*g], m*g, &div[0], g)
+			int8EncBF16AVX2(&dst[b0*g], &bf[b0*g], m*g, &div[0], g, &rcp[0])
 		case c.four && f32 != nil:
-			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g)
+			int4EncF32AVX512(&dst[b0*g/2], &f32[b0*g], m*g, &div[0], g, &rcp[0])
 		case c.four:
-			int4EncBF16AVX512(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g)
+			int4EncBF16AVX512(&dst[b0*g/2], &bf[b0*g], m*g, &div[0], g, &rcp[0])
 		case f32 != nil:
-			int8EncF32AVX512(&dst[b0*g], &f32[b0*g], m*g, &div[0], g)
+			int8EncF32AVX512(&dst[b0*g], &f32[b0*g], m*g, &div[0], g, &rcp[0])
 		default:
-			int8EncBF16AVX512(&dst[b0*g], &bf[b0*g], m*g, &div[0], g)
+			int8EncBF16AVX512(&dst[b0*g], &bf[b0*g], m*g, &div[0], g, &rcp[0])
 		}
 	}
 	return true
@@ -709,12 +709,12 @@ func nvfp4Scales(scales *byte, os *float32, bad *uint16, amax *uint32, m int, en
 
 // intScales computes the fp16 scales of m integer groups (m a multiple of
 // 16) with the kernel of the current level.
-func intScales(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32) {
+func intScales(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32) {
 	if useAVX2 {
-		intScalesAVX2(s16, div, amax, m, qmax)
+		intScalesAVX2(s16, div, amax, m, qmax, rcp)
 		return
 	}
-	intScalesAVX512(s16, div, amax, m, qmax)
+	intScalesAVX512(s16, div, amax, m, qmax, rcp)
 }
 
 var (

@@ -217,6 +217,77 @@ func TestAsmFusedIntBoundaries(t *testing.T) {
 	})
 }
 
+// TestAsmIntBoundariesBF16 runs the bf16 integer encoders (whose groups
+// take the products by RN(1/s) and fall back to the quotients) on groups
+// whose scale is a power of two, so that the quotients of bf16 inputs land
+// exactly on half-integers (every tie of rint), and on the bf16 values next
+// to them, at every level against the portable encoder; a group of
+// power-of-two scale with random values and a NaN group ride along.
+func TestAsmIntBoundariesBF16(t *testing.T) {
+	withAsmLevels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(43, 44))
+		for _, name := range []string{"int8_g64", "int4_g32"} {
+			c := codecFor(t, name)
+			f := c.Format()
+			bs := f.BlockSize
+			qmax := 127
+			if name == "int4_g32" {
+				qmax = 7
+			}
+			var x []uint16
+			for g := 0; len(x) < 64*16*bs; g++ {
+				// even groups: s = 2^e, the fp16 scale of a group whose
+				// maximum is qmax·s (every quotient of a tie exact); odd
+				// groups: the scale of a random maximum (11 significant
+				// bits, so the quotients come near the ties without
+				// reaching them)
+				e := rng.IntN(30) - 14
+				s := math.Ldexp(1, e)
+				blk := make([]uint16, bs)
+				blk[0] = BF16FromF32(float32(float64(qmax) * s))
+				if g%2 == 1 {
+					blk[0] = BF16FromF32(float32(float64(qmax) * s * (1 + rng.Float64())))
+					_, sv := c.(*intCodec).groupScale(uint32(blk[0]) << 16)
+					s = float64(sv)
+				}
+				if rng.IntN(2) == 0 {
+					blk[0] |= 0x8000
+				}
+				for i := 1; i < bs; i++ {
+					k := rng.IntN(2*qmax+2) - qmax - 1
+					v := BF16FromF32(float32((float64(k) + 0.5) * s)) // even groups: exact, 2k+1 has at most 8 bits
+					switch rng.IntN(4) {
+					case 1:
+						v++
+					case 2:
+						v--
+					case 3:
+						v = BF16FromF32(float32(float64(k)*s + rng.Float64()*s))
+					}
+					blk[i] = v
+				}
+				if g%97 == 5 {
+					blk[bs/2] = 0x7FC1 // NaN: a NaN scale, every code 0
+				}
+				x = append(x, blk...)
+			}
+			n := int64(len(x))
+			got, gotS := make([]byte, f.DataBytes(n)), make([]byte, f.ScaleBytesFor(n))
+			if err := c.EncodeBF16(got, gotS, x); err != nil {
+				t.Fatal(err)
+			}
+			want, wantS := make([]byte, len(got)), make([]byte, len(gotS))
+			withAsm(t, false, func(t *testing.T) {
+				if err := c.EncodeBF16(want, wantS, x); err != nil {
+					t.Fatal(err)
+				}
+			})
+			compareBytes(t, name+" payload", want, got)
+			compareBytes(t, name+" scales", wantS, gotS)
+		}
+	})
+}
+
 // TestAsmDecodeScaleBytes decodes rows of the block formats whose scale
 // bytes are all neutral but one, of every value at every position (inside
 // the eight-byte words the mxfp8 redo check reads and in the tail), at

@@ -97,7 +97,7 @@ func pow2ScalesAVX512(scales *byte, sh *int32, bad *uint16, amax *uint32, m int,
 // intScalesAVX512 computes the fp16 scales of integer groups from their maxima, 16 per step.
 //
 //go:noescape
-func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)
 
 // mxfp8EncF32FusedB32AVX512 encodes groups of sixteen float32 blocks with ceil-rule power-of-two scales: maxima, scales and elements in one call.
 //
@@ -192,12 +192,12 @@ func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32,
 // int8EncF32AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
 //
 //go:noescape
-func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 
 // int4EncF32AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
 //
 //go:noescape
-func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 
 // int8DecF32AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
 //
@@ -217,12 +217,12 @@ func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32,
 // int8EncBF16AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
 //
 //go:noescape
-func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 
 // int4EncBF16AVX512 quantizes float32 or bf16 (by name) groups to symmetric integers, 16 lanes per step.
 //
 //go:noescape
-func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 
 // int8DecBF16AVX512 dequantizes symmetric integer groups into float32 or bf16 (by name), 16 lanes per step.
 //
@@ -372,7 +372,7 @@ func intRuleScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int
 // intScalesAVX2 computes the fp16 scales of integer groups from their maxima with AVX2, 8 per step.
 //
 //go:noescape
-func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)
 
 // nvfp4ScalesAVX2 computes nvfp4 block scales and element multipliers from block maxima with AVX2, 16 per step.
 //
@@ -427,12 +427,12 @@ func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, 
 // int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
-func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 
 // int4EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
-func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 
 // int8DecF32AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
 //
@@ -452,12 +452,12 @@ func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, b
 // int8EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
-func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 
 // int4EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
-func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 
 // int8DecBF16AVX2 dequantizes symmetric integer groups into float32 or bf16 (by name) with AVX2, 16 per step.
 //

@@ -1466,22 +1466,23 @@ pow2ScalesAVX512_loop:
 	VZEROUPPER
 	RET
 
-// func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+// func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)
 // Requires: AVX, AVX512F, AVX512VL
-TEXT ·intScalesAVX512(SB), NOSPLIT, $0-40
+TEXT ·intScalesAVX512(SB), NOSPLIT, $0-48
 	MOVQ         s16+0(FP), AX
 	MOVQ         div+8(FP), CX
 	MOVQ         amax+16(FP), DX
 	MOVQ         m+24(FP), BX
 	MOVQ         qmax+32(FP), SI
-	MOVL         $0x477fe000, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x3f800000, DI
-	VPBROADCASTD DI, Z2
-	MOVL         $0x7f800000, DI
-	VPBROADCASTD DI, Z3
-	MOVL         $0x00007e00, DI
-	VPBROADCASTD DI, Z4
+	MOVQ         rcp+40(FP), DI
+	MOVL         $0x477fe000, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x3f800000, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x7f800000, R8
+	VPBROADCASTD R8, Z3
+	MOVL         $0x00007e00, R8
+	VPBROADCASTD R8, Z4
 	VBROADCASTSS (SI), Z0
 
 intScalesAVX512_loop:
@@ -1498,8 +1499,11 @@ intScalesAVX512_loop:
 	VMOVDQU32 Y5, (AX)
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, (CX)
+	VDIVPS    Z5, Z2, Z5
+	VMOVUPS   Z5, (DI)
 	ADDQ      $0x40, DX
 	ADDQ      $0x40, CX
+	ADDQ      $0x40, DI
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, BX
 	JNZ       intScalesAVX512_loop
@@ -3992,86 +3996,165 @@ e2m1DecF32AVX512_loop:
 	VZEROUPPER
 	RET
 
-// func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+// func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX512F, AVX512VL
-TEXT ·int8EncF32AVX512(SB), NOSPLIT, $0-40
+TEXT ·int8EncF32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         div+24(FP), BX
 	MOVQ         bs+32(FP), SI
-	MOVL         $0x42fe0000, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0xc2fe0000, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x00000008, DI
-	VPBROADCASTD DI, Z2
+	MOVQ         rcp+40(FP), DI
+	MOVL         $0x42fe0000, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0xc2fe0000, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x00000008, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x7fffffff, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x3efff800, R8
+	VPBROADCASTD R8, Z5
 
 int8EncF32AVX512_block:
-	VBROADCASTSS (BX), Z2
-	MOVQ         SI, DI
+	VBROADCASTSS (DI), Z6
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXORD       Z3, Z3, Z3
+	MOVQ         SI, R10
 
-int8EncF32AVX512_loop:
-	VMOVDQU32 (CX), Z4
-	ADDQ      $0x40, CX
-	VDIVPS    Z2, Z4, Z4
-	VCMPPS    $0x07, Z4, Z4, K1
-	VMAXPS    Z1, Z4, Z4
-	VMINPS    Z0, Z4, Z4
-	VPXORD    Z3, Z3, Z3
-	VCVTPS2DQ Z4, K1, Z3
-	VPMOVDB   Z3, X4
-	VMOVDQU32 X4, (AX)
-	ADDQ      $0x10, AX
-	SUBQ      $0x10, DI
-	JNZ       int8EncF32AVX512_loop
-	ADDQ      $0x04, BX
-	SUBQ      SI, DX
-	JNZ       int8EncF32AVX512_block
+int8EncF32AVX512_fast:
+	VMOVDQU32   (CX), Z7
+	ADDQ        $0x40, CX
+	VMULPS      Z6, Z7, Z7
+	VRNDSCALEPS $0x08, Z7, Z8
+	VSUBPS      Z8, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPMAXUD     Z7, Z3, Z3
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z0, Z8, Z8
+	VCVTPS2DQ   Z8, Z7
+	VPMOVDB     Z7, X7
+	VMOVDQU32   X7, (AX)
+	ADDQ        $0x10, AX
+	SUBQ        $0x10, R10
+	JNZ         int8EncF32AVX512_fast
+	VPCMPUD     $0x05, Z5, Z3, K1
+	KORTESTW    K1, K1
+	JNZ         int8EncF32AVX512_exact
+
+int8EncF32AVX512_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int8EncF32AVX512_block
 	VZEROUPPER
 	RET
 
-// func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)
+int8EncF32AVX512_exact:
+	MOVQ         R8, CX
+	MOVQ         R9, AX
+	MOVQ         SI, R10
+	VBROADCASTSS (BX), Z6
+
+int8EncF32AVX512_loop:
+	VMOVDQU32 (CX), Z7
+	ADDQ      $0x40, CX
+	VDIVPS    Z6, Z7, Z7
+	VCMPPS    $0x07, Z7, Z7, K1
+	VMAXPS    Z1, Z7, Z7
+	VMINPS    Z0, Z7, Z7
+	VPXORD    Z4, Z4, Z4
+	VCVTPS2DQ Z7, K1, Z4
+	VPMOVDB   Z4, X7
+	VMOVDQU32 X7, (AX)
+	ADDQ      $0x10, AX
+	SUBQ      $0x10, R10
+	JNZ       int8EncF32AVX512_loop
+	JMP       int8EncF32AVX512_next
+
+// func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX512F
-TEXT ·int4EncF32AVX512(SB), NOSPLIT, $0-40
+TEXT ·int4EncF32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         div+24(FP), BX
 	MOVQ         bs+32(FP), SI
-	MOVL         $0x40e00000, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0xc0e00000, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x00000008, DI
-	VPBROADCASTD DI, Z2
+	MOVQ         rcp+40(FP), DI
+	MOVL         $0x40e00000, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0xc0e00000, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x00000008, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x7fffffff, R8
+	VPBROADCASTD R8, Z3
+	MOVL         $0x3efff800, R8
+	VPBROADCASTD R8, Z4
 
 int4EncF32AVX512_block:
-	VBROADCASTSS (BX), Z3
-	MOVQ         SI, DI
+	VBROADCASTSS (DI), Z5
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXORD       Z6, Z6, Z6
+	MOVQ         SI, R10
 
-int4EncF32AVX512_loop:
-	VMOVDQU32 (CX), Z4
-	ADDQ      $0x40, CX
-	VDIVPS    Z3, Z4, Z4
-	VCMPPS    $0x07, Z4, Z4, K1
-	VMAXPS    Z1, Z4, Z4
-	VMINPS    Z0, Z4, Z4
-	VPXORD    Z5, Z5, Z5
-	VCVTPS2DQ Z4, K1, Z5
-	VPADDD    Z2, Z5, Z5
-	VPSRLQ    $0x1c, Z5, Z4
-	VPORQ     Z4, Z5, Z5
-	VPMOVQB   Z5, X4
-	VMOVQ     X4, (AX)
-	ADDQ      $0x08, AX
-	SUBQ      $0x10, DI
-	JNZ       int4EncF32AVX512_loop
-	ADDQ      $0x04, BX
-	SUBQ      SI, DX
-	JNZ       int4EncF32AVX512_block
+int4EncF32AVX512_fast:
+	VMOVDQU32   (CX), Z7
+	ADDQ        $0x40, CX
+	VMULPS      Z5, Z7, Z7
+	VRNDSCALEPS $0x08, Z7, Z8
+	VSUBPS      Z8, Z7, Z7
+	VPANDD      Z3, Z7, Z7
+	VPMAXUD     Z7, Z6, Z6
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z0, Z8, Z8
+	VCVTPS2DQ   Z8, Z7
+	VPADDD      Z2, Z7, Z7
+	VPSRLQ      $0x1c, Z7, Z8
+	VPORQ       Z8, Z7, Z7
+	VPMOVQB     Z7, X7
+	VMOVQ       X7, (AX)
+	ADDQ        $0x08, AX
+	SUBQ        $0x10, R10
+	JNZ         int4EncF32AVX512_fast
+	VPCMPUD     $0x05, Z4, Z6, K1
+	KORTESTW    K1, K1
+	JNZ         int4EncF32AVX512_exact
+
+int4EncF32AVX512_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int4EncF32AVX512_block
 	VZEROUPPER
 	RET
+
+int4EncF32AVX512_exact:
+	MOVQ         R8, CX
+	MOVQ         R9, AX
+	MOVQ         SI, R10
+	VBROADCASTSS (BX), Z5
+
+int4EncF32AVX512_loop:
+	VMOVDQU32 (CX), Z7
+	ADDQ      $0x40, CX
+	VDIVPS    Z5, Z7, Z7
+	VCMPPS    $0x07, Z7, Z7, K1
+	VMAXPS    Z1, Z7, Z7
+	VMINPS    Z0, Z7, Z7
+	VPXORD    Z9, Z9, Z9
+	VCVTPS2DQ Z7, K1, Z9
+	VPADDD    Z2, Z9, Z9
+	VPSRLQ    $0x1c, Z9, Z7
+	VPORQ     Z7, Z9, Z9
+	VPMOVQB   Z9, X7
+	VMOVQ     X7, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, R10
+	JNZ       int4EncF32AVX512_loop
+	JMP       int4EncF32AVX512_next
 
 // func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)
 // Requires: AVX, AVX512F
@@ -4197,88 +4280,169 @@ e2m1DecBF16AVX512_loop:
 	VZEROUPPER
 	RET
 
-// func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+// func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX512F, AVX512VL
-TEXT ·int8EncBF16AVX512(SB), NOSPLIT, $0-40
+TEXT ·int8EncBF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         div+24(FP), BX
 	MOVQ         bs+32(FP), SI
-	MOVL         $0x42fe0000, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0xc2fe0000, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x00000008, DI
-	VPBROADCASTD DI, Z2
+	MOVQ         rcp+40(FP), DI
+	MOVL         $0x42fe0000, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0xc2fe0000, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x00000008, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x7fffffff, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x3efff800, R8
+	VPBROADCASTD R8, Z5
 
 int8EncBF16AVX512_block:
-	VBROADCASTSS (BX), Z2
-	MOVQ         SI, DI
+	VBROADCASTSS (DI), Z6
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXORD       Z3, Z3, Z3
+	MOVQ         SI, R10
 
-int8EncBF16AVX512_loop:
-	VPMOVZXWD (CX), Z4
-	VPSLLD    $0x10, Z4, Z4
-	ADDQ      $0x20, CX
-	VDIVPS    Z2, Z4, Z4
-	VCMPPS    $0x07, Z4, Z4, K1
-	VMAXPS    Z1, Z4, Z4
-	VMINPS    Z0, Z4, Z4
-	VPXORD    Z3, Z3, Z3
-	VCVTPS2DQ Z4, K1, Z3
-	VPMOVDB   Z3, X4
-	VMOVDQU32 X4, (AX)
-	ADDQ      $0x10, AX
-	SUBQ      $0x10, DI
-	JNZ       int8EncBF16AVX512_loop
-	ADDQ      $0x04, BX
-	SUBQ      SI, DX
-	JNZ       int8EncBF16AVX512_block
+int8EncBF16AVX512_fast:
+	VPMOVZXWD   (CX), Z7
+	VPSLLD      $0x10, Z7, Z7
+	ADDQ        $0x20, CX
+	VMULPS      Z6, Z7, Z7
+	VRNDSCALEPS $0x08, Z7, Z8
+	VSUBPS      Z8, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPMAXUD     Z7, Z3, Z3
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z0, Z8, Z8
+	VCVTPS2DQ   Z8, Z7
+	VPMOVDB     Z7, X7
+	VMOVDQU32   X7, (AX)
+	ADDQ        $0x10, AX
+	SUBQ        $0x10, R10
+	JNZ         int8EncBF16AVX512_fast
+	VPCMPUD     $0x05, Z5, Z3, K1
+	KORTESTW    K1, K1
+	JNZ         int8EncBF16AVX512_exact
+
+int8EncBF16AVX512_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int8EncBF16AVX512_block
 	VZEROUPPER
 	RET
 
-// func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)
+int8EncBF16AVX512_exact:
+	MOVQ         R8, CX
+	MOVQ         R9, AX
+	MOVQ         SI, R10
+	VBROADCASTSS (BX), Z6
+
+int8EncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z7
+	VPSLLD    $0x10, Z7, Z7
+	ADDQ      $0x20, CX
+	VDIVPS    Z6, Z7, Z7
+	VCMPPS    $0x07, Z7, Z7, K1
+	VMAXPS    Z1, Z7, Z7
+	VMINPS    Z0, Z7, Z7
+	VPXORD    Z4, Z4, Z4
+	VCVTPS2DQ Z7, K1, Z4
+	VPMOVDB   Z4, X7
+	VMOVDQU32 X7, (AX)
+	ADDQ      $0x10, AX
+	SUBQ      $0x10, R10
+	JNZ       int8EncBF16AVX512_loop
+	JMP       int8EncBF16AVX512_next
+
+// func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX512F
-TEXT ·int4EncBF16AVX512(SB), NOSPLIT, $0-40
+TEXT ·int4EncBF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         div+24(FP), BX
 	MOVQ         bs+32(FP), SI
-	MOVL         $0x40e00000, DI
-	VPBROADCASTD DI, Z0
-	MOVL         $0xc0e00000, DI
-	VPBROADCASTD DI, Z1
-	MOVL         $0x00000008, DI
-	VPBROADCASTD DI, Z2
+	MOVQ         rcp+40(FP), DI
+	MOVL         $0x40e00000, R8
+	VPBROADCASTD R8, Z0
+	MOVL         $0xc0e00000, R8
+	VPBROADCASTD R8, Z1
+	MOVL         $0x00000008, R8
+	VPBROADCASTD R8, Z2
+	MOVL         $0x7fffffff, R8
+	VPBROADCASTD R8, Z3
+	MOVL         $0x3efff800, R8
+	VPBROADCASTD R8, Z4
 
 int4EncBF16AVX512_block:
-	VBROADCASTSS (BX), Z3
-	MOVQ         SI, DI
+	VBROADCASTSS (DI), Z5
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXORD       Z6, Z6, Z6
+	MOVQ         SI, R10
 
-int4EncBF16AVX512_loop:
-	VPMOVZXWD (CX), Z4
-	VPSLLD    $0x10, Z4, Z4
-	ADDQ      $0x20, CX
-	VDIVPS    Z3, Z4, Z4
-	VCMPPS    $0x07, Z4, Z4, K1
-	VMAXPS    Z1, Z4, Z4
-	VMINPS    Z0, Z4, Z4
-	VPXORD    Z5, Z5, Z5
-	VCVTPS2DQ Z4, K1, Z5
-	VPADDD    Z2, Z5, Z5
-	VPSRLQ    $0x1c, Z5, Z4
-	VPORQ     Z4, Z5, Z5
-	VPMOVQB   Z5, X4
-	VMOVQ     X4, (AX)
-	ADDQ      $0x08, AX
-	SUBQ      $0x10, DI
-	JNZ       int4EncBF16AVX512_loop
-	ADDQ      $0x04, BX
-	SUBQ      SI, DX
-	JNZ       int4EncBF16AVX512_block
+int4EncBF16AVX512_fast:
+	VPMOVZXWD   (CX), Z7
+	VPSLLD      $0x10, Z7, Z7
+	ADDQ        $0x20, CX
+	VMULPS      Z5, Z7, Z7
+	VRNDSCALEPS $0x08, Z7, Z8
+	VSUBPS      Z8, Z7, Z7
+	VPANDD      Z3, Z7, Z7
+	VPMAXUD     Z7, Z6, Z6
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z0, Z8, Z8
+	VCVTPS2DQ   Z8, Z7
+	VPADDD      Z2, Z7, Z7
+	VPSRLQ      $0x1c, Z7, Z8
+	VPORQ       Z8, Z7, Z7
+	VPMOVQB     Z7, X7
+	VMOVQ       X7, (AX)
+	ADDQ        $0x08, AX
+	SUBQ        $0x10, R10
+	JNZ         int4EncBF16AVX512_fast
+	VPCMPUD     $0x05, Z4, Z6, K1
+	KORTESTW    K1, K1
+	JNZ         int4EncBF16AVX512_exact
+
+int4EncBF16AVX512_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int4EncBF16AVX512_block
 	VZEROUPPER
 	RET
+
+int4EncBF16AVX512_exact:
+	MOVQ         R8, CX
+	MOVQ         R9, AX
+	MOVQ         SI, R10
+	VBROADCASTSS (BX), Z5
+
+int4EncBF16AVX512_loop:
+	VPMOVZXWD (CX), Z7
+	VPSLLD    $0x10, Z7, Z7
+	ADDQ      $0x20, CX
+	VDIVPS    Z5, Z7, Z7
+	VCMPPS    $0x07, Z7, Z7, K1
+	VMAXPS    Z1, Z7, Z7
+	VMINPS    Z0, Z7, Z7
+	VPXORD    Z9, Z9, Z9
+	VCVTPS2DQ Z7, K1, Z9
+	VPADDD    Z2, Z9, Z9
+	VPSRLQ    $0x1c, Z9, Z7
+	VPORQ     Z7, Z9, Z9
+	VPMOVQB   Z9, X7
+	VMOVQ     X7, (AX)
+	ADDQ      $0x08, AX
+	SUBQ      $0x10, R10
+	JNZ       int4EncBF16AVX512_loop
+	JMP       int4EncBF16AVX512_next
 
 // func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)
 // Requires: AVX, AVX512F, AVX512VL
@@ -7129,14 +7293,15 @@ DATA avx2c00007f7f<>+24(SB)/4, $0x00007f7f
 DATA avx2c00007f7f<>+28(SB)/4, $0x00007f7f
 GLOBL avx2c00007f7f<>(SB), RODATA|NOPTR, $32
 
-// func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)
+// func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)
 // Requires: AVX, AVX2, F16C
-TEXT ·intScalesAVX2(SB), NOSPLIT, $0-40
+TEXT ·intScalesAVX2(SB), NOSPLIT, $0-48
 	MOVQ         s16+0(FP), AX
 	MOVQ         div+8(FP), CX
 	MOVQ         amax+16(FP), DX
 	MOVQ         m+24(FP), BX
 	MOVQ         qmax+32(FP), SI
+	MOVQ         rcp+40(FP), DI
 	VBROADCASTSS (SI), Y0
 
 intScalesAVX2_loop:
@@ -7154,8 +7319,12 @@ intScalesAVX2_loop:
 	VMOVDQU      X2, (AX)
 	VCVTPH2PS    X2, Y1
 	VMOVUPS      Y1, (CX)
+	VMOVUPS      avx2c3f800000<>+0(SB), Y2
+	VDIVPS       Y1, Y2, Y2
+	VMOVUPS      Y2, (DI)
 	ADDQ         $0x20, DX
 	ADDQ         $0x20, CX
+	ADDQ         $0x20, DI
 	ADDQ         $0x10, AX
 	SUBQ         $0x08, BX
 	JNZ          intScalesAVX2_loop
@@ -8138,24 +8307,92 @@ DATA avx2c8e008e00<>+24(SB)/4, $0x8e008e00
 DATA avx2c8e008e00<>+28(SB)/4, $0x8e008e00
 GLOBL avx2c8e008e00<>(SB), RODATA|NOPTR, $32
 
-// func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+// func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX2, SSE
-TEXT ·int8EncF32AVX2(SB), NOSPLIT, $0-40
+TEXT ·int8EncF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    div+24(FP), BX
 	MOVQ    bs+32(FP), SI
+	MOVQ    rcp+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
 	VXORPS  X1, X1, X1
 
 int8EncF32AVX2_block:
 	VBROADCASTSS (BX), Y2
-	MOVQ         SI, DI
+	MOVQ         SI, R10
 	UCOMISS      X1, X2
 	JBE          int8EncF32AVX2_slow
 	UCOMISS      avx2c7f7fffff<>+0(SB), X2
 	JA           int8EncF32AVX2_slow
+	VBROADCASTSS (DI), Y3
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXOR        Y4, Y4, Y4
+
+int8EncF32AVX2_fast:
+	VMOVDQU   (CX), Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y6
+	VSUBPS    Y6, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y6, Y6
+	VMINPS    avx2c42fe0000<>+0(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMOVDQU   32(CX), Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y7
+	VSUBPS    Y7, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y7, Y7
+	VMINPS    avx2c42fe0000<>+0(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VMOVDQU   64(CX), Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y8
+	VSUBPS    Y8, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y8, Y8
+	VMINPS    avx2c42fe0000<>+0(SB), Y8, Y8
+	VCVTPS2DQ Y8, Y8
+	VMOVDQU   96(CX), Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y9
+	VSUBPS    Y9, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y9, Y9
+	VMINPS    avx2c42fe0000<>+0(SB), Y9, Y9
+	VCVTPS2DQ Y9, Y9
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSDW Y9, Y8, Y8
+	VPACKSSWB Y8, Y6, Y6
+	VPERMD    Y6, Y0, Y6
+	VMOVDQU   Y6, (AX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x80, CX
+	SUBQ      $0x20, R10
+	JNZ       int8EncF32AVX2_fast
+	VPCMPGTD  avx2c3efff7ff<>+0(SB), Y4, Y4
+	VPTEST    Y4, Y4
+	JNZ       int8EncF32AVX2_exact
+
+int8EncF32AVX2_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int8EncF32AVX2_block
+	VZEROUPPER
+	RET
+
+int8EncF32AVX2_exact:
+	MOVQ R8, CX
+	MOVQ R9, AX
+	MOVQ SI, R10
 
 int8EncF32AVX2_loop:
 	VMOVDQU   (CX), Y3
@@ -8185,15 +8422,9 @@ int8EncF32AVX2_loop:
 	VMOVDQU   Y3, (AX)
 	ADDQ      $0x20, AX
 	ADDQ      $0x80, CX
-	SUBQ      $0x20, DI
+	SUBQ      $0x20, R10
 	JNZ       int8EncF32AVX2_loop
-
-int8EncF32AVX2_next:
-	ADDQ $0x04, BX
-	SUBQ SI, DX
-	JNZ  int8EncF32AVX2_block
-	VZEROUPPER
-	RET
+	JMP       int8EncF32AVX2_next
 
 int8EncF32AVX2_slow:
 	VMOVDQU   (CX), Y3
@@ -8231,7 +8462,7 @@ int8EncF32AVX2_slow:
 	VMOVDQU   Y3, (AX)
 	ADDQ      $0x20, AX
 	ADDQ      $0x80, CX
-	SUBQ      $0x20, DI
+	SUBQ      $0x20, R10
 	JNZ       int8EncF32AVX2_slow
 	JMP       int8EncF32AVX2_next
 
@@ -8255,24 +8486,106 @@ DATA avx2c42fe0000<>+24(SB)/4, $0x42fe0000
 DATA avx2c42fe0000<>+28(SB)/4, $0x42fe0000
 GLOBL avx2c42fe0000<>(SB), RODATA|NOPTR, $32
 
-// func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)
+DATA avx2c3efff7ff<>+0(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+4(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+8(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+12(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+16(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+20(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+24(SB)/4, $0x3efff7ff
+DATA avx2c3efff7ff<>+28(SB)/4, $0x3efff7ff
+GLOBL avx2c3efff7ff<>(SB), RODATA|NOPTR, $32
+
+// func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX2, SSE
-TEXT ·int4EncF32AVX2(SB), NOSPLIT, $0-40
+TEXT ·int4EncF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    div+24(FP), BX
 	MOVQ    bs+32(FP), SI
+	MOVQ    rcp+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
 	VXORPS  X1, X1, X1
 
 int4EncF32AVX2_block:
 	VBROADCASTSS (BX), Y2
-	MOVQ         SI, DI
+	MOVQ         SI, R10
 	UCOMISS      X1, X2
 	JBE          int4EncF32AVX2_slow
 	UCOMISS      avx2c7f7fffff<>+0(SB), X2
 	JA           int4EncF32AVX2_slow
+	VBROADCASTSS (DI), Y3
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXOR        Y4, Y4, Y4
+
+int4EncF32AVX2_fast:
+	VMOVDQU    (CX), Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y6
+	VSUBPS     Y6, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y6, Y6
+	VMINPS     avx2c40e00000<>+0(SB), Y6, Y6
+	VCVTPS2DQ  Y6, Y6
+	VMOVDQU    32(CX), Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y7
+	VSUBPS     Y7, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y7, Y7
+	VMINPS     avx2c40e00000<>+0(SB), Y7, Y7
+	VCVTPS2DQ  Y7, Y7
+	VMOVDQU    64(CX), Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y8
+	VSUBPS     Y8, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y8, Y8
+	VMINPS     avx2c40e00000<>+0(SB), Y8, Y8
+	VCVTPS2DQ  Y8, Y8
+	VMOVDQU    96(CX), Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y9
+	VSUBPS     Y9, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y9, Y9
+	VMINPS     avx2c40e00000<>+0(SB), Y9, Y9
+	VCVTPS2DQ  Y9, Y9
+	VPACKSSDW  Y7, Y6, Y6
+	VPACKSSDW  Y9, Y8, Y8
+	VPACKSSWB  Y8, Y6, Y6
+	VPERMD     Y6, Y0, Y6
+	VPADDB     avx2c08080808<>+0(SB), Y6, Y6
+	VPMADDUBSW avx2c10011001<>+0(SB), Y6, Y6
+	VPACKUSWB  Y6, Y6, Y6
+	VPERMQ     $0x08, Y6, Y6
+	VMOVDQU    X6, (AX)
+	ADDQ       $0x10, AX
+	ADDQ       $0x80, CX
+	SUBQ       $0x20, R10
+	JNZ        int4EncF32AVX2_fast
+	VPCMPGTD   avx2c3efff7ff<>+0(SB), Y4, Y4
+	VPTEST     Y4, Y4
+	JNZ        int4EncF32AVX2_exact
+
+int4EncF32AVX2_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int4EncF32AVX2_block
+	VZEROUPPER
+	RET
+
+int4EncF32AVX2_exact:
+	MOVQ R8, CX
+	MOVQ R9, AX
+	MOVQ SI, R10
 
 int4EncF32AVX2_loop:
 	VMOVDQU    (CX), Y3
@@ -8306,15 +8619,9 @@ int4EncF32AVX2_loop:
 	VMOVDQU    X3, (AX)
 	ADDQ       $0x10, AX
 	ADDQ       $0x80, CX
-	SUBQ       $0x20, DI
+	SUBQ       $0x20, R10
 	JNZ        int4EncF32AVX2_loop
-
-int4EncF32AVX2_next:
-	ADDQ $0x04, BX
-	SUBQ SI, DX
-	JNZ  int4EncF32AVX2_block
-	VZEROUPPER
-	RET
+	JMP        int4EncF32AVX2_next
 
 int4EncF32AVX2_slow:
 	VMOVDQU    (CX), Y3
@@ -8356,7 +8663,7 @@ int4EncF32AVX2_slow:
 	VMOVDQU    X3, (AX)
 	ADDQ       $0x10, AX
 	ADDQ       $0x80, CX
-	SUBQ       $0x20, DI
+	SUBQ       $0x20, R10
 	JNZ        int4EncF32AVX2_slow
 	JMP        int4EncF32AVX2_next
 
@@ -8518,24 +8825,96 @@ DATA avx2c00000007<>+24(SB)/4, $0x00000007
 DATA avx2c00000007<>+28(SB)/4, $0x00000007
 GLOBL avx2c00000007<>(SB), RODATA|NOPTR, $32
 
-// func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+// func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX2, SSE
-TEXT ·int8EncBF16AVX2(SB), NOSPLIT, $0-40
+TEXT ·int8EncBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    div+24(FP), BX
 	MOVQ    bs+32(FP), SI
+	MOVQ    rcp+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
 	VXORPS  X1, X1, X1
 
 int8EncBF16AVX2_block:
 	VBROADCASTSS (BX), Y2
-	MOVQ         SI, DI
+	MOVQ         SI, R10
 	UCOMISS      X1, X2
 	JBE          int8EncBF16AVX2_slow
 	UCOMISS      avx2c7f7fffff<>+0(SB), X2
 	JA           int8EncBF16AVX2_slow
+	VBROADCASTSS (DI), Y3
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXOR        Y4, Y4, Y4
+
+int8EncBF16AVX2_fast:
+	VPMOVZXWD (CX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y6
+	VSUBPS    Y6, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y6, Y6
+	VMINPS    avx2c42fe0000<>+0(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPMOVZXWD 16(CX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y7
+	VSUBPS    Y7, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y7, Y7
+	VMINPS    avx2c42fe0000<>+0(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPMOVZXWD 32(CX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y8
+	VSUBPS    Y8, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y8, Y8
+	VMINPS    avx2c42fe0000<>+0(SB), Y8, Y8
+	VCVTPS2DQ Y8, Y8
+	VPMOVZXWD 48(CX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y3, Y5, Y5
+	VROUNDPS  $0x08, Y5, Y9
+	VSUBPS    Y9, Y5, Y5
+	VANDPS    avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD   Y5, Y4, Y4
+	VMAXPS    avx2cc2fe0000<>+0(SB), Y9, Y9
+	VMINPS    avx2c42fe0000<>+0(SB), Y9, Y9
+	VCVTPS2DQ Y9, Y9
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSDW Y9, Y8, Y8
+	VPACKSSWB Y8, Y6, Y6
+	VPERMD    Y6, Y0, Y6
+	VMOVDQU   Y6, (AX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x40, CX
+	SUBQ      $0x20, R10
+	JNZ       int8EncBF16AVX2_fast
+	VPCMPGTD  avx2c3efff7ff<>+0(SB), Y4, Y4
+	VPTEST    Y4, Y4
+	JNZ       int8EncBF16AVX2_exact
+
+int8EncBF16AVX2_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int8EncBF16AVX2_block
+	VZEROUPPER
+	RET
+
+int8EncBF16AVX2_exact:
+	MOVQ R8, CX
+	MOVQ R9, AX
+	MOVQ SI, R10
 
 int8EncBF16AVX2_loop:
 	VPMOVZXWD (CX), Y3
@@ -8569,15 +8948,9 @@ int8EncBF16AVX2_loop:
 	VMOVDQU   Y3, (AX)
 	ADDQ      $0x20, AX
 	ADDQ      $0x40, CX
-	SUBQ      $0x20, DI
+	SUBQ      $0x20, R10
 	JNZ       int8EncBF16AVX2_loop
-
-int8EncBF16AVX2_next:
-	ADDQ $0x04, BX
-	SUBQ SI, DX
-	JNZ  int8EncBF16AVX2_block
-	VZEROUPPER
-	RET
+	JMP       int8EncBF16AVX2_next
 
 int8EncBF16AVX2_slow:
 	VPMOVZXWD (CX), Y3
@@ -8619,28 +8992,104 @@ int8EncBF16AVX2_slow:
 	VMOVDQU   Y3, (AX)
 	ADDQ      $0x20, AX
 	ADDQ      $0x40, CX
-	SUBQ      $0x20, DI
+	SUBQ      $0x20, R10
 	JNZ       int8EncBF16AVX2_slow
 	JMP       int8EncBF16AVX2_next
 
-// func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)
+// func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)
 // Requires: AVX, AVX2, SSE
-TEXT ·int4EncBF16AVX2(SB), NOSPLIT, $0-40
+TEXT ·int4EncBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ    dst+0(FP), AX
 	MOVQ    src+8(FP), CX
 	MOVQ    n+16(FP), DX
 	MOVQ    div+24(FP), BX
 	MOVQ    bs+32(FP), SI
+	MOVQ    rcp+40(FP), DI
 	VMOVDQU avx2c0000000000000004000000010000000500000002000000060000000300000007<>+0(SB), Y0
 	VXORPS  X1, X1, X1
 
 int4EncBF16AVX2_block:
 	VBROADCASTSS (BX), Y2
-	MOVQ         SI, DI
+	MOVQ         SI, R10
 	UCOMISS      X1, X2
 	JBE          int4EncBF16AVX2_slow
 	UCOMISS      avx2c7f7fffff<>+0(SB), X2
 	JA           int4EncBF16AVX2_slow
+	VBROADCASTSS (DI), Y3
+	MOVQ         CX, R8
+	MOVQ         AX, R9
+	VPXOR        Y4, Y4, Y4
+
+int4EncBF16AVX2_fast:
+	VPMOVZXWD  (CX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y6
+	VSUBPS     Y6, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y6, Y6
+	VMINPS     avx2c40e00000<>+0(SB), Y6, Y6
+	VCVTPS2DQ  Y6, Y6
+	VPMOVZXWD  16(CX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y7
+	VSUBPS     Y7, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y7, Y7
+	VMINPS     avx2c40e00000<>+0(SB), Y7, Y7
+	VCVTPS2DQ  Y7, Y7
+	VPMOVZXWD  32(CX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y8
+	VSUBPS     Y8, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y8, Y8
+	VMINPS     avx2c40e00000<>+0(SB), Y8, Y8
+	VCVTPS2DQ  Y8, Y8
+	VPMOVZXWD  48(CX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y3, Y5, Y5
+	VROUNDPS   $0x08, Y5, Y9
+	VSUBPS     Y9, Y5, Y5
+	VANDPS     avx2c7fffffff<>+0(SB), Y5, Y5
+	VPMAXUD    Y5, Y4, Y4
+	VMAXPS     avx2cc0e00000<>+0(SB), Y9, Y9
+	VMINPS     avx2c40e00000<>+0(SB), Y9, Y9
+	VCVTPS2DQ  Y9, Y9
+	VPACKSSDW  Y7, Y6, Y6
+	VPACKSSDW  Y9, Y8, Y8
+	VPACKSSWB  Y8, Y6, Y6
+	VPERMD     Y6, Y0, Y6
+	VPADDB     avx2c08080808<>+0(SB), Y6, Y6
+	VPMADDUBSW avx2c10011001<>+0(SB), Y6, Y6
+	VPACKUSWB  Y6, Y6, Y6
+	VPERMQ     $0x08, Y6, Y6
+	VMOVDQU    X6, (AX)
+	ADDQ       $0x10, AX
+	ADDQ       $0x40, CX
+	SUBQ       $0x20, R10
+	JNZ        int4EncBF16AVX2_fast
+	VPCMPGTD   avx2c3efff7ff<>+0(SB), Y4, Y4
+	VPTEST     Y4, Y4
+	JNZ        int4EncBF16AVX2_exact
+
+int4EncBF16AVX2_next:
+	ADDQ $0x04, BX
+	ADDQ $0x04, DI
+	SUBQ SI, DX
+	JNZ  int4EncBF16AVX2_block
+	VZEROUPPER
+	RET
+
+int4EncBF16AVX2_exact:
+	MOVQ R8, CX
+	MOVQ R9, AX
+	MOVQ SI, R10
 
 int4EncBF16AVX2_loop:
 	VPMOVZXWD  (CX), Y3
@@ -8678,15 +9127,9 @@ int4EncBF16AVX2_loop:
 	VMOVDQU    X3, (AX)
 	ADDQ       $0x10, AX
 	ADDQ       $0x40, CX
-	SUBQ       $0x20, DI
+	SUBQ       $0x20, R10
 	JNZ        int4EncBF16AVX2_loop
-
-int4EncBF16AVX2_next:
-	ADDQ $0x04, BX
-	SUBQ SI, DX
-	JNZ  int4EncBF16AVX2_block
-	VZEROUPPER
-	RET
+	JMP        int4EncBF16AVX2_next
 
 int4EncBF16AVX2_slow:
 	VPMOVZXWD  (CX), Y3
@@ -8732,7 +9175,7 @@ int4EncBF16AVX2_slow:
 	VMOVDQU    X3, (AX)
 	ADDQ       $0x10, AX
 	ADDQ       $0x40, CX
-	SUBQ       $0x20, DI
+	SUBQ       $0x20, R10
 	JNZ        int4EncBF16AVX2_slow
 	JMP        int4EncBF16AVX2_next
 
@@ -10507,16 +10950,6 @@ int8EncF32FusedB64AVX2_exact:
 	VPERMD       Y1, Y0, Y1
 	VMOVDQU      Y1, 32(AX)
 	JMP          int8EncF32FusedB64AVX2_join
-
-DATA avx2c3efff7ff<>+0(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+4(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+8(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+12(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+16(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+20(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+24(SB)/4, $0x3efff7ff
-DATA avx2c3efff7ff<>+28(SB)/4, $0x3efff7ff
-GLOBL avx2c3efff7ff<>(SB), RODATA|NOPTR, $32
 
 // func int4EncF32FusedB32AVX2(dst *byte, scales *byte, bad *uint16, src *float32, ng int, p *int32, lut *uint16)
 // Requires: AVX, AVX2, CMOV, F16C

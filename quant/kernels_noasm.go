@@ -30,16 +30,16 @@ func f32FromFP16AVX512(dst *float32, src *uint16, n int)      { noAsm() }
 func amaxF32AVX512(out *uint32, src *float32, nb int, bs int) { noAsm() }
 func amaxBF16AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
 
-func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int) { noAsm() }
-func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)              { noAsm() }
-func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int)              { noAsm() }
-func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)              { noAsm() }
-func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)              { noAsm() }
-func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int) { noAsm() }
-func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)              { noAsm() }
-func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int)              { noAsm() }
-func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)              { noAsm() }
-func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)              { noAsm() }
+func e2m1DecF32AVX512(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)  { noAsm() }
+func int8EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int4EncF32AVX512(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int8DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func int4DecF32AVX512(dst *float32, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func e2m1DecBF16AVX512(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)  { noAsm() }
+func int8EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int4EncBF16AVX512(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int8DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func int4DecBF16AVX512(dst *uint16, src *byte, n int, mul *float32, bs int)               { noAsm() }
 
 func amaxBF16x16AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
 func amaxBF16x32AVX512(out *uint32, src *uint16, nb int, bs int) { noAsm() }
@@ -64,7 +64,9 @@ func e2m1MulEncBF16x16AVX512(dst *byte, src *uint16, n int, blk *int32, bs int, 
 func amaxF32x16b16AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b32AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
 func amaxF32x16b64AVX512(out *uint32, src *float32, nb int)                                  { noAsm() }
-func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)          { noAsm() }
+func intScalesAVX512(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32) {
+	noAsm()
+}
 
 func fp8EncE4M3FNF32AVX2(dst *byte, src *float32, n int, shifts *int32, bs int, p *uint16) {
 	noAsm()
@@ -98,17 +100,19 @@ func f32FromFP16AVX2(dst *float32, src *uint16, n int)                          
 func amaxF32AVX2(out *uint32, src *float32, nb int, bs int)                              { noAsm() }
 func amaxBF16AVX2(out *uint32, src *uint16, nb int, bs int)                              { noAsm() }
 func pow2ScalesAVX2(scales *byte, sh *int32, bad *uint16, amax *uint32, m int, p *int32) { noAsm() }
-func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)        { noAsm() }
-func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)  { noAsm() }
-func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)   { noAsm() }
-func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
-func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int)                { noAsm() }
-func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)                { noAsm() }
-func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int)                { noAsm() }
-func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)                { noAsm() }
-func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)                { noAsm() }
-func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }
-func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)                { noAsm() }
+func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32) {
+	noAsm()
+}
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int) { noAsm() }
+func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)  { noAsm() }
+func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int4EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32) { noAsm() }
+func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func int8DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)               { noAsm() }
+func int4DecBF16AVX2(dst *uint16, src *byte, n int, mul *float32, bs int)               { noAsm() }
 func nvfp4ScalesAVX2(scales *byte, os *float32, bad *uint16, amax *uint32, m int, enc *uint8, p *float32) {
 	noAsm()
 }

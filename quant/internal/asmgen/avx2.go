@@ -904,7 +904,7 @@ func intRuleScalesY() {
 // intScalesY is intScales with AVX2 and F16C.
 func intScalesY() {
 	name := "intScalesAVX2"
-	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)")
+	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)")
 	Pragma("noescape")
 	Doc(name + " computes the fp16 scales of integer groups from their maxima with AVX2, 8 per step.")
 	s16 := Load(Param("s16"), GP64())
@@ -912,6 +912,7 @@ func intScalesY() {
 	amax := Load(Param("amax"), GP64())
 	m := Load(Param("m"), GP64())
 	qp := Load(Param("qmax"), GP64())
+	rcp := Load(Param("rcp"), GP64())
 	q := YMM()
 	VBROADCASTSS(Mem{Base: qp}, q)
 	Label(name + "_loop")
@@ -919,8 +920,14 @@ func intScalesY() {
 	VMOVDQU(Mem{Base: amax}, a)
 	f := intScaleY(a, q, Mem{Base: s16})
 	VMOVUPS(f, Mem{Base: div})
+	// RN(1/s) for intEncodeY's products
+	r := YMM()
+	VMOVUPS(cY(0x3F800000), r)
+	VDIVPS(f, r, r)
+	VMOVUPS(r, Mem{Base: rcp})
 	ADDQ(U8(32), amax)
 	ADDQ(U8(32), div)
+	ADDQ(U8(32), rcp)
 	ADDQ(U8(16), s16)
 	SUBQ(U8(8), m)
 	JNZ(LabelRef(name + "_loop"))
@@ -983,16 +990,18 @@ func e2m1DecodeY(name string, bf16 bool) {
 	RET()
 }
 
-// intEncodeY emits func(dst *byte, src *T, n int, div *float32, bs int):
+// intEncodeY emits func(dst *byte, src *T, n int, div *float32, bs int, rcp *float32):
 // intEncode's contract with AVX2, 32 elements per step (bs a multiple of
-// 32). A group whose div is finite and positive (the common case: the
-// quotients are then never NaN, as div is the fp16 scale of the group's
-// largest magnitude) skips the NaN test; any other group takes a loop that
-// gives NaN quotients the code 0.
+// 32). A group whose div is finite and positive (the common case: div is
+// the fp16 scale of the group's largest magnitude) first takes the
+// products by rcp[b] = RN(1/div[b]) as intEncode does, and is redone with
+// VDIVPS when a product lies within 2^-14 of a half-integer or is not
+// finite; any other group takes a loop of quotients that gives NaN
+// quotients the code 0.
 func intEncodeY(name string, bf16, four bool) {
-	sig := "func(dst *byte, src *float32, n int, div *float32, bs int)"
+	sig := "func(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)"
 	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int)"
+		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
@@ -1002,6 +1011,7 @@ func intEncodeY(name string, bf16, four bool) {
 	n := Load(Param("n"), GP64())
 	div := Load(Param("div"), GP64())
 	bs := Load(Param("bs"), GP64())
+	rcp := Load(Param("rcp"), GP64())
 	qmax := float32(127)
 	if four {
 		qmax = 7
@@ -1010,32 +1020,53 @@ func intEncodeY(name string, bf16, four bool) {
 	VMOVDQU(cData([8]uint32{0, 4, 1, 5, 2, 6, 3, 7}), perm)
 	zero := XMM()
 	VXORPS(zero, zero, zero)
+	src0, dst0, cnt := GP64(), GP64(), GP64()
 
 	Label(name + "_block")
 	d := YMM()
 	VBROADCASTSS(Mem{Base: div}, d)
-	cnt := GP64()
 	MOVQ(bs, cnt)
 	UCOMISS(zero, d.AsX())
 	JBE(LabelRef(name + "_slow")) // d ≤ 0 or NaN
 	UCOMISS(cY(math.Float32bits(math.MaxFloat32)), d.AsX())
 	JA(LabelRef(name + "_slow")) // d = +Inf
+	r := YMM()
+	VBROADCASTSS(Mem{Base: rcp}, r)
+	MOVQ(src, src0)
+	MOVQ(dst, dst0)
+	far := YMM()
+	VPXOR(far, far, far)
 
-	body := func(loop string, ord bool) {
+	// mode: 0 the products (far), 1 the quotients, 2 the quotients with
+	// NaN → 0
+	body := func(loop string, mode int) {
 		Label(loop)
 		var q [4]reg.VecVirtual
 		for i := range 4 {
 			q[i] = loadF32Y(src, i, bf16)
-			VDIVPS(d, q[i], q[i])
 			var k reg.VecVirtual
-			if ord {
+			switch mode {
+			case 0:
+				// k = rint(p); |p − k| (exact) into the running maximum
+				// as integer bits (NaN above every finite value)
+				t := YMM()
+				VMULPS(r, q[i], q[i])
+				VROUNDPS(U8(8), q[i], t) // nearest even, no precision exception
+				VSUBPS(t, q[i], q[i])
+				VANDPS(cY(0x7FFFFFFF), q[i], q[i])
+				VPMAXUD(q[i], far, far)
+				q[i] = t
+			case 2:
+				VDIVPS(d, q[i], q[i])
 				k = YMM()
 				VCMPPS(U8(7), q[i], q[i], k) // ordered: not NaN
+			default:
+				VDIVPS(d, q[i], q[i])
 			}
 			VMAXPS(cY(f32bits(-qmax)), q[i], q[i])
 			VMINPS(cY(f32bits(qmax)), q[i], q[i])
 			VCVTPS2DQ(q[i], q[i]) // round to nearest even (MXCSR default)
-			if ord {
+			if k != nil {
 				VPAND(k, q[i], q[i])
 			}
 		}
@@ -1065,15 +1096,27 @@ func intEncodeY(name string, bf16, four bool) {
 		SUBQ(U8(32), cnt)
 		JNZ(LabelRef(loop))
 	}
-	body(name+"_loop", false)
+	body(name+"_fast", 0)
+	// a lane with |p − k| ≥ 0.5 − 2^-14 (or NaN): the group again
+	VPCMPGTD(cY(f32bits(0.5-1.0/16384)-1), far, far)
+	VPTEST(far, far)
+	JNZ(LabelRef(name + "_exact"))
 	Label(name + "_next")
 	ADDQ(U8(4), div)
+	ADDQ(U8(4), rcp)
 	SUBQ(bs, n)
 	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
 
-	body(name+"_slow", true)
+	Label(name + "_exact")
+	MOVQ(src0, src)
+	MOVQ(dst0, dst)
+	MOVQ(bs, cnt)
+	body(name+"_loop", 1)
+	JMP(LabelRef(name + "_next"))
+
+	body(name+"_slow", 2)
 	JMP(LabelRef(name + "_next"))
 }
 

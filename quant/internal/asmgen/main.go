@@ -528,14 +528,18 @@ func e2m1Decode(name string, bf16 bool) {
 	RET()
 }
 
-// intEncode emits func(dst *byte, src *T, n int, div *float32, bs int):
+// intEncode emits func(dst *byte, src *T, n int, div *float32, bs int, rcp *float32):
 // n elements (a positive multiple of bs, bs of 16) in groups of bs; group
 // b's codes are clamp(rint(x / div[b]), ±qmax) (NaN quotients give 0),
-// stored as int8, or as q+8 nibbles two per byte (four).
+// stored as int8, or as q+8 nibbles two per byte (four). A group first
+// takes the products p = x·rcp[b] (rcp[b] = RN(1/div[b])) in place of the
+// quotients (see intConsts.step: rint(p) = rint(x/div[b]) whenever p is
+// farther than 2^-14 from a half-integer); a group with a lane closer
+// than that, or a product that is not finite, is redone with VDIVPS.
 func intEncode(name string, bf16, four bool) {
-	sig := "func(dst *byte, src *float32, n int, div *float32, bs int)"
+	sig := "func(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32)"
 	if bf16 {
-		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int)"
+		sig = "func(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
@@ -545,6 +549,7 @@ func intEncode(name string, bf16, four bool) {
 	n := Load(Param("n"), GP64())
 	div := Load(Param("div"), GP64())
 	bs := Load(Param("bs"), GP64())
+	rcp := Load(Param("rcp"), GP64())
 	qmax := float32(127)
 	if four {
 		qmax = 7
@@ -552,13 +557,64 @@ func intEncode(name string, bf16, four bool) {
 	hi := konst(f32bits(qmax))
 	lo := konst(f32bits(-qmax))
 	eight := konst(8)
+	abs := konst(0x7FFFFFFF)
+	thr := konst(f32bits(0.5 - 1.0/16384))
+	store := func(q reg.VecVirtual) {
+		if four {
+			VPADDD(eight, q, q)
+			packNibbles(q, dst)
+		} else {
+			narrowStore(VPMOVDB, q, Mem{Base: dst}, 16)
+			ADDQ(U8(16), dst)
+		}
+	}
+	src0, dst0, cnt := GP64(), GP64(), GP64()
 
 	Label(name + "_block")
+	r := ZMM()
+	VBROADCASTSS(Mem{Base: rcp}, r)
+	MOVQ(src, src0)
+	MOVQ(dst, dst0)
+	far := ZMM()
+	VPXORD(far, far, far)
+	MOVQ(bs, cnt)
+	Label(name + "_fast")
+	{
+		// k = rint(p); |p − k| (exact) into the running maximum as
+		// integer bits (NaN above every finite value)
+		p, t := loadF32(src, bf16), ZMM()
+		VMULPS(r, p, p)
+		VRNDSCALEPS(U8(8), p, t) // nearest even, no precision exception
+		VSUBPS(t, p, p)
+		VPANDD(abs, p, p)
+		VPMAXUD(p, far, far)
+		VMAXPS(lo, t, t)
+		VMINPS(hi, t, t)
+		q := ZMM()
+		VCVTPS2DQ(t, q)
+		store(q)
+	}
+	SUBQ(U8(16), cnt)
+	JNZ(LabelRef(name + "_fast"))
+	kf := K()
+	VPCMPUD(U8(5), thr, far, kf) // not less than
+	KORTESTW(kf, kf)
+	JNZ(LabelRef(name + "_exact"))
+	Label(name + "_next")
+	ADDQ(U8(4), div)
+	ADDQ(U8(4), rcp)
+	SUBQ(bs, n)
+	JNZ(LabelRef(name + "_block"))
+	VZEROUPPER()
+	RET()
+
+	// the group again with the quotients
+	Label(name + "_exact")
+	MOVQ(src0, src)
+	MOVQ(dst0, dst)
+	MOVQ(bs, cnt)
 	d := ZMM()
 	VBROADCASTSS(Mem{Base: div}, d)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
 	Label(name + "_loop")
 	u := loadF32(src, bf16)
 	VDIVPS(d, u, u)
@@ -569,20 +625,10 @@ func intEncode(name string, bf16, four bool) {
 	q := ZMM()
 	VPXORD(q, q, q)
 	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
-	if four {
-		VPADDD(eight, q, q)
-		packNibbles(q, dst)
-	} else {
-		narrowStore(VPMOVDB, q, Mem{Base: dst}, 16)
-		ADDQ(U8(16), dst)
-	}
+	store(q)
 	SUBQ(U8(16), cnt)
 	JNZ(LabelRef(name + "_loop"))
-	ADDQ(U8(4), div)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
-	VZEROUPPER()
-	RET()
+	JMP(LabelRef(name + "_next"))
 }
 
 // intDecode emits func(dst *T, src *byte, n int, mul *float32, bs int):
@@ -1413,14 +1459,14 @@ func int4DecodeBF16() {
 	RET()
 }
 
-// intScales emits func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32):
+// intScales emits func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32):
 // the fp16 group scales of m group maxima (float32 bits; m a positive
 // multiple of 16): s = a > 0 ? min(a / qmax, 65504) : 1, rounded to fp16
-// (nearest even; a NaN maximum gives 0x7E00), and that scale widened back
-// to float32 in div.
+// (nearest even; a NaN maximum gives 0x7E00), that scale widened back to
+// float32 in div, and RN(1/s) in rcp (intEncode's multipliers).
 func intScales() {
 	name := "intScalesAVX512"
-	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32)")
+	TEXT(name, NOSPLIT, "func(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32, rcp *float32)")
 	Pragma("noescape")
 	Doc(name + " computes the fp16 scales of integer groups from their maxima, 16 per step.")
 	s16 := Load(Param("s16"), GP64())
@@ -1428,14 +1474,20 @@ func intScales() {
 	amax := Load(Param("amax"), GP64())
 	m := Load(Param("m"), GP64())
 	qp := Load(Param("qmax"), GP64())
+	rcp := Load(Param("rcp"), GP64())
 	k := newIntScaleK(qp)
 	Label(name + "_loop")
 	a := ZMM()
 	VMOVDQU32(Mem{Base: amax}, a)
 	f := k.scale(a, Mem{Base: s16})
 	VMOVUPS(f, Mem{Base: div})
+	// RN(1/s) for intEncode's products
+	r := ZMM()
+	VDIVPS(f, k.oneF, r)
+	VMOVUPS(r, Mem{Base: rcp})
 	ADDQ(U8(64), amax)
 	ADDQ(U8(64), div)
+	ADDQ(U8(64), rcp)
 	ADDQ(U8(32), s16)
 	SUBQ(U8(16), m)
 	JNZ(LabelRef(name + "_loop"))
