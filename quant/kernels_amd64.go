@@ -419,11 +419,6 @@ func e2m1MulEncF32x16AVX2(dst *byte, src *float32, n int, blk *int32, bs int, ta
 //go:noescape
 func e2m1MulEncBF16x16AVX2(dst *byte, src *uint16, n int, blk *int32, bs int, tab *uint8)
 
-// e2m1DecF32AVX2 decodes E2M1 blocks to float32 through binary16 with AVX2 and F16C, 16 per step.
-//
-//go:noescape
-func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)
-
 // int8EncF32AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //
 //go:noescape
@@ -444,10 +439,10 @@ func int8DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
 //go:noescape
 func int4DecF32AVX2(dst *float32, src *byte, n int, mul *float32, bs int)
 
-// e2m1DecBF16AVX2 decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.
+// e2m1DecF32AVX2 decodes E2M1 blocks to float32 through binary16 with AVX2 and F16C, 16 per step.
 //
 //go:noescape
-func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)
+func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int)
 
 // int8EncBF16AVX2 quantizes float32 or bf16 (by name) groups to symmetric integers with AVX2, 32 per step.
 //

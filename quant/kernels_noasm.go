@@ -104,7 +104,6 @@ func intScalesAVX2(s16 *uint16, div *float32, amax *uint32, m int, qmax *float32
 	noAsm()
 }
 func e2m1DecF32AVX2(dst *float32, src *byte, n int, scales *byte, mul *float32, bs int) { noAsm() }
-func e2m1DecBF16AVX2(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)  { noAsm() }
 func int8EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
 func int4EncF32AVX2(dst *byte, src *float32, n int, div *float32, bs int, rcp *float32) { noAsm() }
 func int8EncBF16AVX2(dst *byte, src *uint16, n int, div *float32, bs int, rcp *float32) { noAsm() }

@@ -58,11 +58,6 @@ func genAVX2() {
 		if bf16 {
 			in = "BF16"
 		}
-		if bf16 {
-			e2m1DecodeY("e2m1DecBF16AVX2", true)
-		} else {
-			e2m1DecodeF16Y("e2m1DecF32AVX2")
-		}
 		intEncodeY("int8Enc"+in+"AVX2", bf16, false)
 		intEncodeY("int4Enc"+in+"AVX2", bf16, true)
 		intDecodeY("int8Dec"+in+"AVX2", bf16, false)
@@ -72,6 +67,7 @@ func genAVX2() {
 			e2m1DecodeBF16Y("e2m1DecBF16x32AVX2", false)
 		} else {
 			intDecodeY("int4Dec"+in+"AVX2", bf16, true)
+			e2m1DecodeF16Y("e2m1DecF32AVX2")
 		}
 	}
 }
@@ -931,61 +927,6 @@ func intScalesY() {
 	ADDQ(U8(16), s16)
 	SUBQ(U8(8), m)
 	JNZ(LabelRef(name + "_loop"))
-	VZEROUPPER()
-	RET()
-}
-
-// e2m1DecodeY is e2m1Decode with AVX2: two VPERMD lookups in the block's
-// 16-entry table and a blend on bit 3 of the code.
-func e2m1DecodeY(name string, bf16 bool) {
-	sig := "func(dst *float32, src *byte, n int, scales *byte, tab *uint32, bs int)"
-	if bf16 {
-		sig = "func(dst *uint16, src *byte, n int, scales *byte, tab *uint32, bs int)"
-	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(name + " decodes E2M1 blocks through a 16-entry table per scale byte into float32 or bf16 (by name) with AVX2, 16 per step.")
-	dst := Load(Param("dst"), GP64())
-	src := Load(Param("src"), GP64())
-	n := Load(Param("n"), GP64())
-	scales := Load(Param("scales"), GP64())
-	tab := Load(Param("tab"), GP64())
-	bs := Load(Param("bs"), GP64())
-
-	Label(name + "_block")
-	s := GP64()
-	MOVBQZX(Mem{Base: scales}, s)
-	SHLQ(U8(6), s)
-	ADDQ(tab, s)
-	cnt := GP64()
-	MOVQ(bs, cnt)
-
-	Label(name + "_loop")
-	var v [2]reg.VecVirtual
-	for i := range 2 {
-		idx := nibblesY(Mem{Base: src, Disp: 4 * i})
-		lo, hi, sel := YMM(), YMM(), YMM()
-		VPERMD(Mem{Base: s}, idx, lo)
-		VPERMD(Mem{Base: s, Disp: 32}, idx, hi)
-		VPCMPGTD(cY(7), idx, sel)
-		VPBLENDVB(sel, hi, lo, lo)
-		v[i] = lo
-		if !bf16 {
-			VMOVDQU(lo, Mem{Base: dst, Disp: 32 * i})
-		}
-	}
-	if bf16 {
-		VMOVDQU(packDW(v[0], v[1]), Mem{Base: dst})
-		ADDQ(U8(32), dst)
-	} else {
-		ADDQ(U8(64), dst)
-	}
-	ADDQ(U8(8), src)
-	SUBQ(U8(16), cnt)
-	JNZ(LabelRef(name + "_loop"))
-	INCQ(scales)
-	SUBQ(bs, n)
-	JNZ(LabelRef(name + "_block"))
 	VZEROUPPER()
 	RET()
 }
