@@ -986,8 +986,7 @@ func intEncodeY(name string, bf16, four bool) {
 		for i := range 4 {
 			q[i] = loadF32Y(src, i, bf16)
 			var k reg.VecVirtual
-			switch mode {
-			case 0:
+			if mode == 0 {
 				// k = rint(p); |p − k| (exact) into the running maximum
 				// as integer bits (NaN above every finite value)
 				t := YMM()
@@ -997,12 +996,12 @@ func intEncodeY(name string, bf16, four bool) {
 				VANDPS(cY(0x7FFFFFFF), q[i], q[i])
 				VPMAXUD(q[i], far, far)
 				q[i] = t
-			case 2:
+			} else {
 				VDIVPS(d, q[i], q[i])
+			}
+			if mode == 2 {
 				k = YMM()
 				VCMPPS(U8(7), q[i], q[i], k) // ordered: not NaN
-			default:
-				VDIVPS(d, q[i], q[i])
 			}
 			VMAXPS(cY(f32bits(-qmax)), q[i], q[i])
 			VMINPS(cY(f32bits(qmax)), q[i], q[i])

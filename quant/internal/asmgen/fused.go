@@ -640,12 +640,18 @@ func (e *intConsts) step(name string, src, dst, invP reg.Register, idx reg.VecVi
 		VMOVDQU32(out, Mem{Base: dst})
 	}
 	if fast {
-		// a lane with |p − k| ≥ 0.5 − 2^-14 (or NaN): the exact step
-		kf := K()
-		VPCMPUD(U8(5), e.thr, far, kf) // not less than
-		KORTESTW(kf, kf)
-		JNZ(LabelRef(name + "_exact"))
+		e.nearTie(far, name+"_exact")
 	}
+}
+
+// nearTie jumps to label when a lane of far (the running maximum of
+// |p − rint(p)|) is at or over 0.5 − 2^-14, or NaN: then a product may
+// round otherwise than its quotient.
+func (e *intConsts) nearTie(far reg.VecVirtual, label string) {
+	kf := K()
+	VPCMPUD(U8(5), e.thr, far, kf) // not less than
+	KORTESTW(kf, kf)
+	JNZ(LabelRef(label))
 }
 
 // code returns the integer codes (q+8 for int4) of vector i of a step
@@ -654,34 +660,50 @@ func (e *intConsts) step(name string, src, dst, invP reg.Register, idx reg.VecVi
 // (not nil) from the product, |p − rint(p)| going into far's maximum.
 func (e *intConsts) code(src, invP reg.Register, i, k int, far reg.VecVirtual) reg.VecVirtual {
 	x := Mem{Base: src, Disp: 64 * i}
-	q := ZMM()
+	var q reg.VecVirtual
 	if far != nil {
-		r, p, t := ZMM(), ZMM(), ZMM()
+		r := ZMM()
 		VBROADCASTSS(Mem{Base: invP, Disp: 4*(i/k) + 64*fusedChunk}, r)
-		VMULPS(x, r, p)
-		VRNDSCALEPS(U8(8), p, t) // nearest even, no precision exception
-		VSUBPS(t, p, p)
-		VPANDD(e.abs, p, p)
-		VPMAXUD(p, far, far)
-		VMAXPS(e.lo, t, t)
-		VMINPS(e.hi, t, t)
-		VCVTPS2DQ(t, q)
+		q = e.product(x, r, far)
 	} else {
-		d := ZMM()
+		d, u := ZMM(), ZMM()
 		VBROADCASTSS(Mem{Base: invP, Disp: 4 * (i / k)}, d)
-		u := ZMM()
 		VMOVUPS(x, u)
-		VDIVPS(d, u, u)
-		kOrd := K()
-		VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
-		VMAXPS(e.lo, u, u)
-		VMINPS(e.hi, u, u)
-		VPXORD(q, q, q)
-		VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
+		q = e.quotient(u, d)
 	}
 	if e.four {
 		VPADDD(e.eight, q, q)
 	}
+	return q
+}
+
+// product returns the codes clamp(rint(p), ±qmax) of p = x·r (x a
+// register or memory) and puts |p − rint(p)| (exact) into the running
+// maximum far as integer bits (NaN above every finite value).
+func (e *intConsts) product(x Op, r, far reg.VecVirtual) reg.VecVirtual {
+	p, t, q := ZMM(), ZMM(), ZMM()
+	VMULPS(x, r, p)
+	VRNDSCALEPS(U8(8), p, t) // nearest even, no precision exception
+	VSUBPS(t, p, p)
+	VPANDD(e.abs, p, p)
+	VPMAXUD(p, far, far)
+	VMAXPS(e.lo, t, t)
+	VMINPS(e.hi, t, t)
+	VCVTPS2DQ(t, q)
+	return q
+}
+
+// quotient returns the codes clamp(rint(u / d), ±qmax), NaN → 0; u is
+// overwritten.
+func (e *intConsts) quotient(u, d reg.VecVirtual) reg.VecVirtual {
+	VDIVPS(d, u, u)
+	kOrd := K()
+	VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
+	VMAXPS(e.lo, u, u)
+	VMINPS(e.hi, u, u)
+	q := ZMM()
+	VPXORD(q, q, q)
+	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
 	return q
 }
 

@@ -550,18 +550,10 @@ func intEncode(name string, bf16, four bool) {
 	div := Load(Param("div"), GP64())
 	bs := Load(Param("bs"), GP64())
 	rcp := Load(Param("rcp"), GP64())
-	qmax := float32(127)
-	if four {
-		qmax = 7
-	}
-	hi := konst(f32bits(qmax))
-	lo := konst(f32bits(-qmax))
-	eight := konst(8)
-	abs := konst(0x7FFFFFFF)
-	thr := konst(f32bits(0.5 - 1.0/16384))
+	e := newIntConsts(four)
 	store := func(q reg.VecVirtual) {
 		if four {
-			VPADDD(eight, q, q)
+			VPADDD(e.eight, q, q)
 			packNibbles(q, dst)
 		} else {
 			narrowStore(VPMOVDB, q, Mem{Base: dst}, 16)
@@ -579,27 +571,10 @@ func intEncode(name string, bf16, four bool) {
 	VPXORD(far, far, far)
 	MOVQ(bs, cnt)
 	Label(name + "_fast")
-	{
-		// k = rint(p); |p − k| (exact) into the running maximum as
-		// integer bits (NaN above every finite value)
-		p, t := loadF32(src, bf16), ZMM()
-		VMULPS(r, p, p)
-		VRNDSCALEPS(U8(8), p, t) // nearest even, no precision exception
-		VSUBPS(t, p, p)
-		VPANDD(abs, p, p)
-		VPMAXUD(p, far, far)
-		VMAXPS(lo, t, t)
-		VMINPS(hi, t, t)
-		q := ZMM()
-		VCVTPS2DQ(t, q)
-		store(q)
-	}
+	store(e.product(loadF32(src, bf16), r, far))
 	SUBQ(U8(16), cnt)
 	JNZ(LabelRef(name + "_fast"))
-	kf := K()
-	VPCMPUD(U8(5), thr, far, kf) // not less than
-	KORTESTW(kf, kf)
-	JNZ(LabelRef(name + "_exact"))
+	e.nearTie(far, name+"_exact")
 	Label(name + "_next")
 	ADDQ(U8(4), div)
 	ADDQ(U8(4), rcp)
@@ -616,16 +591,7 @@ func intEncode(name string, bf16, four bool) {
 	d := ZMM()
 	VBROADCASTSS(Mem{Base: div}, d)
 	Label(name + "_loop")
-	u := loadF32(src, bf16)
-	VDIVPS(d, u, u)
-	kOrd := K()
-	VCMPPS(U8(7), u, u, kOrd) // ordered: not NaN
-	VMAXPS(lo, u, u)
-	VMINPS(hi, u, u)
-	q := ZMM()
-	VPXORD(q, q, q)
-	VCVTPS2DQ(u, kOrd, q) // round to nearest even (MXCSR default)
-	store(q)
+	store(e.quotient(loadF32(src, bf16), d))
 	SUBQ(U8(16), cnt)
 	JNZ(LabelRef(name + "_loop"))
 	JMP(LabelRef(name + "_next"))
