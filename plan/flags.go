@@ -312,6 +312,35 @@ func Flags() []Flag {
 	return out
 }
 
+// CommandLineFlags returns the flag table as a command line binds it, in
+// registration order: each row without Engines and Spelling (Flags has
+// them), its aliases copied. It allocates three times, where Flags copies
+// every row's slices and map: a CLI process binds the table once, at
+// start-up.
+func CommandLineFlags() []Flag {
+	out := make([]Flag, len(flagTable))
+	na, nk := 0, 0
+	for _, f := range flagTable {
+		na += len(f.Aliases)
+		nk += len(f.KeyAliases)
+	}
+	aliases := make([]Alias, 0, na)
+	keys := make([]string, 0, nk)
+	for i, f := range flagTable {
+		f.Engines, f.Spelling = nil, nil
+		if f.Aliases != nil {
+			aliases = append(aliases, f.Aliases...)
+			f.Aliases = aliases[len(aliases)-len(f.Aliases) : len(aliases) : len(aliases)]
+		}
+		if f.KeyAliases != nil {
+			keys = append(keys, f.KeyAliases...)
+			f.KeyAliases = keys[len(keys)-len(f.KeyAliases) : len(keys) : len(keys)]
+		}
+		out[i] = f
+	}
+	return out
+}
+
 // EngineColumns returns each engine's column of the table.
 func EngineColumns() []EngineColumn {
 	out := make([]EngineColumn, len(engineColumns))

@@ -260,3 +260,34 @@ func FuzzParseEngineArgs(f *testing.F) {
 		}
 	})
 }
+
+// CommandLineFlags is Flags without the engines and their spellings, and
+// its copies are the caller's: changing them leaves the table as it was.
+func TestCommandLineFlags(t *testing.T) {
+	full, cl := plan.Flags(), plan.CommandLineFlags()
+	if len(full) != len(cl) {
+		t.Fatalf("%d rows, Flags has %d", len(cl), len(full))
+	}
+	for i := range full {
+		want := full[i]
+		want.Engines, want.Spelling = nil, nil
+		if !reflect.DeepEqual(cl[i], want) {
+			t.Errorf("row %d: %+v, want %+v", i, cl[i], want)
+		}
+	}
+	for i := range cl {
+		for j := range cl[i].Aliases {
+			cl[i].Aliases[j].Name = "--changed"
+		}
+		for j := range cl[i].KeyAliases {
+			cl[i].KeyAliases[j] = "changed"
+		}
+		cl[i].Aliases = append(cl[i].Aliases, plan.Alias{Name: "--appended"})
+	}
+	if again := plan.Flags(); !reflect.DeepEqual(again, full) {
+		t.Error("changing CommandLineFlags' rows changed the table")
+	}
+	if again := plan.CommandLineFlags(); len(again[0].Aliases) != len(full[0].Aliases) {
+		t.Error("an append to one row's aliases reached the table")
+	}
+}

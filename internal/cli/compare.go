@@ -9,9 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -20,7 +18,7 @@ var compareListFlags = map[string]bool{
 	"engine": true, "tp-size": true, "tp": true, "tensor-parallel-size": true, "kv-cache-dtype": true,
 }
 
-func newCompareCmd() *cobra.Command {
+func newCompareCmd() *cmdline.Command {
 	var (
 		req     plan.CompareRequest
 		engines []string
@@ -29,7 +27,7 @@ func newCompareCmd() *cobra.Command {
 		format  string
 	)
 	var pf *planFlags
-	cmd := &cobra.Command{
+	cmd := &cmdline.Command{
 		Use:   "compare [MODEL]",
 		Short: "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side",
 		Long: `compare is a sweep over engine × KV cache dtype × TP size: it plans the same
@@ -50,8 +48,8 @@ max_seq_len), and a flag no compared engine takes is bad input:
 
 Exit status: 0 when at least one column planned, 1 when every engine
 refused, 2 for invalid input.`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args: cmdline.MaximumNArgs(1),
+		RunE: func(cmd *cmdline.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -79,9 +77,9 @@ refused, 2 for invalid input.`,
 		},
 	}
 	// The plan flags, except those that take lists here.
-	planFlags := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	planFlags := cmdline.NewFlagSet("plan")
 	pf = bindPlanFlags(planFlags, &req.Request)
-	planFlags.VisitAll(func(f *pflag.Flag) {
+	planFlags.VisitAll(func(f *cmdline.Flag) {
 		if !compareListFlags[f.Name] {
 			cmd.Flags().AddFlag(f)
 		}

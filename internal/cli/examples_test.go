@@ -14,8 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/server"
 )
 
@@ -62,7 +61,7 @@ func shellWords(s string) []string {
 
 // helpExamples collects the `kvcfg …` lines of every command's Long and
 // Example text.
-func helpExamples(cmd *cobra.Command) []example {
+func helpExamples(cmd *cmdline.Command) []example {
 	var out []example
 	for _, text := range []string{cmd.Long, cmd.Example} {
 		for _, l := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {

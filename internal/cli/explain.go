@@ -7,10 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/kvcfg/kvcfg/explain"
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -20,14 +18,14 @@ type explainResult struct {
 	Advice *explain.Advice `json:"plan_advice,omitempty"`
 }
 
-func newExplainCmd() *cobra.Command {
+func newExplainCmd() *cmdline.Command {
 	var (
 		req    plan.Request
 		format string
 		list   bool
 	)
 	var pf *planFlags
-	cmd := &cobra.Command{
+	cmd := &cmdline.Command{
 		Use:   `explain "<log line or error>"`,
 		Short: "Explain an SGLang or vLLM KV-cache error and say which knob to turn",
 		Long: `explain reads an engine error or warning about the KV cache (paste the log
@@ -56,7 +54,7 @@ on standard input), or it is read as a flag:
   kvcfg explain -- "--kv-cache-dtype=fp4_e2m1 is deprecated. Use --kv-cache-dtype=fp4_mx_block16."
 
 Exit status: 0 when the message is recognised, 2 when it is not.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cmdline.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -103,9 +101,9 @@ Exit status: 0 when the message is recognised, 2 when it is not.`,
 
 // planFlagsGiven reports whether any planning flag was set on the command
 // line (the output and list flags do not count).
-func planFlagsGiven(fs *pflag.FlagSet) bool {
+func planFlagsGiven(fs *cmdline.FlagSet) bool {
 	given := false
-	fs.Visit(func(f *pflag.Flag) {
+	fs.Visit(func(f *cmdline.Flag) {
 		if f.Name != "output" && f.Name != "list" {
 			given = true
 		}

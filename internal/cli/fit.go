@@ -8,14 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
-
 	"github.com/kvcfg/kvcfg/fit"
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
 
-func newFitCmd() *cobra.Command {
+func newFitCmd() *cmdline.Command {
 	var (
 		base        plan.Request
 		concurrency int
@@ -30,7 +29,7 @@ func newFitCmd() *cobra.Command {
 		criteria    fit.Criteria
 	)
 	var pf *planFlags
-	cmd := &cobra.Command{
+	cmd := &cmdline.Command{
 		Use:   "fit [MODEL]",
 		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
 		Long: `fit works backwards from a target: "serve --concurrency N requests of
@@ -74,8 +73,8 @@ loosen that). Each row adds its simulation's figures:
 
 Exit status: 0 when a setup serves the target, 3 when none does, 2 for
 invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args: cmdline.MaximumNArgs(1),
+		RunE: func(cmd *cmdline.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outCSV); err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -10,6 +10,9 @@ import (
 // is a fresh directory. Tests of the Hub path set HF_ENDPOINT to a fake
 // Hub and HF_HUB_OFFLINE=0 themselves.
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeNetEnv) != "" {
+		fakeNet()
+	}
 	dir, err := os.MkdirTemp("", "kvcfg-cli-test")
 	if err != nil {
 		panic(err)

@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
 )
@@ -31,7 +29,7 @@ type planFlags struct {
 
 type givenFlag struct{ name, value string }
 
-// fieldValue is the pflag.Value of one flag name of the table.
+// fieldValue is the cmdline.Value of one flag name of the table.
 type fieldValue struct {
 	pf   *planFlags
 	flag *plan.Flag // a row of pf.flags
@@ -84,8 +82,8 @@ func (v *fieldValue) IsBoolFlag() bool { return v.flag.Kind == plan.KindBool }
 // into req: kvcfg's name and each alias (SGLang's and vLLM's spellings).
 // `plan`, `compare`, `fit` and `explain` share it; skip names keys a
 // command binds itself.
-func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request, skip ...string) *planFlags {
-	pf := &planFlags{req: req, flags: plan.Flags(), given: map[string][]givenFlag{}}
+func bindPlanFlags(fs *cmdline.FlagSet, req *plan.Request, skip ...string) *planFlags {
+	pf := &planFlags{req: req, flags: plan.CommandLineFlags(), given: map[string][]givenFlag{}}
 	for i := range pf.flags {
 		f := &pf.flags[i]
 		if slices.Contains(skip, f.Key) {
@@ -167,12 +165,12 @@ func isZero(kind plan.FlagKind, v string) bool {
 
 const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
 
-func newPlanCmd() *cobra.Command {
+func newPlanCmd() *cmdline.Command {
 	var req plan.Request
 	var format string
 	var sw *sweep
 	var pf *planFlags
-	cmd := &cobra.Command{
+	cmd := &cmdline.Command{
 		Use:   "plan [MODEL]",
 		Short: "Compute the KV cache an engine would build for a model, GPU and flags",
 		Long: `plan computes exactly the KV pool SGLang (or vLLM) would build: pool sizes,
@@ -192,8 +190,8 @@ combination and prints one row each (table, CSV, markdown, JSON or YAML):
 Exit status: 0 on success, 1 when the engine could not start with these
 settings (the error names the flag to change) or, for a list, when no
 combination plans, 2 for invalid input.`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args: cmdline.MaximumNArgs(1),
+		RunE: func(cmd *cmdline.Command, args []string) error {
 			if err := pf.check(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -217,7 +215,7 @@ combination plans, 2 for invalid input.`,
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown (and csv with a comma list)")
 	sw = enableSweep(cmd, &req)
 	// A flag value that does not parse is invalid input: exit status 2.
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
+	cmd.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
 }
 

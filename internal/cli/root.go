@@ -1,4 +1,4 @@
-// Package cli wires the kvcfg commands (cobra) to the library packages. It is
+// Package cli wires the kvcfg commands (internal/cmdline) to the library packages. It is
 // the only package besides cmd/kvcfg that prints or reads flags.
 package cli
 
@@ -14,8 +14,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 )
 
 // Main runs the kvcfg command line with args and returns the exit code.
@@ -24,9 +25,24 @@ import (
 // printers write cell by cell (a plan took 150 write calls). Nothing
 // long-running writes there (serve logs and progress bars go to standard
 // error), and it is flushed before an error is printed.
+//
+// Without the network linked in (SetNetwork), a command that needs it
+// (serve, a model read from the Hugging Face Hub) runs as kvcfg-net
+// instead, with the same arguments; what it had buffered is dropped.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	code := execute(ctx, args, stdin, out, stderr)
+	st := &forwardState{}
+	ctx = context.WithValue(ctx, forwardKey{}, st)
+	in := &recordingReader{r: stdin}
+	written := &countingWriter{w: stdout}
+	out := bufio.NewWriterSize(written, 64<<10)
+	code := execute(ctx, args, in, out, stderr)
+	if why := st.reason(); why != "" {
+		if written.n > 0 {
+			fmt.Fprintf(stderr, "kvcfg: %s needs %s, and this command had already printed: run it with %s\n", why, helperName, helperName)
+			return 1
+		}
+		return forward(why, args, in, stdout, stderr)
+	}
 	if err := out.Flush(); err != nil && code == 0 {
 		fmt.Fprintln(stderr, "kvcfg: writing the output:", err)
 		return 1
@@ -46,9 +62,15 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	root := newRoot(stdin, stdout, stderr, only)
+	// Hidden behind a plain io.Writer, so that a writer stacked on it
+	// (encoding/csv's bufio.NewWriter would return stdout itself) flushes
+	// into the buffer, not through it: Main decides when output is final.
+	root := newRoot(stdin, struct{ io.Writer }{stdout}, stderr, only)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if st, _ := ctx.Value(forwardKey{}).(*forwardState); st != nil && st.reason() != "" {
+			return 0 // Main runs the command as kvcfg-net
+		}
 		_ = stdout.Flush() // what the command printed comes before the error
 
 		var ee *exitError
@@ -67,7 +89,7 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.
 	return 0
 }
 
-// usageError reports the errors cobra itself returns for a command line it
+// usageError reports the errors cmdline itself returns for a command line it
 // cannot take (an unknown command, a required flag missing): bad input, so
 // exit status 2 like every other input problem.
 func usageError(err error) bool {
@@ -82,9 +104,9 @@ func usageError(err error) bool {
 
 // argsAreInput makes every command's positional-argument check report
 // bad input (exit status 2), recursively.
-func argsAreInput(c *cobra.Command) {
+func argsAreInput(c *cmdline.Command) {
 	if check := c.Args; check != nil {
-		c.Args = func(cmd *cobra.Command, args []string) error {
+		c.Args = func(cmd *cmdline.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -97,7 +119,7 @@ func argsAreInput(c *cobra.Command) {
 }
 
 // NewRootCommand builds the kvcfg command tree writing to the given streams.
-func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cmdline.Command {
 	return newRoot(stdin, stdout, stderr, "")
 }
 
@@ -120,31 +142,28 @@ func invoked(args []string) string {
 // placeholders with their name and summary (what the root's help lists),
 // so a process pays for building one command's flags, not all of them
 // (the planning commands each bind the whole flag table).
-func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Command {
-	root := &cobra.Command{
-		Use:           "kvcfg",
-		Short:         "Plan the KV cache of LLM inference servers (SGLang, vLLM) before renting a GPU",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cmdline.Command {
+	root := &cmdline.Command{
+		Use:   "kvcfg",
+		Short: "Plan the KV cache of LLM inference servers (SGLang, vLLM) before renting a GPU",
 	}
 	// A flag that does not parse or does not exist is bad input on every
 	// command: exit status 2 (subcommands inherit this).
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
+	root.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// cobra's completion command (five subcommands with long help texts)
-	// only when no command of the table runs: `kvcfg completion bash` and
-	// the shell's `kvcfg __complete ...` name none of them.
-	root.CompletionOptions.DisableDefaultCmd = only != ""
 	for _, c := range commands {
 		if only != "" && c.name != only {
-			root.AddCommand(&cobra.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
-				RunE: func(*cobra.Command, []string) error { return fmt.Errorf("%s: not built in this process", c.name) }})
+			root.AddCommand(&cmdline.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
+				RunE: func(*cmdline.Command, []string) error { return fmt.Errorf("%s: not built in this process", c.name) }})
 			continue
 		}
 		root.AddCommand(c.mk())
 	}
+	// Not in the table, which it reads: a command line naming it builds
+	// every command (only is ""), and it builds them again for its script.
+	root.AddCommand(newCompletionCmd())
 	argsAreInput(root)
 	return root
 }
@@ -154,7 +173,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Comm
 // lives in its own file.
 type command struct {
 	name, short string
-	mk          func() *cobra.Command
+	mk          func() *cmdline.Command
 	// signals: the command runs long, so SIGINT and SIGTERM cancel its
 	// context instead of ending the process.
 	signals bool
@@ -179,14 +198,14 @@ var commands = []command{
 	{"gpus", "List the GPUs kvcfg knows (names accepted by --gpu)", newGPUsCmd, false},
 	{"quant", "Encode float values from stdin with a KV codec and show codes, scales and payload bytes", newQuantCmd, false},
 	{"quant-error", "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors", newQuantErrorCmd, true},
-	{"serve", "Serve the planning HTTP API, the web page with charts, and Prometheus metrics", newServeCmd, true},
+	{"serve", ServeShort, newServeCmd, true},
 	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd, false},
 	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd, true},
 	{"explain", "Explain an SGLang or vLLM KV-cache error and say which knob to turn", newExplainCmd, false},
 	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd, true},
 }
 
-// exitError carries a non-default exit code through cobra.
+// exitError carries a non-default exit code through cmdline.
 type exitError struct {
 	code int
 	err  error
@@ -200,6 +219,10 @@ func (e *exitError) Error() string {
 }
 
 func (e *exitError) Unwrap() error { return e.err }
+
+// InputError marks err as bad input: Main prints it and exits with status
+// 2, as for every other input problem.
+func InputError(err error) error { return &exitError{code: 2, err: err} }
 
 // Output formats accepted by -o.
 const (

@@ -10,9 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
+	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -37,9 +35,9 @@ type sweep struct {
 	lists []*listValue // in the order the lists were given
 }
 
-// listValue is a pflag.Value that also takes a comma list.
+// listValue is a cmdline.Value that also takes a comma list.
 type listValue struct {
-	pflag.Value
+	cmdline.Value
 	key    string // request JSON key
 	flag   string
 	values []string
@@ -88,10 +86,14 @@ func (v *listValue) forget() {
 
 // enableSweep makes every flag of cmd that writes a field of req accept a
 // comma list. Call it after the flags are bound.
-func enableSweep(cmd *cobra.Command, req *plan.Request) *sweep {
+func enableSweep(cmd *cmdline.Command, req *plan.Request) *sweep {
 	sw := &sweep{}
-	keys := fieldAddrs(req)
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+	// A flag bound to a field of req by address (not through the flag
+	// table) is found by its address: only addresses inside req need the
+	// field map, built then.
+	base, size := reflect.ValueOf(req).Pointer(), reflect.TypeFor[plan.Request]().Size()
+	var keys map[uintptr]string
+	cmd.Flags().VisitAll(func(f *cmdline.Flag) {
 		var key string
 		if fv, ok := f.Value.(*fieldValue); ok {
 			if fv.flag.Kind == plan.KindInts {
@@ -100,8 +102,11 @@ func enableSweep(cmd *cobra.Command, req *plan.Request) *sweep {
 			key = fv.flag.Key
 		} else {
 			rv := reflect.ValueOf(f.Value)
-			if rv.Kind() != reflect.Pointer || rv.IsNil() {
+			if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Pointer() < base || rv.Pointer() >= base+size {
 				return
+			}
+			if keys == nil {
+				keys = fieldAddrs(req)
 			}
 			k, ok := keys[rv.Pointer()]
 			if !ok {
@@ -157,7 +162,7 @@ func (s *sweep) axes() ([]plan.Axis, error) {
 // first element) and prints one row per combination as a table, CSV,
 // markdown, JSON or YAML. args may carry the model. Exit status: 0 when at
 // least one combination planned, 1 when none did, 2 for invalid input.
-func (s *sweep) run(cmd *cobra.Command, base plan.Request, args []string, format string) error {
+func (s *sweep) run(cmd *cmdline.Command, base plan.Request, args []string, format string) error {
 	if err := checkFormat(format, outTable, outJSON, outYAML, outCSV, outMarkdown); err != nil {
 		return &exitError{code: 2, err: err}
 	}

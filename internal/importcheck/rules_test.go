@@ -1,6 +1,7 @@
 package importcheck
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/build/constraint"
@@ -8,6 +9,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,9 +31,17 @@ func own(patterns ...string) []string {
 // library stands for every package of the module except the applications.
 const library = "library"
 
-// apps are the packages allowed to be an application: the command line,
-// the HTTP server and its metrics and web page.
-var apps = own("internal/cli", "cmd/...", "server/...")
+// apps are the packages allowed to be an application: the command line
+// (internal/cli and its parser internal/cmdline; internal/netcli, its
+// network front ends), the HTTP server and its metrics and web page.
+var apps = own("internal/cli", "internal/cmdline", "internal/netcli", "cmd/...", "server/...")
+
+// offline is the program kvcfg (cmd/kvcfg) and the application packages
+// it is built from: they import no net package, so that kvcfg is a static
+// binary even where cgo is on (net needs the C resolver there). serve and
+// the Hub client are in kvcfg-net (cmd/kvcfg-net, internal/netcli).
+// TestKvcfgLinksNoNet checks the whole dependency graph.
+var offline = own("cmd/kvcfg", "internal/cli", "internal/cmdline")
 
 // httpLibraries are library packages whose job is HTTP: they may import
 // net/http. hub is the Hugging Face Hub client, hub/hubtest its fake Hub
@@ -66,6 +76,8 @@ var rules = []rule{
 		Why: "library packages do not parse flags or export metrics"},
 	{From: []string{library}, Except: httpLibraries, Deny: []string{"net/http/..."},
 		Why: "library packages do not serve or fetch over HTTP (an HTTP client package is listed in httpLibraries)"},
+	{From: offline, Deny: append([]string{"net", "net/http/...", "crypto/tls", "os/user"}, own("hub/...", "server/...", "internal/netcli", "cmd/kvcfg-net")...),
+		Why: "kvcfg links no net package (a static binary that starts in half the time): serve and the Hub client are kvcfg-net's (internal/netcli)"},
 }
 
 // match reports whether path matches pattern.
@@ -298,7 +310,15 @@ func TestRulesFire(t *testing.T) {
 		{k("catalog"), "net/url", false},
 		{k("quant"), "github.com/prometheus/client_golang/prometheus", true},
 		{k("internal/cli"), "github.com/spf13/cobra", false},
-		{k("internal/cli"), k("server"), false},
+		{k("internal/cli"), k("server"), true},
+		{k("internal/cli"), k("hub"), true},
+		{k("internal/cli"), "net", true},
+		{k("internal/cmdline"), "net", true},
+		{k("cmd/kvcfg"), k("internal/netcli"), true},
+		{k("internal/cli"), "net/url", false},
+		{k("internal/netcli"), k("server"), false},
+		{k("internal/netcli"), k("hub"), false},
+		{k("cmd/kvcfg-net"), k("internal/netcli"), false},
 		{k("cmd/kvcfg"), k("internal/cli"), false},
 		{k("server"), "net/http", false},
 		{k("server/metrics"), "github.com/prometheus/client_golang/prometheus", false},
@@ -378,5 +398,37 @@ func TestRulesDocumented(t *testing.T) {
 	}
 	if !documented(own("engine/A/..."), own("engine/B/...")...) {
 		t.Error("docs/ARCHITECTURE.md has no row saying no engine imports another (engine/A/... → engine/B/...)")
+	}
+}
+
+// TestKvcfgLinksNoNet checks what the offline rule checks import by import
+// on the whole dependency graph of cmd/kvcfg, third-party modules and the
+// standard library included (go list -deps, with cgo on): nothing there
+// imports net or os/user, the two packages that make a Go program
+// dynamically linked when cgo is on.
+func TestKvcfgLinksNoNet(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command(goCmd, "list", "-deps", "-f", "{{.ImportPath}}", module+"/cmd/kvcfg")
+	cmd.Dir = moduleRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list -deps: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"/plan") {
+		t.Fatalf("go list -deps cmd/kvcfg lists no plan package:\n%s", out)
+	}
+	for _, bad := range []string{"net", "os/user", "runtime/cgo"} {
+		if slices.Contains(deps, bad) {
+			t.Errorf("cmd/kvcfg depends on %s: it would be dynamically linked with cgo on (find the importer with go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/kvcfg); move the code that needs it to kvcfg-net (internal/netcli)", bad)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package netcli
 
 import (
 	"bytes"
@@ -203,4 +203,13 @@ func headerTensors(t *testing.T, f hubtest.File) []hubtest.Tensor {
 		out = append(out, hubtest.Tensor{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
 	}
 	return out
+}
+
+// An id the caches do not hold, offline, is bad input (exit 2) that names
+// the id.
+func TestHubUnknownOffline(t *testing.T) {
+	_, errOut, code := run(t, "plan", "--model", "no/such-model")
+	if code != 2 || !strings.Contains(errOut, "no/such-model") {
+		t.Errorf("exit %d %q", code, errOut)
+	}
 }
