@@ -75,6 +75,15 @@ func Names() []string {
 // lookup finds an entry by HF id, case-insensitively. A bare model name
 // without its organisation also matches when it is unique.
 func lookup(name string) (entry, bool) {
+	// An id spelled as the catalog spells it is its file's name: found
+	// without building the index (a plan process looks up one model).
+	if org, n, ok := strings.Cut(strings.TrimSpace(name), "/"); ok && org != "" && n != "" &&
+		!strings.Contains(n, "/") && !strings.Contains(org, "__") && !strings.Contains(n, "__") {
+		file := "configs/" + org + "__" + n + ".json"
+		if _, err := fs.Stat(configs, file); err == nil {
+			return entry{name: org + "/" + n, file: file}, true
+		}
+	}
 	k := strings.ToLower(strings.TrimSpace(name))
 	if e, ok := entries()[k]; ok {
 		return e, true

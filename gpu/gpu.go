@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // ErrUnknown reports a GPU name that is not in the catalog.
@@ -137,15 +136,12 @@ var catalog = []GPU{
 // Lookup returns the GPU named name (case-insensitive; aliases and
 // spaces/underscores for dashes accepted).
 func Lookup(name string) (GPU, error) {
-	if i, ok := byName()[name]; ok { // as the catalog spells it
-		return clone(catalog[i]), nil
-	}
 	key := normalize(name)
 	if key == "" {
 		return GPU{}, fmt.Errorf("%w: empty name (known: %s)", ErrUnknown, strings.Join(Names(), ", "))
 	}
 	for {
-		if i, ok := byName()[key]; ok {
+		if i := index(key); i >= 0 {
 			return clone(catalog[i]), nil
 		}
 		// Accept an "NVIDIA " or "AMD " prefix as nvidia-smi and rocm-smi print it.
@@ -160,28 +156,42 @@ func Lookup(name string) (GPU, error) {
 	}
 }
 
-// byName maps every normalized name and alias, and every name and alias
-// as the catalog spells it, to its catalog index; the first catalog entry
-// that claims a spelling keeps it.
-var byName = sync.OnceValue(func() map[string]int {
-	m := make(map[string]int, 8*len(catalog))
+// index returns the first catalog entry one of whose names, aliases or
+// nvidia-smi names normalizes to key, -1 for none. A scan, not a map: a
+// process looks up a GPU or two, and the catalog is a few dozen entries.
+func index(key string) int {
+	is := func(n string) bool { return normalizesTo(n, key) }
 	for i, g := range catalog {
-		for _, n := range slices.Concat([]string{g.Name}, g.Aliases, g.SMINames) {
-			if _, dup := m[normalize(n)]; !dup {
-				m[normalize(n)] = i
-			}
+		if is(g.Name) || slices.ContainsFunc(g.Aliases, is) || slices.ContainsFunc(g.SMINames, is) {
+			return i
 		}
 	}
-	// Exact spellings resolve as their normalized form does.
-	for _, g := range catalog {
-		for _, n := range append([]string{g.Name}, g.Aliases...) {
-			if _, dup := m[n]; !dup {
-				m[n] = m[normalize(n)]
-			}
+	return -1
+}
+
+// normalizesTo reports whether normalize(s) == key, without allocating
+// for an ASCII s.
+func normalizesTo(s, key string) bool {
+	s = strings.TrimSpace(s)
+	if len(s) != len(key) {
+		return normalize(s) == key
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			return normalize(s) == key
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == ' ' || c == '_':
+			c = '-'
+		}
+		if c != key[i] {
+			return false
 		}
 	}
-	return m
-})
+	return true
+}
 
 // ambiguous are the short names that stand for one of several cards with
 // different memory: Lookup takes the first, Note says so.
