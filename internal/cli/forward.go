@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -94,8 +95,8 @@ func forward(why string, args []string, in *recordingReader, stdout, stderr io.W
 	}
 	path, err := helperPath()
 	if err != nil {
-		fmt.Fprintf(stderr, "kvcfg: %s needs %s, kvcfg's network front end (the HTTP server and the Hugging Face Hub client), which is neither next to this kvcfg nor on PATH (%v): install both with \"go install github.com/kvcfg/kvcfg/cmd/...@latest\", set KVCFG_NET to its path, or run the command with %s itself\n",
-			why, helperName, err, helperName)
+		fmt.Fprintf(stderr, "kvcfg: %s needs %s, kvcfg's network front end (the HTTP server and the Hugging Face Hub client), which is neither next to this kvcfg nor on PATH (%v): install both with \"go install github.com/kvcfg/kvcfg/cmd/...@latest\", set KVCFG_NET to its path, or, in a checkout, run: go run ./cmd/%s %s\n",
+			why, helperName, err, helperName, shellJoin(args))
 		return 1
 	}
 	env := append(os.Environ(), forwardedEnv+"=1")
@@ -136,6 +137,27 @@ func forward(why string, args []string, in *recordingReader, stdout, stderr io.W
 			return 0
 		}
 	}
+}
+
+// shellJoin writes args as a POSIX shell would read them back: words of
+// safe characters as they are, others single-quoted.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		safe := a != ""
+		for _, c := range a {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=@,+%", c)) {
+				safe = false
+				break
+			}
+		}
+		if safe {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // helperPath finds kvcfg-net: $KVCFG_NET, else next to this program, else

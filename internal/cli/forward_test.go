@@ -96,8 +96,9 @@ func TestForwardMissingFrontEnd(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "kvcfg: serve needs kvcfg-net") || !strings.Contains(errOut, "go install github.com/kvcfg/kvcfg/cmd/...@latest") {
 		t.Errorf("exit %d %q", code, errOut)
 	}
-	_, errOut, code = run(t, "plan", "--model", "acme/not-in-catalog")
-	if code != 1 || !strings.Contains(errOut, "reading acme/not-in-catalog from the Hugging Face Hub needs kvcfg-net") {
+	_, errOut, code = run(t, "plan", "--model", "acme/not-in-catalog", "--gpu", "H100 SXM")
+	if code != 1 || !strings.Contains(errOut, "reading acme/not-in-catalog from the Hugging Face Hub needs kvcfg-net") ||
+		!strings.HasSuffix(errOut, "go run ./cmd/kvcfg-net plan --model acme/not-in-catalog --gpu 'H100 SXM'\n") {
 		t.Errorf("exit %d %q", code, errOut)
 	}
 	t.Setenv(forwardedEnv, "1")

@@ -46,6 +46,7 @@ func newServeCmd() *cmdline.Command {
 		return network.Serve()
 	}
 	return &cmdline.Command{Use: "serve", Short: ServeShort, DisableFlagParsing: true,
+		Long: ServeShort + ".\n\nkvcfg serve runs as kvcfg-net serve, which links the HTTP server: kvcfg serve --help shows its flags.",
 		RunE: func(cmd *cmdline.Command, _ []string) error {
 			return needNetwork(cmd.Context(), "serve")
 		}}
