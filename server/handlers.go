@@ -66,7 +66,12 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 			return
 		}
 		var req Req
-		err = decodeStrict(body, &req)
+		if pr, ok := any(&req).(*plan.Request); !ok || !decodePlanFast(body, pr) {
+			if ok {
+				*pr = plan.Request{} // what the fast path set before it gave up
+			}
+			err = decodeStrict(body, &req)
+		}
 		if err == nil {
 			err = givenZeros(body, &req)
 		}
