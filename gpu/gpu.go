@@ -5,6 +5,7 @@
 package gpu
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,8 +137,9 @@ var catalog = []GPU{
 // Lookup returns the GPU named name (case-insensitive; aliases and
 // spaces/underscores for dashes accepted).
 func Lookup(name string) (GPU, error) {
-	key := normalize(name)
-	if key == "" {
+	var buf [64]byte
+	key := appendNormalized(buf[:0], name)
+	if len(key) == 0 {
 		return GPU{}, fmt.Errorf("%w: empty name (known: %s)", ErrUnknown, strings.Join(Names(), ", "))
 	}
 	for {
@@ -145,9 +147,9 @@ func Lookup(name string) (GPU, error) {
 			return clone(catalog[i]), nil
 		}
 		// Accept an "NVIDIA " or "AMD " prefix as nvidia-smi and rocm-smi print it.
-		k, ok := strings.CutPrefix(key, "nvidia-")
+		k, ok := bytes.CutPrefix(key, []byte("nvidia-"))
 		if !ok {
-			k, ok = strings.CutPrefix(key, "amd-")
+			k, ok = bytes.CutPrefix(key, []byte("amd-"))
 		}
 		if !ok {
 			return GPU{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
@@ -158,8 +160,10 @@ func Lookup(name string) (GPU, error) {
 
 // index returns the first catalog entry one of whose names, aliases or
 // nvidia-smi names normalizes to key, -1 for none. A scan, not a map: a
-// process looks up a GPU or two, and the catalog is a few dozen entries.
-func index(key string) int {
+// process looks up a GPU or two, and building an index cost more at
+// start-up than a few dozen entries cost to scan (catalog names are
+// ASCII with no surrounding space: TestCatalogNamesASCII).
+func index(key []byte) int {
 	is := func(n string) bool { return normalizesTo(n, key) }
 	for i, g := range catalog {
 		if is(g.Name) || slices.ContainsFunc(g.Aliases, is) || slices.ContainsFunc(g.SMINames, is) {
@@ -169,28 +173,43 @@ func index(key string) int {
 	return -1
 }
 
-// normalizesTo reports whether normalize(s) == key, without allocating
-// for an ASCII s.
-func normalizesTo(s, key string) bool {
-	s = strings.TrimSpace(s)
-	if len(s) != len(key) {
-		return normalize(s) == key
+// normalizesTo reports whether the ASCII catalog name n normalizes to key.
+func normalizesTo(n string, key []byte) bool {
+	if len(n) != len(key) {
+		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 0x80:
-			return normalize(s) == key
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case c == ' ' || c == '_':
-			c = '-'
-		}
-		if c != key[i] {
+	for i := 0; i < len(n); i++ {
+		if normByte(n[i]) != key[i] {
 			return false
 		}
 	}
 	return true
+}
+
+// appendNormalized appends normalize(s) to dst, without allocating when s
+// is ASCII and fits dst.
+func appendNormalized(dst []byte, s string) []byte {
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return append(dst[:0], normalize(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		dst = append(dst, normByte(s[i]))
+	}
+	return dst
+}
+
+// normByte is what normalize makes of an ASCII byte.
+func normByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == ' ' || c == '_':
+		return '-'
+	}
+	return c
 }
 
 // ambiguous are the short names that stand for one of several cards with

@@ -39,7 +39,30 @@ func TestLookupMatchesIndex(t *testing.T) {
 			}
 		}
 	}
-	if !normalizesTo("Tesla T4", "tesla-t4") || normalizesTo("Tesla T4", "tesla-t5") || !normalizesTo(" É_x ", "é-x") {
-		t.Error("normalizesTo")
+	for _, in := range []string{"", "  ", "NVIDIA", "nvidia-", "AMD ", "É", "h100é", strings.Repeat("h", 100)} {
+		if g, err := Lookup(in); err == nil {
+			t.Errorf("Lookup(%q) = %q", in, g.Name)
+		}
 	}
+}
+
+// index compares catalog names byte by byte after normByte, which is
+// normalize only for ASCII names without surrounding space.
+func TestCatalogNamesASCII(t *testing.T) {
+	for _, g := range catalog {
+		for _, n := range append(append([]string{g.Name}, g.Aliases...), g.SMINames...) {
+			if !isASCII(n) || strings.TrimSpace(n) != n {
+				t.Errorf("%q: not ASCII or has surrounding space", n)
+			}
+		}
+	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
