@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // helperName is the program that has the network linked in: kvcfg's
@@ -110,6 +111,12 @@ func forward(why string, args []string, in *recordingReader, stdout, stderr io.W
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.Stdin = io.MultiReader(bytes.NewReader(in.buf), in.r)
+	if f, ok := in.r.(*os.File); ok && len(in.buf) == 0 {
+		cmd.Stdin = f // inherited: nothing to replay
+	}
+	// A terminal that never sends EOF must not keep Wait copying after
+	// kvcfg-net has exited.
+	cmd.WaitDelay = time.Second
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "kvcfg: %s: running %s: %v\n", why, path, err)
@@ -126,15 +133,13 @@ func forward(why string, args []string, in *recordingReader, stdout, stderr io.W
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
 		case err := <-done:
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode()
+			if ps := cmd.ProcessState; ps != nil && ps.Exited() {
+				return ps.ExitCode()
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "kvcfg: %s: running %s: %v\n", why, path, err)
-				return 1
 			}
-			return 0
+			return 1 // killed by a signal
 		}
 	}
 }

@@ -1,5 +1,6 @@
-// Package cli wires the kvcfg commands (internal/cmdline) to the library packages. It is
-// the only package besides cmd/kvcfg that prints or reads flags.
+// Package cli wires the kvcfg commands (internal/cmdline) to the library
+// packages. It is the only package besides cmd/kvcfg, cmd/kvcfg-net and
+// internal/netcli that prints or reads flags.
 package cli
 
 import (
