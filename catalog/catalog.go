@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kvcfg/kvcfg/internal/edit"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -186,8 +187,8 @@ func Suggest(name string, n int) []string {
 	var cands []cand
 	for id, e := range entries() {
 		_, idShort, _ := strings.Cut(id, "/")
-		d := distance(k, id)
-		if d2 := distance(short, idShort); d2 < d {
+		d := edit.Distance(k, id)
+		if d2 := edit.Distance(short, idShort); d2 < d {
 			d = d2
 		}
 		if strings.Contains(id, short) || strings.Contains(short, idShort) {
@@ -208,25 +209,4 @@ func Suggest(name string, n int) []string {
 		out = append(out, cands[i].name)
 	}
 	return out
-}
-
-// distance is the Levenshtein distance of a and b (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

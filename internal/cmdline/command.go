@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kvcfg/kvcfg/internal/edit"
 )
 
 // Command is one command of a tree: the root (the program) or a
@@ -268,7 +270,7 @@ func (c *Command) unknown(word string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
 	var close []string
 	for _, s := range c.Commands() {
-		if n := s.Name(); strings.HasPrefix(n, word) || distance(n, word) <= 2 {
+		if n := s.Name(); strings.HasPrefix(n, word) || edit.Distance(n, word) <= 2 {
 			close = append(close, n)
 		}
 	}
@@ -276,25 +278,4 @@ func (c *Command) unknown(word string) error {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(close, "\n\t")
 	}
 	return errors.New(msg)
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
