@@ -3,13 +3,11 @@ package netcli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/internal/cli"
-	"github.com/kvcfg/kvcfg/plan"
 )
 
 // TestMain links the network front ends in, as cmd/kvcfg-net does, and
@@ -36,17 +34,4 @@ func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	code = cli.Main(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
-}
-
-// planJSON runs plan -o json with args.
-func planJSON(t *testing.T, args ...string) (*plan.Report, string, int) {
-	t.Helper()
-	out, errOut, code := run(t, append([]string{"plan", "-o", "json"}, args...)...)
-	var r plan.Report
-	if out != "" {
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	return &r, errOut, code
 }
