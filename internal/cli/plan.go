@@ -84,17 +84,26 @@ func (v *fieldValue) IsBoolFlag() bool { return v.flag.Kind == plan.KindBool }
 // command binds itself.
 func bindPlanFlags(fs *cmdline.FlagSet, req *plan.Request, skip ...string) *planFlags {
 	pf := &planFlags{req: req, flags: plan.CommandLineFlags(), given: map[string][]givenFlag{}}
+	// The values and flags of every name in two allocations (about 150
+	// names: the start-up of every planning command).
+	n := 0
+	for _, f := range pf.flags {
+		n += 1 + len(f.Aliases)
+	}
+	values, flags := make([]fieldValue, 0, n), make([]cmdline.Flag, 0, n)
 	for i := range pf.flags {
 		f := &pf.flags[i]
 		if slices.Contains(skip, f.Key) {
 			continue
 		}
 		add := func(name, help string) {
-			v := &fieldValue{pf: pf, flag: f, name: name}
-			fl := fs.VarPF(v, strings.TrimPrefix(name, "--"), "", help)
+			values = append(values, fieldValue{pf: pf, flag: f, name: name})
+			flags = append(flags, cmdline.Flag{Name: strings.TrimPrefix(name, "--"), Usage: help, Value: &values[len(values)-1]})
+			fl := &flags[len(flags)-1]
 			if f.Kind == plan.KindBool {
 				fl.NoOptDefVal = "true"
 			}
+			fs.AddFlag(fl)
 		}
 		add(f.Name, f.Help)
 		for _, a := range f.Aliases {

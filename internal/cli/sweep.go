@@ -93,6 +93,9 @@ func enableSweep(cmd *cmdline.Command, req *plan.Request) *sweep {
 	// field map, built then.
 	base, size := reflect.ValueOf(req).Pointer(), reflect.TypeFor[plan.Request]().Size()
 	var keys map[uintptr]string
+	n := 0
+	cmd.Flags().VisitAll(func(*cmdline.Flag) { n++ })
+	lists := make([]listValue, 0, n) // one allocation for every flag's wrapper
 	cmd.Flags().VisitAll(func(f *cmdline.Flag) {
 		var key string
 		if fv, ok := f.Value.(*fieldValue); ok {
@@ -117,7 +120,8 @@ func enableSweep(cmd *cmdline.Command, req *plan.Request) *sweep {
 		if t := f.Value.Type(); strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
 			return
 		}
-		f.Value = &listValue{Value: f.Value, key: key, flag: f.Name, owner: sw}
+		lists = append(lists, listValue{Value: f.Value, key: key, flag: f.Name, owner: sw})
+		f.Value = &lists[len(lists)-1]
 	})
 	return sw
 }

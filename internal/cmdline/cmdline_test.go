@@ -217,7 +217,8 @@ func TestExecute(t *testing.T) {
 		{args: nil, outHas: []string{"Plan KV caches\n\nUsage:\n  kvcfg [command]\n\nAvailable Commands:\n  help  ", "  plan  Plan one model\n", "Use \"kvcfg [command] --help\""}},
 		{args: []string{"--help"}, outHas: []string{"Available Commands:"}},
 		{args: []string{"help", "plan"}, outHas: []string{"plan computes a pool.\n\nUsage:\n  kvcfg plan [MODEL] [flags]\n\nExamples:\n  kvcfg plan --output json\n\nFlags:\n  -h, --help            help for plan\n  -o, --output string   output format (default \"table\")\n"}},
-		{args: []string{"plan", "-o", "json", "--help"}, outHas: []string{"Usage:\n  kvcfg plan [MODEL] [flags]"}},
+		// The help shows the default, not what the command line set first.
+		{args: []string{"plan", "-o", "json", "--help"}, outHas: []string{"Usage:\n  kvcfg plan [MODEL] [flags]", `output format (default "table")`}},
 		{args: []string{"help", "nope"}, err: `unknown command "nope" for "kvcfg"`},
 	}
 	for _, tt := range tests {

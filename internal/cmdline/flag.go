@@ -42,13 +42,24 @@ type Flag struct {
 	Usage string
 	// Value holds the flag's value.
 	Value Value
-	// DefValue is Value's String when the flag was defined.
-	DefValue string
 	// NoOptDefVal, when not "", is the value a flag given without one
 	// takes (--verbose): such a flag never consumes the next argument.
 	NoOptDefVal string
 	// Changed reports whether the command line set the flag.
 	Changed bool
+
+	// def is Value's String from before the command line set it, taken
+	// on the first set (only the help needs it, so a flag that is never
+	// set, or a process that prints no help, does not format it).
+	def string
+}
+
+// Default is the flag's value before the command line set it.
+func (f *Flag) Default() string {
+	if f.Changed {
+		return f.def
+	}
+	return f.Value.String()
 }
 
 // FlagSet is a set of flags and the positional arguments that Parse
@@ -114,7 +125,7 @@ func (fs *FlagSet) shorthand(c byte) *Flag {
 
 // VarPF defines a flag with a shorthand ("" for none) and returns it.
 func (fs *FlagSet) VarPF(v Value, name, shorthand, usage string) *Flag {
-	f := &Flag{Name: name, Shorthand: shorthand, Usage: usage, Value: v, DefValue: v.String()}
+	f := &Flag{Name: name, Shorthand: shorthand, Usage: usage, Value: v}
 	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		f.NoOptDefVal = "true"
 	}
@@ -264,6 +275,9 @@ func (fs *FlagSet) parseShort(a string, rest []string) ([]string, error) {
 }
 
 func (fs *FlagSet) set(f *Flag, value string) error {
+	if !f.Changed {
+		f.def = f.Value.String()
+	}
 	if err := f.Value.Set(value); err != nil {
 		name := "--" + f.Name
 		if f.Shorthand != "" {
@@ -325,7 +339,7 @@ func typeName(f *Flag) string {
 // defaultText is the default the help shows, "" when it is the type's
 // zero value.
 func defaultText(f *Flag) string {
-	switch d := f.DefValue; {
+	switch d := f.Default(); {
 	case d == "" || d == "[]":
 		return ""
 	case f.Value.Type() == "bool" && d == "false":
