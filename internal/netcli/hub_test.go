@@ -31,7 +31,14 @@ func fakeHub(t *testing.T) (*hubtest.Server, hubtest.Repo) {
 		t.Fatal(err)
 	}
 	gated.Gated, gated.Token = true, "hf_approved"
-	srv := hubtest.New(t, repo, gated)
+	return fakeHubOf(t, repo, gated), repo
+}
+
+// fakeHubOf serves repos from a fake Hub and points the environment at it,
+// with fresh caches and no token.
+func fakeHubOf(t *testing.T, repos ...hubtest.Repo) *hubtest.Server {
+	t.Helper()
+	srv := hubtest.New(t, repos...)
 	t.Setenv("HF_ENDPOINT", srv.URL())
 	t.Setenv("HF_HOME", t.TempDir())
 	t.Setenv("HF_HUB_CACHE", "")
@@ -41,7 +48,7 @@ func fakeHub(t *testing.T) (*hubtest.Server, hubtest.Repo) {
 	t.Setenv("HF_TOKEN_PATH", "")
 	t.Setenv("HF_HUB_OFFLINE", "0")
 	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
-	return srv, repo
+	return srv
 }
 
 func TestPlanHubID(t *testing.T) {
@@ -134,12 +141,7 @@ func TestHubQuantConfigAutoKV(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.Files["hf_quant_config.json"] = []byte(`{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`)
-	srv := hubtest.New(t, repo)
-	t.Setenv("HF_ENDPOINT", srv.URL())
-	t.Setenv("HF_HOME", t.TempDir())
-	t.Setenv("HF_HUB_CACHE", "")
-	t.Setenv("HF_HUB_OFFLINE", "0")
-	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
+	fakeHubOf(t, repo)
 	out, errs, code := run(t, "plan", "--model", "nvidia/Qwen3-8B-FP8", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"resolved_kv_cache_dtype": "fp8_e4m3"`) {
 		t.Errorf("exit %d: %s\n%s", code, errs, out)
@@ -164,12 +166,7 @@ func TestHubMTPDraftWeights(t *testing.T) {
 	}
 	base := repo.Shards["model.safetensors"]
 	repo.Shards["model.safetensors"] = hubtest.Shard(append(headerTensors(t, base), mtp...), 0)
-	srv := hubtest.New(t, repo)
-	t.Setenv("HF_ENDPOINT", srv.URL())
-	t.Setenv("HF_HOME", t.TempDir())
-	t.Setenv("HF_HUB_CACHE", "")
-	t.Setenv("HF_HUB_OFFLINE", "0")
-	t.Setenv("KVCFG_CACHE_DIR", t.TempDir())
+	fakeHubOf(t, repo)
 	weightsOf := func(args ...string) int64 {
 		t.Helper()
 		out, errs, code := run(t, append([]string{"plan", "--model", "acme/mtp", "-o", "json"}, args...)...)
