@@ -323,7 +323,7 @@ func (c *pow2Codec) DecodeF32(dst []float32, src, scales []byte) error {
 
 // decodeF32 is DecodeF32 on checked buffers (DecodeRowsF32 checks once).
 func (c *pow2Codec) decodeF32(dst []float32, src, scales []byte) {
-	if c.decodeFP8F32Scaled(dst, src, scales) || c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
+	if c.decodeFP8Asm(nil, dst, src, scales) || c.decodeFP4Asm(nil, dst, src, scales) {
 		return
 	}
 	c.decodeF32Blocks(dst, src, scales)

@@ -75,41 +75,30 @@ func (c *pow2Codec) encodeFP8Asm(dst, scales []byte, f32 []float32, bf []uint16)
 }
 
 // decodeFP8Asm decodes all blocks of mxfp8 into bf16 (or float32 when bf
-// is nil) and reports whether it did.
+// is nil) and reports whether it did. Float32 output and the AVX2 kernels
+// read the scale bytes themselves; the AVX-512 bf16 kernel takes the
+// exponent adds of a chunk.
 func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte) bool {
 	if !c.fp8 || !(useAsm || useAVX2 && c.t.f == E4M3FN) || c.bs%32 != 0 || len(scales) == 0 {
 		return false
 	}
 	bs, nb := c.bs, len(scales)
 	nt := bf != nil && ntOut(bf)
-	if useAVX2 {
-		if bf != nil {
-			fp8DecAVX2(c.t, &bf[0], nil, &src[0], nb*bs, &scales[0], bs, nt)
-		} else {
-			fp8DecAVX2(c.t, nil, &f32[0], &src[0], nb*bs, &scales[0], bs, false)
-		}
+	switch {
+	case useAVX2 && bf != nil:
+		fp8DecAVX2(c.t, &bf[0], nil, &src[0], nb*bs, &scales[0], bs, nt)
 		if nt {
 			storeFence()
 		}
-		// blocks whose scale 2^k the kernel does not cover (k outside
-		// [−117, 119]): the portable code
-		for b := 0; b < nb; b++ {
-			if b+8 <= nb {
-				x := binary.LittleEndian.Uint64(scales[b:])
-				if !hasLess(x, 10) && !hasLess(^x, 9) {
-					b += 7
-					continue
-				}
-			}
-			if s := scales[b]; s >= 10 && s <= 246 {
-				continue
-			}
-			if bf != nil {
-				c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
-			} else {
-				c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
-			}
-		}
+		c.redoUncoveredScales(bf, nil, src, scales)
+		return true
+	case useAVX2:
+		fp8DecAVX2(c.t, nil, &f32[0], &src[0], nb*bs, &scales[0], bs, false)
+		c.redoUncoveredScales(nil, f32, src, scales)
+		return true
+	case bf == nil:
+		fp8ScaledDecE4M3FNF32AVX512(&f32[0], &src[0], nb*bs, &c.t.decHi[0], &scales[0], bs)
+		c.redoUncoveredScales(nil, f32, src, scales)
 		return true
 	}
 	var adds [asmChunk]int32
@@ -125,21 +114,14 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 			}
 			adds[i] = k << 7
 		}
-		switch {
-		case nt:
+		if nt {
 			fp8DecBF16NTAVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
-		case bf != nil:
+		} else {
 			fp8DecBF16AVX512(&bf[b0*bs], &src[b0*bs], m*bs, &c.t.decBF[0], &adds[0], bs)
-		default:
-			fp8ScaledDecE4M3FNF32AVX512(&f32[b0*bs], &src[b0*bs], m*bs, &c.t.decHi[0], &scales[b0], bs)
 		}
 		for ; bad != 0; bad &= bad - 1 {
 			b := b0 + bits.TrailingZeros64(bad)
-			if bf != nil {
-				c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
-			} else {
-				c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
-			}
+			c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
 		}
 	}
 	if nt {
@@ -149,6 +131,31 @@ func (c *pow2Codec) decodeFP8Asm(bf []uint16, f32 []float32, src, scales []byte)
 }
 
 // hasLess reports whether a byte of x is below n (n ≤ 128).
+// redoUncoveredScales decodes again, with the portable code, the blocks
+// whose scale 2^k the scale-reading kernels do not cover (k outside
+// [−117, 119], scale bytes outside [10, 246]: a decoded value could be
+// subnormal or overflow), into bf (or f32 when bf is nil).
+func (c *pow2Codec) redoUncoveredScales(bf []uint16, f32 []float32, src, scales []byte) {
+	bs := c.bs
+	for b := 0; b < len(scales); b++ {
+		if b+8 <= len(scales) {
+			x := binary.LittleEndian.Uint64(scales[b:])
+			if !hasLess(x, 10) && !hasLess(^x, 9) {
+				b += 7
+				continue
+			}
+		}
+		if s := scales[b]; s >= 10 && s <= 246 {
+			continue
+		}
+		if bf != nil {
+			c.decodeBF16Blocks(bf[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+		} else {
+			c.decodeF32Blocks(f32[b*bs:(b+1)*bs], src[b*bs:(b+1)*bs], scales[b:b+1])
+		}
+	}
+}
+
 func hasLess(x uint64, n uint8) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	return (x-ones*uint64(n))&^x&highs != 0

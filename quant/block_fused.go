@@ -1,7 +1,6 @@
 package quant
 
 import (
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"unsafe"
@@ -127,37 +126,6 @@ func (c *intCodec) encodeF32Fused(dst, scales []byte, src []float32) int {
 		}
 	}
 	return 16 * ng
-}
-
-// decodeFP8F32Scaled decodes every mxfp8 block into float32 with the
-// kernel that reads the scale bytes itself, and redoes with the portable
-// code the blocks whose scale it does not cover (s − 127 outside
-// [−117, 119]: a decoded value could be subnormal or overflow).
-// It reports whether it ran.
-func (c *pow2Codec) decodeFP8F32Scaled(dst []float32, src, scales []byte) bool {
-	if !useAsm || !c.fp8 || c.t.f != E4M3FN || c.bs%32 != 0 || len(scales) == 0 {
-		return false
-	}
-	bs := c.bs
-	fp8ScaledDecE4M3FNF32AVX512(&dst[0], &src[0], len(scales)*bs, &c.t.decHi[0], &scales[0], bs)
-	for i := 0; i < len(scales); {
-		if i+8 <= len(scales) {
-			// eight scale bytes at a time: any byte below 10 or above 246?
-			w := binary.LittleEndian.Uint64(scales[i:])
-			const ones, highs = 0x0101010101010101, 0x8080808080808080
-			if (w-10*ones)&^w&highs == 0 && (^w-9*ones)&w&highs == 0 {
-				i += 8
-				continue
-			}
-		}
-		for j := i; j < min(i+8, len(scales)); j++ {
-			if s := scales[j]; s < 10 || s > 246 {
-				c.decodeF32Blocks(dst[j*bs:(j+1)*bs], src[j*bs:(j+1)*bs], scales[j:j+1])
-			}
-		}
-		i += 8
-	}
-	return true
 }
 
 // encodeFP8F32Lanes encodes the leading 64-element steps of src (unscaled
