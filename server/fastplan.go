@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/kvcfg/kvcfg/plan"
@@ -43,7 +45,7 @@ func decodePlanFast(body []byte, r *plan.Request) bool {
 		}
 		seen = append(seen, key)
 		f, ok := plan.LookupFlag(key)
-		if !ok || f.Key != key && !isKeyAlias(f, key) {
+		if !ok || f.Key != key && !slices.Contains(f.KeyAliases, key) {
 			return false
 		}
 		i = skipSpace(body, next)
@@ -67,9 +69,9 @@ func decodePlanFast(body []byte, r *plan.Request) bool {
 			value, i = string(body[i:end]), end
 		case plan.KindBool:
 			switch {
-			case hasPrefix(body[i:], "true"):
+			case bytes.HasPrefix(body[i:], []byte("true")):
 				value, i = "true", i+4
-			case hasPrefix(body[i:], "false"):
+			case bytes.HasPrefix(body[i:], []byte("false")):
 				value, i = "false", i+5
 			default:
 				return false
@@ -93,16 +95,6 @@ func decodePlanFast(body []byte, r *plan.Request) bool {
 			return false
 		}
 	}
-}
-
-// isKeyAlias reports whether key is one of f's other request keys.
-func isKeyAlias(f plan.Flag, key string) bool {
-	for _, k := range f.KeyAliases {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }
 
 // plainString reads the JSON string at b[i] when it has no escapes, no
@@ -170,6 +162,5 @@ func number(b []byte, i int) (end int, integer bool) {
 	return j, integer
 }
 
+// isSpace reports JSON whitespace.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
