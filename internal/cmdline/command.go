@@ -105,9 +105,6 @@ func (c *Command) Commands() []*Command {
 	return s
 }
 
-// Parent returns the command c was added to, nil for the root.
-func (c *Command) Parent() *Command { return c.parent }
-
 // MarkFlagRequired makes the flag called name required: running the
 // command without it is an error.
 func (c *Command) MarkFlagRequired(name string) error {

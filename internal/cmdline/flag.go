@@ -70,10 +70,9 @@ func (f *Flag) Default() string {
 // would cost more than it saves in a process that parses one command
 // line. Check reports names defined twice.
 type FlagSet struct {
-	name   string
-	flags  []*Flag // in definition order
-	args   []string
-	parsed bool
+	name  string
+	flags []*Flag // in definition order
+	args  []string
 }
 
 // NewFlagSet returns an empty set; name is used in messages only.
@@ -133,12 +132,6 @@ func (fs *FlagSet) VarPF(v Value, name, shorthand, usage string) *Flag {
 	return f
 }
 
-// VarP defines a flag with a shorthand.
-func (fs *FlagSet) VarP(v Value, name, shorthand, usage string) { fs.VarPF(v, name, shorthand, usage) }
-
-// Var defines a flag.
-func (fs *FlagSet) Var(v Value, name, usage string) { fs.VarPF(v, name, "", usage) }
-
 // Lookup returns the flag called name, nil for none.
 func (fs *FlagSet) Lookup(name string) *Flag {
 	for _, f := range fs.flags {
@@ -182,15 +175,11 @@ func (fs *FlagSet) sorted() []*Flag {
 // Args returns the positional arguments after Parse.
 func (fs *FlagSet) Args() []string { return fs.args }
 
-// Parsed reports whether Parse ran.
-func (fs *FlagSet) Parsed() bool { return fs.parsed }
-
 // Parse sets the flags from args and keeps the rest as positional
 // arguments, which may come before, between or after the flags; "--" ends
 // the flags, and a lone "-" is an argument. -h and --help, when the set
 // does not define them, return ErrHelp.
 func (fs *FlagSet) Parse(args []string) error {
-	fs.parsed = true
 	fs.args = fs.args[:0]
 	for len(args) > 0 {
 		a := args[0]
