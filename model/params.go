@@ -47,85 +47,29 @@ func (p *parser) estimateParams() {
 	vocabI := p.size(t, "vocab_size", "padded_vocab_size")
 	vocab := float64(vocabI)
 
-	tied, ok := t.bool("tie_word_embeddings")
-	if !ok {
-		tied, ok = p.root.bool("tie_word_embeddings")
-	}
-	if !ok {
-		tied = tiedByDefault[s.ModelType] || tiedByDefault[p.topModelType]
-	}
 	embed := vocab * h
-	if !tied {
+	if !p.tiedEmbeddings() {
 		embed *= 2
 	}
 
-	mul := 3.0
-	if nonGatedMLP[s.ModelType] || nonGatedMLP[p.topModelType] {
-		mul = 2
+	mul, inter := p.mlpShape(h)
+	lc := layerCounter{
+		p:        p,
+		h:        h,
+		mul:      mul,
+		inter:    inter,
+		m:        p.moe(inter),
+		skipAttn: p.quantSkipsAttention(),
 	}
-	interI := p.size(t, "intermediate_size", "ffn_hidden_size", "n_inner")
-	hasInter := t.has("intermediate_size") || t.has("ffn_hidden_size") || t.has("n_inner")
-	inter := float64(interI)
-	if !hasInter && (p.fam == famFalcon || s.ModelType == "falcon") {
-		inter = 4 * h
-	}
-
-	m := p.moe(inter)
-	skipAttn := p.quantSkipsAttention()
-	pattern, _ := t.str("hybrid_override_pattern")
+	lc.pattern, _ = t.str("hybrid_override_pattern")
 
 	var sum counts
-	layer := func(i int, kind LayerKind) counts {
-		var c counts
-		mixer := counts{}
-		switch kind {
-		case FullAttention, SlidingAttention:
-			mixer = p.attnParams(kind, h)
-			if skipAttn {
-				mixer.quant = 0
-			}
-		case LinearAttention:
-			mixer = p.linearParams(h)
-		}
-		c.add(mixer)
-		c.add(plain(2 * h)) // two norms
-		switch p.fam {
-		case famMamba2:
-			return c
-		case famNemotronH:
-			if i < len(pattern) {
-				switch pattern[i] {
-				case '-':
-					c.add(linear(mul * h * inter))
-				case 'E':
-					c.add(p.moeParams(m, h, mul))
-				}
-			}
-			return c
-		}
-		if m.isMoE(i) {
-			c.add(p.moeParams(m, h, mul))
-		} else {
-			c.add(linear(mul * h * m.denseInter))
-		}
-		return c
-	}
 	for i, kind := range s.LayerKinds {
-		sum.add(layer(i, kind))
+		sum.add(lc.count(i, kind))
 	}
 	sum.add(plain(h)) // final norm
 
-	var mtp counts
-	if n := s.NumNextNPredictLayers; n > 0 && len(s.LayerKinds) > 0 {
-		last := len(s.LayerKinds) - 1
-		one := layer(last, FullAttention)
-		one.add(linear(2 * h * h)) // eh_proj
-		one.add(plain(2 * h))
-		if p.fam == famDeepseek || p.fam == famGLM4MoE {
-			one.add(plain(2 * vocab * h)) // embed_tokens and shared_head copies
-		}
-		mtp.total = float64(n) * one.total
-	}
+	mtp := lc.mtp(vocab)
 
 	s.Params = Params{
 		Total:       round(sum.total + embed),
@@ -134,6 +78,108 @@ func (p *parser) estimateParams() {
 		Quantizable: round(sum.quant),
 		MTP:         round(mtp.total),
 	}
+}
+
+// tiedEmbeddings reports whether the output head shares the input
+// embedding: tie_word_embeddings in the text config, then in the root
+// config, then the model type's default.
+func (p *parser) tiedEmbeddings() bool {
+	t := p.text
+	tied, ok := t.bool("tie_word_embeddings")
+	if !ok {
+		tied, ok = p.root.bool("tie_word_embeddings")
+	}
+	if !ok {
+		tied = tiedByDefault[p.s.ModelType] || tiedByDefault[p.topModelType]
+	}
+	return tied
+}
+
+// mlpShape returns the MLP's matrix count per hidden-by-intermediate
+// product (3 when gated, 2 when not) and the dense intermediate size
+// (Falcon's default is 4*hidden).
+func (p *parser) mlpShape(h float64) (mul, inter float64) {
+	s, t := p.s, p.text
+	mul = 3.0
+	if nonGatedMLP[s.ModelType] || nonGatedMLP[p.topModelType] {
+		mul = 2
+	}
+	interI := p.size(t, "intermediate_size", "ffn_hidden_size", "n_inner")
+	hasInter := t.has("intermediate_size") || t.has("ffn_hidden_size") || t.has("n_inner")
+	inter = float64(interI)
+	if !hasInter && (p.fam == famFalcon || s.ModelType == "falcon") {
+		inter = 4 * h
+	}
+	return mul, inter
+}
+
+// layerCounter counts the parameters of one decoder layer.
+type layerCounter struct {
+	p        *parser
+	h        float64 // hidden size
+	mul      float64 // MLP matrices per hidden*intermediate
+	inter    float64 // dense intermediate size
+	m        moeShape
+	skipAttn bool   // attention weights stay unquantized
+	pattern  string // hybrid_override_pattern (Nemotron-H)
+}
+
+// count returns the parameters of layer i of the given kind: its mixer,
+// its two norms and its MLP (dense or MoE).
+func (l *layerCounter) count(i int, kind LayerKind) counts {
+	p, h := l.p, l.h
+	var c counts
+	mixer := counts{}
+	switch kind {
+	case FullAttention, SlidingAttention:
+		mixer = p.attnParams(kind, h)
+		if l.skipAttn {
+			mixer.quant = 0
+		}
+	case LinearAttention:
+		mixer = p.linearParams(h)
+	}
+	c.add(mixer)
+	c.add(plain(2 * h)) // two norms
+	switch p.fam {
+	case famMamba2:
+		return c
+	case famNemotronH:
+		if i < len(l.pattern) {
+			switch l.pattern[i] {
+			case '-':
+				c.add(linear(l.mul * h * l.inter))
+			case 'E':
+				c.add(p.moeParams(l.m, h, l.mul))
+			}
+		}
+		return c
+	}
+	if l.m.isMoE(i) {
+		c.add(p.moeParams(l.m, h, l.mul))
+	} else {
+		c.add(linear(l.mul * h * l.m.denseInter))
+	}
+	return c
+}
+
+// mtp returns the parameters of the multi-token-prediction layers: each
+// is a copy of the last layer as full attention, plus eh_proj and norms
+// (and, for DeepSeek and GLM-4 MoE, copies of the embedding and head).
+func (l *layerCounter) mtp(vocab float64) counts {
+	p, s, h := l.p, l.p.s, l.h
+	var mtp counts
+	if n := s.NumNextNPredictLayers; n > 0 && len(s.LayerKinds) > 0 {
+		last := len(s.LayerKinds) - 1
+		one := l.count(last, FullAttention)
+		one.add(linear(2 * h * h)) // eh_proj
+		one.add(plain(2 * h))
+		if p.fam == famDeepseek || p.fam == famGLM4MoE {
+			one.add(plain(2 * vocab * h)) // embed_tokens and shared_head copies
+		}
+		mtp.total = float64(n) * one.total
+	}
+	return mtp
 }
 
 func round(f float64) int64 {

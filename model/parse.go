@@ -291,6 +291,16 @@ func (p *parser) readShape() {
 		// Pure state-space model: no attention layers, no KV heads.
 		return
 	}
+	headsOK := p.readHeads()
+	p.readHeadDims(headsOK)
+	p.readLatent()
+	p.readSWAHeads()
+}
+
+// readHeads reads the attention and KV head counts and reports whether the
+// config gave the attention head count (docs/sglang.md#model-shape).
+func (p *parser) readHeads() bool {
+	s, t := p.s, p.text
 	heads, _, ok := t.firstInt("num_attention_heads", "n_head", "n_heads")
 	if ok {
 		s.NumAttentionHeads = heads
@@ -316,15 +326,20 @@ func (p *parser) readShape() {
 			s.NumKVHeads = s.NumAttentionHeads
 		}
 	}
+	return ok
+}
 
-	// Head dims: an explicit head_dim wins over hidden/heads.
+// readHeadDims reads the K and V head dims: an explicit head_dim wins over
+// hidden/heads. headsOK says whether the config gave the head count.
+func (p *parser) readHeadDims(headsOK bool) {
+	s, t := p.s, p.text
 	hd, _, hasHD := t.firstInt("head_dim", "attention_head_dim")
 	switch {
 	case hasHD:
 		s.HeadDim = hd
 	case s.HiddenSize > 0 && s.NumAttentionHeads > 0:
 		s.HeadDim = s.HiddenSize / s.NumAttentionHeads
-	case !t.has("head_dim") && !t.has("hidden_size") && ok:
+	case !t.has("head_dim") && !t.has("hidden_size") && headsOK:
 		p.need(t.field("head_dim"))
 		p.need(t.field("hidden_size"))
 	}
@@ -332,8 +347,12 @@ func (p *parser) readShape() {
 	if v, ok := t.int("v_head_dim"); ok {
 		s.VHeadDim = v
 	}
+}
 
-	// MLA / DSA.
+// readLatent reads the MLA latent shape and, on DSA architectures, the
+// indexer (docs/sglang.md#model-dsa).
+func (p *parser) readLatent() {
+	s, t := p.s, p.text
 	hasLatent := t.has("kv_lora_rank")
 	if hasLatent && (mlaArchs[s.Architecture] || p.fam == famKimiLinear || (p.fam == famGeneric && t.has("qk_rope_head_dim"))) {
 		if !mlaArchs[s.Architecture] && p.fam != famKimiLinear {
@@ -355,20 +374,29 @@ func (p *parser) readShape() {
 			s.VHeadDim = s.QKNopeHeadDim
 		}
 		if dsaArchs[s.Architecture] && t.has("index_topk") {
-			s.Attention = DSA
-			s.IndexTopK, _ = t.int("index_topk")
-			s.IndexNHeads, _ = t.int("index_n_heads")
-			if v, ok := t.int("index_head_dim"); ok {
-				s.IndexHeadDim = v
-			} else if !t.has("index_head_dim") {
-				p.need(t.field("index_head_dim"))
-			}
+			p.readIndexer()
 		}
 	} else if mlaArchs[s.Architecture] {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s is an MLA architecture but the config has no kv_lora_rank: sized as MHA", s.Architecture))
 	}
+}
 
-	// Asymmetric sliding-window heads (MiMo-V2-Flash).
+// readIndexer marks the spec DSA and reads its indexer shape.
+func (p *parser) readIndexer() {
+	s, t := p.s, p.text
+	s.Attention = DSA
+	s.IndexTopK, _ = t.int("index_topk")
+	s.IndexNHeads, _ = t.int("index_n_heads")
+	if v, ok := t.int("index_head_dim"); ok {
+		s.IndexHeadDim = v
+	} else if !t.has("index_head_dim") {
+		p.need(t.field("index_head_dim"))
+	}
+}
+
+// readSWAHeads reads asymmetric sliding-window heads (MiMo-V2-Flash).
+func (p *parser) readSWAHeads() {
+	s, t := p.s, p.text
 	s.SWANumKVHeads, _ = t.int("swa_num_key_value_heads")
 	if v, ok := t.int("swa_head_dim"); ok {
 		s.SWAHeadDim = v

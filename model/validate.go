@@ -25,102 +25,145 @@ var configKeys = map[string]string{
 // num_key_value_heads) where the Spec's JSON key differs, else the Spec's
 // JSON keys.
 func (s *Spec) Validate() error {
-	var errs []error
-	bad := func(field string, sentinel error, format string, args ...any) {
-		if k, ok := configKeys[field]; ok {
-			field = k
-		}
-		errs = append(errs, &FieldError{File: s.Name, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
-	}
-	inRange := func(field string, v, lo, hi int) bool {
-		if v < lo || v > hi {
-			if v < lo && lo == 1 && v == 0 {
-				bad(field, ErrRange, "0 (must be at least 1)")
-			} else {
-				bad(field, ErrRange, "%d (must be in %d..%d)", v, lo, hi)
-			}
-			return false
-		}
-		return true
-	}
+	v := &validator{s: s}
+	v.layers()
+	nFull, nSWA, nLinear := s.CountLayers(FullAttention), s.CountLayers(SlidingAttention), s.CountLayers(LinearAttention)
+	v.attention(nFull + nSWA)
+	v.slidingWindow(nSWA)
+	v.linear(nLinear)
+	v.rest()
+	return errors.Join(v.errs...)
+}
 
-	layersOK := inRange("num_layers", s.NumLayers, 1, maxLayers)
-	inRange("hidden_size", s.HiddenSize, 0, maxDim)
+// validator collects the problems Validate finds in one spec.
+type validator struct {
+	s    *Spec
+	errs []error
+}
+
+// bad records a FieldError for field (renamed to its config.json key where
+// that differs) wrapping sentinel.
+func (v *validator) bad(field string, sentinel error, format string, args ...any) {
+	if k, ok := configKeys[field]; ok {
+		field = k
+	}
+	v.errs = append(v.errs, &FieldError{File: v.s.Name, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
+}
+
+// inRange records an ErrRange problem unless lo <= val <= hi, and reports
+// whether val was in range.
+func (v *validator) inRange(field string, val, lo, hi int) bool {
+	if val < lo || val > hi {
+		if val < lo && lo == 1 && val == 0 {
+			v.bad(field, ErrRange, "0 (must be at least 1)")
+		} else {
+			v.bad(field, ErrRange, "%d (must be in %d..%d)", val, lo, hi)
+		}
+		return false
+	}
+	return true
+}
+
+// layers checks the layer count, the hidden size and the layer kinds.
+func (v *validator) layers() {
+	s := v.s
+	layersOK := v.inRange("num_layers", s.NumLayers, 1, maxLayers)
+	v.inRange("hidden_size", s.HiddenSize, 0, maxDim)
 	if layersOK && len(s.LayerKinds) != s.NumLayers {
-		bad("layer_kinds", ErrRange, "%d entries for %d layers", len(s.LayerKinds), s.NumLayers)
+		v.bad("layer_kinds", ErrRange, "%d entries for %d layers", len(s.LayerKinds), s.NumLayers)
 	}
 	for i, k := range s.LayerKinds {
 		switch k {
 		case FullAttention, SlidingAttention, LinearAttention, NoCache:
 		default:
-			bad(fmt.Sprintf("layer_kinds[%d]", i), ErrRange, "unknown layer kind %q", k)
+			v.bad(fmt.Sprintf("layer_kinds[%d]", i), ErrRange, "unknown layer kind %q", k)
 		}
 	}
-	nFull, nSWA, nLinear := s.CountLayers(FullAttention), s.CountLayers(SlidingAttention), s.CountLayers(LinearAttention)
+}
 
-	if nFull+nSWA > 0 {
-		headsOK := inRange("num_attention_heads", s.NumAttentionHeads, 1, maxHeads)
-		kvOK := inRange("num_kv_heads", s.NumKVHeads, 1, maxHeads)
-		switch s.Attention {
-		case MHA:
-			if headsOK && kvOK && s.NumAttentionHeads%s.NumKVHeads != 0 {
-				bad("num_kv_heads", ErrRange, "%d does not divide num_attention_heads %d", s.NumKVHeads, s.NumAttentionHeads)
-			}
-			inRange("head_dim", s.HeadDim, 1, maxDim)
-			inRange("v_head_dim", s.VHeadDim, 1, maxDim)
-		case MLA, DSA:
-			inRange("kv_lora_rank", s.KVLoraRank, 1, maxDim)
-			inRange("qk_rope_head_dim", s.QKRopeHeadDim, 1, maxDim)
-			inRange("qk_nope_head_dim", s.QKNopeHeadDim, 0, maxDim)
-			inRange("v_head_dim", s.VHeadDim, 0, maxDim)
-			inRange("q_lora_rank", s.QLoraRank, 0, maxDim)
-			if s.Attention == DSA {
-				inRange("index_head_dim", s.IndexHeadDim, 1, maxDim)
-				inRange("index_topk", s.IndexTopK, 0, maxContext)
-				inRange("index_n_heads", s.IndexNHeads, 0, maxHeads)
-			}
-		default:
-			bad("attention_kind", ErrRange, "unknown attention kind %q (want mha, mla or dsa)", s.Attention)
+// attention checks the attention shape when the model has nAttn attention
+// layers, and only the attention kind's name when it has none.
+func (v *validator) attention(nAttn int) {
+	s := v.s
+	if nAttn == 0 {
+		if s.Attention != "" && s.Attention != MHA && s.Attention != MLA && s.Attention != DSA {
+			v.bad("attention_kind", ErrRange, "unknown attention kind %q (want mha, mla or dsa)", s.Attention)
 		}
-	} else if s.Attention != "" && s.Attention != MHA && s.Attention != MLA && s.Attention != DSA {
-		bad("attention_kind", ErrRange, "unknown attention kind %q (want mha, mla or dsa)", s.Attention)
+		return
 	}
+	headsOK := v.inRange("num_attention_heads", s.NumAttentionHeads, 1, maxHeads)
+	kvOK := v.inRange("num_kv_heads", s.NumKVHeads, 1, maxHeads)
+	switch s.Attention {
+	case MHA:
+		if headsOK && kvOK && s.NumAttentionHeads%s.NumKVHeads != 0 {
+			v.bad("num_kv_heads", ErrRange, "%d does not divide num_attention_heads %d", s.NumKVHeads, s.NumAttentionHeads)
+		}
+		v.inRange("head_dim", s.HeadDim, 1, maxDim)
+		v.inRange("v_head_dim", s.VHeadDim, 1, maxDim)
+	case MLA, DSA:
+		v.inRange("kv_lora_rank", s.KVLoraRank, 1, maxDim)
+		v.inRange("qk_rope_head_dim", s.QKRopeHeadDim, 1, maxDim)
+		v.inRange("qk_nope_head_dim", s.QKNopeHeadDim, 0, maxDim)
+		v.inRange("v_head_dim", s.VHeadDim, 0, maxDim)
+		v.inRange("q_lora_rank", s.QLoraRank, 0, maxDim)
+		if s.Attention == DSA {
+			v.inRange("index_head_dim", s.IndexHeadDim, 1, maxDim)
+			v.inRange("index_topk", s.IndexTopK, 0, maxContext)
+			v.inRange("index_n_heads", s.IndexNHeads, 0, maxHeads)
+		}
+	default:
+		v.bad("attention_kind", ErrRange, "unknown attention kind %q (want mha, mla or dsa)", s.Attention)
+	}
+}
 
+// slidingWindow checks the sliding-window fields against the number of
+// sliding-attention layers.
+func (v *validator) slidingWindow(nSWA int) {
+	s := v.s
 	if nSWA > 0 {
-		inRange("sliding_window", s.SlidingWindow, 1, maxContext)
-		inRange("engine_sliding_window", s.EngineSlidingWindow, 0, maxContext)
+		v.inRange("sliding_window", s.SlidingWindow, 1, maxContext)
+		v.inRange("engine_sliding_window", s.EngineSlidingWindow, 0, maxContext)
 	} else {
-		inRange("sliding_window", s.SlidingWindow, 0, maxContext)
+		v.inRange("sliding_window", s.SlidingWindow, 0, maxContext)
 		if s.HybridSWAPool {
-			bad("hybrid_swa_pool", ErrRange, "set but the model has no sliding-attention layer")
+			v.bad("hybrid_swa_pool", ErrRange, "set but the model has no sliding-attention layer")
 		}
 	}
-	inRange("swa_num_kv_heads", s.SWANumKVHeads, 0, maxHeads)
-	inRange("swa_head_dim", s.SWAHeadDim, 0, maxDim)
-	inRange("swa_v_head_dim", s.SWAVHeadDim, 0, maxDim)
+	v.inRange("swa_num_kv_heads", s.SWANumKVHeads, 0, maxHeads)
+	v.inRange("swa_head_dim", s.SWAHeadDim, 0, maxDim)
+	v.inRange("swa_v_head_dim", s.SWAVHeadDim, 0, maxDim)
+}
 
+// linear checks that nLinear linear-attention layers come with a valid
+// state description.
+func (v *validator) linear(nLinear int) {
+	s := v.s
 	switch {
 	case nLinear > 0 && s.Linear == nil:
-		bad("linear_attention", ErrMissing, "%d linear-attention layers but no state description", nLinear)
+		v.bad("linear_attention", ErrMissing, "%d linear-attention layers but no state description", nLinear)
 	case s.Linear != nil:
 		if err := s.Linear.validate(s); err != nil {
-			errs = append(errs, err)
+			v.errs = append(v.errs, err)
 		}
 	}
+}
 
-	inRange("context_length", s.ContextLength, 1, maxContext)
+// rest checks the context length, dtype, MTP layers, parameter counts and
+// quantization.
+func (v *validator) rest() {
+	s := v.s
+	v.inRange("context_length", s.ContextLength, 1, maxContext)
 	if s.ModelDType.Size() == 0 {
-		bad("model_dtype", ErrMissing, "no resolved model dtype")
+		v.bad("model_dtype", ErrMissing, "no resolved model dtype")
 	}
-	inRange("num_nextn_predict_layers", s.NumNextNPredictLayers, 0, maxLayers)
+	v.inRange("num_nextn_predict_layers", s.NumNextNPredictLayers, 0, maxLayers)
 	p := s.Params
 	if p.Total < 0 || p.Embedding < 0 || p.Active < 0 || p.Quantizable < 0 || p.MTP < 0 {
-		bad("params", ErrRange, "negative parameter count %+v (a negative vocab, intermediate or expert size)", p)
+		v.bad("params", ErrRange, "negative parameter count %+v (a negative vocab, intermediate or expert size)", p)
 	}
 	if s.Quant != nil {
-		inRange("quantization.weight_bits", s.Quant.WeightBits, 0, 32)
+		v.inRange("quantization.weight_bits", s.Quant.WeightBits, 0, 32)
 	}
-	return errors.Join(errs...)
 }
 
 func (l *LinearSpec) validate(s *Spec) error {
