@@ -288,6 +288,32 @@ func (e *sglang) prefill() (stepInfo, bool) {
 		return st, false
 	}
 	allocatable := e.maxRun - len(e.run)
+	a := e.newAdder()
+	batch := e.canRun[:0]
+	e.extends = e.extends[:0]
+	cont := e.chunked
+	if cont != nil {
+		ext := e.addChunked(&a, cont)
+		batch = append(batch, cont)
+		e.extends = append(e.extends, e.extendOf(cont, ext))
+		e.chunked = nil
+	}
+	batch, stalled := e.admitWaiting(&a, &st, batch, allocatable, cont)
+	if stalled {
+		return st, true
+	}
+	e.canRun = batch
+	if len(batch) == 0 {
+		return st, false
+	}
+	e.allocBatch(&st, batch)
+	e.sampleBatch(batch, a.newChunked)
+	return st, true
+}
+
+// newAdder starts a PrefillAdder for one prefill step: the input and
+// chunk budgets, and the new tokens the running requests still reserve.
+func (e *sglang) newAdder() adder {
 	a := adder{remInput: e.cfg.MaxPrefillTokens}
 	if a.remInput == 0 {
 		a.remInput = sglDefaultMaxPrefill
@@ -300,15 +326,15 @@ func (e *sglang) prefill() (stepInfo, bool) {
 			a.totalOffset += float64(min(r.M-r.out, sglClipMaxNewTokens)) * e.ratio
 		}
 	}
-	batch := e.canRun[:0]
-	e.extends = e.extends[:0]
-	cont := e.chunked
-	if cont != nil {
-		ext := e.addChunked(&a, cont)
-		batch = append(batch, cont)
-		e.extends = append(e.extends, e.extendOf(cont, ext))
-		e.chunked = nil
-	}
+	return a
+}
+
+// admitWaiting adds waiting requests to batch (which holds the chunked
+// continuation cont, if any) until one does not fit, and drops the
+// admitted ones from the queue. stalled is true when the queue head can
+// never run on an idle server: it is then counted unservable and the step
+// is idle.
+func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable int, cont *req) (_ []*req, stalled bool) {
 	admitted := 0
 	idleServer := e.running() == 0 && cont == nil
 	for _, r := range e.waitq {
@@ -318,7 +344,7 @@ func (e *sglang) prefill() (stepInfo, bool) {
 			break
 		}
 		e.match(r)
-		res, ext, ok := e.addOne(&a, r, len(batch))
+		res, ext, ok := e.addOne(a, r, len(batch))
 		if ok {
 			admitted++
 			batch = append(batch, r)
@@ -347,7 +373,7 @@ func (e *sglang) prefill() (stepInfo, bool) {
 				e.s.recycle(r)
 				e.latch = false
 				st.idle = true
-				return st, true
+				return batch, true
 			}
 			break
 		}
@@ -360,11 +386,12 @@ func (e *sglang) prefill() (stepInfo, bool) {
 	if len(e.waitq) == 0 {
 		st.blocked = ""
 	}
-	e.canRun = batch
-	if len(batch) == 0 {
-		return st, false
-	}
-	// prepare_for_extend: evict, then allocate every request's new slots.
+	return batch, false
+}
+
+// allocBatch is prepare_for_extend: it evicts, then allocates every
+// request's new slots and counts the step's work.
+func (e *sglang) allocBatch(st *stepInfo, batch []*req) {
 	need := 0
 	for _, x := range e.extends {
 		need += x.SeqLen - x.PrefixLen
@@ -391,9 +418,15 @@ func (e *sglang) prefill() (stepInfo, bool) {
 		st.attnWork += float64(n) * (float64(x.PrefixLen) + float64(n)/2)
 		st.kvRead += int64(x.SeqLen)
 	}
+}
+
+// sampleBatch ends a prefill step: a request whose prompt is not all in
+// (newChunked among them) stays the chunked continuation; the others
+// sample a token, then finish or join the running batch.
+func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 	shrank := false
 	for _, r := range batch {
-		if r == a.newChunked || len(r.locs) < r.P+r.out {
+		if r == newChunked || len(r.locs) < r.P+r.out {
 			e.cacheUnfinished(r)
 			e.chunked = r
 			continue
@@ -413,7 +446,6 @@ func (e *sglang) prefill() (stepInfo, bool) {
 	if shrank {
 		e.latch = false
 	}
-	return st, true
 }
 
 func (e *sglang) extendOf(r *req, ext int) pool.Extend {

@@ -354,57 +354,84 @@ func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim
 		return nil, err
 	}
 	sum.PoolTokens = e.poolTokens()
-	var (
-		next           Request
-		have           bool
-		nextID         int64
-		runSum         float64
-		idles          int
-		lastUnservable int64
-	)
-	pull := func() error {
-		r, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			have = false
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		next, have = r, true
-		return nil
-	}
-	if err := pull(); err != nil {
+	l := &loop{cfg: cfg, src: src, hook: hook, e: e, s: s}
+	if err := l.pull(); err != nil {
 		return nil, err
 	}
+	if err := l.replay(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(sum.RequestsCompleted+sum.UnservableRequests, sum.RequestsRead)
+	}
+	e.finish(sum)
+	s.summarize(l.runSum)
+	return sum, nil
+}
+
+// loop is the state of one replay: the next request from the source and
+// the step counters run keeps.
+type loop struct {
+	cfg  Config
+	src  Source
+	hook func(e engine, s *sim) error
+	e    engine
+	s    *sim
+
+	next           Request
+	have           bool // next holds a request not yet arrived
+	nextID         int64
+	runSum         float64 // running requests summed over steps
+	idles          int     // idle steps in a row
+	lastUnservable int64
+}
+
+// pull reads the next request from the source; at its end have is false.
+func (l *loop) pull() error {
+	r, err := l.src.Next()
+	if errors.Is(err, io.EOF) {
+		l.have = false
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.next, l.have = r, true
+	return nil
+}
+
+// replay steps the engine until the source is drained and the engine is
+// idle, stopping early with ctx's error when ctx is done.
+func (l *loop) replay(ctx context.Context) error {
+	s, sum, e, cfg := l.s, l.s.sum, l.e, &l.cfg
 	for {
-		for have && next.ArrivalS <= s.now {
+		for l.have && l.next.ArrivalS <= s.now {
 			sum.RequestsRead++
-			e.arrive(next, nextID)
-			nextID++
-			if err := pull(); err != nil {
-				return nil, err
+			e.arrive(l.next, l.nextID)
+			l.nextID++
+			if err := l.pull(); err != nil {
+				return err
 			}
 		}
 		if !e.busy() {
-			if !have {
-				break
+			if !l.have {
+				return nil
 			}
-			s.now = next.ArrivalS
+			s.now = l.next.ArrivalS
 			continue
 		}
 		if sum.Steps&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 			if cfg.Progress != nil {
 				cfg.Progress(sum.RequestsCompleted+sum.UnservableRequests, sum.RequestsRead)
 			}
 		}
 		st := e.step(s.now)
-		if hook != nil {
-			if err := hook(e, s); err != nil {
-				return nil, err
+		if l.hook != nil {
+			if err := l.hook(e, s); err != nil {
+				return err
 			}
 		}
 		waiting := e.waiting()
@@ -412,57 +439,67 @@ func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim
 			sum.BlockedSteps[st.blocked]++
 		}
 		if st.idle {
-			if sum.UnservableRequests != lastUnservable {
-				idles, lastUnservable = 0, sum.UnservableRequests
+			if sum.UnservableRequests != l.lastUnservable {
+				l.idles, l.lastUnservable = 0, sum.UnservableRequests
 			}
-			if idles++; idles > 3 {
-				return nil, fmt.Errorf("simulate: internal error: the %s scheduler made no progress with %d requests waiting", cfg.Engine, waiting)
+			if l.idles++; l.idles > 3 {
+				return fmt.Errorf("simulate: internal error: the %s scheduler made no progress with %d requests waiting", cfg.Engine, waiting)
 			}
 			continue
 		}
-		idles = 0
-		dt := cfg.Time.step(st)
-		if st.blocked == LimitKVPool {
-			sum.KVQueueEstS += dt * float64(waiting)
-		}
-		s.now += dt
-		for _, r := range s.firsts {
-			r.firstT = s.now
-		}
-		for _, r := range s.dones {
-			sum.RequestsCompleted++
-			sum.OutputTokens += int64(r.M)
-			ttft := r.firstT - r.arrival
-			s.ttftSum += ttft
-			sum.MaxTTFTEstS = max(sum.MaxTTFTEstS, ttft)
-			if r.M > 1 {
-				s.itlSum += (s.now - r.firstT) / float64(r.M-1)
-				s.itlN++
-			}
-		}
-		s.firsts, s.dones = s.firsts[:0], s.dones[:0]
-		sum.Steps++
-		if st.prefill {
-			sum.PrefillSteps++
-		} else {
-			sum.DecodeSteps++
-		}
-		sum.RequestSteps += int64(st.reqs)
-		run := e.running()
-		runSum += float64(run)
-		sum.PeakRunning = max(sum.PeakRunning, run)
-		sum.PeakWaiting = max(sum.PeakWaiting, waiting)
-		used := e.kvUsed()
-		sum.PeakKVTokens = max(sum.PeakKVTokens, int64(used))
-		if cfg.TimeseriesEvery > 0 && sum.Steps%int64(cfg.TimeseriesEvery) == 0 {
-			sum.Timeseries = append(sum.Timeseries, Point{Step: sum.Steps, TimeS: s.now, Running: run, Waiting: waiting,
-				KVUsedTokens: used, KVCachedTokens: e.kvCached(), BatchTokens: st.newTokens})
+		l.idles = 0
+		l.record(st, waiting)
+	}
+}
+
+// record advances the clock by the step's estimated time and counts what
+// the step did: first tokens, completions, batch and pool peaks, and the
+// time series.
+func (l *loop) record(st stepInfo, waiting int) {
+	s, sum, e, cfg := l.s, l.s.sum, l.e, &l.cfg
+	dt := cfg.Time.step(st)
+	if st.blocked == LimitKVPool {
+		sum.KVQueueEstS += dt * float64(waiting)
+	}
+	s.now += dt
+	for _, r := range s.firsts {
+		r.firstT = s.now
+	}
+	for _, r := range s.dones {
+		sum.RequestsCompleted++
+		sum.OutputTokens += int64(r.M)
+		ttft := r.firstT - r.arrival
+		s.ttftSum += ttft
+		sum.MaxTTFTEstS = max(sum.MaxTTFTEstS, ttft)
+		if r.M > 1 {
+			s.itlSum += (s.now - r.firstT) / float64(r.M-1)
+			s.itlN++
 		}
 	}
-	if cfg.Progress != nil {
-		cfg.Progress(sum.RequestsCompleted+sum.UnservableRequests, sum.RequestsRead)
+	s.firsts, s.dones = s.firsts[:0], s.dones[:0]
+	sum.Steps++
+	if st.prefill {
+		sum.PrefillSteps++
+	} else {
+		sum.DecodeSteps++
 	}
-	e.finish(sum)
+	sum.RequestSteps += int64(st.reqs)
+	run := e.running()
+	l.runSum += float64(run)
+	sum.PeakRunning = max(sum.PeakRunning, run)
+	sum.PeakWaiting = max(sum.PeakWaiting, waiting)
+	used := e.kvUsed()
+	sum.PeakKVTokens = max(sum.PeakKVTokens, int64(used))
+	if cfg.TimeseriesEvery > 0 && sum.Steps%int64(cfg.TimeseriesEvery) == 0 {
+		sum.Timeseries = append(sum.Timeseries, Point{Step: sum.Steps, TimeS: s.now, Running: run, Waiting: waiting,
+			KVUsedTokens: used, KVCachedTokens: e.kvCached(), BatchTokens: st.newTokens})
+	}
+}
+
+// summarize fills the summary's means, rates and binding limit once the
+// replay is over; runSum is the running requests summed over steps.
+func (s *sim) summarize(runSum float64) {
+	sum := s.sum
 	if sum.Steps > 0 {
 		sum.MeanRunning = runSum / float64(sum.Steps)
 	}
@@ -486,5 +523,4 @@ func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim
 			most, sum.BindingLimit = n, k
 		}
 	}
-	return sum, nil
 }

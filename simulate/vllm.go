@@ -219,9 +219,27 @@ func (e *vllm) step(now float64) stepInfo {
 	}
 	e.recycle = e.recycle[:0]
 	var st stepInfo
-	budget := e.budget
-	preempted := false
 	e.sched = e.sched[:0]
+	budget, preempted := e.scheduleRunning(e.budget)
+	if len(e.waitq) > 0 && preempted {
+		st.blocked = LimitKVPool
+	}
+	if !preempted {
+		st.blocked = e.scheduleWaiting(budget)
+	}
+	if len(e.sched) == 0 {
+		st.idle = true
+		return st
+	}
+	e.execute(&st)
+	return st
+}
+
+// scheduleRunning schedules the running requests first, in order, within
+// budget tokens, preempting from the back of the running queue when the
+// pool is short. It returns the budget left and whether it preempted.
+func (e *vllm) scheduleRunning(budget int) (int, bool) {
+	preempted := false
 	for i := 0; i < len(e.run) && budget > 0; {
 		r := e.run[i]
 		n := min(e.numTokens(r)-r.computed, budget)
@@ -250,25 +268,26 @@ func (e *vllm) step(now float64) stepInfo {
 		budget -= n
 		i++
 	}
-	if len(e.waitq) > 0 && preempted {
-		st.blocked = LimitKVPool
-	}
-	for !preempted && len(e.waitq) > 0 {
+	return budget, preempted
+}
+
+// scheduleWaiting admits waiting requests from the queue head within
+// budget tokens and returns what stopped it while requests still wait
+// ("" when the queue emptied).
+func (e *vllm) scheduleWaiting(budget int) string {
+	for len(e.waitq) > 0 {
 		if budget <= 0 {
-			st.blocked = LimitTokenBudget
-			break
+			return LimitTokenBudget
 		}
 		if len(e.run) >= e.maxSeqs {
-			st.blocked = LimitMaxRunning
-			break
+			return LimitMaxRunning
 		}
 		r := e.waitq[0]
 		hits := e.computedBlocks(r)
 		hitTok := len(hits) * e.bs
 		n := min(e.numTokens(r)-hitTok, budget)
 		if !e.allocate(r, n, hits) {
-			st.blocked = LimitKVPool
-			break
+			return LimitKVPool
 		}
 		e.waitq = e.waitq[1:]
 		e.run = append(e.run, r)
@@ -285,10 +304,13 @@ func (e *vllm) step(now float64) stepInfo {
 		e.sched = append(e.sched, vsched{r: r, n: n, pre: hitTok})
 		budget -= n
 	}
-	if len(e.sched) == 0 {
-		st.idle = true
-		return st
-	}
+	return ""
+}
+
+// execute runs the scheduled batch: it advances each request's computed
+// tokens, samples a token for those fully computed, frees finished
+// requests and drops them from the running queue.
+func (e *vllm) execute(st *stepInfo) {
 	st.reqs = len(e.sched)
 	finished := false
 	for _, x := range e.sched {
@@ -326,5 +348,4 @@ func (e *vllm) step(now float64) stepInfo {
 		clear(e.run[k:])
 		e.run = e.run[:k]
 	}
-	return st
 }
