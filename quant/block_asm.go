@@ -357,10 +357,6 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 	if !(useAsm || useAVX2) || c.fp8 || (c.bs != 16 && c.bs%32 != 0) || len(scales) == 0 {
 		return false
 	}
-	thrW, thrY := &e2m1LutRNE, &e2m1TabRNE
-	if c.halfUp {
-		thrW, thrY = &e2m1LutUp, &e2m1TabUp
-	}
 	bs, nb := c.bs, len(scales)
 	var amax [asmChunk]uint32
 	var sh [2 * asmChunk]int32 // shifts e<<7, then the float32 sign limits
@@ -381,97 +377,126 @@ func (c *pow2Codec) encodeFP4Asm(dst, scales []byte, f32 []float32, bf []uint16)
 		switch {
 		case ok:
 		case f32 == nil && c.rule != ruleCeil:
-			// the integer rules of fp4Exp, inline: e = max(E + c0 + (f +
-			// r)>>7, lo) for amax = 1.f·2^E (the bf16 kernel keeps its
-			// sign rule in its table)
-			c0, r, lo := -127-c.emax, 0, -127
-			if c.rule == ruleSGLangFP4 {
-				c0, r, lo = -129, 63, -33
-			}
-			if useAVX2 {
-				p := [5]int32{int32(c0), int32(r), int32(lo), -100, 16}
-				var sc [asmChunk]byte
-				var badW [asmChunk / 16]uint16
-				intRuleScalesAVX2(&sc[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
-				copy(scales[b0:b0+m], sc[:m])
-				bad = (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1)
-				break
-			}
-			sc := scales[b0 : b0+m]
-			for i, a := range amax[:m] {
-				h := int(a >> 16)
-				e := max(h>>7+c0+(h&0x7F+r)>>7, lo)
-				if h >= 0x7F80 || e < -100 || e > 16 {
-					bad |= 1 << i
-				}
-				sc[i] = uint8(e + 127)
-				sh[i] = int32(e) << 7
-			}
+			bad = c.fp4IntRuleScales(scales[b0:b0+m], &sh, &amax, m)
 		default:
-			for i, a := range amax[:m] {
-				if a >= 0x7F800000 {
-					bad |= 1 << i
-					continue
-				}
-				var e int
-				if f32 != nil {
-					e = c.blockExp(a)
-				} else {
-					e = c.fp4Exp(uint16(a >> 16))
-				}
-				if e < -100 || e > 16 {
-					bad |= 1 << i
-				}
-				scales[b0+i] = uint8(e + 127)
-				sh[i] = int32(e) << 7
-				// the sign of x·2^-e: kept unless it rounds to zero
-				// (SGLang tests y < 0), that is unless |x| ≤ 2^(e−150)
-				switch {
-				case !c.halfUp:
-					sh[asmChunk+i] = -1
-				case e >= 1:
-					sh[asmChunk+i] = 1 << (e - 1)
-				default:
-					sh[asmChunk+i] = 0
-				}
-			}
+			bad = c.fp4ExpScales(scales[b0:b0+m], &sh, &amax, m, f32 != nil)
 		}
 		h := bs / 2
 		if bs == 16 && m&1 != 0 {
 			bad |= 1 << (m - 1) // the pair kernels take two blocks per step
 		}
-		switch {
-		case useAVX2 && f32 != nil && bs == 16:
-			if m > 1 {
-				e2m1ShiftEncF32x16AVX2(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
-			}
-		case useAVX2 && f32 != nil:
-			e2m1ShiftEncF32x32AVX2(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
-		case useAVX2 && bs == 16 && m > 1 && c.halfUp:
-			e2m1ShiftUpEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
-		case useAVX2 && bs == 16 && m > 1:
-			e2m1ShiftEncBF16x16AVX2(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
-		case useAVX2 && bs == 16:
-		case useAVX2 && c.halfUp:
-			e2m1ShiftUpEncBF16x32AVX2(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
-		case useAVX2:
-			e2m1ShiftEncBF16x32AVX2(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
-		case f32 != nil && bs == 16:
-			if m > 1 {
-				e2m1ShiftEncF32x16AVX512(&dst[b0*h], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
-			}
-		case f32 != nil:
-			e2m1ShiftEncF32x32AVX512(&dst[b0*h], &f32[b0*bs], m*bs, &sh[0], bs, &thrW[0])
-		case bs == 16:
-			if m > 1 {
-				e2m1ShiftEncBF16x16AVX512(&dst[b0*h], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
-			}
-		default:
-			e2m1ShiftEncBF16x32AVX512(&dst[b0*h], &bf[b0*bs], m*bs, &sh[0], bs, &thrW[0])
-		}
+		c.e2m1EncodeChunk(dst[b0*h:], f32, bf, b0, m, &sh)
 		c.redoEncode(bad, b0, h, dst, scales, bf, f32)
 	}
 	return true
+}
+
+// fp4ExpScales sets the scales sc of the m blocks of one chunk from their
+// maxima amax (of float32 input when isF32, else bf16) by blockExp or
+// fp4Exp, and in sh the shifts e<<7 and, after asmChunk, the float32 sign
+// limits. It returns the bit mask of the blocks the kernels cannot cover
+// (redone by redoEncode).
+func (c *pow2Codec) fp4ExpScales(sc []byte, sh *[2 * asmChunk]int32, amax *[asmChunk]uint32, m int, isF32 bool) uint64 {
+	var bad uint64
+	for i, a := range amax[:m] {
+		if a >= 0x7F800000 {
+			bad |= 1 << i
+			continue
+		}
+		var e int
+		if isF32 {
+			e = c.blockExp(a)
+		} else {
+			e = c.fp4Exp(uint16(a >> 16))
+		}
+		if e < -100 || e > 16 {
+			bad |= 1 << i
+		}
+		sc[i] = uint8(e + 127)
+		sh[i] = int32(e) << 7
+		// the sign of x·2^-e: kept unless it rounds to zero
+		// (SGLang tests y < 0), that is unless |x| ≤ 2^(e−150)
+		switch {
+		case !c.halfUp:
+			sh[asmChunk+i] = -1
+		case e >= 1:
+			sh[asmChunk+i] = 1 << (e - 1)
+		default:
+			sh[asmChunk+i] = 0
+		}
+	}
+	return bad
+}
+
+// fp4IntRuleScales is fp4ExpScales for bf16 maxima under the integer
+// rules of fp4Exp, inline: e = max(E + c0 + (f + r)>>7, lo) for amax =
+// 1.f·2^E (the bf16 kernel keeps its sign rule in its table).
+func (c *pow2Codec) fp4IntRuleScales(sc []byte, sh *[2 * asmChunk]int32, amax *[asmChunk]uint32, m int) uint64 {
+	var bad uint64
+	c0, r, lo := -127-c.emax, 0, -127
+	if c.rule == ruleSGLangFP4 {
+		c0, r, lo = -129, 63, -33
+	}
+	if useAVX2 {
+		p := [5]int32{int32(c0), int32(r), int32(lo), -100, 16}
+		var scA [asmChunk]byte
+		var badW [asmChunk / 16]uint16
+		intRuleScalesAVX2(&scA[0], &sh[0], &badW[0], &amax[0], (m+15)&^15, &p[0])
+		copy(sc[:m], scA[:m])
+		return (uint64(badW[0]) | uint64(badW[1])<<16 | uint64(badW[2])<<32 | uint64(badW[3])<<48) & (1<<m - 1)
+	}
+	sc = sc[:m]
+	for i, a := range amax[:m] {
+		h := int(a >> 16)
+		e := max(h>>7+c0+(h&0x7F+r)>>7, lo)
+		if h >= 0x7F80 || e < -100 || e > 16 {
+			bad |= 1 << i
+		}
+		sc[i] = uint8(e + 127)
+		sh[i] = int32(e) << 7
+	}
+	return bad
+}
+
+// e2m1EncodeChunk runs the e2m1 encode kernel that fits the CPU level,
+// the input type and the block size on the m blocks from block b0, into
+// dst (the chunk's first byte on). With 16-element blocks the kernels
+// take pairs: an odd last block is left to redoEncode.
+func (c *pow2Codec) e2m1EncodeChunk(dst []byte, f32 []float32, bf []uint16, b0, m int, sh *[2 * asmChunk]int32) {
+	thrW, thrY := &e2m1LutRNE, &e2m1TabRNE
+	if c.halfUp {
+		thrW, thrY = &e2m1LutUp, &e2m1TabUp
+	}
+	bs := c.bs
+	switch {
+	case useAVX2 && f32 != nil && bs == 16:
+		if m > 1 {
+			e2m1ShiftEncF32x16AVX2(&dst[0], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
+		}
+	case useAVX2 && f32 != nil:
+		e2m1ShiftEncF32x32AVX2(&dst[0], &f32[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+	case useAVX2 && bs == 16 && m > 1 && c.halfUp:
+		e2m1ShiftUpEncBF16x16AVX2(&dst[0], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
+	case useAVX2 && bs == 16 && m > 1:
+		e2m1ShiftEncBF16x16AVX2(&dst[0], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrY[0][0])
+	case useAVX2 && bs == 16:
+	case useAVX2 && c.halfUp:
+		e2m1ShiftUpEncBF16x32AVX2(&dst[0], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+	case useAVX2:
+		e2m1ShiftEncBF16x32AVX2(&dst[0], &bf[b0*bs], m*bs, &sh[0], bs, &thrY[0][0])
+	case f32 != nil && bs == 16:
+		if m > 1 {
+			e2m1ShiftEncF32x16AVX512(&dst[0], &f32[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
+		}
+	case f32 != nil:
+		e2m1ShiftEncF32x32AVX512(&dst[0], &f32[b0*bs], m*bs, &sh[0], bs, &thrW[0])
+	case bs == 16:
+		if m > 1 {
+			e2m1ShiftEncBF16x16AVX512(&dst[0], &bf[b0*bs], (m&^1)*bs, &sh[0], bs, &thrW[0])
+		}
+	default:
+		e2m1ShiftEncBF16x32AVX512(&dst[0], &bf[b0*bs], m*bs, &sh[0], bs, &thrW[0])
+	}
 }
 
 // decodeFP4Asm decodes all blocks of fp4_mx_block16 or mxfp4 into bf16 (or
