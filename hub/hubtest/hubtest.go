@@ -186,6 +186,7 @@ func (s *Server) record(server string, r *http.Request) {
 	s.mu.Unlock()
 }
 
+// hub answers a request to the fake Hub: the API routes, then resolve.
 func (s *Server) hub(w http.ResponseWriter, r *http.Request) {
 	s.record("hub", r)
 	if s.Hook != nil && s.Hook(w, r) {
@@ -200,7 +201,13 @@ func (s *Server) hub(w http.ResponseWriter, r *http.Request) {
 		s.tree(w, r, rest)
 		return
 	}
-	// /{org}/{name}/resolve/{rev}/{file...}
+	s.resolve(w, r, p)
+}
+
+// resolve answers /{org}/{name}/resolve/{rev}/{file...} as the Hub does:
+// a redirect to the CDN for a shard, the file itself for a Direct repo,
+// else a redirect to resolve-cache.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request, p string) {
 	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 5)
 	if len(parts) < 5 || parts[2] != "resolve" {
 		http.NotFound(w, r)
@@ -217,41 +224,13 @@ func (s *Server) hub(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad file", http.StatusBadRequest)
 		return
 	}
-	repo, ok := s.repos[id]
-	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	repo, ok := s.authorize(w, r, id, rev)
 	if !ok {
-		w.Header().Set("X-Error-Code", "RepoNotFound")
-		status := http.StatusUnauthorized
-		if auth != "" {
-			status = http.StatusNotFound
-		}
-		http.Error(w, "Repository not found", status)
-		return
-	}
-	if repo.Gated && auth != repo.Token {
-		w.Header().Set("X-Error-Code", "GatedRepo")
-		w.Header().Set("X-Error-Message", "Access to model "+id+" is restricted.")
-		status := http.StatusUnauthorized
-		if auth != "" {
-			status = http.StatusForbidden
-		}
-		http.Error(w, "gated", status)
-		return
-	}
-	if rev != "main" && rev != repo.Commit && !contains(repo.Revisions, rev) {
-		w.Header().Set("X-Error-Code", "RevisionNotFound")
-		http.Error(w, "Revision not found", http.StatusNotFound)
 		return
 	}
 	w.Header().Set("X-Repo-Commit", repo.Commit)
 	if f, ok := repo.Shards[file]; ok {
-		w.Header().Set("X-Linked-Etag", `"`+f.SHA256+`"`)
-		w.Header().Set("X-Linked-Size", strconv.FormatInt(f.Size, 10))
-		w.Header().Set("X-Xet-Hash", f.SHA256[:32])
-		w.Header().Set("ETag", `"redirect-etag"`)
-		w.Header().Set("Location", s.CDN.URL+"/xet-bridge/"+f.SHA256+"?X-Amz-Signature=sig")
-		w.Header().Set("Content-Length", "0")
-		w.WriteHeader(http.StatusFound)
+		s.redirectShard(w, f)
 		return
 	}
 	body, ok := repo.Files[file]
@@ -266,6 +245,51 @@ func (s *Server) hub(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/resolve-cache/models/"+id+"/"+repo.Commit+"/"+url.PathEscape(file)+"?etag=%22"+gitSHA1(body)+"%22")
 	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// authorize returns repo id when the request may read revision rev of it;
+// otherwise it answers with the Hub's error (RepoNotFound, GatedRepo or
+// RevisionNotFound) and returns false.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, id, rev string) (*Repo, bool) {
+	repo, ok := s.repos[id]
+	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		w.Header().Set("X-Error-Code", "RepoNotFound")
+		status := http.StatusUnauthorized
+		if auth != "" {
+			status = http.StatusNotFound
+		}
+		http.Error(w, "Repository not found", status)
+		return nil, false
+	}
+	if repo.Gated && auth != repo.Token {
+		w.Header().Set("X-Error-Code", "GatedRepo")
+		w.Header().Set("X-Error-Message", "Access to model "+id+" is restricted.")
+		status := http.StatusUnauthorized
+		if auth != "" {
+			status = http.StatusForbidden
+		}
+		http.Error(w, "gated", status)
+		return nil, false
+	}
+	if rev != "main" && rev != repo.Commit && !contains(repo.Revisions, rev) {
+		w.Header().Set("X-Error-Code", "RevisionNotFound")
+		http.Error(w, "Revision not found", http.StatusNotFound)
+		return nil, false
+	}
+	return repo, true
+}
+
+// redirectShard answers a shard's resolve with the Hub's Xet redirect to
+// the CDN.
+func (s *Server) redirectShard(w http.ResponseWriter, f File) {
+	w.Header().Set("X-Linked-Etag", `"`+f.SHA256+`"`)
+	w.Header().Set("X-Linked-Size", strconv.FormatInt(f.Size, 10))
+	w.Header().Set("X-Xet-Hash", f.SHA256[:32])
+	w.Header().Set("ETag", `"redirect-etag"`)
+	w.Header().Set("Location", s.CDN.URL+"/xet-bridge/"+f.SHA256+"?X-Amz-Signature=sig")
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusFound)
 }
 
 func (s *Server) resolveCache(w http.ResponseWriter, r *http.Request, rest string) {
