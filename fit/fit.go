@@ -324,10 +324,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := m.Spec
+	wl, err := o.settleTarget(ctx, m.Spec)
+	if err != nil {
+		return nil, err
+	}
+	s := newSearch(base, m)
+	names, dtypes, maxGPUs := o.searchSpace()
+	s.gpus = names
+	if wl != nil {
+		s.wl = wl
+		if err := s.demand(ctx, dtypes[0], maxGPUs); err != nil {
+			return nil, err
+		}
+		o.Concurrency = wl.target.PeakRunning
+	}
+	sw := &sweep{o: o, res: s.newResult(o, names, dtypes, maxGPUs), maxGPUs: maxGPUs}
+	for _, g := range names {
+		for _, d := range dtypes {
+			if err := s.sweepDType(ctx, sw, g, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.conclude(ctx, sw)
+}
+
+// settleTarget settles a workload target: it scans the workload (nil when the
+// target is Concurrency), defaults ContextLength to its longest request,
+// and checks the context length against the workload and the model.
+func (o *Options) settleTarget(ctx context.Context, spec *model.Spec) (*workload, error) {
 	var wl *workload
 	if o.workloads() > 0 {
-		if wl, err = scanWorkload(ctx, o); err != nil {
+		var err error
+		if wl, err = scanWorkload(ctx, *o); err != nil {
 			return nil, err
 		}
 		switch {
@@ -344,6 +373,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, fmt.Errorf("%w: %s exceeds the model's context length %d", ErrInvalid, what, spec.ContextLength)
 	}
+	return wl, nil
+}
+
+// newSearch starts the search of base (normalized) on the parsed model m.
+func newSearch(base plan.Request, m *catalog.Model) *search {
 	// Every plan of the search reads the one parsed model, and none looks
 	// for a TP size that fits: the search tries the layouts itself (the
 	// closest miss gets its plan's own advice back, see miss).
@@ -356,10 +390,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	base.TensorParallelSize, base.PipelineParallelSize = 0, 0
 	base.KVCacheDType, base.ContextLength, base.MaxModelLen, base.MaxSeqLen = "", 0, 0, 0
 	base.MaxRunningRequests, base.MaxNumSeqs, base.MaxBatchSize = 0, 0, 0
-	s := &search{base: base, spec: spec}
+	s := &search{base: base, spec: m.Spec}
 	s.ctxKey, s.capKey = targetKeys(base.Engine)
 	s.dp = !base.EnableDPAttention && len(EngineFlags(plan.Request{Engine: base.Engine, DPSize: 2})) > len(EngineFlags(plan.Request{Engine: base.Engine}))
+	return s
+}
 
+// searchSpace returns what the search spans: the GPU types (catalog names, each
+// once), the KV cache dtypes and the largest GPU count.
+func (o Options) searchSpace() (names, dtypes []string, maxGPUs int) {
 	gpus := o.GPUs
 	if len(gpus) == 0 {
 		if o.Base.GPU != "" {
@@ -368,124 +407,151 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			gpus = gpu.Names()
 		}
 	}
-	names := make([]string, 0, len(gpus))
+	names = make([]string, 0, len(gpus))
 	for _, g := range gpus {
 		gg, _ := gpu.Lookup(g) // validated
 		if !slices.Contains(names, gg.Name) {
 			names = append(names, gg.Name)
 		}
 	}
-	dtypes := o.KVCacheDTypes
+	dtypes = o.KVCacheDTypes
 	if len(dtypes) == 0 {
 		dtypes = []string{"auto"}
 		if o.Base.KVCacheDType != "" {
 			dtypes = []string{o.Base.KVCacheDType}
 		}
 	}
-	maxGPUs := o.MaxGPUs
+	maxGPUs = o.MaxGPUs
 	if maxGPUs == 0 {
 		maxGPUs = DefaultMaxGPUs
 	}
-	s.gpus = names
-	if wl != nil {
-		s.wl = wl
-		if err := s.demand(ctx, dtypes[0], maxGPUs); err != nil {
-			return nil, err
-		}
-		o.Concurrency = wl.target.PeakRunning
-	}
+	return names, dtypes, maxGPUs
+}
+
+// newResult starts the Result of the search, its Target filled in.
+func (s *search) newResult(o Options, names, dtypes []string, maxGPUs int) *Result {
 	res := &Result{Target: Target{
-		Model: spec.Name, Engine: base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
+		Model: s.spec.Name, Engine: s.base.Engine, Concurrency: o.Concurrency, ContextLength: o.ContextLength,
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
-	if slices.Contains(strings.Split(base.Engine, ","), plan.EngineSGLang) {
-		if p, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
+	if slices.Contains(strings.Split(s.base.Engine, ","), plan.EngineSGLang) {
+		if p, err := sglang.ResolveProfile(s.base.SGLangVersion); err == nil {
 			res.Target.SGLangProfile = p.Reason
 		}
 	}
-	if wl != nil {
-		res.Target.Workload = wl.target
+	if s.wl != nil {
+		res.Target.Workload = s.wl.target
 	}
+	return res
+}
 
-	var best *scored
-	var simBest *simMiss
-	var all []Configuration
-	for _, g := range names {
-	dtypeLoop:
-		for _, d := range dtypes {
-			found := false
-			for count := 1; count <= maxGPUs && !(found && !o.All); count++ {
-				var atCount []Configuration
-				var solved []simMiss
-				for _, c := range s.layouts(g, d, count) {
-					if reason := layoutReason(spec, c.tp, c.pp); reason != "" {
-						if c.dp == 1 {
-							res.Skipped = append(res.Skipped, skip(c, reason))
-						}
-						continue
-					}
-					if err := ctx.Err(); err != nil {
-						return nil, err
-					}
-					out := s.solve(ctx, c, o.Concurrency, o.ContextLength)
-					if errors.Is(out.err, plan.ErrInvalid) {
-						var fe *plan.FieldError
-						if errors.As(out.err, &fe) && fe.Field == "kv_cache_dtype" {
-							// The dtype does not run on this GPU in any layout.
-							res.Skipped = append(res.Skipped, Skip{GPU: g, KVCacheDType: d, Reason: out.err.Error()})
-							continue dtypeLoop
-						}
-						res.Skipped = append(res.Skipped, skip(c, out.err.Error()))
-						continue
-					}
-					if out.ok {
-						atCount = append(atCount, s.configuration(c, out, o.Concurrency))
-						solved = append(solved, simMiss{c: c, out: out})
-						continue
-					}
-					if sc := s.score(c, out, o.Concurrency, o.ContextLength); best == nil || sc.better(*best) {
-						best = &sc
-					}
-				}
-				if wl != nil && len(atCount) > 0 {
-					var err error
-					if atCount, err = s.simulateCount(ctx, atCount, solved, o, &simBest, res); err != nil {
-						return nil, err
-					}
-				}
-				if len(atCount) == 0 {
-					continue
-				}
-				found = true
-				if o.All {
-					all = append(all, atCount...)
-					continue
-				}
-				// The best layout at the smallest count: most headroom,
-				// then the fewest pipeline stages and replicas.
-				slices.SortStableFunc(atCount, cheaper)
-				all = append(all, atCount[0])
+// sweep is what Run's search over GPU types, dtypes and counts gathers.
+type sweep struct {
+	o       Options
+	res     *Result
+	maxGPUs int
+	// all are the configurations listed so far.
+	all []Configuration
+	// best is the closest miss so far, simBest the closest workload miss.
+	best    *scored
+	simBest *simMiss
+}
+
+// sweepDType searches GPU type g with KV dtype d from one GPU up, until
+// the smallest count that serves (every count up to the maximum with
+// Options.All).
+func (s *search) sweepDType(ctx context.Context, sw *sweep, g, d string) error {
+	found := false
+	for count := 1; count <= sw.maxGPUs && !(found && !sw.o.All); count++ {
+		atCount, solved, dtypeOut, err := s.sweepCount(ctx, sw, g, d, count)
+		if err != nil {
+			return err
+		}
+		if dtypeOut {
+			return nil
+		}
+		if s.wl != nil && len(atCount) > 0 {
+			if atCount, err = s.simulateCount(ctx, atCount, solved, sw.o, &sw.simBest, sw.res); err != nil {
+				return err
 			}
 		}
+		if len(atCount) == 0 {
+			continue
+		}
+		found = true
+		if sw.o.All {
+			sw.all = append(sw.all, atCount...)
+			continue
+		}
+		// The best layout at the smallest count: most headroom,
+		// then the fewest pipeline stages and replicas.
+		slices.SortStableFunc(atCount, cheaper)
+		sw.all = append(sw.all, atCount[0])
 	}
-	all = collapse(all)
+	return nil
+}
+
+// sweepCount solves every layout of count GPUs of type g with dtype d and
+// returns those that serve the target (and their outcomes); it records
+// skips and the closest miss in sw. dtypeOut says the dtype does not run
+// on g in any layout.
+func (s *search) sweepCount(ctx context.Context, sw *sweep, g, d string, count int) (atCount []Configuration, solved []simMiss, dtypeOut bool, err error) {
+	o, res := sw.o, sw.res
+	for _, c := range s.layouts(g, d, count) {
+		if reason := layoutReason(s.spec, c.tp, c.pp); reason != "" {
+			if c.dp == 1 {
+				res.Skipped = append(res.Skipped, skip(c, reason))
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, false, err
+		}
+		out := s.solve(ctx, c, o.Concurrency, o.ContextLength)
+		if errors.Is(out.err, plan.ErrInvalid) {
+			var fe *plan.FieldError
+			if errors.As(out.err, &fe) && fe.Field == "kv_cache_dtype" {
+				// The dtype does not run on this GPU in any layout.
+				res.Skipped = append(res.Skipped, Skip{GPU: g, KVCacheDType: d, Reason: out.err.Error()})
+				return nil, nil, true, nil
+			}
+			res.Skipped = append(res.Skipped, skip(c, out.err.Error()))
+			continue
+		}
+		if out.ok {
+			atCount = append(atCount, s.configuration(c, out, o.Concurrency))
+			solved = append(solved, simMiss{c: c, out: out})
+			continue
+		}
+		if sc := s.score(c, out, o.Concurrency, o.ContextLength); sw.best == nil || sc.better(*sw.best) {
+			sw.best = &sc
+		}
+	}
+	return atCount, solved, false, nil
+}
+
+// conclude orders and collapses the configurations found and, when none
+// serves the target, describes the closest miss.
+func (s *search) conclude(ctx context.Context, sw *sweep) (*Result, error) {
+	res := sw.res
+	all := collapse(sw.all)
 	slices.SortStableFunc(all, cheaper)
 	res.Configurations = all
 	if res.Configurations == nil {
 		res.Configurations = []Configuration{}
 	}
-	if len(all) == 0 && simBest != nil {
-		res.ClosestMiss = s.workloadMiss(*simBest, o, maxGPUs)
-	} else if len(all) == 0 && best != nil {
-		m, err := s.miss(ctx, *best, o, maxGPUs)
+	if len(all) == 0 && sw.simBest != nil {
+		res.ClosestMiss = s.workloadMiss(*sw.simBest, sw.o, sw.maxGPUs)
+	} else if len(all) == 0 && sw.best != nil {
+		m, err := s.miss(ctx, *sw.best, sw.o, sw.maxGPUs)
 		if err != nil {
 			return nil, err
 		}
 		res.ClosestMiss = m
 	}
 	res.Plans = s.plans
-	if wl != nil {
-		wl.target.Simulations = wl.simulations
+	if s.wl != nil {
+		s.wl.target.Simulations = s.wl.simulations
 	}
 	return res, nil
 }
@@ -972,43 +1038,13 @@ func flagOf(engine, key, value string) []string {
 func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*Miss, error) {
 	c, out := sc.c, sc.out
 	n, L := o.Concurrency, o.ContextLength
-	ok := func(nn, ll int) (outcome, error) {
-		if err := ctx.Err(); err != nil {
-			return outcome{}, err
-		}
-		return s.solve(ctx, c, nn, ll), nil
+	lo, atN, err := s.maxConcurrency(ctx, c, n, L)
+	if err != nil {
+		return nil, err
 	}
-	// Largest n' < n with n' requests of L tokens.
-	lo, hi := 0, n-1
-	var atN outcome
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		o, err := ok(mid, L)
-		if err != nil {
-			return nil, err
-		}
-		if o.ok {
-			lo, atN = mid, o
-		} else {
-			hi = mid - 1
-		}
-	}
-	// Largest context L' < L with n requests.
-	clo, chi := 0, L-1
-	if s.wl != nil {
-		chi = 0 // a workload's context is its longest request
-	}
-	for clo < chi {
-		mid := (clo + chi + 1) / 2
-		o, err := ok(n, mid)
-		if err != nil {
-			return nil, err
-		}
-		if o.ok {
-			clo = mid
-		} else {
-			chi = mid - 1
-		}
+	clo, err := s.maxContext(ctx, c, n, L)
+	if err != nil {
+		return nil, err
 	}
 	shown := out
 	if lo > 0 {
@@ -1022,13 +1058,66 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		m.Configuration = Configuration{Engine: s.base.Engine, GPU: c.gpu, GPUCount: c.count(), TPSize: c.tp, PPSize: c.pp, DPSize: c.dp,
 			KVCacheDType: c.dtype, Flags: EngineFlags(shown.req), PlanArgs: PlanArgs(shown.req), Request: shown.req}
 	}
-	total := out.capacity * int64(c.dp)
 	// lbl is the request length capacities are counted in: a workload's
 	// mean request, else the target context.
 	lbl := L
 	if s.wl != nil {
 		lbl = min(L, s.wl.meanTokens)
 	}
+	s.shortfall(ctx, m, c, out, n, L, lbl)
+	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {
+		return nil, err
+	}
+	s.hint(ctx, m, sc, o, maxGPUs, lbl)
+	return m, nil
+}
+
+// maxConcurrency bisects for the largest n' < n such that candidate c
+// serves n' requests of L tokens, and returns it with its outcome.
+func (s *search) maxConcurrency(ctx context.Context, c candidate, n, L int) (int, outcome, error) {
+	lo, hi := 0, n-1
+	var atN outcome
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if err := ctx.Err(); err != nil {
+			return 0, outcome{}, err
+		}
+		if o := s.solve(ctx, c, mid, L); o.ok {
+			lo, atN = mid, o
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, atN, nil
+}
+
+// maxContext bisects for the largest context L' < L at which candidate c
+// serves n requests (0 for a workload: its context is its longest
+// request).
+func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, error) {
+	clo, chi := 0, L-1
+	if s.wl != nil {
+		chi = 0 // a workload's context is its longest request
+	}
+	for clo < chi {
+		mid := (clo + chi + 1) / 2
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if o := s.solve(ctx, c, n, mid); o.ok {
+			clo = mid
+		} else {
+			chi = mid - 1
+		}
+	}
+	return clo, nil
+}
+
+// shortfall sets m's Error and Shortfall: why the outcome out of
+// candidate c misses n requests of L tokens (capacities counted in
+// requests of lbl tokens).
+func (s *search) shortfall(ctx context.Context, m *Miss, c candidate, out outcome, n, L, lbl int) {
+	total := out.capacity * int64(c.dp)
 	weightsOver := false
 	switch {
 	case out.err != nil:
@@ -1061,9 +1150,14 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if out.knobs.Share != "" && out.share > 0 && !weightsOver {
 		m.Shortfall += fmt.Sprintf(" with %s", strings.Join(flagOf(s.base.Engine, out.knobs.Share, plan.FormatFloat(out.share)), " "))
 	}
-	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {
-		return nil, err
-	}
+}
+
+// hint sets m's Hint: what the miss's layout can serve instead (m's
+// MaxConcurrency and MaxContextLength), and the remedies that would serve
+// the target.
+func (s *search) hint(ctx context.Context, m *Miss, sc scored, o Options, maxGPUs, lbl int) {
+	n, L := o.Concurrency, o.ContextLength
+	lo, clo := m.MaxConcurrency, m.MaxContextLength
 	var can []string
 	if lo > 0 {
 		can = append(can, fmt.Sprintf("serve %s concurrent requests of %s tokens", units.Group(int64(lo)), units.Group(int64(lbl))))
@@ -1071,6 +1165,24 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if clo > 0 {
 		can = append(can, fmt.Sprintf("serve %s concurrent requests of up to %s tokens", units.Group(int64(n)), units.Group(int64(clo))))
 	}
+	fixes := s.remedies(ctx, m, sc, o, maxGPUs, lbl)
+	if len(can) == 0 {
+		fixes = append(fixes, "a quantized checkpoint")
+		m.Hint = fmt.Sprintf("the model does not serve one request of %s tokens on %s; for the target: %s", units.Group(int64(L)), describe(m.Configuration), strings.Join(fixes, ", "))
+	} else {
+		m.Hint = fmt.Sprintf("%s can %s", describe(m.Configuration), strings.Join(can, " or "))
+		if len(fixes) > 0 {
+			m.Hint += "; for the full target: " + strings.Join(fixes, ", ")
+		}
+	}
+}
+
+// remedies lists, in words, what would serve the target the miss m (of
+// the scored candidate sc) misses: more GPUs, the memory share left to
+// the search, a quantized KV cache, a GPU with more memory.
+func (s *search) remedies(ctx context.Context, m *Miss, sc scored, o Options, maxGPUs, lbl int) []string {
+	c, out := sc.c, sc.out
+	n, L := o.Concurrency, o.ContextLength
 	var fixes []string
 	switch e := m.estimate; {
 	case m.NeededLayout != nil:
@@ -1095,16 +1207,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if bigger := largerGPUs(s.gpus, 3); len(bigger) > 0 {
 		fixes = append(fixes, "a GPU with more memory ("+strings.Join(bigger, ", ")+")")
 	}
-	if len(can) == 0 {
-		fixes = append(fixes, "a quantized checkpoint")
-		m.Hint = fmt.Sprintf("the model does not serve one request of %s tokens on %s; for the target: %s", units.Group(int64(L)), describe(m.Configuration), strings.Join(fixes, ", "))
-	} else {
-		m.Hint = fmt.Sprintf("%s can %s", describe(m.Configuration), strings.Join(can, " or "))
-		if len(fixes) > 0 {
-			m.Hint += "; for the full target: " + strings.Join(fixes, ", ")
-		}
-	}
-	return m, nil
+	return fixes
 }
 
 // percent is f as a whole percentage, rounded down (99% never reads as
