@@ -219,7 +219,6 @@ func (c *Configurator) Reset(in Input) error {
 	}
 	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
 	s := in.Spec
-	a := in.Args
 	p := in.Parallel
 	if p.DCP < 1 {
 		c.in.Parallel.DCP = 1
@@ -231,9 +230,29 @@ func (c *Configurator) Reset(in Input) error {
 	c.in.Hardware.Platform = platform
 	blackwell := platform == "cuda" && (in.Hardware.SM == 100 || in.Hardware.SM == 103)
 	c.attnMLA = s.Attention == model.MLA || s.Attention == model.DSA
-	d := &c.d
 
-	// Context length (docs/sglang.md#model-context-length).
+	if err := c.deriveContextLength(); err != nil {
+		return err
+	}
+	c.deriveSpeculative()
+
+	// Attention backend (--attention-backend or SGLang's default choice).
+	if err := c.resolveBackend(); err != nil {
+		return err
+	}
+
+	c.deriveHybrid()
+	if err := c.deriveKVDType(platform, blackwell); err != nil {
+		return err
+	}
+	c.derivePageSize(platform)
+	c.deriveMemory()
+	return c.deriveMambaState()
+}
+
+// deriveContextLength sets the context length (docs/sglang.md#model-context-length).
+func (c *Configurator) deriveContextLength() error {
+	s, a, d := c.in.Spec, &c.in.Args, &c.d
 	d.ContextLength = s.ContextLength
 	if a.ContextLength > 0 {
 		if a.ContextLength > s.ContextLength && s.ContextLength > 0 {
@@ -248,8 +267,13 @@ func (c *Configurator) Reset(in Input) error {
 	if d.ContextLength <= 0 {
 		d.ContextLength = 2048
 	}
+	return nil
+}
 
-	// Speculative decoding.
+// deriveSpeculative sets the speculative decoding algorithm, draft tokens
+// and draft layers.
+func (c *Configurator) deriveSpeculative() {
+	s, a, d := c.in.Spec, &c.in.Args, &c.d
 	d.SpeculativeAlgo = strings.ToUpper(strings.TrimSpace(a.SpeculativeAlgorithm))
 	switch d.SpeculativeAlgo {
 	case "NONE":
@@ -272,12 +296,12 @@ func (c *Configurator) Reset(in Input) error {
 			}
 		}
 	}
+}
 
-	// Attention backend (--attention-backend or SGLang's default choice).
-	if err := c.resolveBackend(); err != nil {
-		return err
-	}
-
+// deriveHybrid sets the hybrid SWA pool, the radix cache, the overlap
+// scheduler and the mamba slot ratio.
+func (c *Configurator) deriveHybrid() {
+	s, a, d := c.in.Spec, &c.in.Args, &c.d
 	// Hybrid SWA and mambaish detection (docs/sglang.md#model-sliding-window, #model-linear-attention).
 	d.Mambaish = s.Linear != nil
 	d.HybridSWA = s.HybridSWAPool && !a.DisableHybridSWAMemory
@@ -313,8 +337,12 @@ func (c *Configurator) Reset(in Input) error {
 			d.MambaSlotRatio = 1
 		}
 	}
+}
 
-	// KV dtype (docs/sglang.md#kv-dtype, docs/sglang.md#model-dsa).
+// deriveKVDType resolves the KV cache dtype (docs/sglang.md#kv-dtype,
+// docs/sglang.md#model-dsa) on platform (lower case).
+func (c *Configurator) deriveKVDType(platform string, blackwell bool) error {
+	in, s, a, d := &c.in, c.in.Spec, &c.in.Args, &c.d
 	kvStr := a.KVCacheDType
 	if s.Attention == model.DSA && (kvStr == "" || strings.EqualFold(kvStr, dtype.Auto)) {
 		if blackwell {
@@ -355,8 +383,13 @@ func (c *Configurator) Reset(in Input) error {
 	}
 	c.kv = kv
 	c.dsaFP8 = s.Attention == model.DSA && kv.DType == dtype.FP8E4M3FN && platform == "cuda"
+	return nil
+}
 
-	// Page size (docs/sglang.md#defaults-page_size, docs/sglang.md#model-linear-attention).
+// derivePageSize sets the page size (docs/sglang.md#defaults-page_size,
+// docs/sglang.md#model-linear-attention) on platform (lower case).
+func (c *Configurator) derivePageSize(platform string) {
+	s, a, d := c.in.Spec, &c.in.Args, &c.d
 	d.PageSize = a.PageSize
 	switch {
 	case s.Attention == model.DSA && platform == "cuda":
@@ -372,8 +405,12 @@ func (c *Configurator) Reset(in Input) error {
 	if d.PageSize == 0 {
 		d.PageSize = 1
 	}
+}
 
-	// Server-args memory defaults (docs/sglang.md#defaults-tier-table, #defaults-mem_fraction_static).
+// deriveMemory sets the server-args memory defaults
+// (docs/sglang.md#defaults-tier-table, #defaults-mem_fraction_static).
+func (c *Configurator) deriveMemory() {
+	in, s, a, p, d := &c.in, c.in.Spec, &c.in.Args, &c.in.Parallel, &c.d
 	tier := c.prof.Tier(in.Hardware.MemoryMiB, p.TP)
 	d.ChunkedPrefillSize = a.ChunkedPrefillSize
 	if d.ChunkedPrefillSize == 0 {
@@ -420,8 +457,12 @@ func (c *Configurator) Reset(in Input) error {
 	if s.Multimodal {
 		d.MultimodalReserveMB = 100
 	}
+}
 
-	// Mamba state (docs/sglang.md#mamba-state, docs/sglang.md#mamba-budget).
+// deriveMambaState sizes the mamba state of a hybrid model
+// (docs/sglang.md#mamba-state, docs/sglang.md#mamba-budget).
+func (c *Configurator) deriveMambaState() error {
+	a, d := &c.in.Args, &c.d
 	if d.Mambaish {
 		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
 			return &FixError{
