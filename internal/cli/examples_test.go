@@ -18,8 +18,8 @@ import (
 	"github.com/kvcfg/kvcfg/server"
 )
 
-// An example is a command line shown to users: in a command's help or in
-// the README.
+// An example is a command line shown to users: in a command's help, the
+// README or the usage pages.
 type example struct {
 	where string
 	line  string
@@ -79,20 +79,26 @@ func helpExamples(cmd *cmdline.Command) []example {
 
 var readmeBlock = regexp.MustCompile("(?s)```(?:sh|bash|console)\n(.*?)```")
 
+// exampleDocs are the documents whose examples run: the README and the
+// pages its examples moved to.
+var exampleDocs = []string{"README.md", "docs/usage.md", "docs/serve.md"}
+
 // readmeExamples collects the `go run ./cmd/kvcfg …` and `kvcfg …` lines of
-// the README's shell blocks, backslash continuations joined.
+// the shell blocks of exampleDocs, backslash continuations joined.
 func readmeExamples(t *testing.T) []example {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []example
-	for _, m := range readmeBlock.FindAllStringSubmatch(string(data), -1) {
-		block := strings.ReplaceAll(m[1], "\\\n", " ")
-		for _, l := range strings.Split(block, "\n") {
-			l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "$"))
-			if strings.HasPrefix(l, "go run ./cmd/kvcfg ") || strings.HasPrefix(l, "kvcfg ") || strings.HasPrefix(l, "curl ") {
-				out = append(out, example{where: "README.md", line: l})
+	for _, doc := range exampleDocs {
+		data, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range readmeBlock.FindAllStringSubmatch(string(data), -1) {
+			block := strings.ReplaceAll(m[1], "\\\n", " ")
+			for _, l := range strings.Split(block, "\n") {
+				l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "$"))
+				if strings.HasPrefix(l, "go run ./cmd/kvcfg ") || strings.HasPrefix(l, "kvcfg ") || strings.HasPrefix(l, "curl ") {
+					out = append(out, example{where: doc, line: l})
+				}
 			}
 		}
 	}

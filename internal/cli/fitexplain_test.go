@@ -261,8 +261,9 @@ func TestFitCommandRaisesShare(t *testing.T) {
 	}
 }
 
-// The README's "What it answers" opens with this fit and the rows it
-// prints; they stay true.
+// docs/usage.md's "What it answers" opens with this fit and the rows it
+// prints (the README shows the same search over H100 and H200); they stay
+// true.
 func TestFitREADMEExample(t *testing.T) {
 	out, errs, code := runKV(t, "", "fit", "--model", "Qwen/Qwen3-8B", "-n", "64", "--context-length", "32768", "--gpus", "H100,H200,L40S")
 	if code != 0 {
@@ -275,14 +276,14 @@ func TestFitREADMEExample(t *testing.T) {
 		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.823 for this layout (safe up to 0.93): the default does not hold the target.",
 	} {
 		if !strings.Contains(out, s) {
-			t.Errorf("output lacks README's %q:\n%s", s, out)
+			t.Errorf("output lacks docs/usage.md's %q:\n%s", s, out)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	usage, err := os.ReadFile("../../docs/usage.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "#   2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B") {
-		t.Errorf("README's fit example rows changed: update this test with them")
+	if !strings.Contains(string(usage), "#   2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B") {
+		t.Errorf("docs/usage.md's fit example rows changed: update this test with them")
 	}
 }

@@ -85,7 +85,7 @@ func TestFitCommandWorkloadErrors(t *testing.T) {
 	}
 }
 
-// The README's workload example prints what the README shows.
+// docs/usage.md's workload example prints what the page shows.
 func TestFitREADMEWorkloadExample(t *testing.T) {
 	out, errs, code := runKV(t, "", "fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--kv-cache-dtypes", "auto,fp8_e4m3",
 		"--requests", "1000", "--rate", "10", "--prompt-len", "1500", "--output-len", "300", "--shared-prefix", "1000", "--prefix-groups", "4")
@@ -98,7 +98,7 @@ func TestFitREADMEWorkloadExample(t *testing.T) {
 		"77        0                arrivals  0.398       --tp-size 2 --kv-cache-dtype auto --context-length 2800 --mem-fraction-static 0.828",
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q (update README.md's fit workload example):\n%s", want, out)
+			t.Errorf("output lacks %q (update docs/usage.md's fit workload example):\n%s", want, out)
 		}
 	}
 }

@@ -177,3 +177,49 @@ func TestArchitecturePackagesExist(t *testing.T) {
 		}
 	}
 }
+
+// mdLink is a markdown link's target: "](docs/fit.md#serving-a-workload)".
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// Every relative link in the repository's markdown files names an existing
+// file, and an anchor into a markdown file names one of its headings.
+func TestMarkdownLinksResolve(t *testing.T) {
+	n := 0
+	for _, f := range trackedFiles(t, ".md") {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fence := false
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "```") {
+				fence = !fence
+			}
+			if fence {
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				n++
+				path, anchor, _ := strings.Cut(target, "#")
+				doc := f
+				if path != "" {
+					doc = filepath.ToSlash(filepath.Join(filepath.Dir(f), path))
+				}
+				if _, err := os.Stat(filepath.Join(root, doc)); err != nil {
+					t.Errorf("%s:%d: link to %s, which does not exist", f, i+1, target)
+					continue
+				}
+				if anchor != "" && strings.HasSuffix(doc, ".md") && !anchors(t, doc)[anchor] {
+					t.Errorf("%s:%d: link to %s: %s has no heading #%s", f, i+1, target, doc, anchor)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d relative links found; the scan is broken", n)
+	}
+}

@@ -7,18 +7,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 
 	// The program uses these packages. Importing them here makes a change
 	// to them (or to what they import) invalidate go test's cached result,
-	// which otherwise sees only README.md and go.sum.
+	// which otherwise sees only the documents and go.sum.
 	_ "github.com/kvcfg/kvcfg/plan"
 	_ "github.com/kvcfg/kvcfg/units"
 )
 
 const modulePath = "github.com/kvcfg/kvcfg"
+
+// libraryDoc holds the library program, relative to the repository root
+// (the README links to it).
+const libraryDoc = "docs/library.md"
 
 // fence is one fenced code block of a markdown file.
 type fence struct {
@@ -52,7 +57,7 @@ func fences(md string) ([]fence, error) {
 	return out, nil
 }
 
-// libraryProgram returns the README's one Go program (a ```go block with
+// libraryProgram returns the document's one Go program (a ```go block with
 // `package main`) and the ```text block right after it (its output).
 func libraryProgram(md string) (program, output string, err error) {
 	fs, err := fences(md)
@@ -78,19 +83,12 @@ func libraryProgram(md string) (program, output string, err error) {
 }
 
 func TestLibraryProgram(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		// GOROOT/bin/go of the toolchain running the test, when PATH lacks it.
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, serr := os.Stat(goCmd); serr != nil {
-			t.Skip("no go command to build the README program with")
-		}
-	}
+	goCmd := findGo(t) // GOROOT/bin/go of the toolchain running the test, when PATH lacks it
 	root, err := repoRoot(goCmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	md, err := os.ReadFile(filepath.Join(root, libraryDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,17 +120,17 @@ func TestLibraryProgram(t *testing.T) {
 	build.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
 		"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README program does not build outside the module: %v\n%s\n--- go.mod\n%s--- main.go\n%s", err, out, gomod, program)
+		t.Fatalf("the "+libraryDoc+" program does not build outside the module: %v\n%s\n--- go.mod\n%s--- main.go\n%s", err, out, gomod, program)
 	}
 	run := exec.Command(exe)
 	run.Dir = dir
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	if err := run.Run(); err != nil {
-		t.Fatalf("the README program fails: %v\n%s", err, stderr.String())
+		t.Fatalf("the "+libraryDoc+" program fails: %v\n%s", err, stderr.String())
 	}
 	if got := stdout.String(); got != want {
-		t.Errorf("the README program prints\n%s\nthe README shows\n%s", got, want)
+		t.Errorf("the %s program prints\n%s\nthe page shows\n%s", libraryDoc, got, want)
 	}
 }
 
@@ -198,5 +196,144 @@ func TestLibraryProgramExtraction(t *testing.T) {
 				t.Errorf("got %q, %q, %v; want %q, %q", program, want, err, tt.program, tt.want)
 			}
 		})
+	}
+}
+
+// readmeLimit is the most lines README.md may have: the rest belongs in
+// docs/.
+const readmeLimit = 200
+
+// The README is short, opens with the two commands and the one install
+// line, and every ./cmd/NAME that it or a page under docs/ names exists.
+func TestReadme(t *testing.T) {
+	goCmd := findGo(t)
+	root, err := repoRoot(goCmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(md)
+	if n := strings.Count(readme, "\n"); n >= readmeLimit {
+		t.Errorf("README.md has %d lines; keep it under %d (move the rest to docs/)", n, readmeLimit)
+	}
+	for _, want := range []string{
+		"\ngo run ./cmd/kvcfg plan\n",
+		"\ngo test ./...\n",
+		"go install " + modulePath + "/cmd/kvcfg@latest",
+		"go install ./cmd/kvcfg",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md lacks %q", strings.TrimSpace(want))
+		}
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, m := range cmdRef.FindAllStringSubmatch(string(data), -1) {
+			if st, err := os.Stat(filepath.Join(root, "cmd", m[1])); err != nil || !st.IsDir() {
+				t.Errorf("%s names cmd/%s, which does not exist", rel, m[1])
+			}
+		}
+	}
+}
+
+// cmdRef is a command of this module as a document runs or installs it:
+// "./cmd/kvcfg", "kvcfg/cmd/kvcfg@latest".
+var cmdRef = regexp.MustCompile(`(?:\./|kvcfg/)cmd/([A-Za-z0-9][A-Za-z0-9_.-]*?)(?:@|/|\s|$|[^A-Za-z0-9_.-])`)
+
+// The README's fit example prints what the README shows: the ```sh block
+// of one `go run ./cmd/kvcfg fit ...` line and the ```text block after it.
+func TestReadmeFitExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go run ./cmd/kvcfg")
+	}
+	goCmd := findGo(t)
+	root, err := repoRoot(goCmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, want, err := fitExample(string(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goCmd, append([]string{"run", "./cmd/kvcfg"}, args...)...)
+	cmd.Dir = root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go run ./cmd/kvcfg %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if got := stdout.String(); got != want {
+		t.Errorf("the README's fit example prints\n%s\nthe README shows\n%s", got, want)
+	}
+}
+
+// fitExample returns the arguments of the README's fit example and the
+// output shown after it.
+func fitExample(md string) (args []string, output string, err error) {
+	fs, err := fences(md)
+	if err != nil {
+		return nil, "", err
+	}
+	const prefix = "go run ./cmd/kvcfg "
+	for i, f := range fs {
+		line := strings.TrimSpace(f.body)
+		if f.lang != "sh" || strings.Contains(line, "\n") || !strings.HasPrefix(line, prefix+"fit ") {
+			continue
+		}
+		if i+1 >= len(fs) || fs[i+1].lang != "text" {
+			return nil, "", errors.New("readmecheck: the fit example is not followed by a ```text block with its output")
+		}
+		return strings.Fields(strings.TrimPrefix(line, prefix)), fs[i+1].body, nil
+	}
+	return nil, "", errors.New("readmecheck: no ```sh block with one `go run ./cmd/kvcfg fit` line")
+}
+
+// findGo is the go command: on PATH, else the toolchain's running the test.
+func findGo(t *testing.T) string {
+	t.Helper()
+	if goCmd, err := exec.LookPath("go"); err == nil {
+		return goCmd
+	}
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		t.Skip("no go command")
+	}
+	return goCmd
+}
+
+func TestFitExampleExtraction(t *testing.T) {
+	md := "```sh\ngo run ./cmd/kvcfg plan\n```\n```sh\ngo run ./cmd/kvcfg fit -n 4 --gpus H100\n```\n\n```text\nrow\n```\n"
+	args, out, err := fitExample(md)
+	if err != nil || strings.Join(args, " ") != "fit -n 4 --gpus H100" || out != "row\n" {
+		t.Errorf("got %q, %q, %v", args, out, err)
+	}
+	if _, _, err := fitExample("```sh\ngo run ./cmd/kvcfg fit -n 4\n```\n```sh\n```\n"); err == nil || !strings.Contains(err.Error(), "not followed") {
+		t.Errorf("err %v, want one about the missing output", err)
+	}
+	if _, _, err := fitExample("```sh\ngo run ./cmd/kvcfg plan\n```\n"); err == nil {
+		t.Error("no fit example: no error")
+	}
+}
+
+func TestCmdRef(t *testing.T) {
+	text := "go run ./cmd/kvcfg plan; go install github.com/kvcfg/kvcfg/cmd/kvcfg@latest; `go run ./cmd/kvcfg-loadgen`; (./cmd/x) go install ./cmd/...@latest"
+	var got []string
+	for _, m := range cmdRef.FindAllStringSubmatch(text, -1) {
+		got = append(got, m[1])
+	}
+	if strings.Join(got, ",") != "kvcfg,kvcfg,kvcfg-loadgen,x" {
+		t.Errorf("got %q", got)
 	}
 }
