@@ -8,13 +8,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/fit"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
 
-func newFitCmd() *cmdline.Command {
+func newFitCmd() *cobra.Command {
 	var (
 		base        plan.Request
 		concurrency int
@@ -29,7 +30,7 @@ func newFitCmd() *cmdline.Command {
 		criteria    fit.Criteria
 	)
 	var pf *planFlags
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "fit [MODEL]",
 		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
 		Long: `fit works backwards from a target: "serve --concurrency N requests of
@@ -73,8 +74,8 @@ loosen that). Each row adds its simulation's figures:
 
 Exit status: 0 when a setup serves the target, 3 when none does, 2 for
 invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`,
-		Args: cmdline.MaximumNArgs(1),
-		RunE: func(cmd *cmdline.Command, args []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outCSV); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -142,7 +143,7 @@ invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 mi
 	fs := cmd.Flags()
 	pf = bindPlanFlags(fs, &base, "concurrency")
 	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
-	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
+	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of kvcfg gpus)")
 	fs.StringSliceVar(&engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
 	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
 	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")

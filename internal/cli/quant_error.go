@@ -15,9 +15,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/format/npy"
 	"github.com/kvcfg/kvcfg/format/safetensors"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/quant"
 )
 
@@ -49,12 +50,12 @@ type quantErrorStat struct {
 	NonFinite       int      `json:"nonfinite"`
 }
 
-func newQuantErrorCmd() *cmdline.Command {
+func newQuantErrorCmd() *cobra.Command {
 	var (
 		input, tensor, dtypes, output string
 		seed                          uint64
 	)
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "quant-error",
 		Short: "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors",
 		Long: `Quantizes a tensor with each KV cache format, dequantizes it, and prints
@@ -76,8 +77,8 @@ the non-saturating cast turns into NaN) are counted in "nonfinite" and left
 out of the other columns.`,
 		Example: `  kvcfg quant-error
   kvcfg quant-error --input kv.safetensors --tensor layers.0.k_cache --dtypes fp8_e4m3,nvfp4,fp4_mx_block16 -o json`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, outTable, outJSON, outYAML, outMarkdown); err != nil {
 				return &exitError{code: 2, err: err}
 			}

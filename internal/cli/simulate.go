@@ -15,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
@@ -49,7 +51,7 @@ type simulateFlags struct {
 
 // bindWorkloadFlags binds the workload flags (--trace or the generator's)
 // to f.
-func bindWorkloadFlags(fs *cmdline.FlagSet, f *workloadFlags) {
+func bindWorkloadFlags(fs *pflag.FlagSet, f *workloadFlags) {
 	fs.StringVar(&f.trace, "trace", "", `JSONL workload trace ("-": standard input); one request per line: arrival_s, prompt_tokens or prompt_ids, output_tokens, optional prefix_group and prefix_tokens, session`)
 	fs.IntVar(&f.requests, "requests", 0, "generate this many requests (instead of --trace)")
 	fs.Float64Var(&f.rate, "rate", 0, "arrival rate in requests per second (0: all at once)")
@@ -72,7 +74,7 @@ func (f *workloadFlags) given() bool {
 
 // bindSimOptions binds the simulation's own flags (SGLang's scheduler
 // knobs and the time model) to o.
-func bindSimOptions(fs *cmdline.FlagSet, o *simulate.Options) {
+func bindSimOptions(fs *pflag.FlagSet, o *simulate.Options) {
 	fs.IntVar(&o.MaxPrefillTokens, "max-prefill-tokens", 0, "SGLang: --max-prefill-tokens (default 16384)")
 	fs.Float64Var(&o.ScheduleConservativeness, "schedule-conservativeness", 0, "SGLang: --schedule-conservativeness (default 1.0)")
 	fs.Float64Var(&o.StepTimeS, "step-time", 0, "seconds per scheduler step, replacing the roofline time model")
@@ -89,14 +91,14 @@ type simulateResult struct {
 	*simulate.Summary
 }
 
-func newSimulateCmd() *cmdline.Command {
+func newSimulateCmd() *cobra.Command {
 	var (
 		req    plan.Request
 		f      simulateFlags
 		format string
 		sw     *sweep
 	)
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache",
 		Long: `simulate plans the server (the same flags and plan as kvcfg plan), builds
@@ -126,8 +128,8 @@ comma-separated plan flags, side by side:
 Exit status: 0 when every request was served, 3 when some could never be
 (longer than the pool or the context), 1 when the engine would not start,
 2 for invalid input.`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -196,7 +198,7 @@ Exit status: 0 when every request was served, 3 when some could never be
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
 	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
 	sw = enableSweep(cmd, &req)
-	cmd.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
 }
 
@@ -224,7 +226,7 @@ func (f *workloadFlags) lengths(mean int) simulate.Lengths {
 // source returns a function that opens the workload afresh (--compare
 // replays it once per plan: replay buffers standard input; a single run
 // streams it).
-func (f *workloadFlags) source(cmd *cmdline.Command, replay bool) (func() (simulate.Source, error), error) {
+func (f *workloadFlags) source(cmd *cobra.Command, replay bool) (func() (simulate.Source, error), error) {
 	gen := f.requests > 0 || f.promptLen > 0 || f.outputLen > 0
 	switch {
 	case f.trace != "" && gen:
