@@ -20,17 +20,8 @@ type explainResult struct {
 	Advice *explain.Advice `json:"plan_advice,omitempty"`
 }
 
-func newExplainCmd() *cobra.Command {
-	var (
-		req    plan.Request
-		format string
-		list   bool
-	)
-	var pf *planFlags
-	cmd := &cobra.Command{
-		Use:   `explain "<log line or error>"`,
-		Short: "Explain an SGLang, vLLM or TensorRT-LLM KV-cache error and say which knob to turn",
-		Long: `explain reads an engine error or warning about the KV cache (paste the log
+// explainLong is the help of kvcfg explain.
+const explainLong = `explain reads an engine error or warning about the KV cache (paste the log
 line or the exception text; "-" or no argument reads standard input, so a
 whole log can be piped in) and says what it means, which flag to change and
 to what value, computed from the numbers in the message.
@@ -59,7 +50,19 @@ on standard input), or it is read as a flag:
 
   kvcfg explain -- "--kv-cache-dtype=fp4_e2m1 is deprecated. Use --kv-cache-dtype=fp4_mx_block16."
 
-Exit status: 0 when the message is recognised, 2 when it is not.`,
+Exit status: 0 when the message is recognised, 2 when it is not.`
+
+func newExplainCmd() *cobra.Command {
+	var (
+		req    plan.Request
+		format string
+		list   bool
+	)
+	var pf *planFlags
+	cmd := &cobra.Command{
+		Use:   `explain "<log line or error>"`,
+		Short: "Explain an SGLang, vLLM or TensorRT-LLM KV-cache error and say which knob to turn",
+		Long:  explainLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}

@@ -91,17 +91,8 @@ type simulateResult struct {
 	*simulate.Summary
 }
 
-func newSimulateCmd() *cobra.Command {
-	var (
-		req    plan.Request
-		f      simulateFlags
-		format string
-		sw     *sweep
-	)
-	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache",
-		Long: `simulate plans the server (the same flags and plan as kvcfg plan), builds
+// simulateLong is the help of kvcfg simulate.
+const simulateLong = `simulate plans the server (the same flags and plan as kvcfg plan), builds
 its KV pool with the real allocators, and replays a workload through the
 engine's scheduler memory policy: SGLang's prefill admission budgets,
 new_token_ratio, decode retraction and radix cache, or vLLM V1's token
@@ -127,79 +118,107 @@ comma-separated plan flags, side by side:
 
 Exit status: 0 when every request was served, 3 when some could never be
 (longer than the pool or the context), 1 when the engine would not start,
-2 for invalid input.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			newSource, err := f.source(cmd, f.compare || sw.active())
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := f.opts.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if f.timeseries != "" && f.opts.TimeseriesEvery == 0 {
-				f.opts.TimeseriesEvery = 10
-			}
-			if f.compare || sw.active() {
-				axes, err := sw.axes()
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				rows, err := simulate.Compare(cmd.Context(), req, axes, f.opts, newSource)
-				if err != nil {
-					return simulateExit(err)
-				}
-				return writeSimCompare(cmd.OutOrStdout(), format, rows)
-			}
-			c, rep, err := simulate.FromPlan(cmd.Context(), req, f.opts)
-			if err != nil {
-				return simulateExit(err)
-			}
-			src, err := newSource()
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			stopBar := f.startProgress(cmd.ErrOrStderr(), &c)
-			sum, err := simulate.Run(cmd.Context(), c, src)
-			stopBar()
-			if err != nil {
-				return simulateExit(err)
-			}
-			if f.timeseries != "" {
-				if err := writeTimeseries(f.timeseries, sum.Timeseries); err != nil {
-					return err
-				}
-				sum.Timeseries = nil
-			}
-			res := simulateResult{Model: rep.Model, GPU: rep.GPU, Config: c, Summary: sum}
-			if ok, err := writeStructured(cmd.OutOrStdout(), format, res); ok {
-				if err != nil {
-					return err
-				}
-			} else if err := writeSimTable(cmd.OutOrStdout(), res); err != nil {
-				return err
-			}
-			if sum.UnservableRequests > 0 {
-				return &exitError{code: 3, err: fmt.Errorf("%d of %d requests could never be served (longer than the KV pool or the context length)", sum.UnservableRequests, sum.RequestsRead)}
-			}
-			return nil
-		},
+2 for invalid input.`
+
+// simulateCommand is kvcfg simulate: its request, flags and sweep.
+type simulateCommand struct {
+	req    plan.Request
+	f      simulateFlags
+	format string
+	sw     *sweep
+}
+
+func newSimulateCmd() *cobra.Command {
+	s := &simulateCommand{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache",
+		Long:  simulateLong,
+		Args:  cobra.NoArgs,
+		RunE:  s.run,
 	}
-	bindPlanFlags(cmd.Flags(), &req)
+	bindPlanFlags(cmd.Flags(), &s.req)
 	fs := cmd.Flags()
-	bindWorkloadFlags(fs, &f.workloadFlags)
-	bindSimOptions(fs, &f.opts)
-	fs.StringVar(&f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
-	fs.IntVar(&f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
-	fs.BoolVar(&f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
-	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
-	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
-	sw = enableSweep(cmd, &req)
+	bindWorkloadFlags(fs, &s.f.workloadFlags)
+	bindSimOptions(fs, &s.f.opts)
+	fs.StringVar(&s.f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
+	fs.IntVar(&s.f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
+	fs.BoolVar(&s.f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
+	fs.BoolVar(&s.f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
+	fs.StringVarP(&s.format, "output", "o", outTable, "output format: table, json or yaml")
+	s.sw = enableSweep(cmd, &s.req)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
+}
+
+// run checks the flags and the workload, then runs one simulation or,
+// with --compare or a comma list, one per combination.
+func (s *simulateCommand) run(cmd *cobra.Command, _ []string) error {
+	f := &s.f
+	if err := checkFormat(s.format, outTable, outJSON, outYAML); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	newSource, err := f.source(cmd, f.compare || s.sw.active())
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := f.opts.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.timeseries != "" && f.opts.TimeseriesEvery == 0 {
+		f.opts.TimeseriesEvery = 10
+	}
+	if f.compare || s.sw.active() {
+		axes, err := s.sw.axes()
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		rows, err := simulate.Compare(cmd.Context(), s.req, axes, f.opts, newSource)
+		if err != nil {
+			return simulateExit(err)
+		}
+		return writeSimCompare(cmd.OutOrStdout(), s.format, rows)
+	}
+	return s.runOne(cmd, newSource)
+}
+
+// runOne plans the server, replays the workload once and prints the
+// summary (the time series to its own file). Exit status 3 when some
+// requests could never be served.
+func (s *simulateCommand) runOne(cmd *cobra.Command, newSource func() (simulate.Source, error)) error {
+	f := &s.f
+	c, rep, err := simulate.FromPlan(cmd.Context(), s.req, f.opts)
+	if err != nil {
+		return simulateExit(err)
+	}
+	src, err := newSource()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	stopBar := f.startProgress(cmd.ErrOrStderr(), &c)
+	sum, err := simulate.Run(cmd.Context(), c, src)
+	stopBar()
+	if err != nil {
+		return simulateExit(err)
+	}
+	if f.timeseries != "" {
+		if err := writeTimeseries(f.timeseries, sum.Timeseries); err != nil {
+			return err
+		}
+		sum.Timeseries = nil
+	}
+	res := simulateResult{Model: rep.Model, GPU: rep.GPU, Config: c, Summary: sum}
+	if ok, err := writeStructured(cmd.OutOrStdout(), s.format, res); ok {
+		if err != nil {
+			return err
+		}
+	} else if err := writeSimTable(cmd.OutOrStdout(), res); err != nil {
+		return err
+	}
+	if sum.UnservableRequests > 0 {
+		return &exitError{code: 3, err: fmt.Errorf("%d of %d requests could never be served (longer than the KV pool or the context length)", sum.UnservableRequests, sum.RequestsRead)}
+	}
+	return nil
 }
 
 // simulateExit maps a plan or simulation error to an exit status.
