@@ -36,6 +36,7 @@ func TestCompletionBash(t *testing.T) {
 		{"kvcfg serve --hub", "--hub-concurrency", "--tp-size"},
 		{"kvcfg quant --dt", "--dtype", "--tp-size"},
 		{"kvcfg completion ", "powershell", "plan"},
+		{"kvcfg plan --gpu H20", "H200", "H100-80GB"},
 	} {
 		words := strings.Fields(tt.words)
 		if strings.HasSuffix(tt.words, " ") {
@@ -76,6 +77,20 @@ func TestCompletion(t *testing.T) {
 	out, errOut, code := run(t, "__complete", "plan", "--out")
 	if code != 0 || !strings.Contains(out, "--output\t") || !strings.HasSuffix(out, "\n:4\n") {
 		t.Errorf("__complete plan --out: exit %d %s\n%s", code, errOut, out)
+	}
+	// Flag values: catalog models, GPUs, engines.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "plan", "--gpu", ""}, "H100-80GB\n"},
+		{[]string{"__complete", "fit", "--gpus", ""}, "H200\n"},
+		{[]string{"__complete", "compare", "--model", ""}, "Qwen/Qwen3-8B\n"},
+		{[]string{"__complete", "simulate", "--engine", ""}, "trtllm\n"},
+	} {
+		if out, errOut, code := run(t, tt.args...); code != 0 || !strings.Contains(out, tt.want) || !strings.HasSuffix(out, "\n:4\n") {
+			t.Errorf("%v: exit %d %s\n%s", tt.args, code, errOut, out)
+		}
 	}
 	for _, args := range [][]string{{"completion", "tcsh"}, {"completion"}} {
 		if _, errOut, code := run(t, args...); code != 2 || !strings.Contains(errOut, completionShells) {

@@ -146,36 +146,19 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Comm
 		}
 		root.AddCommand(c.mk())
 	}
-	// cobra's completion command (kvcfg completion bash|zsh|fish|powershell)
-	// and the hidden __complete its scripts call: neither is in the table,
-	// so a command line naming them builds every command (only is "").
-	root.InitDefaultCompletionCmd()
-	shellsAreInput(root)
+	// cobra's completion command (kvcfg completion bash|zsh|fish|powershell,
+	// five commands with long help texts) only when no command of the table
+	// runs: neither it nor the hidden __complete its scripts call is in the
+	// table, so a command line naming them builds every command.
+	if only == "" {
+		root.InitDefaultCompletionCmd()
+		shellsAreInput(root)
+		completeFlagValues(root)
+	} else {
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
 	argsAreInput(root)
 	return root
-}
-
-// completionShells are the shells cobra's completion command writes
-// scripts for (its subcommands).
-const completionShells = "bash, zsh, fish, powershell"
-
-// shellsAreInput makes `kvcfg completion` without a shell, or with one
-// cobra has no script for, bad input (exit status 2) instead of its help.
-func shellsAreInput(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		if c.Name() != "completion" {
-			continue
-		}
-		c.Args = func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("no completion for shell %q (accepted: %s)", args[0], completionShells)
-			}
-			return nil
-		}
-		c.RunE = func(*cobra.Command, []string) error {
-			return InputError(fmt.Errorf("give one shell: %s", completionShells))
-		}
-	}
 }
 
 // command is one subcommand: its name and summary (TestCommandTable keeps
