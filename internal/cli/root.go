@@ -154,11 +154,32 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Comm
 		root.InitDefaultCompletionCmd()
 		shellsAreInput(root)
 		completeFlagValues(root)
+		helpTopicsAreInput(root)
 	} else {
 		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	argsAreInput(root)
 	return root
+}
+
+// helpTopicsAreInput makes `kvcfg help WORD`, where WORD names no command,
+// the unknown-command error (exit status 2) instead of cobra's "Unknown
+// help topic" and the usage.
+func helpTopicsAreInput(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		run := c.Run
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if _, _, err := root.Find(args); err != nil {
+				return err
+			}
+			run(cmd, args)
+			return nil
+		}
+	}
 }
 
 // command is one subcommand: its name and summary (TestCommandTable keeps
