@@ -11,9 +11,9 @@ import (
 
 // BenchmarkProcessStartup runs `kvcfg plan` (the embedded default) and
 // `kvcfg version` as processes against a hello-world Go binary built the
-// same way in the same run; the ratio metrics are what to compare (target:
-// plan ≤ 2× hello world). A second baseline, testdata/floor, is a hello
-// world linking the libraries every kvcfg binary links (cobra, net/http,
+// same way in the same run; the ratio metrics are what to compare between
+// commits and machines. A second baseline, testdata/floor, is a hello
+// world linking the libraries every kvcfg process links (cobra, net/http,
 // encoding/json, the YAML encoder): floor/hello is what those cost before
 // any kvcfg code runs, plan/floor what kvcfg adds.
 //

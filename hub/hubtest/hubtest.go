@@ -149,10 +149,15 @@ func New(t testing.TB, repos ...Repo) *Server {
 			s.byHash[f.SHA256] = f
 		}
 	}
-	s.Hub = httptest.NewServer(http.HandlerFunc(s.hub))
+	// Both set before either serves (the handlers read them; a request
+	// from another process gives the race detector no order otherwise),
+	// the CDN started first: the Hub's redirects name its URL.
+	s.Hub = httptest.NewUnstartedServer(http.HandlerFunc(s.hub))
 	// Another host:port, so a client must drop the token on the redirect
 	// as it must for the real CDN.
-	s.CDN = httptest.NewServer(http.HandlerFunc(s.cdn))
+	s.CDN = httptest.NewUnstartedServer(http.HandlerFunc(s.cdn))
+	s.CDN.Start()
+	s.Hub.Start()
 	t.Cleanup(s.Close)
 	return s
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -18,7 +20,7 @@ var compareListFlags = map[string]bool{
 	"engine": true, "tp-size": true, "tp": true, "tensor-parallel-size": true, "kv-cache-dtype": true,
 }
 
-func newCompareCmd() *cmdline.Command {
+func newCompareCmd() *cobra.Command {
 	var (
 		req     plan.CompareRequest
 		engines []string
@@ -27,7 +29,7 @@ func newCompareCmd() *cmdline.Command {
 		format  string
 	)
 	var pf *planFlags
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "compare [MODEL]",
 		Short: "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side",
 		Long: `compare is a sweep over engine × KV cache dtype × TP size: it plans the same
@@ -48,8 +50,8 @@ max_seq_len), and a flag no compared engine takes is bad input:
 
 Exit status: 0 when at least one column planned, 1 when every engine
 refused, 2 for invalid input.`,
-		Args: cmdline.MaximumNArgs(1),
-		RunE: func(cmd *cmdline.Command, args []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -77,9 +79,9 @@ refused, 2 for invalid input.`,
 		},
 	}
 	// The plan flags, except those that take lists here.
-	planFlags := cmdline.NewFlagSet("plan")
+	planFlags := pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	pf = bindPlanFlags(planFlags, &req.Request)
-	planFlags.VisitAll(func(f *cmdline.Flag) {
+	planFlags.VisitAll(func(f *pflag.Flag) {
 		if !compareListFlags[f.Name] {
 			cmd.Flags().AddFlag(f)
 		}

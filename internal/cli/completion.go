@@ -2,31 +2,59 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/plan"
 )
 
-func newCompletionCmd() *cmdline.Command {
-	return &cmdline.Command{
-		Use:   "completion SHELL",
-		Short: "Print a shell completion script for kvcfg and kvcfg-net (bash, zsh or fish)",
-		Long: `completion prints a script that completes kvcfg's and kvcfg-net's commands
-and each command's flags in bash, zsh or fish.`,
-		Example: `  source <(kvcfg completion bash)
-  kvcfg completion zsh > "${fpath[1]}/_kvcfg"
-  kvcfg completion fish > ~/.config/fish/completions/kvcfg.fish`,
-		RunE: func(cmd *cmdline.Command, args []string) error {
-			if len(args) != 1 {
-				return InputError(fmt.Errorf("give one shell: %s", strings.Join(cmdline.Shells, ", ")))
-			}
-			// The whole tree, every command with its flags.
-			root := newRoot(strings.NewReader(""), io.Discard, io.Discard, "")
-			if err := root.WriteCompletion(cmd.OutOrStdout(), args[0], "kvcfg", helperName); err != nil {
-				return InputError(err)
+// completionShells are the shells cobra's completion command writes
+// scripts for (its subcommands).
+const completionShells = "bash, zsh, fish, powershell"
+
+// shellsAreInput makes `kvcfg completion` without a shell, or with one
+// cobra has no script for, bad input (exit status 2) instead of its help.
+func shellsAreInput(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("no completion for shell %q (accepted: %s)", args[0], completionShells)
 			}
 			return nil
-		},
+		}
+		c.RunE = func(*cobra.Command, []string) error {
+			return InputError(fmt.Errorf("give one shell: %s", completionShells))
+		}
+	}
+}
+
+// flagValues are the flags whose values the shell completes, with the
+// values: catalog models, GPU names and engines.
+var flagValues = map[string]func() []string{
+	"model":   catalog.Names,
+	"gpu":     gpu.Names,
+	"gpus":    gpu.Names,
+	"engine":  plan.Engines,
+	"engines": plan.Engines,
+}
+
+// completeFlagValues registers the completion of flagValues' flags on
+// every command of root that has them (only a process building the whole
+// tree, as __complete does, pays for it).
+func completeFlagValues(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		for name, values := range flagValues {
+			if c.Flags().Lookup(name) == nil {
+				continue
+			}
+			_ = c.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+				return values(), cobra.ShellCompDirectiveNoFileComp
+			})
+		}
 	}
 }

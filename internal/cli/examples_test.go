@@ -14,7 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/server"
 )
 
@@ -61,7 +62,7 @@ func shellWords(s string) []string {
 
 // helpExamples collects the `kvcfg …` lines of every command's Long and
 // Example text.
-func helpExamples(cmd *cmdline.Command) []example {
+func helpExamples(cmd *cobra.Command) []example {
 	var out []example
 	for _, text := range []string{cmd.Long, cmd.Example} {
 		for _, l := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/explain"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -18,17 +20,8 @@ type explainResult struct {
 	Advice *explain.Advice `json:"plan_advice,omitempty"`
 }
 
-func newExplainCmd() *cmdline.Command {
-	var (
-		req    plan.Request
-		format string
-		list   bool
-	)
-	var pf *planFlags
-	cmd := &cmdline.Command{
-		Use:   `explain "<log line or error>"`,
-		Short: "Explain an SGLang or vLLM KV-cache error and say which knob to turn",
-		Long: `explain reads an engine error or warning about the KV cache (paste the log
+// explainLong is the help of kvcfg explain.
+const explainLong = `explain reads an engine error or warning about the KV cache (paste the log
 line or the exception text; "-" or no argument reads standard input, so a
 whole log can be piped in) and says what it means, which flag to change and
 to what value, computed from the numbers in the message.
@@ -46,15 +39,31 @@ enough memory, SWA pool too small, SWA pool cap, mamba state cache, context
 length, KV dtype) and warnings (requests capped by the mamba state or the
 KV pool), vLLM's "To serve at least one request...", "Free memory on
 device...", "No available memory for the cache blocks" and max-model-len
-errors (--list prints them all).
+errors, and TensorRT-LLM's KV-cache messages (free_gpu_memory_fraction with
+max_tokens, attention windows and max_seq_len adjusted or over their bound,
+a pool too small to fit, prompts over max_num_tokens or max_seq_len, KV
+dtype and override mismatches, pipeline stages over the layers, NVFP4
+divisibility; --list prints them all).
 
 A message that itself starts with "--" must follow a "--" separator (or come
 on standard input), or it is read as a flag:
 
   kvcfg explain -- "--kv-cache-dtype=fp4_e2m1 is deprecated. Use --kv-cache-dtype=fp4_mx_block16."
 
-Exit status: 0 when the message is recognised, 2 when it is not.`,
-		RunE: func(cmd *cmdline.Command, args []string) error {
+Exit status: 0 when the message is recognised, 2 when it is not.`
+
+func newExplainCmd() *cobra.Command {
+	var (
+		req    plan.Request
+		format string
+		list   bool
+	)
+	var pf *planFlags
+	cmd := &cobra.Command{
+		Use:   `explain "<log line or error>"`,
+		Short: "Explain an SGLang, vLLM or TensorRT-LLM KV-cache error and say which knob to turn",
+		Long:  explainLong,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -101,9 +110,9 @@ Exit status: 0 when the message is recognised, 2 when it is not.`,
 
 // planFlagsGiven reports whether any planning flag was set on the command
 // line (the output and list flags do not count).
-func planFlagsGiven(fs *cmdline.FlagSet) bool {
+func planFlagsGiven(fs *pflag.FlagSet) bool {
 	given := false
-	fs.Visit(func(f *cmdline.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		if f.Name != "output" && f.Name != "list" {
 			given = true
 		}

@@ -8,31 +8,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/fit"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
 
-func newFitCmd() *cmdline.Command {
-	var (
-		base        plan.Request
-		concurrency int
-		gpus        []string
-		dtypes      []string
-		engines     []string
-		maxGPUs     int
-		all, debug  bool
-		format      string
-		wf          workloadFlags
-		simOpts     simulate.Options
-		criteria    fit.Criteria
-	)
-	var pf *planFlags
-	cmd := &cmdline.Command{
-		Use:   "fit [MODEL]",
-		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
-		Long: `fit works backwards from a target: "serve --concurrency N requests of
+// fitLong is the help of kvcfg fit.
+const fitLong = `fit works backwards from a target: "serve --concurrency N requests of
 --context-length L tokens of this model". It searches GPU type × GPU count
 (up to --max-gpus) × TP/PP layout (and data-parallel replicas, --dp-size)
 × KV cache dtype and lists the setups that serve the target, fewest GPUs
@@ -72,89 +57,143 @@ loosen that). Each row adds its simulation's figures:
   kvcfg fit --model Qwen/Qwen3-8B --gpus H100 --requests 300 --rate 10 --prompt-len 1000 --output-len 200
 
 Exit status: 0 when a setup serves the target, 3 when none does, 2 for
-invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`,
-		Args: cmdline.MaximumNArgs(1),
-		RunE: func(cmd *cmdline.Command, args []string) error {
-			if err := checkFormat(format, outTable, outJSON, outYAML, outCSV); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if len(args) == 1 {
-				if base.Model != "" {
-					return &exitError{code: 2, err: errors.New("give the model either as an argument or with --model, not both")}
-				}
-				base.Model = args[0]
-			}
-			if err := pf.check(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			ctxLen := base.ContextLength
-			if ctxLen == 0 {
-				ctxLen = base.MaxModelLen
-			}
-			opts := fit.Options{
-				Base: base, ContextLength: ctxLen,
-				GPUs: trimList(gpus), KVCacheDTypes: trimList(dtypes), MaxGPUs: maxGPUs, All: all,
-			}
-			if wf.given() {
-				if concurrency != 0 {
-					return &exitError{code: 2, err: errors.New("give --concurrency or a workload (--trace, or --requests with --prompt-len and --output-len), not both: the workload sets the concurrency")}
-				}
-				newSource, err := wf.source(cmd, true)
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				opts.Source, opts.Simulation, opts.Criteria = newSource, simOpts, criteria
-			} else {
-				if ctxLen == 0 {
-					return &exitError{code: 2, err: errors.New("--context-length is required (the length of each request, prompt plus output)")}
-				}
-				if concurrency == 0 {
-					concurrency = max(base.MaxRunningRequests, base.MaxNumSeqs)
-				}
-				if concurrency == 0 {
-					return &exitError{code: 2, err: errors.New("--concurrency is required (requests resident at once), or give a workload (--trace FILE, or --requests N --prompt-len L --output-len O)")}
-				}
-				opts.Concurrency = concurrency
-			}
-			engs := trimList(engines)
-			if len(engs) > 0 && base.Engine != "" {
-				return &exitError{code: 2, err: errors.New("give --engine or --engines, not both")}
-			}
-			res, err := fit.RunEngines(cmd.Context(), opts, engs)
-			if err != nil {
-				if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
-					return &exitError{code: 2, err: err}
-				}
-				return err
-			}
-			if !debug {
-				res.Skipped = nil
-			}
-			if err := writeFit(cmd.OutOrStdout(), format, res, debug); err != nil {
-				return err
-			}
-			if len(res.Configurations) == 0 {
-				return &exitError{code: 3}
-			}
-			return nil
-		},
+invalid input (as ` + "`kvcfg plan`" + `: 0 serves, 1 refuses, 2 bad input, 3 misses).`
+
+// fitFlags are the flags of kvcfg fit.
+type fitFlags struct {
+	base        plan.Request
+	pf          *planFlags
+	concurrency int
+	gpus        []string
+	dtypes      []string
+	engines     []string
+	maxGPUs     int
+	all, debug  bool
+	format      string
+	wf          workloadFlags
+	simOpts     simulate.Options
+	criteria    fit.Criteria
+}
+
+func newFitCmd() *cobra.Command {
+	f := &fitFlags{}
+	cmd := &cobra.Command{
+		Use:   "fit [MODEL]",
+		Short: "Find the cheapest GPU setups that serve N concurrent requests of a context length",
+		Long:  fitLong,
+		Args:  cobra.MaximumNArgs(1),
+		RunE:  f.run,
 	}
-	fs := cmd.Flags()
-	pf = bindPlanFlags(fs, &base, "concurrency")
-	fs.IntVarP(&concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
-	fs.StringSliceVar(&gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of `kvcfg gpus`)")
-	fs.StringSliceVar(&engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
-	fs.StringSliceVar(&dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
-	fs.IntVar(&maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
-	fs.BoolVar(&all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
-	fs.BoolVar(&debug, "debug", false, "also list the layouts left out and why (TP sizes the architecture cannot use, ...)")
-	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or csv")
-	bindWorkloadFlags(fs, &wf)
-	bindSimOptions(fs, &simOpts)
-	fs.Int64Var(&criteria.MaxRetractions, "max-retractions", 0, "workload: retractions (SGLang) or preemptions (vLLM) a setup may have")
-	fs.Float64Var(&criteria.MaxKVBlockedShare, "max-kv-blocked-share", 0, "workload: share of steps (0..1) in which the KV pool may hold a waiting request back")
-	fs.BoolVar(&criteria.AllowKVPoolBinding, "allow-kv-pool-binding", false, "workload: accept the KV pool as the binding limit")
+	f.bind(cmd.Flags())
 	return cmd
+}
+
+// bind registers fit's flags: the plan flags but --concurrency (fit's
+// target), the search's, and a workload's with its simulation options and
+// criteria.
+func (f *fitFlags) bind(fs *pflag.FlagSet) {
+	f.pf = bindPlanFlags(fs, &f.base, "concurrency")
+	fs.IntVarP(&f.concurrency, "concurrency", "n", 0, "requests that must be resident at once (target)")
+	fs.StringSliceVar(&f.gpus, "gpus", nil, "GPU types to try, comma-separated (default: --gpu, else every GPU of kvcfg gpus)")
+	fs.StringSliceVar(&f.engines, "engines", nil, "engines to search, comma-separated (e.g. sglang,vllm,trtllm; default: --engine, else sglang)")
+	fs.StringSliceVar(&f.dtypes, "kv-cache-dtypes", nil, "KV cache dtypes to try, comma-separated (default: --kv-cache-dtype, else auto)")
+	fs.IntVar(&f.maxGPUs, "max-gpus", fit.DefaultMaxGPUs, "largest GPU count to try")
+	fs.BoolVar(&f.all, "all", false, "list every feasible layout, not only the smallest count per GPU type and dtype")
+	fs.BoolVar(&f.debug, "debug", false, "also list the layouts left out and why (TP sizes the architecture cannot use, ...)")
+	fs.StringVarP(&f.format, "output", "o", outTable, "output format: table, json, yaml or csv")
+	bindWorkloadFlags(fs, &f.wf)
+	bindSimOptions(fs, &f.simOpts)
+	fs.Int64Var(&f.criteria.MaxRetractions, "max-retractions", 0, "workload: retractions (SGLang) or preemptions (vLLM) a setup may have")
+	fs.Float64Var(&f.criteria.MaxKVBlockedShare, "max-kv-blocked-share", 0, "workload: share of steps (0..1) in which the KV pool may hold a waiting request back")
+	fs.BoolVar(&f.criteria.AllowKVPoolBinding, "allow-kv-pool-binding", false, "workload: accept the KV pool as the binding limit")
+}
+
+// run runs kvcfg fit. Exit status: 0 when a setup serves the target, 3
+// when none does, 2 for invalid input.
+func (f *fitFlags) run(cmd *cobra.Command, args []string) error {
+	opts, engs, err := f.options(cmd, args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	res, err := fit.RunEngines(cmd.Context(), opts, engs)
+	if err != nil {
+		if errors.Is(err, fit.ErrInvalid) || errors.Is(err, plan.ErrInvalid) {
+			return &exitError{code: 2, err: err}
+		}
+		return err
+	}
+	if !f.debug {
+		res.Skipped = nil
+	}
+	if err := writeFit(cmd.OutOrStdout(), f.format, res, f.debug); err != nil {
+		return err
+	}
+	if len(res.Configurations) == 0 {
+		return &exitError{code: 3}
+	}
+	return nil
+}
+
+// options checks the command line and turns it into the search's options
+// and the engines to search; every error is bad input.
+func (f *fitFlags) options(cmd *cobra.Command, args []string) (fit.Options, []string, error) {
+	if err := checkFormat(f.format, outTable, outJSON, outYAML, outCSV); err != nil {
+		return fit.Options{}, nil, err
+	}
+	base := &f.base
+	if len(args) == 1 {
+		if base.Model != "" {
+			return fit.Options{}, nil, errors.New("give the model either as an argument or with --model, not both")
+		}
+		base.Model = args[0]
+	}
+	if err := f.pf.check(); err != nil {
+		return fit.Options{}, nil, err
+	}
+	ctxLen := base.ContextLength
+	if ctxLen == 0 {
+		ctxLen = base.MaxModelLen
+	}
+	opts := fit.Options{
+		Base: *base, ContextLength: ctxLen,
+		GPUs: trimList(f.gpus), KVCacheDTypes: trimList(f.dtypes), MaxGPUs: f.maxGPUs, All: f.all,
+	}
+	if err := f.target(cmd, &opts); err != nil {
+		return fit.Options{}, nil, err
+	}
+	engs := trimList(f.engines)
+	if len(engs) > 0 && base.Engine != "" {
+		return fit.Options{}, nil, errors.New("give --engine or --engines, not both")
+	}
+	return opts, engs, nil
+}
+
+// target sets the target of opts: the workload, or the concurrency at
+// opts.ContextLength.
+func (f *fitFlags) target(cmd *cobra.Command, opts *fit.Options) error {
+	if f.wf.given() {
+		if f.concurrency != 0 {
+			return errors.New("give --concurrency or a workload (--trace, or --requests with --prompt-len and --output-len), not both: the workload sets the concurrency")
+		}
+		newSource, err := f.wf.source(cmd, true)
+		if err != nil {
+			return err
+		}
+		opts.Source, opts.Simulation, opts.Criteria = newSource, f.simOpts, f.criteria
+		return nil
+	}
+	if opts.ContextLength == 0 {
+		return errors.New("--context-length is required (the length of each request, prompt plus output)")
+	}
+	concurrency := f.concurrency
+	if concurrency == 0 {
+		concurrency = max(opts.Base.MaxRunningRequests, opts.Base.MaxNumSeqs)
+	}
+	if concurrency == 0 {
+		return errors.New("--concurrency is required (requests resident at once), or give a workload (--trace FILE, or --requests N --prompt-len L --output-len O)")
+	}
+	opts.Concurrency = concurrency
+	return nil
 }
 
 // writeFit prints a fit result.
@@ -165,9 +204,28 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 	if strings.EqualFold(format, outCSV) {
 		return writeFitCSV(w, res)
 	}
-	t := res.Target
-	wl := t.Workload
-	if wl != nil {
+	writeFitTarget(w, res.Target)
+	if len(res.Configurations) > 0 {
+		if err := writeFitTable(w, res); err != nil {
+			return err
+		}
+		writeFitNotes(w, res)
+	} else {
+		fmt.Fprintln(w, "No setup serves the target.")
+	}
+	if m := res.ClosestMiss; m != nil {
+		writeClosestMiss(w, res.Target, m)
+	}
+	if debug {
+		return writeFitDebug(w, res)
+	}
+	return nil
+}
+
+// writeFitTarget prints what fit searched for: the target (a workload
+// with its demand, or a concurrency and context length) and the space.
+func writeFitTarget(w io.Writer, t fit.Target) {
+	if wl := t.Workload; wl != nil {
 		fmt.Fprintf(w, "Target: a workload of %s (up to %s tokens, %s on average) of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
 			requests(int(wl.Requests), "request"), group(int64(wl.MaxRequestTokens)), group(int64(wl.MeanRequestTokens)), t.Model, t.Engine,
 			strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
@@ -181,91 +239,103 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 		fmt.Fprintf(w, "SGLang profile: %s\n", t.SGLangProfile)
 	}
 	fmt.Fprintln(w)
-	if len(res.Configurations) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		// Several engines searched: each row says whose flags it lists.
-		engineCol := strings.Contains(t.Engine, ",")
-		head := "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS"
+}
+
+// writeFitTable prints the setups that serve the target, one row each.
+func writeFitTable(w io.Writer, res *fit.Result) error {
+	t := res.Target
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// Several engines searched: each row says whose flags it lists.
+	engineCol := strings.Contains(t.Engine, ",")
+	head := "#\tGPU\tGPUS\tTP\tPP\tDP\tKV DTYPE\tTOKENS/GPU\tCAPACITY\tHEADROOM/GPU\tFLAGS"
+	if engineCol {
+		head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
+	}
+	if t.Workload != nil {
+		head = strings.Replace(head, "\tFLAGS", "\tPEAK RUN\tRETRACT/PREEMPT\tBINDING\tPREFIX HIT\tFLAGS", 1)
+	}
+	fmt.Fprintln(tw, head)
+	for i, c := range res.Configurations {
+		rank := strconv.Itoa(i + 1)
 		if engineCol {
-			head = strings.Replace(head, "#\t", "#\tENGINE\t", 1)
+			rank += "\t" + c.Engine
 		}
-		if wl != nil {
-			head = strings.Replace(head, "\tFLAGS", "\tPEAK RUN\tRETRACT/PREEMPT\tBINDING\tPREFIX HIT\tFLAGS", 1)
+		sim := ""
+		if m := c.Simulation; m != nil {
+			sim = fmt.Sprintf("%s\t%s\t%s\t%.3f\t", group(int64(m.PeakRunning)), group(m.Setbacks()), m.BindingLimit, m.PrefixHitRate)
 		}
-		fmt.Fprintln(tw, head)
-		for i, c := range res.Configurations {
-			rank := strconv.Itoa(i + 1)
-			if engineCol {
-				rank += "\t" + c.Engine
-			}
-			sim := ""
-			if m := c.Simulation; m != nil {
-				sim = fmt.Sprintf("%s\t%s\t%s\t%.3f\t", group(int64(m.PeakRunning)), group(m.Setbacks()), m.BindingLimit, m.PrefixHitRate)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
-				c.GPUCount, c.TPSize, c.PPSize, max(c.DPSize, 1), dtypeLabel(c),
-				group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), sim, strings.Join(c.Flags, " "))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if wl != nil {
-			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens (the workload's mean) the pools hold (over all DP replicas); the engine's own request cap is kept.\n",
-				group(int64(wl.MeanRequestTokens)))
-		} else {
-			fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
-				group(int64(t.ContextLength)), t.Concurrency)
-			if anyDP(res.Configurations) {
-				fmt.Fprint(w, " (per replica: its share)")
-			}
-			fmt.Fprintln(w, ".")
-		}
-		if wl != nil {
-			fmt.Fprintf(w, "Each row is the first of its GPU type and dtype whose simulation of the workload serves it (%s).\n", criteriaText(wl.Criteria))
-		}
-		for i, c := range res.Configurations {
-			for _, n := range c.Notes {
-				fmt.Fprintf(w, "#%d: %s.\n", i+1, n)
-			}
-		}
-		fmt.Fprintf(w, "Check one with: kvcfg plan %s\n", strings.Join(res.Configurations[0].PlanArgs, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\n", rank, strings.Join(append([]string{c.GPU}, c.SameAs...), "/"),
+			c.GPUCount, c.TPSize, c.PPSize, max(c.DPSize, 1), dtypeLabel(c),
+			group(c.MaxTotalNumTokens), group(c.CapacityAtContextLength), gibs(c.HeadroomBytes), sim, strings.Join(c.Flags, " "))
+	}
+	return tw.Flush()
+}
+
+// writeFitNotes prints what the table's columns and rows mean, each
+// setup's notes, and the plan command that checks the first.
+func writeFitNotes(w io.Writer, res *fit.Result) {
+	t := res.Target
+	if wl := t.Workload; wl != nil {
+		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens (the workload's mean) the pools hold (over all DP replicas); the engine's own request cap is kept.\n",
+			group(int64(wl.MeanRequestTokens)))
+		fmt.Fprintf(w, "Each row is the first of its GPU type and dtype whose simulation of the workload serves it (%s).\n", criteriaText(wl.Criteria))
 	} else {
-		fmt.Fprintln(w, "No setup serves the target.")
+		fmt.Fprintf(w, "\nCAPACITY is how many requests of %s tokens the pools hold (over all DP replicas); the flags cap running requests at %d",
+			group(int64(t.ContextLength)), t.Concurrency)
+		if anyDP(res.Configurations) {
+			fmt.Fprint(w, " (per replica: its share)")
+		}
+		fmt.Fprintln(w, ".")
 	}
-	if m := res.ClosestMiss; m != nil {
-		on := ""
-		if strings.Contains(t.Engine, ",") {
-			on = " on " + m.Engine
+	for i, c := range res.Configurations {
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "#%d: %s.\n", i+1, n)
 		}
-		lay := fmt.Sprintf("%d× %s%s, tp %d, pp %d", m.GPUCount, m.GPU, on, m.TPSize, m.PPSize)
-		if m.DPSize > 1 {
-			lay += fmt.Sprintf(", dp %d", m.DPSize)
-		}
-		fmt.Fprintf(w, "\nClosest miss: %s, kv %s\n", lay, m.KVCacheDType)
-		fmt.Fprintf(w, "  short:        %s\n", m.Shortfall)
-		if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") && m.Simulation == nil {
-			fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
-		}
-		switch sim := m.Simulation; {
-		case sim != nil:
-			fmt.Fprintf(w, "  simulated:    %s of %s requests completed, peak %s running, %s, binding limit %s, prefix hit rate %.3f\n",
-				group(sim.RequestsCompleted), group(wl.Requests), group(int64(sim.PeakRunning)), sim.SetbackText(), sim.BindingLimit, sim.PrefixHitRate)
-		case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
-			fmt.Fprintf(w, "  serves:       no request at this layout\n")
-		case wl != nil:
-			fmt.Fprintf(w, "  serves:       %s of %s tokens (the workload's mean)\n", requests(m.MaxConcurrency, "request"), group(int64(wl.MeanRequestTokens)))
-		case m.MaxContextLength == 0:
-			fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
-		default:
-			fmt.Fprintf(w, "  serves:       %s of %s tokens, or %s of up to %s tokens\n",
-				requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)), requests(t.Concurrency, "request"), group(int64(m.MaxContextLength)))
-		}
-		if m.MaxConcurrency > 0 || m.Simulation != nil {
-			fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
-		}
-		fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
 	}
-	if debug && len(res.Skipped) > 0 {
+	fmt.Fprintf(w, "Check one with: kvcfg plan %s\n", strings.Join(res.Configurations[0].PlanArgs, " "))
+}
+
+// writeClosestMiss prints the layout that comes nearest the target when
+// none serves it: by how much it falls short, what it serves, what helps.
+func writeClosestMiss(w io.Writer, t fit.Target, m *fit.Miss) {
+	on := ""
+	if strings.Contains(t.Engine, ",") {
+		on = " on " + m.Engine
+	}
+	lay := fmt.Sprintf("%d× %s%s, tp %d, pp %d", m.GPUCount, m.GPU, on, m.TPSize, m.PPSize)
+	if m.DPSize > 1 {
+		lay += fmt.Sprintf(", dp %d", m.DPSize)
+	}
+	fmt.Fprintf(w, "\nClosest miss: %s, kv %s\n", lay, m.KVCacheDType)
+	fmt.Fprintf(w, "  short:        %s\n", m.Shortfall)
+	if m.Error != "" && !strings.HasPrefix(m.Error, "holds ") && m.Simulation == nil {
+		fmt.Fprintf(w, "  why:          %s\n", oneLine(m.Error))
+	}
+	wl := t.Workload
+	switch sim := m.Simulation; {
+	case sim != nil:
+		fmt.Fprintf(w, "  simulated:    %s of %s requests completed, peak %s running, %s, binding limit %s, prefix hit rate %.3f\n",
+			group(sim.RequestsCompleted), group(wl.Requests), group(int64(sim.PeakRunning)), sim.SetbackText(), sim.BindingLimit, sim.PrefixHitRate)
+	case m.MaxConcurrency == 0 && m.MaxContextLength == 0:
+		fmt.Fprintf(w, "  serves:       no request at this layout\n")
+	case wl != nil:
+		fmt.Fprintf(w, "  serves:       %s of %s tokens (the workload's mean)\n", requests(m.MaxConcurrency, "request"), group(int64(wl.MeanRequestTokens)))
+	case m.MaxContextLength == 0:
+		fmt.Fprintf(w, "  serves:       %s of %s tokens\n", requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)))
+	default:
+		fmt.Fprintf(w, "  serves:       %s of %s tokens, or %s of up to %s tokens\n",
+			requests(m.MaxConcurrency, "request"), group(int64(t.ContextLength)), requests(t.Concurrency, "request"), group(int64(m.MaxContextLength)))
+	}
+	if m.MaxConcurrency > 0 || m.Simulation != nil {
+		fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
+	}
+	fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
+}
+
+// writeFitDebug prints, for --debug, the layouts left out and why, and how
+// many plans and simulations the search ran.
+func writeFitDebug(w io.Writer, res *fit.Result) error {
+	if len(res.Skipped) > 0 {
 		fmt.Fprintln(w, "\nLEFT OUT")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, s := range res.Skipped {
@@ -279,13 +349,11 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 			return err
 		}
 	}
-	if debug {
-		fmt.Fprintf(w, "\n%d plans run", res.Plans)
-		if wl != nil {
-			fmt.Fprintf(w, ", %d simulations", wl.Simulations)
-		}
-		fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n%d plans run", res.Plans)
+	if wl := res.Target.Workload; wl != nil {
+		fmt.Fprintf(w, ", %d simulations", wl.Simulations)
 	}
+	fmt.Fprintln(w)
 	return nil
 }
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -139,14 +139,14 @@ func TestExplainCommandWithFlags(t *testing.T) {
 }
 
 // newSweepTestCmd wires a sweep exactly as `kvcfg plan` does with the hook.
-func newSweepTestCmd() *cmdline.Command {
+func newSweepTestCmd() *cobra.Command {
 	var req plan.Request
 	var format string
-	cmd := &cmdline.Command{Use: "plan", Args: cmdline.MaximumNArgs(1)}
+	cmd := &cobra.Command{Use: "plan", Args: cobra.MaximumNArgs(1)}
 	bindPlanFlags(cmd.Flags(), &req)
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "")
 	sw := enableSweep(cmd, &req)
-	cmd.RunE = func(cmd *cmdline.Command, args []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if sw.active() {
 			return sw.run(cmd, req, args, format)
 		}

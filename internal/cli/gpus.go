@@ -5,17 +5,18 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/gpu"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 )
 
-func newGPUsCmd() *cmdline.Command {
+func newGPUsCmd() *cobra.Command {
 	var format string
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "gpus",
 		Short: "List the GPUs kvcfg knows (names accepted by --gpu)",
-		Args:  cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -7,20 +7,21 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
-func newInspectCmd() *cmdline.Command {
+func newInspectCmd() *cobra.Command {
 	var (
 		ref      string
 		format   string
 		revision string
 		resolver *hubResolver
 	)
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "inspect [--model PATH|NAME]",
 		Short: "Print the KV-relevant shape of a model (config.json, model directory, catalog name or Hub id)",
 		Long: `Print the model spec that KV sizing uses: layers and their kinds (full,
@@ -38,8 +39,8 @@ are printed; no weight data is downloaded). HF_HUB_OFFLINE=1 uses the caches
 only.`,
 		Example: `  kvcfg inspect --model meta-llama/Llama-3.1-8B-Instruct
   kvcfg inspect Qwen/Qwen3-8B -o json`,
-		Args: cmdline.MaximumNArgs(1),
-		RunE: func(cmd *cmdline.Command, args []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}

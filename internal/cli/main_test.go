@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"testing"
 )
+
+// asKvcfgEnv makes the test binary run as kvcfg itself (TestMain): the
+// completion scripts' shell functions call it back.
+const asKvcfgEnv = "KVCFG_CLI_TEST_AS_KVCFG"
 
 // TestMain keeps every test of the package off the network: Hub ids
 // resolve from the caches only (HF_HUB_OFFLINE), and kvcfg's header cache
 // is a fresh directory. Tests of the Hub path set HF_ENDPOINT to a fake
 // Hub and HF_HUB_OFFLINE=0 themselves.
 func TestMain(m *testing.M) {
-	if os.Getenv(fakeNetEnv) != "" {
-		fakeNet()
+	if os.Getenv(asKvcfgEnv) != "" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "kvcfg-cli-test")
 	if err != nil {

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 )
 
 // modelRow is one line of `kvcfg models -o json`.
@@ -26,17 +27,17 @@ type modelRow struct {
 	QuantMethod     string `json:"quant_method,omitempty"`
 }
 
-func newModelsCmd() *cmdline.Command {
+func newModelsCmd() *cobra.Command {
 	var format string
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "models",
 		Short: "List the models of the built-in catalog (usable as --model NAME)",
 		Long: `models lists the built-in catalog. ATTENTION is mha, gqa, mqa, mla, dsa or
 none; KV B/TOKEN is the K+V bytes of one token on one GPU in the model dtype,
 all attention layers, before any engine's page, scale or window rules (for
 the engine's own figure, run kvcfg plan).`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
 )
@@ -29,7 +31,7 @@ type planFlags struct {
 
 type givenFlag struct{ name, value string }
 
-// fieldValue is the cmdline.Value of one flag name of the table.
+// fieldValue is the pflag.Value of one flag name of the table.
 type fieldValue struct {
 	pf   *planFlags
 	flag *plan.Flag // a row of pf.flags
@@ -82,7 +84,7 @@ func (v *fieldValue) IsBoolFlag() bool { return v.flag.Kind == plan.KindBool }
 // into req: kvcfg's name and each alias (SGLang's and vLLM's spellings).
 // `plan`, `compare`, `fit` and `explain` share it; skip names keys a
 // command binds itself.
-func bindPlanFlags(fs *cmdline.FlagSet, req *plan.Request, skip ...string) *planFlags {
+func bindPlanFlags(fs *pflag.FlagSet, req *plan.Request, skip ...string) *planFlags {
 	pf := &planFlags{req: req, flags: plan.CommandLineFlags(), given: map[string][]givenFlag{}}
 	// The values and flags of every name in two allocations (about 150
 	// names: the start-up of every planning command).
@@ -90,7 +92,7 @@ func bindPlanFlags(fs *cmdline.FlagSet, req *plan.Request, skip ...string) *plan
 	for _, f := range pf.flags {
 		n += 1 + len(f.Aliases)
 	}
-	values, flags := make([]fieldValue, 0, n), make([]cmdline.Flag, 0, n)
+	values, flags := make([]fieldValue, 0, n), make([]pflag.Flag, 0, n)
 	for i := range pf.flags {
 		f := &pf.flags[i]
 		if slices.Contains(skip, f.Key) {
@@ -98,7 +100,8 @@ func bindPlanFlags(fs *cmdline.FlagSet, req *plan.Request, skip ...string) *plan
 		}
 		add := func(name, help string) {
 			values = append(values, fieldValue{pf: pf, flag: f, name: name})
-			flags = append(flags, cmdline.Flag{Name: strings.TrimPrefix(name, "--"), Usage: help, Value: &values[len(values)-1]})
+			v := &values[len(values)-1]
+			flags = append(flags, pflag.Flag{Name: strings.TrimPrefix(name, "--"), Usage: help, Value: v, DefValue: v.String()})
 			fl := &flags[len(flags)-1]
 			if f.Kind == plan.KindBool {
 				fl.NoOptDefVal = "true"
@@ -174,12 +177,12 @@ func isZero(kind plan.FlagKind, v string) bool {
 
 const defaultModelName = "meta-llama/Llama-3.1-8B-Instruct"
 
-func newPlanCmd() *cmdline.Command {
+func newPlanCmd() *cobra.Command {
 	var req plan.Request
 	var format string
 	var sw *sweep
 	var pf *planFlags
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "plan [MODEL]",
 		Short: "Compute the KV cache an engine would build for a model, GPU and flags",
 		Long: `plan computes exactly the KV pool SGLang (or vLLM) would build: pool sizes,
@@ -199,8 +202,8 @@ combination and prints one row each (table, CSV, markdown, JSON or YAML):
 Exit status: 0 on success, 1 when the engine could not start with these
 settings (the error names the flag to change) or, for a list, when no
 combination plans, 2 for invalid input.`,
-		Args: cmdline.MaximumNArgs(1),
-		RunE: func(cmd *cmdline.Command, args []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := pf.check(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -224,7 +227,7 @@ combination plans, 2 for invalid input.`,
 	cmd.Flags().StringVarP(&format, "output", "o", outTable, "output format: table, json, yaml or markdown (and csv with a comma list)")
 	sw = enableSweep(cmd, &req)
 	// A flag value that does not parse is invalid input: exit status 2.
-	cmd.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
 }
 

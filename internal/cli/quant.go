@@ -10,8 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/dtype"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/quant"
 )
 
@@ -32,12 +33,12 @@ type quantBlock struct {
 	Decoded    []string `json:"decoded"`
 }
 
-func newQuantCmd() *cmdline.Command {
+func newQuantCmd() *cobra.Command {
 	var (
 		name, overflow, rule, output string
 		scale                        float32
 	)
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "quant --dtype FORMAT",
 		Short: "Encode float values from stdin with a KV codec and show codes, scales and payload bytes",
 		Long: `Reads float values from stdin (decimal, nan, inf, -inf, or 0x float32 bit
@@ -52,8 +53,8 @@ element the code (hex) and decoded value are printed, for each block the
 scale code and the payload bytes in memory order.`,
 		Example: `  echo "464 465 inf nan" | kvcfg quant --dtype fp8_e4m3fn --overflow satfinite
   seq -s' ' 1 16 | kvcfg quant --dtype fp4_mx_block16 -o json`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, outTable, outJSON, outYAML); err != nil {
 				return &exitError{code: 2, err: err}
 			}

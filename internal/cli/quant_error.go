@@ -15,9 +15,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/format/npy"
 	"github.com/kvcfg/kvcfg/format/safetensors"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/quant"
 )
 
@@ -49,15 +50,8 @@ type quantErrorStat struct {
 	NonFinite       int      `json:"nonfinite"`
 }
 
-func newQuantErrorCmd() *cmdline.Command {
-	var (
-		input, tensor, dtypes, output string
-		seed                          uint64
-	)
-	cmd := &cmdline.Command{
-		Use:   "quant-error",
-		Short: "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors",
-		Long: `Quantizes a tensor with each KV cache format, dequantizes it, and prints
+// quantErrorLong is the help of kvcfg quant-error.
+const quantErrorLong = `Quantizes a tensor with each KV cache format, dequantizes it, and prints
 bytes per element (payload plus block scales), RMSE, max absolute error,
 SNR in dB (10·log10(Σx²/Σ(x−x̂)²)) and cosine similarity.
 
@@ -73,90 +67,117 @@ all zeros (a zero block). --seed changes the draw.
 
 Elements that decode to NaN or ±Inf (e.g. fp8_e4m3 values above 464, which
 the non-saturating cast turns into NaN) are counted in "nonfinite" and left
-out of the other columns.`,
+out of the other columns.`
+
+// quantErrorFlags are the flags of kvcfg quant-error.
+type quantErrorFlags struct {
+	input, tensor, dtypes, output string
+	seed                          uint64
+}
+
+func newQuantErrorCmd() *cobra.Command {
+	o := &quantErrorFlags{}
+	cmd := &cobra.Command{
+		Use:   "quant-error",
+		Short: "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors",
+		Long:  quantErrorLong,
 		Example: `  kvcfg quant-error
   kvcfg quant-error --input kv.safetensors --tensor layers.0.k_cache --dtypes fp8_e4m3,nvfp4,fp4_mx_block16 -o json`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
-			if err := checkFormat(output, outTable, outJSON, outYAML, outMarkdown); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			names := defaultErrorDTypes
-			if dtypes != "" {
-				names = nil
-				for _, n := range strings.Split(dtypes, ",") {
-					if n = strings.TrimSpace(n); n != "" {
-						names = append(names, n)
-					}
-				}
-			}
-			codecs := make([]quant.Codec, len(names))
-			var errs []error
-			for i, n := range names {
-				c, err := quant.ForKV(n)
-				if err != nil {
-					c, err = quant.New(n, quant.Options{})
-				}
-				if err != nil {
-					errs = append(errs, err)
-				}
-				codecs[i] = c
-			}
-			if err := errors.Join(errs...); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			var (
-				x      []float32
-				bf     []uint16
-				source string
-				err    error
-			)
-			if input == "" {
-				bf = synthKV(seed)
-				source = fmt.Sprintf("synthetic [%d, %d, %d] N(0,1) bf16, outlier channels 7 and 100 ×20, one zero block, seed %d", synthTokens, synthHeads, synthHeadDim, seed)
-			} else {
-				x, bf, source, err = loadKVTensor(input, tensor)
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-			}
-			if bf != nil {
-				x = make([]float32, len(bf))
-				for i, b := range bf {
-					x[i] = quant.BF16ToF32(b)
-				}
-			}
-			n := len(x) / 64 * 64
-			if n == 0 {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %d elements; need at least 64", source, len(x))}
-			}
-			rep := quantErrorReport{Source: source, Elements: n}
-			for i, c := range codecs {
-				var in []uint16
-				if bf != nil {
-					in = bf[:n]
-				}
-				st, err := measure(quant.Parallel(c, 2), x[:n], in)
-				if err != nil {
-					return &exitError{code: 1, err: err}
-				}
-				st.DType = names[i]
-				rep.Rows = append(rep.Rows, st)
-			}
-			w := cmd.OutOrStdout()
-			if ok, err := writeStructured(w, output, rep); ok {
-				return err
-			}
-			return writeQuantErrorTable(w, output, &rep)
-		},
+		Args: cobra.NoArgs,
+		RunE: o.run,
 	}
 	f := cmd.Flags()
-	f.StringVar(&input, "input", "", "a .safetensors or .npy file holding a KV tensor (default: synthetic)")
-	f.StringVar(&tensor, "tensor", "", "tensor name inside a .safetensors file")
-	f.StringVar(&dtypes, "dtypes", "", "comma-separated formats to compare (default: "+strings.Join(defaultErrorDTypes, ",")+")")
-	f.Uint64Var(&seed, "seed", 1, "seed of the synthetic tensor")
-	f.StringVarP(&output, "output", "o", outTable, "output format: table, markdown, json or yaml")
+	f.StringVar(&o.input, "input", "", "a .safetensors or .npy file holding a KV tensor (default: synthetic)")
+	f.StringVar(&o.tensor, "tensor", "", "tensor name inside a .safetensors file")
+	f.StringVar(&o.dtypes, "dtypes", "", "comma-separated formats to compare (default: "+strings.Join(defaultErrorDTypes, ",")+")")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic tensor")
+	f.StringVarP(&o.output, "output", "o", outTable, "output format: table, markdown, json or yaml")
 	return cmd
+}
+
+// run measures each format's round trip on the tensor and prints the
+// report.
+func (o *quantErrorFlags) run(cmd *cobra.Command, _ []string) error {
+	if err := checkFormat(o.output, outTable, outJSON, outYAML, outMarkdown); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	names, codecs, err := quantErrorCodecs(o.dtypes)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	x, bf, source, err := o.tensorValues()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	n := len(x) / 64 * 64
+	if n == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%s: %d elements; need at least 64", source, len(x))}
+	}
+	rep := quantErrorReport{Source: source, Elements: n}
+	for i, c := range codecs {
+		var in []uint16
+		if bf != nil {
+			in = bf[:n]
+		}
+		st, err := measure(quant.Parallel(c, 2), x[:n], in)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		st.DType = names[i]
+		rep.Rows = append(rep.Rows, st)
+	}
+	w := cmd.OutOrStdout()
+	if ok, err := writeStructured(w, o.output, rep); ok {
+		return err
+	}
+	return writeQuantErrorTable(w, o.output, &rep)
+}
+
+// quantErrorCodecs returns the formats --dtypes names (the defaults when
+// empty) and their codecs: a KV cache dtype's, else the quant format's.
+// The error lists every name that is neither.
+func quantErrorCodecs(dtypes string) ([]string, []quant.Codec, error) {
+	names := defaultErrorDTypes
+	if dtypes != "" {
+		names = nil
+		for _, n := range strings.Split(dtypes, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	codecs := make([]quant.Codec, len(names))
+	var errs []error
+	for i, n := range names {
+		c, err := quant.ForKV(n)
+		if err != nil {
+			c, err = quant.New(n, quant.Options{})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		codecs[i] = c
+	}
+	return names, codecs, errors.Join(errs...)
+}
+
+// tensorValues returns the tensor to measure as float32 values, with its
+// bf16 bit patterns when it is bf16 (nil otherwise), and says where it
+// comes from: --input, or the synthetic tensor drawn with --seed.
+func (o *quantErrorFlags) tensorValues() (x []float32, bf []uint16, source string, err error) {
+	if o.input == "" {
+		bf = synthKV(o.seed)
+		source = fmt.Sprintf("synthetic [%d, %d, %d] N(0,1) bf16, outlier channels 7 and 100 ×20, one zero block, seed %d", synthTokens, synthHeads, synthHeadDim, o.seed)
+	} else if x, bf, source, err = loadKVTensor(o.input, o.tensor); err != nil {
+		return nil, nil, "", err
+	}
+	if bf != nil {
+		x = make([]float32, len(bf))
+		for i, b := range bf {
+			x[i] = quant.BF16ToF32(b)
+		}
+	}
+	return x, bf, source, nil
 }
 
 // synthKV draws the documented synthetic KV tensor as bf16 bit patterns.

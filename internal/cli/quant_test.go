@@ -85,6 +85,8 @@ func TestQuantCmdTableAndErrors(t *testing.T) {
 		{"unknown flag", "1", []string{"quant", "--format", "x"}, 2, "unknown flag"},
 		{"too many args", "", []string{"plan", "a", "b"}, 2, "accepts at most 1 arg"},
 		{"unknown command", "", []string{"plann"}, 2, "unknown command"},
+		{"unknown help topic", "", []string{"help", "plann"}, 2, "Did you mean this?\n\tplan"},
+		{"missing flag value", "", []string{"serve", "--addr"}, 2, "flag needs an argument: --addr"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

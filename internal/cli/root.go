@@ -1,6 +1,6 @@
-// Package cli wires the kvcfg commands (internal/cmdline) to the library
-// packages. It is the only package besides cmd/kvcfg, cmd/kvcfg-net and
-// internal/netcli that prints or reads flags.
+// Package cli wires the kvcfg commands (cobra) to the library packages,
+// the Hugging Face Hub client and the HTTP server. It is the only package
+// besides cmd/kvcfg that prints or reads flags.
 package cli
 
 import (
@@ -15,9 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 )
 
 // Main runs the kvcfg command line with args and returns the exit code.
@@ -26,24 +25,9 @@ import (
 // printers write cell by cell (a plan took 150 write calls). Nothing
 // long-running writes there (serve logs and progress bars go to standard
 // error), and it is flushed before an error is printed.
-//
-// Without the network linked in (SetNetwork), a command that needs it
-// (serve, a model read from the Hugging Face Hub) runs as kvcfg-net
-// instead, with the same arguments; what it had buffered is dropped.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	st := &forwardState{}
-	ctx = context.WithValue(ctx, forwardKey{}, st)
-	in := &recordingReader{r: stdin}
-	written := &countingWriter{w: stdout}
-	out := bufio.NewWriterSize(written, 64<<10)
-	code := execute(ctx, args, in, out, stderr)
-	if why := st.reason(); why != "" {
-		if written.n > 0 {
-			fmt.Fprintf(stderr, "kvcfg: %s needs %s, and this command had already printed: run it with %s\n", why, helperName, helperName)
-			return 1
-		}
-		return forward(why, args, in, stdout, stderr)
-	}
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	code := execute(ctx, args, stdin, out, stderr)
 	if err := out.Flush(); err != nil && code == 0 {
 		fmt.Fprintln(stderr, "kvcfg: writing the output:", err)
 		return 1
@@ -69,9 +53,6 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.
 	root := newRoot(stdin, struct{ io.Writer }{stdout}, stderr, only)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		if st, _ := ctx.Value(forwardKey{}).(*forwardState); st != nil && st.reason() != "" {
-			return 0 // Main runs the command as kvcfg-net
-		}
 		_ = stdout.Flush() // what the command printed comes before the error
 
 		var ee *exitError
@@ -81,7 +62,8 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.
 			}
 			return ee.code
 		}
-		fmt.Fprintln(stderr, "kvcfg:", err)
+		// cobra ends an unknown command's suggestions with a newline.
+		fmt.Fprintln(stderr, "kvcfg:", strings.TrimRight(err.Error(), "\n"))
 		if usageError(err) {
 			return 2
 		}
@@ -90,7 +72,7 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.
 	return 0
 }
 
-// usageError reports the errors cmdline itself returns for a command line it
+// usageError reports the errors cobra itself returns for a command line it
 // cannot take (an unknown command, a required flag missing): bad input, so
 // exit status 2 like every other input problem.
 func usageError(err error) bool {
@@ -105,9 +87,9 @@ func usageError(err error) bool {
 
 // argsAreInput makes every command's positional-argument check report
 // bad input (exit status 2), recursively.
-func argsAreInput(c *cmdline.Command) {
+func argsAreInput(c *cobra.Command) {
 	if check := c.Args; check != nil {
-		c.Args = func(cmd *cmdline.Command, args []string) error {
+		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -120,7 +102,7 @@ func argsAreInput(c *cmdline.Command) {
 }
 
 // NewRootCommand builds the kvcfg command tree writing to the given streams.
-func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cmdline.Command {
+func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return newRoot(stdin, stdout, stderr, "")
 }
 
@@ -143,30 +125,61 @@ func invoked(args []string) string {
 // placeholders with their name and summary (what the root's help lists),
 // so a process pays for building one command's flags, not all of them
 // (the planning commands each bind the whole flag table).
-func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cmdline.Command {
-	root := &cmdline.Command{
-		Use:   "kvcfg",
-		Short: "Plan the KV cache of LLM inference servers (SGLang, vLLM) before renting a GPU",
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kvcfg",
+		Short:         "Plan the KV cache of LLM inference servers (SGLang, vLLM, TensorRT-LLM) before renting a GPU",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
 	// A flag that does not parse or does not exist is bad input on every
 	// command: exit status 2 (subcommands inherit this).
-	root.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, c := range commands {
 		if only != "" && c.name != only {
-			root.AddCommand(&cmdline.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
-				RunE: func(*cmdline.Command, []string) error { return fmt.Errorf("%s: not built in this process", c.name) }})
+			root.AddCommand(&cobra.Command{Use: c.name, Short: c.short, DisableFlagParsing: true,
+				RunE: func(*cobra.Command, []string) error { return fmt.Errorf("%s: not built in this process", c.name) }})
 			continue
 		}
 		root.AddCommand(c.mk())
 	}
-	// Not in the table, which it reads: a command line naming it builds
-	// every command (only is ""), and it builds them again for its script.
-	root.AddCommand(newCompletionCmd())
+	// cobra's completion command (kvcfg completion bash|zsh|fish|powershell,
+	// five commands with long help texts) only when no command of the table
+	// runs: neither it nor the hidden __complete its scripts call is in the
+	// table, so a command line naming them builds every command.
+	if only == "" {
+		root.InitDefaultCompletionCmd()
+		shellsAreInput(root)
+		completeFlagValues(root)
+		helpTopicsAreInput(root)
+	} else {
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
 	argsAreInput(root)
 	return root
+}
+
+// helpTopicsAreInput makes `kvcfg help WORD`, where WORD names no command,
+// the unknown-command error (exit status 2) instead of cobra's "Unknown
+// help topic" and the usage.
+func helpTopicsAreInput(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		run := c.Run
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if _, _, err := root.Find(args); err != nil {
+				return err
+			}
+			run(cmd, args)
+			return nil
+		}
+	}
 }
 
 // command is one subcommand: its name and summary (TestCommandTable keeps
@@ -174,7 +187,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, only string) *cmdline.Co
 // lives in its own file.
 type command struct {
 	name, short string
-	mk          func() *cmdline.Command
+	mk          func() *cobra.Command
 	// signals: the command runs long, so SIGINT and SIGTERM cancel its
 	// context instead of ending the process.
 	signals bool
@@ -199,14 +212,14 @@ var commands = []command{
 	{"gpus", "List the GPUs kvcfg knows (names accepted by --gpu)", newGPUsCmd, false},
 	{"quant", "Encode float values from stdin with a KV codec and show codes, scales and payload bytes", newQuantCmd, false},
 	{"quant-error", "Measure the round-trip error of each KV cache dtype on real or synthetic KV tensors", newQuantErrorCmd, true},
-	{"serve", ServeShort, newServeCmd, true},
+	{"serve", "Serve the planning HTTP API, the web page with charts, and Prometheus metrics", newServeCmd, true},
 	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd, false},
 	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd, true},
-	{"explain", "Explain an SGLang or vLLM KV-cache error and say which knob to turn", newExplainCmd, false},
+	{"explain", "Explain an SGLang, vLLM or TensorRT-LLM KV-cache error and say which knob to turn", newExplainCmd, false},
 	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd, true},
 }
 
-// exitError carries a non-default exit code through cmdline.
+// exitError carries a non-default exit code through cobra.
 type exitError struct {
 	code int
 	err  error

@@ -15,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
@@ -49,7 +51,7 @@ type simulateFlags struct {
 
 // bindWorkloadFlags binds the workload flags (--trace or the generator's)
 // to f.
-func bindWorkloadFlags(fs *cmdline.FlagSet, f *workloadFlags) {
+func bindWorkloadFlags(fs *pflag.FlagSet, f *workloadFlags) {
 	fs.StringVar(&f.trace, "trace", "", `JSONL workload trace ("-": standard input); one request per line: arrival_s, prompt_tokens or prompt_ids, output_tokens, optional prefix_group and prefix_tokens, session`)
 	fs.IntVar(&f.requests, "requests", 0, "generate this many requests (instead of --trace)")
 	fs.Float64Var(&f.rate, "rate", 0, "arrival rate in requests per second (0: all at once)")
@@ -72,7 +74,7 @@ func (f *workloadFlags) given() bool {
 
 // bindSimOptions binds the simulation's own flags (SGLang's scheduler
 // knobs and the time model) to o.
-func bindSimOptions(fs *cmdline.FlagSet, o *simulate.Options) {
+func bindSimOptions(fs *pflag.FlagSet, o *simulate.Options) {
 	fs.IntVar(&o.MaxPrefillTokens, "max-prefill-tokens", 0, "SGLang: --max-prefill-tokens (default 16384)")
 	fs.Float64Var(&o.ScheduleConservativeness, "schedule-conservativeness", 0, "SGLang: --schedule-conservativeness (default 1.0)")
 	fs.Float64Var(&o.StepTimeS, "step-time", 0, "seconds per scheduler step, replacing the roofline time model")
@@ -89,17 +91,8 @@ type simulateResult struct {
 	*simulate.Summary
 }
 
-func newSimulateCmd() *cmdline.Command {
-	var (
-		req    plan.Request
-		f      simulateFlags
-		format string
-		sw     *sweep
-	)
-	cmd := &cmdline.Command{
-		Use:   "simulate",
-		Short: "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache",
-		Long: `simulate plans the server (the same flags and plan as kvcfg plan), builds
+// simulateLong is the help of kvcfg simulate.
+const simulateLong = `simulate plans the server (the same flags and plan as kvcfg plan), builds
 its KV pool with the real allocators, and replays a workload through the
 engine's scheduler memory policy: SGLang's prefill admission budgets,
 new_token_ratio, decode retraction and radix cache, or vLLM V1's token
@@ -125,79 +118,107 @@ comma-separated plan flags, side by side:
 
 Exit status: 0 when every request was served, 3 when some could never be
 (longer than the pool or the context), 1 when the engine would not start,
-2 for invalid input.`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
-			if err := checkFormat(format, outTable, outJSON, outYAML); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			newSource, err := f.source(cmd, f.compare || sw.active())
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := f.opts.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if f.timeseries != "" && f.opts.TimeseriesEvery == 0 {
-				f.opts.TimeseriesEvery = 10
-			}
-			if f.compare || sw.active() {
-				axes, err := sw.axes()
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				rows, err := simulate.Compare(cmd.Context(), req, axes, f.opts, newSource)
-				if err != nil {
-					return simulateExit(err)
-				}
-				return writeSimCompare(cmd.OutOrStdout(), format, rows)
-			}
-			c, rep, err := simulate.FromPlan(cmd.Context(), req, f.opts)
-			if err != nil {
-				return simulateExit(err)
-			}
-			src, err := newSource()
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			stopBar := f.startProgress(cmd.ErrOrStderr(), &c)
-			sum, err := simulate.Run(cmd.Context(), c, src)
-			stopBar()
-			if err != nil {
-				return simulateExit(err)
-			}
-			if f.timeseries != "" {
-				if err := writeTimeseries(f.timeseries, sum.Timeseries); err != nil {
-					return err
-				}
-				sum.Timeseries = nil
-			}
-			res := simulateResult{Model: rep.Model, GPU: rep.GPU, Config: c, Summary: sum}
-			if ok, err := writeStructured(cmd.OutOrStdout(), format, res); ok {
-				if err != nil {
-					return err
-				}
-			} else if err := writeSimTable(cmd.OutOrStdout(), res); err != nil {
-				return err
-			}
-			if sum.UnservableRequests > 0 {
-				return &exitError{code: 3, err: fmt.Errorf("%d of %d requests could never be served (longer than the KV pool or the context length)", sum.UnservableRequests, sum.RequestsRead)}
-			}
-			return nil
-		},
+2 for invalid input.`
+
+// simulateCommand is kvcfg simulate: its request, flags and sweep.
+type simulateCommand struct {
+	req    plan.Request
+	f      simulateFlags
+	format string
+	sw     *sweep
+}
+
+func newSimulateCmd() *cobra.Command {
+	s := &simulateCommand{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache",
+		Long:  simulateLong,
+		Args:  cobra.NoArgs,
+		RunE:  s.run,
 	}
-	bindPlanFlags(cmd.Flags(), &req)
+	bindPlanFlags(cmd.Flags(), &s.req)
 	fs := cmd.Flags()
-	bindWorkloadFlags(fs, &f.workloadFlags)
-	bindSimOptions(fs, &f.opts)
-	fs.StringVar(&f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
-	fs.IntVar(&f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
-	fs.BoolVar(&f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
-	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
-	fs.StringVarP(&format, "output", "o", outTable, "output format: table, json or yaml")
-	sw = enableSweep(cmd, &req)
-	cmd.SetFlagErrorFunc(func(_ *cmdline.Command, err error) error { return &exitError{code: 2, err: err} })
+	bindWorkloadFlags(fs, &s.f.workloadFlags)
+	bindSimOptions(fs, &s.f.opts)
+	fs.StringVar(&s.f.timeseries, "timeseries", "", "write the per-step time series to this file (.csv or .json)")
+	fs.IntVar(&s.f.opts.TimeseriesEvery, "timeseries-every", 0, "steps between time-series points (default 10 with --timeseries; alone it adds the series to -o json)")
+	fs.BoolVar(&s.f.compare, "compare", false, "simulate every combination of the comma-separated plan flags side by side")
+	fs.BoolVar(&s.f.progress, "progress", true, "show a progress bar on standard error when it is a terminal")
+	fs.StringVarP(&s.format, "output", "o", outTable, "output format: table, json or yaml")
+	s.sw = enableSweep(cmd, &s.req)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
+}
+
+// run checks the flags and the workload, then runs one simulation or,
+// with --compare or a comma list, one per combination.
+func (s *simulateCommand) run(cmd *cobra.Command, _ []string) error {
+	f := &s.f
+	if err := checkFormat(s.format, outTable, outJSON, outYAML); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	newSource, err := f.source(cmd, f.compare || s.sw.active())
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := f.opts.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.timeseries != "" && f.opts.TimeseriesEvery == 0 {
+		f.opts.TimeseriesEvery = 10
+	}
+	if f.compare || s.sw.active() {
+		axes, err := s.sw.axes()
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		rows, err := simulate.Compare(cmd.Context(), s.req, axes, f.opts, newSource)
+		if err != nil {
+			return simulateExit(err)
+		}
+		return writeSimCompare(cmd.OutOrStdout(), s.format, rows)
+	}
+	return s.runOne(cmd, newSource)
+}
+
+// runOne plans the server, replays the workload once and prints the
+// summary (the time series to its own file). Exit status 3 when some
+// requests could never be served.
+func (s *simulateCommand) runOne(cmd *cobra.Command, newSource func() (simulate.Source, error)) error {
+	f := &s.f
+	c, rep, err := simulate.FromPlan(cmd.Context(), s.req, f.opts)
+	if err != nil {
+		return simulateExit(err)
+	}
+	src, err := newSource()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	stopBar := f.startProgress(cmd.ErrOrStderr(), &c)
+	sum, err := simulate.Run(cmd.Context(), c, src)
+	stopBar()
+	if err != nil {
+		return simulateExit(err)
+	}
+	if f.timeseries != "" {
+		if err := writeTimeseries(f.timeseries, sum.Timeseries); err != nil {
+			return err
+		}
+		sum.Timeseries = nil
+	}
+	res := simulateResult{Model: rep.Model, GPU: rep.GPU, Config: c, Summary: sum}
+	if ok, err := writeStructured(cmd.OutOrStdout(), s.format, res); ok {
+		if err != nil {
+			return err
+		}
+	} else if err := writeSimTable(cmd.OutOrStdout(), res); err != nil {
+		return err
+	}
+	if sum.UnservableRequests > 0 {
+		return &exitError{code: 3, err: fmt.Errorf("%d of %d requests could never be served (longer than the KV pool or the context length)", sum.UnservableRequests, sum.RequestsRead)}
+	}
+	return nil
 }
 
 // simulateExit maps a plan or simulation error to an exit status.
@@ -224,7 +245,7 @@ func (f *workloadFlags) lengths(mean int) simulate.Lengths {
 // source returns a function that opens the workload afresh (--compare
 // replays it once per plan: replay buffers standard input; a single run
 // streams it).
-func (f *workloadFlags) source(cmd *cmdline.Command, replay bool) (func() (simulate.Source, error), error) {
+func (f *workloadFlags) source(cmd *cobra.Command, replay bool) (func() (simulate.Source, error), error) {
 	gen := f.requests > 0 || f.promptLen > 0 || f.outputLen > 0
 	switch {
 	case f.trace != "" && gen:

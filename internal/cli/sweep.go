@@ -10,7 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -35,9 +37,9 @@ type sweep struct {
 	lists []*listValue // in the order the lists were given
 }
 
-// listValue is a cmdline.Value that also takes a comma list.
+// listValue is a pflag.Value that also takes a comma list.
 type listValue struct {
-	cmdline.Value
+	pflag.Value
 	key    string // request JSON key
 	flag   string
 	values []string
@@ -86,7 +88,7 @@ func (v *listValue) forget() {
 
 // enableSweep makes every flag of cmd that writes a field of req accept a
 // comma list. Call it after the flags are bound.
-func enableSweep(cmd *cmdline.Command, req *plan.Request) *sweep {
+func enableSweep(cmd *cobra.Command, req *plan.Request) *sweep {
 	sw := &sweep{}
 	// A flag bound to a field of req by address (not through the flag
 	// table) is found by its address: only addresses inside req need the
@@ -94,9 +96,9 @@ func enableSweep(cmd *cmdline.Command, req *plan.Request) *sweep {
 	base, size := reflect.ValueOf(req).Pointer(), reflect.TypeFor[plan.Request]().Size()
 	var keys map[uintptr]string
 	n := 0
-	cmd.Flags().VisitAll(func(*cmdline.Flag) { n++ })
+	cmd.Flags().VisitAll(func(*pflag.Flag) { n++ })
 	lists := make([]listValue, 0, n) // one allocation for every flag's wrapper
-	cmd.Flags().VisitAll(func(f *cmdline.Flag) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		var key string
 		if fv, ok := f.Value.(*fieldValue); ok {
 			if fv.flag.Kind == plan.KindInts {
@@ -166,7 +168,7 @@ func (s *sweep) axes() ([]plan.Axis, error) {
 // first element) and prints one row per combination as a table, CSV,
 // markdown, JSON or YAML. args may carry the model. Exit status: 0 when at
 // least one combination planned, 1 when none did, 2 for invalid input.
-func (s *sweep) run(cmd *cmdline.Command, base plan.Request, args []string, format string) error {
+func (s *sweep) run(cmd *cobra.Command, base plan.Request, args []string, format string) error {
 	if err := checkFormat(format, outTable, outJSON, outYAML, outCSV, outMarkdown); err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -6,18 +6,18 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/kvcfg/kvcfg/internal/cmdline"
+	"github.com/spf13/cobra"
 )
 
-func newVersionCmd() *cmdline.Command {
-	return &cmdline.Command{
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the kvcfg module version, commit and Go version",
 		Long: `version prints the module version the binary was built from (a tag such as
 v0.4.0 with go install ...@version, a pseudo-version from a checkout, or
 "(devel)" when Go recorded none), the commit when known, and the Go version.`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine(debug.ReadBuildInfo()))
 			return err
 		},

@@ -1,5 +1,5 @@
 // Package edit measures how far apart two strings are, for "did you mean"
-// suggestions (model names in catalog, command names in internal/cmdline).
+// suggestions (model names in catalog).
 package edit
 
 // Distance is the Levenshtein distance of a and b, counted in bytes: the

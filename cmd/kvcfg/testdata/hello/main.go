@@ -1,6 +1,5 @@
 // Command hello is BenchmarkProcessStartup's baseline: the hello-world Go
-// binary the start-up target (kvcfg plan at most twice its time)
-// is measured against.
+// binary whose start-up every other one is compared with.
 package main
 
 import "fmt"

@@ -1,37 +1,16 @@
-// Package netcli is the part of kvcfg's command line that talks to the
-// network: the serve command (package server) and the resolver of Hugging
-// Face Hub ids (package hub). Only cmd/kvcfg-net links it, through
-// cli.SetNetwork: cmd/kvcfg stays free of the net package, and with it a
-// static binary (docs/PERFORMANCE.md#start-up).
-package netcli
+package cli
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kvcfg/kvcfg/catalog"
-	"github.com/kvcfg/kvcfg/hub"
-	"github.com/kvcfg/kvcfg/internal/cli"
-	"github.com/kvcfg/kvcfg/internal/cmdline"
 	"github.com/kvcfg/kvcfg/server"
 )
-
-// Network returns the network front ends for cli.SetNetwork.
-func Network() cli.Network {
-	return cli.Network{Resolver: resolver, Serve: newServeCmd}
-}
-
-// resolver reads Hub ids with the client the environment configures
-// (HF_ENDPOINT, HF_TOKEN, HF_HOME, HF_HUB_OFFLINE, ...).
-func resolver(timeout time.Duration, progress io.Writer) catalog.Resolver {
-	o := hub.FromEnv()
-	o.Timeout = timeout
-	o.Progress = progress
-	return hub.New(o)
-}
 
 // serveOptions are the flags of `kvcfg serve`.
 type serveOptions struct {
@@ -45,11 +24,11 @@ type serveOptions struct {
 	hubTimeout      time.Duration
 }
 
-func newServeCmd() *cmdline.Command {
+func newServeCmd() *cobra.Command {
 	o := serveOptions{}
-	cmd := &cmdline.Command{
+	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: cli.ServeShort,
+		Short: "Serve the planning HTTP API, the web page with charts, and Prometheus metrics",
 		Long: `Serve the planner over HTTP until SIGINT or SIGTERM, then shut down gracefully.
 
   POST /api/v1/plan      body: the plan flags as JSON, snake_case ({"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "tp_size": 2})
@@ -67,8 +46,8 @@ at most --hub-concurrency at once, and kept; an id that is not org/name is
   kvcfg serve --addr 0.0.0.0:8080
   kvcfg serve --hub --hub-concurrency 8
   curl -s localhost:8080/api/v1/plan -d '{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}'`,
-		Args: cmdline.NoArgs,
-		RunE: func(cmd *cmdline.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, o)
 		},
 	}
@@ -80,7 +59,7 @@ at most --hub-concurrency at once, and kept; an id that is not org/name is
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log every request, not only failures")
 	f.BoolVar(&o.hub, "hub", false, "also plan Hugging Face ids outside the catalog, read from the Hub (HF_ENDPOINT, HF_TOKEN, caches as the CLI)")
 	f.IntVar(&o.hubConcurrency, "hub-concurrency", server.DefaultHubConcurrency, "with --hub: models read from the Hub at once")
-	f.DurationVar(&o.hubTimeout, "hub-timeout", cli.DefaultHubTimeout, "with --hub: deadline for reading one model from the Hub")
+	f.DurationVar(&o.hubTimeout, "hub-timeout", DefaultHubTimeout, "with --hub: deadline for reading one model from the Hub")
 	return cmd
 }
 
@@ -89,17 +68,15 @@ func serveHub(o serveOptions) catalog.Resolver {
 	if !o.hub {
 		return nil
 	}
-	ho := hub.FromEnv()
-	ho.Timeout = o.hubTimeout
-	return hub.New(ho)
+	return newHubClient(o.hubTimeout, nil)
 }
 
-func runServe(cmd *cmdline.Command, o serveOptions) error {
+func runServe(cmd *cobra.Command, o serveOptions) error {
 	if o.logFormat != "text" && o.logFormat != "json" {
-		return cli.InputError(fmt.Errorf("--log-format: unknown output format %q (accepted: text, json)", o.logFormat))
+		return InputError(fmt.Errorf("--log-format: unknown output format %q (accepted: text, json)", o.logFormat))
 	}
 	if o.maxBodyBytes <= 0 {
-		return cli.InputError(fmt.Errorf("--max-body-bytes must be positive, got %d", o.maxBodyBytes))
+		return InputError(fmt.Errorf("--max-body-bytes must be positive, got %d", o.maxBodyBytes))
 	}
 	level := slog.LevelInfo
 	if o.verbose {
@@ -120,7 +97,7 @@ func runServe(cmd *cmdline.Command, o serveOptions) error {
 		HubConcurrency:  o.hubConcurrency,
 	})
 	if err != nil {
-		return cli.InputError(err)
+		return InputError(err)
 	}
 	return srv.ListenAndServe(cmd.Context(), o.addr, func(a net.Addr) {
 		logger.Info("kvcfg serving", "url", "http://"+a.String()+"/")

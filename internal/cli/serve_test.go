@@ -1,4 +1,4 @@
-package netcli
+package cli
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/kvcfg/kvcfg/internal/cli"
 )
 
 // urlWriter collects log output and hands over the first serving URL.
@@ -48,7 +46,7 @@ func TestServe(t *testing.T) {
 	logs := &urlWriter{urls: make(chan string, 1)}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "-v"}, strings.NewReader(""), io.Discard, logs)
+		done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "-v"}, strings.NewReader(""), io.Discard, logs)
 	}()
 	var url string
 	select {
@@ -102,7 +100,7 @@ func TestServeFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := cli.Main(t.Context(), tt.args, strings.NewReader(""), io.Discard, &stderr)
+			code := Main(t.Context(), tt.args, strings.NewReader(""), io.Discard, &stderr)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d; stderr %s", code, tt.code, stderr.String())
 			}
@@ -110,12 +108,5 @@ func TestServeFlagErrors(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tt.want)
 			}
 		})
-	}
-}
-
-// serve defines no flag twice.
-func TestServeFlags(t *testing.T) {
-	if err := newServeCmd().Flags().Check(); err != nil {
-		t.Error(err)
 	}
 }

@@ -1,4 +1,4 @@
-package netcli
+package cli
 
 import (
 	"bytes"
