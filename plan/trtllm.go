@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -48,7 +49,6 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		rep.warn("TensorRT-LLM sizes each data-parallel replica on its own; the numbers are per replica")
 	}
 	in := trtllm.Input{
-		Model:                   spec,
 		Version:                 req.TRTLLMVersion,
 		FreeGPUMemoryFraction:   req.FreeGPUMemoryFraction,
 		TokensPerBlock:          req.TokensPerBlock,
@@ -109,18 +109,18 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		}
 	}
 
-	res, perr := trtllm.Plan(in)
+	res, perr := trtllm.Plan(spec, in)
 	if res == nil {
 		return nil, trtllmInputError(perr)
 	}
 	fillTRTLLM(rep, res, spec)
 	if perr != nil {
-		var re *trtllm.RefusalError
+		var re *kvengine.Refusal
 		if errors.As(perr, &re) {
-			if re.Knob != "" {
-				rep.FixFlag = "--" + strings.ReplaceAll(re.Knob, "_", "-")
+			if re.Flag != "" { // an option key: kvcfg's flag is its kebab case
+				rep.FixFlag = "--" + strings.ReplaceAll(re.Flag, "_", "-")
 			}
-			rep.FixHint = re.Fix
+			rep.FixValue, rep.FixHint = re.Value, re.Hint
 			return rep, refuse(rep, perr, re.Message)
 		}
 		return nil, trtllmInputError(perr)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -125,9 +126,9 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	}
 	fillVLLM(rep, res, spec)
 	if perr != nil {
-		var re *vllm.RefusalError
+		var re *kvengine.Refusal
 		if errors.As(perr, &re) {
-			fixVLLM(rep, res, perr, spec, int64(req.PreLoadFreeMemory))
+			rep.FixFlag, rep.FixValue, rep.FixHint = re.Flag, re.Value, re.Hint
 			return rep, refuse(rep, perr, re.Message)
 		}
 		return nil, vllmInputError(perr)
@@ -217,45 +218,6 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	rep.Configurator = fmt.Sprintf("vllm %s", res.Profile)
 	if len(res.Groups) > 0 {
 		rep.Configurator += fmt.Sprintf(": %d KV cache group(s) [%s], %d tensor(s)", len(res.Groups), strings.Join(kinds, ", "), max(res.GroupSize, 1))
-	}
-}
-
-// fixVLLM names the flag that gets a refused vLLM launch started.
-func fixVLLM(rep *Report, res *vllm.Result, err error, spec *model.Spec, free int64) {
-	var tpe *vllm.TPError
-	var be *vllm.BackendError
-	switch {
-	case errors.As(err, &tpe):
-		if n := tpe.Nearest(); n > 0 {
-			rep.FixFlag, rep.FixValue = "--tensor-parallel-size", strconv.Itoa(n)
-			rep.FixHint = "use --tensor-parallel-size " + rep.FixValue + "; sizes that split the heads: " + joinInts(tpe.ValidSizes)
-		}
-	case errors.As(err, &be):
-		if d := be.SuggestedKVCacheDType(); d != "" {
-			rep.FixFlag, rep.FixValue = "--kv-cache-dtype", d
-			rep.FixHint = "use --kv-cache-dtype " + d + "; an attention backend on this GPU accepts " + strings.Join(be.ValidKVCacheDTypes, ", ")
-		} else if be.DropBlockSize {
-			rep.FixFlag = "--block-size"
-			rep.FixHint = "drop --block-size: the default block size has a backend on this GPU"
-		}
-	case strings.HasPrefix(res.Error, "User-specified max_model_len"):
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(spec.ContextLength)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower (the model's context length)"
-	case strings.HasPrefix(res.Error, "Free memory on device") && res.Memory.TotalBytes > 0:
-		u := float64(int64(float64(free)/float64(res.Memory.TotalBytes)*100)) / 100
-		rep.FixFlag, rep.FixValue = "--gpu-memory-utilization", strconv.FormatFloat(u, 'f', -1, 64)
-		rep.FixHint = "lower --gpu-memory-utilization to " + rep.FixValue + " or less, or free the GPU"
-	case strings.HasPrefix(res.Error, "The page size of the layer") || strings.HasPrefix(res.Error, "Hybrid KV cache manager"):
-		rep.FixHint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
-	case res.EstimatedMaxModelLen > 0:
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
-	case res.Profile == vllm.V06 && res.KVCacheSizeTokens > 0 && res.KVCacheSizeTokens < int64(res.MaxModelLen):
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.FormatInt(res.KVCacheSizeTokens, 10)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
-	default:
-		rep.FixFlag = "--gpu-memory-utilization"
-		rep.FixHint = "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)"
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
@@ -149,7 +150,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 			c, err := sglang.New(sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: tt.hw,
 				Args: tt.args, PostLoadFreeBytes: gibBytes(60)})
 			if tt.err != "" {
-				var fe *sglang.FixError
+				var fe *engine.Refusal
 				if !errors.As(err, &fe) || fe.Flag != tt.err || !errors.Is(err, sglang.ErrInvalid) {
 					t.Fatalf("err %v, want a %s FixError", err, tt.err)
 				}
@@ -166,7 +167,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 	// trtllm_mha refuses an MLA model and names trtllm_mla.
 	_, err := sglang.New(sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: b200,
 		Args: sglang.ServerArgs{AttentionBackend: "trtllm_mha"}, PostLoadFreeBytes: gibBytes(60)})
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || fe.Value != "trtllm_mla" {
 		t.Errorf("trtllm_mha on MLA: %v, want a fix naming trtllm_mla", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
@@ -42,7 +43,7 @@ func TestTensorParallelDivisibility(t *testing.T) {
 			in := sglang.Input{Spec: s, Parallel: tt.parallel, Hardware: sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"},
 				PostLoadFreeBytes: 40 << 30}
 			_, err = sglang.New(in)
-			var fe *sglang.FixError
+			var fe *engine.Refusal
 			var te *sglang.TPError
 			if !errors.As(err, &fe) || !errors.As(err, &te) || !errors.Is(err, sglang.ErrTensorParallel) {
 				t.Fatalf("err = %v, want a *FixError with a *TPError", err)

@@ -63,7 +63,7 @@ func TestPatterns(t *testing.T) {
 // The warnings and refusals Plan produces are all recognised.
 func TestPatternsCoverPlanOutput(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "1.1", KVCacheMemory: 5 * gib, PromptLen: 9000})
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "1.1", KVCacheMemory: 5 * gib, PromptLen: 9000})
 	if err == nil {
 		t.Fatal("expected the max_num_tokens refusal")
 	}

@@ -107,7 +107,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			}
 		}
 		if !allEqual(specs) && !sameType(specs) {
-			return nil, specs, &RefusalError{Message: "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."}
+			return nil, specs, refusal("Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type.")
 		}
 	}
 	if allEqual(specs) {
@@ -141,7 +141,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			continue
 		}
 		if maxPage%p != 0 && !r.padPages {
-			return nil, specs, &RefusalError{Message: "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."}
+			return nil, specs, refusal("The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size.")
 		}
 		s.BlockSize *= int(maxPage / p)
 		if s.PageBytes() != maxPage {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -107,8 +108,19 @@ type MemoryReport struct {
 // conservingMemoryURL ends vLLM's memory messages.
 const conservingMemoryURL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
 
-// Plan sizes vLLM's KV cache for model s launched with c.
+// Plan sizes vLLM's KV cache for model s launched with c. A startup refusal
+// returns the Result filled up to the refusal and an *engine.Refusal naming
+// the flag and value that get the launch started.
 func Plan(s *model.Spec, c Config) (*Result, error) {
+	res, err := plan(s, c)
+	if res != nil && errors.Is(err, ErrRefused) {
+		err = withFix(res, err, s, c)
+	}
+	return res, err
+}
+
+// plan is Plan without the fix.
+func plan(s *model.Spec, c Config) (*Result, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no model", ErrInvalidConfig)
 	}
@@ -193,9 +205,8 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	if cuda && !r.v0 {
 		a, err := attentionSetup(s, c, r, cache, sm, tp)
 		if err != nil {
-			var re *RefusalError
-			if errors.As(err, &re) {
-				res.Error = re.Message
+			if msg, ok := refusalMessage(err); ok {
+				res.Error = msg
 				return res, err
 			}
 			return nil, err
@@ -252,7 +263,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 // error.
 func refuse(res *Result, msg string) error {
 	res.Error = msg
-	return &RefusalError{Message: msg}
+	return refusal(msg)
 }
 
 // v1Fallback returns the feature for which release r's V1 engine falls back
@@ -747,8 +758,7 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 	}
 	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
 	if err != nil {
-		var re *RefusalError
-		if asRefusal(err, &re) {
+		if re, ok := err.(*engine.Refusal); ok {
 			res.Error = re.Message
 		}
 		return res, err
@@ -989,14 +999,6 @@ func mulDiv(a, b, c int64) int64 {
 		return math.MaxInt64
 	}
 	return int64(q)
-}
-
-func asRefusal(err error, target **RefusalError) bool {
-	re, ok := err.(*RefusalError)
-	if ok {
-		*target = re
-	}
-	return ok
 }
 
 // gib formats bytes as vLLM 0.11 prints GiB: value / 2^30 with two decimals.

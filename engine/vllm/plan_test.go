@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -155,8 +156,9 @@ func TestLlamaProfiles(t *testing.T) {
 			if diff := cmp.Diff(tt.want, summarize(res)); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
-			if tt.refused && err.Error() != "vllm: "+tt.want.Error {
-				t.Errorf("error %q does not carry vLLM's message", err)
+			var re *engine.Refusal
+			if tt.refused && (!errors.As(err, &re) || re.Message != tt.want.Error || !strings.HasPrefix(err.Error(), "vllm: "+tt.want.Error+" (")) {
+				t.Errorf("error %q does not carry vLLM's message and a hint", err)
 			}
 		})
 	}

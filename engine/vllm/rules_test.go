@@ -2,12 +2,14 @@ package vllm_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -48,8 +50,13 @@ func TestTensorParallelDivisibility(t *testing.T) {
 				if !errors.As(err, &te) || !errors.Is(err, vllm.ErrRefused) {
 					t.Fatalf("%s: err = %v, want a *TPError refusal", v, err)
 				}
-				var re *vllm.RefusalError
+				var re *engine.Refusal
 				if !errors.As(err, &re) || re.Message != tt.msg || res.Error != tt.msg {
+					t.Errorf("%s: message %q (result %q), want %q", v, te.Message, res.Error, tt.msg)
+				} else if re.Flag != "--tensor-parallel-size" || re.Value != strconv.Itoa(tt.nearest) || !errors.Is(err, engine.ErrRefused) {
+					t.Errorf("%s: fix %s %s, want --tensor-parallel-size %d", v, re.Flag, re.Value, tt.nearest)
+				}
+				if false {
 					t.Errorf("%s: message %q (result %q), want %q", v, te.Message, res.Error, tt.msg)
 				}
 				if diff := cmp.Diff(tt.valid, te.ValidSizes); diff != "" {
@@ -212,7 +219,7 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 	}
 	// An explicit backend that cannot run the launch.
 	_, err = vllm.Plan(llama, vllm.Config{KVCacheDType: "nvfp4", GPUSM: 100, AttentionBackend: vllm.BackendFlashAttn, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib})
-	if err == nil || err.Error() != "vllm: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['kv_cache_dtype not supported']" {
+	if err == nil || !strings.HasPrefix(err.Error(), "vllm: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['kv_cache_dtype not supported'] (") {
 		t.Errorf("FLASH_ATTN with nvfp4: %v", err)
 	}
 	// A --block-size the backend cannot tile: DeepSeek-V3.2's sparse
