@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/kvcfg/kvcfg/engine/trtllm"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -133,15 +133,11 @@ func note(r *plan.Report) string {
 }
 
 // isError reports whether the kind is an engine error (as opposed to a
-// warning the engine starts with).
+// warning the engine starts with), by its pattern's severity.
 func isError(kind string) bool {
-	switch kind {
-	case "mamba_capped", "max_running_reduced", "max_total_tokens_too_large", "memory_unbalanced":
-		return false
-	}
-	for _, p := range trtllm.Patterns() {
-		if p.Name == kind {
-			return p.Severity == trtllm.Fatal
+	for _, r := range rules() {
+		if r.kind == kind {
+			return r.severity != engine.Warning
 		}
 	}
 	return true
