@@ -399,8 +399,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
 	if slices.Contains(strings.Split(base.Engine, ","), plan.EngineSGLang) {
-		if p, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
-			res.Target.SGLangProfile = p.Reason
+		if _, note, err := sglang.ResolveProfile(base.SGLangVersion); err == nil {
+			res.Target.SGLangProfile = note
 		}
 	}
 	if wl != nil {

@@ -28,7 +28,7 @@ type trtllmEngine struct{}
 // needs (per attention-window pool, the smallest), as trtllm.Result does.
 func (trtllmEngine) capacity(rep *Report, _ *model.Spec, contextLen int) int64 {
 	r := trtllm.Result{TokensPerBlock: rep.TokensPerBlock, NumBlocks: rep.NumBlocks, MaxBeamWidth: rep.MaxBeamWidth, Windows: rep.Windows}
-	return int64(r.MaxConcurrency(contextLen))
+	return int64(trtllm.MaxConcurrency(&r, contextLen))
 }
 
 // knobs: TensorRT-LLM's memory share is free_gpu_memory_fraction (of the

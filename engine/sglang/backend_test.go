@@ -45,10 +45,10 @@ func TestHIPMLAPicksTritonWithEightHeadsPerRank(t *testing.T) {
 
 // SGLang's default attention backend (_get_default_attn_backend).
 func TestDefaultAttentionBackend(t *testing.T) {
-	latest, _ := sglang.ResolveProfile("latest")
-	p053, _ := sglang.ResolveProfile("0.5.5")
-	p048, _ := sglang.ResolveProfile("0.5.0")
-	p045, _ := sglang.ResolveProfile("0.4.5")
+	latest, _, _ := sglang.ResolveProfile("latest")
+	p053, _, _ := sglang.ResolveProfile("0.5.5")
+	p048, _, _ := sglang.ResolveProfile("0.5.0")
+	p045, _, _ := sglang.ResolveProfile("0.4.5")
 	tests := []struct {
 		name string
 		p    sglang.Profile

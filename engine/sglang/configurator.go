@@ -118,6 +118,9 @@ type Input struct {
 	// PostLoadFreeBytes is the free memory after weight load (the min over
 	// ranks), as get_available_gpu_memory reads it.
 	PostLoadFreeBytes int64
+	// PreLoadFreeBytes is the free memory before weight load, the argument
+	// Plan passes to Configure (New and Reset do not read it).
+	PreLoadFreeBytes int64
 	// VisionLayers and VisionHidden are vision_config.num_hidden_layers and
 	// hidden_size of a multimodal model (0 = absent: SGLang uses 24, 1024).
 	VisionLayers, VisionHidden int
@@ -191,7 +194,7 @@ func (c *Configurator) Reset(in Input) error {
 	prof := c.prof // a sweep resolves the same version again and again
 	if prof.Era == "" || prof.Version != in.Version {
 		var err error
-		if prof, err = ResolveProfile(in.Version); err != nil {
+		if prof, _, err = ResolveProfile(in.Version); err != nil {
 			return refusal(engine.Refusal{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest profile"})
 		}
 	}
@@ -319,7 +322,7 @@ func (c *Configurator) Reset(in Input) error {
 	if err != nil {
 		fe := refusal(engine.Refusal{Err: err, Flag: "--kv-cache-dtype", Value: "auto"})
 		if !errors.Is(err, ErrUnsupportedKV) { // that error lists them already
-			fe.Hint = "accepted: " + strings.Join(AcceptedKVDTypes(), ", ")
+			fe.Hint = "accepted: " + strings.Join(acceptedKVDTypes(), ", ")
 		}
 		return fe
 	}

@@ -209,7 +209,7 @@ func adviseKVDTypeUnsupported(_ map[string]float64, s []string) engine.Advice {
 	var a engine.Advice
 	a.Meaning = fmt.Sprintf("%q is not a --kv-cache-dtype SGLang knows.", s[0])
 	a.Knob, a.Value = "kv_cache_dtype", "auto"
-	a.Text = "Use one of: " + strings.Join(AcceptedKVDTypes(), ", ") + "."
+	a.Text = "Use one of: " + strings.Join(acceptedKVDTypes(), ", ") + "."
 	return a
 }
 
