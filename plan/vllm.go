@@ -48,11 +48,33 @@ type vllmEngine struct{}
 
 func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, _ runOpts) (*Report, error) {
 	spec := m.Spec
-	tp, pp := rep.TPSize, rep.PPSize
 	if req.EnableDPAttention {
 		rep.warn("enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
 	}
+	cfg := vllmConfig(&req, spec, g, rep)
+	if err := vllmWeights(&cfg, m, &req, rep); err != nil {
+		return nil, err
+	}
 
+	res, perr := vllm.Plan(spec, cfg)
+	if res == nil {
+		return nil, vllmInputError(perr)
+	}
+	fillVLLM(rep, res, spec)
+	if perr != nil {
+		var re *kvengine.Refusal
+		if errors.As(perr, &re) {
+			rep.FixFlag, rep.FixValue, rep.FixHint = re.Flag, re.Value, re.Hint
+			return rep, refuse(rep, perr, re.Message)
+		}
+		return nil, vllmInputError(perr)
+	}
+	return rep, nil
+}
+
+// vllmConfig maps the request's vLLM flags onto vllm.Config (the weights
+// aside), warning in rep about what vLLM takes differently.
+func vllmConfig(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Config {
 	cfg := vllm.Config{
 		Version:              req.VLLMVersion,
 		KVCacheDType:         req.KVCacheDType,
@@ -60,8 +82,8 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		MaxModelLen:          req.MaxModelLen,
 		MaxNumSeqs:           req.MaxNumSeqs,
 		MaxNumBatchedTokens:  req.MaxNumBatchedTokens,
-		TensorParallelSize:   tp,
-		PipelineParallelSize: pp,
+		TensorParallelSize:   rep.TPSize,
+		PipelineParallelSize: rep.PPSize,
 		GPUMemoryUtilization: req.GPUMemoryUtilization,
 		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
 		NumGPUBlocksOverride: req.NumGPUBlocksOverride,
@@ -98,7 +120,12 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		cfg.Memory.AvailableKVBytes, cfg.KVCacheMemoryBytes = cfg.KVCacheMemoryBytes, 0
 		rep.warn("vLLM 0.6 has no --kv-cache-memory-bytes; the value is used as the measured KV budget of the run")
 	}
-	// Weights: given, measured (free before − after loading), or estimated.
+	return cfg
+}
+
+// vllmWeights sets the weights of cfg: given, measured (free before −
+// after loading), or estimated (none when the KV budget is given).
+func vllmWeights(cfg *vllm.Config, m *catalog.Model, req *Request, rep *Report) error {
 	switch {
 	case req.WeightsMemory > 0:
 		cfg.Memory.WeightsBytes = int64(req.WeightsMemory)
@@ -108,9 +135,9 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
 	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
-		w, src, note, err := weightsPerRank(m, &req, tp, pp)
+		w, src, note, err := weightsPerRank(m, req, rep.TPSize, rep.PPSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if note != "" {
 			rep.warn(note)
@@ -119,21 +146,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(src)
 		rep.WeightsEstimated = src == weights.Estimated
 	}
-
-	res, perr := vllm.Plan(spec, cfg)
-	if res == nil {
-		return nil, vllmInputError(perr)
-	}
-	fillVLLM(rep, res, spec)
-	if perr != nil {
-		var re *kvengine.Refusal
-		if errors.As(perr, &re) {
-			rep.FixFlag, rep.FixValue, rep.FixHint = re.Flag, re.Value, re.Hint
-			return rep, refuse(rep, perr, re.Message)
-		}
-		return nil, vllmInputError(perr)
-	}
-	return rep, nil
+	return nil
 }
 
 // vllmInputError maps the vllm package's input errors to FieldErrors.
