@@ -15,7 +15,7 @@ import (
 // shapes (a signature change fails to compile here).
 var (
 	_ engine.PlanFunc[sglang.Input, sglang.Result] = sglang.Plan
-	_ engine.PlanFunc[vllm.Config, vllm.Result]    = vllm.Plan
+	_ engine.PlanFunc[vllm.Input, vllm.Result]     = vllm.Plan
 	_ engine.PlanFunc[trtllm.Input, trtllm.Result] = trtllm.Plan
 
 	_ engine.ResolveProfileFunc[sglang.Profile] = sglang.ResolveProfile
@@ -52,7 +52,7 @@ func TestEnginesKeepTheContract(t *testing.T) {
 		return sglang.MaxConcurrency(res, 8192), err
 	}
 	vl := func(kv int64) (float64, error) {
-		res, err := vllm.Plan(spec, vllm.Config{MaxModelLen: 8192, KVCacheMemoryBytes: kv})
+		res, err := vllm.Plan(spec, vllm.Input{MaxModelLen: 8192, KVCacheMemoryBytes: kv})
 		return vllm.MaxConcurrency(res, 8192), err
 	}
 	tr := func(kv int64) (float64, error) {

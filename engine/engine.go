@@ -27,8 +27,8 @@
 //	// sizing and admission that explain recognises, most specific first.
 //	func Patterns() []Pattern
 //
-// vLLM's input type is named Config. An engine's Input has a Validate
-// method that reports every problem at once.
+// An engine's Input has a Validate method that reports every problem at
+// once.
 //
 // # Refusals
 //

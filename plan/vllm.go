@@ -17,7 +17,7 @@ import (
 )
 
 // plan plans for vLLM: it maps the request's vLLM flags onto
-// vllm.Config, runs vllm.Plan and reports what that vLLM generation logs.
+// vllm.Input, runs vllm.Plan and reports what that vLLM generation logs.
 // SGLang's --context-length stands in for --max-model-len when only it is
 // given, so one request can be compared across engines.
 func init() { register(EngineVLLM, vllmEngine{}) }
@@ -42,7 +42,7 @@ func (vllmEngine) knobs(_ Request, rep *Report) knobs {
 	return k
 }
 
-// vllmEngine is the vLLM adapter: Request → vllm.Config, then vllm.Plan's
+// vllmEngine is the vLLM adapter: Request → vllm.Input, then vllm.Plan's
 // result → Report.
 type vllmEngine struct{}
 
@@ -51,7 +51,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	if req.EnableDPAttention {
 		rep.warn("enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
 	}
-	cfg := vllmConfig(&req, spec, g, rep)
+	cfg := vllmInput(&req, spec, g, rep)
 	if err := vllmWeights(&cfg, m, &req, rep); err != nil {
 		return nil, err
 	}
@@ -72,10 +72,10 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	return rep, nil
 }
 
-// vllmConfig maps the request's vLLM flags onto vllm.Config (the weights
+// vllmInput maps the request's vLLM flags onto vllm.Input (the weights
 // aside), warning in rep about what vLLM takes differently.
-func vllmConfig(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Config {
-	cfg := vllm.Config{
+func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Input {
+	cfg := vllm.Input{
 		Version:              req.VLLMVersion,
 		KVCacheDType:         req.KVCacheDType,
 		BlockSize:            req.BlockSize,
@@ -125,7 +125,7 @@ func vllmConfig(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Con
 
 // vllmWeights sets the weights of cfg: given, measured (free before −
 // after loading), or estimated (none when the KV budget is given).
-func vllmWeights(cfg *vllm.Config, m *catalog.Model, req *Request, rep *Report) error {
+func vllmWeights(cfg *vllm.Input, m *catalog.Model, req *Request, rep *Report) error {
 	switch {
 	case req.WeightsMemory > 0:
 		cfg.Memory.WeightsBytes = int64(req.WeightsMemory)

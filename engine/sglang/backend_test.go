@@ -134,7 +134,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 		hw   sglang.Hardware
 		args sglang.ServerArgs
 		page int
-		err  string // flag of the FixError
+		err  string // flag of the refusal
 	}{
 		{"aiter on CUDA", h100, sglang.ServerArgs{AttentionBackend: "aiter"}, 0, "--attention-backend"},
 		{"trtllm_mla on Hopper", h100, sglang.ServerArgs{AttentionBackend: "trtllm_mla"}, 0, "--attention-backend"},
@@ -152,7 +152,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 			if tt.err != "" {
 				var fe *engine.Refusal
 				if !errors.As(err, &fe) || fe.Flag != tt.err || !errors.Is(err, sglang.ErrInvalid) {
-					t.Fatalf("err %v, want a %s FixError", err, tt.err)
+					t.Fatalf("err %v, want a %s refusal", err, tt.err)
 				}
 				return
 			}

@@ -10,6 +10,11 @@
 // from a result (PoolConfig, NewPools, ResizePools). The pure pool formulas
 // live in engine/sglang/sizing.
 //
+// It keeps the engine contract (package engine): Plan (New, then
+// Configure), ResolveProfile, AcceptedKVDTypes, MaxConcurrency and
+// Patterns, and its refusals are *engine.Refusal values naming the flag
+// that fixes them.
+//
 // The numeric domains are kept apart as SGLang does: MiB for server-args
 // heuristics, GiB floats for profiling (converted once with
 // int(rest·2^30)), int64 bytes for sizing.

@@ -291,7 +291,7 @@ func fixFlag(t *testing.T, err error, sentinel error, flag string) *engine.Refus
 	t.Helper()
 	var fe *engine.Refusal
 	if !errors.As(err, &fe) || !errors.Is(err, sentinel) {
-		t.Fatalf("err = %v, want FixError wrapping %v", err, sentinel)
+		t.Fatalf("err = %v, want an engine.Refusal wrapping %v", err, sentinel)
 	}
 	if fe.Flag != flag {
 		t.Errorf("flag %q, want %q (%v)", fe.Flag, flag, err)

@@ -347,12 +347,12 @@ func TestVersionGates(t *testing.T) {
 	}
 }
 
-func TestBadVersionIsAFixError(t *testing.T) {
+func TestBadVersionIsARefusal(t *testing.T) {
 	_, err := sglang.New(sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
 		PostLoadFreeBytes: gibBytes(20), Version: "zero"})
 	var fe *engine.Refusal
 	if !errors.As(err, &fe) || fe.Flag != "--sglang-version" || !errors.Is(err, sglang.ErrUnknownVersion) {
-		t.Fatalf("err %v, want a --sglang-version FixError wrapping ErrUnknownVersion", err)
+		t.Fatalf("err %v, want a --sglang-version engine.Refusal wrapping ErrUnknownVersion", err)
 	}
 }
 

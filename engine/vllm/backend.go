@@ -24,7 +24,7 @@ const (
 	BackendFlashInferMLASpar = "FLASHINFER_MLA_SPARSE"
 )
 
-// AttentionBackends lists the backend names Config.AttentionBackend accepts.
+// AttentionBackends lists the backend names Input.AttentionBackend accepts.
 func AttentionBackends() []string {
 	out := make([]string, 0, len(backendTable))
 	for _, b := range backendTable {

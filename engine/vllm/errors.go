@@ -13,7 +13,7 @@ const engineName = "vllm"
 // *engine.Refusal values wrapping ErrRefused (and engine.ErrRefused); the
 // Result computed up to the refusal is returned with them.
 var (
-	// ErrInvalidConfig reports a Config that fails Validate.
+	// ErrInvalidConfig reports an Input that fails Validate.
 	ErrInvalidConfig = errors.New("vllm: invalid config")
 	// ErrUnknownVersion reports a --vllm-version that is not understood.
 	ErrUnknownVersion = errors.New("vllm: unknown version")

@@ -12,7 +12,7 @@ import (
 // withFix turns err, a refusal of launch c whose Result is res, into an
 // *engine.Refusal naming the flag (and value, when one follows) that gets
 // the launch started.
-func withFix(res *Result, err error, s *model.Spec, c Config) error {
+func withFix(res *Result, err error, s *model.Spec, c Input) error {
 	msg, _ := refusalMessage(err)
 	if msg == "" {
 		msg = res.Error

@@ -111,7 +111,7 @@ const conservingMemoryURL = "https://docs.vllm.ai/en/latest/configuration/conser
 // Plan sizes vLLM's KV cache for model s launched with c. A startup refusal
 // returns the Result filled up to the refusal and an *engine.Refusal naming
 // the flag and value that get the launch started.
-func Plan(s *model.Spec, c Config) (*Result, error) {
+func Plan(s *model.Spec, c Input) (*Result, error) {
 	res, err := plan(s, c)
 	if res != nil && errors.Is(err, ErrRefused) {
 		err = withFix(res, err, s, c)
@@ -120,7 +120,7 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 }
 
 // plan is Plan without the fix.
-func plan(s *model.Spec, c Config) (*Result, error) {
+func plan(s *model.Spec, c Input) (*Result, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no model", ErrInvalidConfig)
 	}
@@ -269,7 +269,7 @@ func refuse(res *Result, msg string) error {
 // v1Fallback returns the feature for which release r's V1 engine falls back
 // to V0 (EngineArgs._is_v1_supported_oracle, 0.8.0 to 0.10.x) and the line
 // vLLM logs for it; "" when V1 serves the launch.
-func v1Fallback(s *model.Spec, c Config, r rules, sm int) (feature, line string) {
+func v1Fallback(s *model.Spec, c Input, r rules, sm int) (feature, line string) {
 	fallback := func(f string) (string, string) {
 		return f, f + " is not supported by the V1 Engine. Falling back to V0. "
 	}
@@ -298,7 +298,7 @@ func v1Fallback(s *model.Spec, c Config, r rules, sm int) (feature, line string)
 // v1AcceptsKVDType is the oracle's --kv-cache-dtype check: fp8 with
 // FlashAttention 3 (Hopper) from 0.8.5, anything on SM 10.0 from 0.10.0,
 // and from 0.10.2 any dtype for MLA (FlashMLA / CUTLASS MLA by default).
-func v1AcceptsKVDType(s *model.Spec, c Config, r rules, dt string, sm int) bool {
+func v1AcceptsKVDType(s *model.Spec, c Input, r rules, dt string, sm int) bool {
 	rel := r.rel
 	fp8 := strings.HasPrefix(dt, "fp8")
 	defaultFA := c.AttentionBackend == "" || c.AttentionBackend == BackendFlashAttn
@@ -332,7 +332,7 @@ func v1AcceptsKVDType(s *model.Spec, c Config, r rules, dt string, sm int) bool 
 
 // schedulerDefaults returns max_num_seqs and max_num_batched_tokens for
 // `vllm serve` (EngineArgs.get_batch_defaults and its predecessors).
-func schedulerDefaults(r rules, c Config, L int) (seqs, batched int) {
+func schedulerDefaults(r rules, c Input, L int) (seqs, batched int) {
 	seqs, batched = c.MaxNumSeqs, c.MaxNumBatchedTokens
 	name := strings.ToLower(c.GPUName)
 	mem := c.Memory.TotalBytes
@@ -368,7 +368,7 @@ func schedulerDefaults(r rules, c Config, L int) (seqs, batched int) {
 }
 
 // selectorQuery builds the backend selector's view of the launch.
-func selectorQuery(s *model.Spec, c Config, cache CacheDType, sm int) backendQuery {
+func selectorQuery(s *model.Spec, c Input, cache CacheDType, sm int) backendQuery {
 	q := backendQuery{
 		modelDType: modelCacheName(s),
 		kvDType:    cache.Requested,
@@ -419,7 +419,7 @@ type attention struct {
 // selector runs first with the user's --block-size (None when not given)
 // and the block follows the selected backend's preference
 // (update_block_size_for_backend).
-func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp int) (attention, error) {
+func attentionSetup(s *model.Spec, c Input, r rules, cache CacheDType, sm, tp int) (attention, error) {
 	q := selectorQuery(s, c, cache, sm)
 	heads := max(s.NumAttentionHeads/max(tp, 1), 1)
 	if r.backendBlocks {
@@ -468,7 +468,7 @@ func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp i
 // FlashInfer MLA from 0.15 when qk_nope_head_dim is 128, else CUTLASS MLA
 // from 0.10.2; FlashMLA on Hopper; Triton MLA elsewhere), else FlashInfer
 // on Blackwell and FlashAttention otherwise.
-func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (backendSpec, error) {
+func defaultBackend(s *model.Spec, c Input, r rules, q backendQuery, sm int) (backendSpec, error) {
 	if c.AttentionBackend != "" {
 		b, ok := lookupBackend(c.AttentionBackend)
 		if !ok {
@@ -501,7 +501,7 @@ func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (b
 // 16, else its smallest) applies unless --block-size is given; before, the
 // platform forced FlashMLA's 64 on Hopper, the sparse backend's 64 and,
 // from 0.10.2, CUTLASS MLA's 128 on Blackwell, over --block-size too.
-func backendBlockSize(s *model.Spec, c Config, r rules, b backendSpec, sm int) (block int, line, note string) {
+func backendBlockSize(s *model.Spec, c Input, r rules, b backendSpec, sm int) (block int, line, note string) {
 	if r.backendBlocks {
 		if c.BlockSize != 0 {
 			return 0, "", ""
@@ -558,7 +558,7 @@ func backendBlockSize(s *model.Spec, c Config, r rules, b backendSpec, sm int) (
 // hybridAlignment returns the kernel block alignment of a Mamba hybrid's
 // attention block (Platform._align_hybrid_block_size from 0.18, the
 // HybridAttentionMambaModelConfig constants before).
-func hybridAlignment(s *model.Spec, c Config, r rules, backend string, block, sm int, cache CacheDType) int {
+func hybridAlignment(s *model.Spec, c Input, r rules, backend string, block, sm int, cache CacheDType) int {
 	mla := engineMLA(s, r)
 	switch r.hybridAlign {
 	case "16":
@@ -621,7 +621,7 @@ func inflateForMamba(layers []LayerSpec, block, align int, logs *[]string) int {
 }
 
 // budget fills res.Memory with the KV budget per GPU.
-func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
+func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 	m := &res.Memory
 	m.TotalBytes = c.Memory.TotalBytes
 	switch {
@@ -683,7 +683,7 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 // stage, the minimum over stages, the max-seq-len check after sizing. label
 // is the device word of "# GPU blocks": "GPU" up to 0.6, the platform's
 // dispatch key "CUDA" in 0.7, its device type "cuda" from 0.8.
-func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, label string) error {
+func planV0(res *Result, layers []LayerSpec, c Input, pp int, avail int64, label string) error {
 	B := int64(res.BlockSize)
 	var worst int64
 	for st := range pp {
@@ -728,7 +728,7 @@ func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, labe
 
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
-func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
+func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
 	mode := c.MambaCacheMode
 	if mode == "" {
 		mode = r.mambaMode
