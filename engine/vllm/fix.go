@@ -6,73 +6,60 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/engine"
-	"github.com/kvcfg/kvcfg/model"
 )
 
-// withFix turns err, a refusal of launch c whose Result is res, into an
+// fix sets the flag, value and hint of re, a refusal whose fix follows
+// from where vLLM raises it, and returns it.
+func fix(re *engine.Refusal, flag, value, hint string) *engine.Refusal {
+	re.Flag, re.Value, re.Hint = flag, value, hint
+	return re
+}
+
+// withFix returns err, a refusal of a launch whose Result is res, as an
 // *engine.Refusal naming the flag (and value, when one follows) that gets
-// the launch started.
-func withFix(res *Result, err error, s *model.Spec, c Input) error {
-	msg, _ := refusalMessage(err)
-	if msg == "" {
-		msg = res.Error
-	}
-	re := &engine.Refusal{Engine: engineName, Message: msg, Err: err}
-	if r, ok := err.(*engine.Refusal); ok {
-		re = r
-	}
+// the launch started: the sizes that split the heads (*TPError), a KV
+// dtype an attention backend takes (*BackendError), the fix set where vLLM
+// raised it, else the one res's numbers give.
+func withFix(res *Result, err error) error {
 	var tpe *TPError
 	var be *BackendError
 	switch {
 	case errors.As(err, &tpe):
+		re := &engine.Refusal{Engine: engineName, Message: tpe.Message, Err: err}
 		if n := tpe.Nearest(); n > 0 {
-			re.Flag, re.Value = "--tensor-parallel-size", strconv.Itoa(n)
-			re.Hint = "use --tensor-parallel-size " + re.Value + "; sizes that split the heads: " + joinInts(tpe.ValidSizes)
+			v := strconv.Itoa(n)
+			fix(re, "--tensor-parallel-size", v, "use --tensor-parallel-size "+v+"; sizes that split the heads: "+joinInts(tpe.ValidSizes))
 		}
+		return re
 	case errors.As(err, &be):
-		backendFix(re, be)
-	default:
-		memoryFix(re, res, s, c.Memory.FreeBytes)
+		re := &engine.Refusal{Engine: engineName, Message: be.Message, Err: err}
+		if d := be.SuggestedKVCacheDType(); d != "" {
+			fix(re, "--kv-cache-dtype", d, "use --kv-cache-dtype "+d+"; an attention backend on this GPU accepts "+strings.Join(be.ValidKVCacheDTypes, ", "))
+		} else if be.DropBlockSize {
+			fix(re, "--block-size", "", "drop --block-size: the default block size has a backend on this GPU")
+		}
+		return re
 	}
-	return re
+	re, ok := err.(*engine.Refusal)
+	if ok && re.Flag == "" && re.Hint == "" {
+		memoryFix(re, res)
+	}
+	return err
 }
 
-// backendFix names a --kv-cache-dtype some attention backend accepts, or
-// dropping --block-size.
-func backendFix(re *engine.Refusal, be *BackendError) {
-	if d := be.SuggestedKVCacheDType(); d != "" {
-		re.Flag, re.Value = "--kv-cache-dtype", d
-		re.Hint = "use --kv-cache-dtype " + d + "; an attention backend on this GPU accepts " + strings.Join(be.ValidKVCacheDTypes, ", ")
-	} else if be.DropBlockSize {
-		re.Flag = "--block-size"
-		re.Hint = "drop --block-size: the default block size has a backend on this GPU"
-	}
-}
-
-// memoryFix names the fix of the refusals about lengths and memory, by the
-// message vLLM raised (free is the free memory before the launch, 0 when
-// not known).
-func memoryFix(re *engine.Refusal, res *Result, s *model.Spec, free int64) {
-	msg := re.Message
+// memoryFix names the fix of a refusal for memory by the numbers of res:
+// the estimated maximum model length of the admission check, V0's KV
+// tokens, else a larger memory share.
+func memoryFix(re *engine.Refusal, res *Result) {
 	switch {
-	case strings.HasPrefix(msg, "User-specified max_model_len"):
-		re.Flag, re.Value = "--max-model-len", strconv.Itoa(s.ContextLength)
-		re.Hint = "set --max-model-len " + re.Value + " or lower (the model's context length)"
-	case strings.HasPrefix(msg, "Free memory on device") && res.Memory.TotalBytes > 0:
-		u := float64(int64(float64(free)/float64(res.Memory.TotalBytes)*100)) / 100
-		re.Flag, re.Value = "--gpu-memory-utilization", strconv.FormatFloat(u, 'f', -1, 64)
-		re.Hint = "lower --gpu-memory-utilization to " + re.Value + " or less, or free the GPU"
-	case strings.HasPrefix(msg, "The page size of the layer") || strings.HasPrefix(msg, "Hybrid KV cache manager"):
-		re.Hint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
 	case res.EstimatedMaxModelLen > 0:
-		re.Flag, re.Value = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
-		re.Hint = "set --max-model-len " + re.Value + " or lower, or raise --gpu-memory-utilization"
+		v := strconv.Itoa(res.EstimatedMaxModelLen)
+		fix(re, "--max-model-len", v, "set --max-model-len "+v+" or lower, or raise --gpu-memory-utilization")
 	case res.Profile == V06 && res.KVCacheSizeTokens > 0 && res.KVCacheSizeTokens < int64(res.MaxModelLen):
-		re.Flag, re.Value = "--max-model-len", strconv.FormatInt(res.KVCacheSizeTokens, 10)
-		re.Hint = "set --max-model-len " + re.Value + " or lower, or raise --gpu-memory-utilization"
+		v := strconv.FormatInt(res.KVCacheSizeTokens, 10)
+		fix(re, "--max-model-len", v, "set --max-model-len "+v+" or lower, or raise --gpu-memory-utilization")
 	default:
-		re.Flag = "--gpu-memory-utilization"
-		re.Hint = "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)"
+		fix(re, "--gpu-memory-utilization", "", "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)")
 	}
 }
 

@@ -114,7 +114,7 @@ const conservingMemoryURL = "https://docs.vllm.ai/en/latest/configuration/conser
 func Plan(s *model.Spec, c Input) (*Result, error) {
 	res, err := plan(s, c)
 	if res != nil && errors.Is(err, ErrRefused) {
-		err = withFix(res, err, s, c)
+		err = withFix(res, err)
 	}
 	return res, err
 }
@@ -170,7 +170,9 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 	if s.ContextLength > 0 && L > s.ContextLength {
 		res.MaxModelLen = L
-		return res, refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, s.ContextLength))
+		n := strconv.Itoa(s.ContextLength)
+		return res, fix(refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, s.ContextLength)),
+			"--max-model-len", n, "set --max-model-len "+n+" or lower (the model's context length)")
 	}
 	res.MaxModelLen = L
 
@@ -259,9 +261,9 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	return planV1(res, layers, c, r, pp, avail, autoFit)
 }
 
-// refuse records vLLM's refusal message on the result and returns it as an
-// error.
-func refuse(res *Result, msg string) error {
+// refuse records vLLM's refusal message on the result and returns the
+// refusal (Plan names its fix unless the caller does, with fix).
+func refuse(res *Result, msg string) *engine.Refusal {
 	res.Error = msg
 	return refusal(msg)
 }
@@ -657,8 +659,10 @@ func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 		}
 		reqF := float64(m.TotalBytes) * util
 		if free := c.Memory.FreeBytes; free > 0 && float64(free) < math.Ceil(reqF) {
-			return refuse(res, fmt.Sprintf("Free memory on device (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
-				gibFor(r, free), gibFor(r, m.TotalBytes), strconv.FormatFloat(util, 'f', -1, 64), gibFor(r, int64(math.Ceil(reqF)))))
+			u := strconv.FormatFloat(float64(int64(float64(free)/float64(m.TotalBytes)*100))/100, 'f', -1, 64)
+			return fix(refuse(res, fmt.Sprintf("Free memory on device (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+				gibFor(r, free), gibFor(r, m.TotalBytes), strconv.FormatFloat(util, 'f', -1, 64), gibFor(r, int64(math.Ceil(reqF))))),
+				"--gpu-memory-utilization", u, "lower --gpu-memory-utilization to "+u+" or less, or free the GPU")
 		}
 		nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 		if r.ceilRequested {
