@@ -89,13 +89,12 @@ func (r *Refusal) Error() string {
 	return s
 }
 
-// Unwrap returns ErrRefused and the cause.
-func (r *Refusal) Unwrap() []error {
-	if r.Err == nil {
-		return []error{ErrRefused}
-	}
-	return []error{ErrRefused, r.Err}
-}
+// Unwrap returns the cause.
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Is makes errors.Is(err, ErrRefused) hold for every refusal (without
+// allocating, as a multi-error Unwrap would on every call).
+func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
 // Severity says whether a message stops the launch (or the request).
 type Severity string

@@ -123,11 +123,10 @@ func sglangRefusal(rep *Report, err error) error {
 		rep.Error = fe.Error()
 		return fe
 	}
-	words := err.Error()
 	if re != nil {
-		words = re.Message // the engine's words; the hint is the fix
+		return refuse(rep, err, re.Message) // the engine's words; the hint is the fix
 	}
-	return refuse(rep, err, words)
+	return refuse(rep, err, err.Error())
 }
 
 // knobs: SGLang's memory share is --mem-fraction-static, safe up to 0.93

@@ -34,8 +34,8 @@ func engineWords(msg string) string {
 	for changed := true; changed; {
 		changed = false
 		for _, p := range kvcfgPrefixes {
-			if t := strings.TrimPrefix(msg, p.Error()+": "); t != msg {
-				msg, changed = t, true
+			if t, ok := strings.CutPrefix(msg, p.Error()); ok && strings.HasPrefix(t, ": ") {
+				msg, changed = t[2:], true
 			}
 		}
 		if t := strings.TrimPrefix(msg, "sglang: "); t != msg {
