@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/kvcfg/kvcfg/engine/trtllm"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -62,45 +62,13 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 		return rp, err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= 1
 	}
 	req = req.Normalized()
-	var s *step
 	// The knob's request key, from the flag table: the engines' names for
 	// one setting (--max-model-len, --context-length) land on one case.
 	key := plan.KeyOfFlag(e.Knob)
-	switch key {
-	case "mem_fraction_static", "gpu_memory_utilization", "swa_full_tokens_ratio":
-		s = &step{flag: e.Knob, lo: 300, hi: 990, min: true, scale: 1000,
-			set: func(r *plan.Request, v int) { _ = r.SetField(key, strconv.FormatFloat(float64(v)/1000, 'f', 3, 64)) }}
-		if key == "swa_full_tokens_ratio" {
-			s.lo, s.hi = 1, 1000
-		}
-		if e.Kind == "free_memory_below_utilization" {
-			s = nil // bounded by free memory, not by the plan: the message's value stands
-		}
-	case "max_model_len", "context_length":
-		cur := max(req.MaxModelLen, req.ContextLength, rep.ContextLength)
-		if cur > 0 {
-			s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) {
-				if r.Engine == plan.EngineVLLM {
-					r.MaxModelLen = v
-				} else {
-					r.ContextLength = v
-				}
-			}}
-		}
-	case "max_running_requests":
-		cur := max(req.MaxRunningRequests, 1)
-		s = &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) { r.MaxRunningRequests = v }}
-	case "tp_size":
-		for t := max(req.TPSize, 1) * 2; t <= 64; t *= 2 {
-			r := req
-			r.TPSize, r.TensorParallelSize = t, 0
-			if rp, ok := good(r); ok {
-				a.Flag, a.Value, a.Report = "--tp-size", strconv.Itoa(t), rp
-				a.Note = note(rp)
-				return a, nil
-			}
-		}
+	if key == "tp_size" && adviseTP(a, req, good) {
+		return a, nil
 	}
+	s := stepFor(key, e, req, rep)
 	if err == nil && isError(e.Kind) {
 		a.Note = "kvcfg plans this launch as feasible: its memory model differs from the machine (pass the engine's measured free memory, --pre-load-free-memory and --post-load-free-memory, or --weights-memory, for exact numbers)"
 		return a, nil
@@ -124,6 +92,52 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	return a, nil
 }
 
+// stepFor is the search over the knob key of e, nil when its value is not
+// searched by planning.
+func stepFor(key string, e *Explanation, req plan.Request, rep *plan.Report) *step {
+	switch key {
+	case "mem_fraction_static", "gpu_memory_utilization", "swa_full_tokens_ratio":
+		if e.Kind == "free_memory_below_utilization" {
+			return nil // bounded by free memory, not by the plan: the message's value stands
+		}
+		s := &step{flag: e.Knob, lo: 300, hi: 990, min: true, scale: 1000,
+			set: func(r *plan.Request, v int) { _ = r.SetField(key, strconv.FormatFloat(float64(v)/1000, 'f', 3, 64)) }}
+		if key == "swa_full_tokens_ratio" {
+			s.lo, s.hi = 1, 1000
+		}
+		return s
+	case "max_model_len", "context_length":
+		if cur := max(req.MaxModelLen, req.ContextLength, rep.ContextLength); cur > 0 {
+			return &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) {
+				if r.Engine == plan.EngineVLLM {
+					r.MaxModelLen = v
+				} else {
+					r.ContextLength = v
+				}
+			}}
+		}
+	case "max_running_requests":
+		cur := max(req.MaxRunningRequests, 1)
+		return &step{flag: e.Knob, lo: 1, hi: cur, set: func(r *plan.Request, v int) { r.MaxRunningRequests = v }}
+	}
+	return nil
+}
+
+// adviseTP doubles the TP size until the launch plans, filling a; it
+// reports whether one did (up to 64).
+func adviseTP(a *Advice, req plan.Request, good func(plan.Request) (*plan.Report, bool)) bool {
+	for t := max(req.TPSize, 1) * 2; t <= 64; t *= 2 {
+		r := req
+		r.TPSize, r.TensorParallelSize = t, 0
+		if rp, ok := good(r); ok {
+			a.Flag, a.Value, a.Report = "--tp-size", strconv.Itoa(t), rp
+			a.Note = note(rp)
+			return true
+		}
+	}
+	return false
+}
+
 func note(r *plan.Report) string {
 	reqs := "requests"
 	if r.MaxConcurrencyAtContextLength == 1 {
@@ -133,15 +147,11 @@ func note(r *plan.Report) string {
 }
 
 // isError reports whether the kind is an engine error (as opposed to a
-// warning the engine starts with).
+// warning the engine starts with), by its pattern's severity.
 func isError(kind string) bool {
-	switch kind {
-	case "mamba_capped", "max_running_reduced", "max_total_tokens_too_large", "memory_unbalanced":
-		return false
-	}
-	for _, p := range trtllm.Patterns() {
-		if p.Name == kind {
-			return p.Severity == trtllm.Fatal
+	for _, r := range rules() {
+		if r.kind == kind {
+			return r.severity != engine.Warning
 		}
 	}
 	return true

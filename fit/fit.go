@@ -433,8 +433,8 @@ func (s *search) newResult(o Options, names, dtypes []string, maxGPUs int) *Resu
 		GPUs: names, KVCacheDTypes: dtypes, MaxGPUs: maxGPUs,
 	}}
 	if slices.Contains(strings.Split(s.base.Engine, ","), plan.EngineSGLang) {
-		if p, err := sglang.ResolveProfile(s.base.SGLangVersion); err == nil {
-			res.Target.SGLangProfile = p.Reason
+		if _, note, err := sglang.ResolveProfile(s.base.SGLangVersion); err == nil {
+			res.Target.SGLangProfile = note
 		}
 	}
 	if s.wl != nil {

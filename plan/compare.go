@@ -76,8 +76,45 @@ type CompareColumn struct {
 // Compare fails only when the shared request is invalid, the context ends,
 // or every column failed (then with the first error).
 func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
-	base := req.Request
-	engines := slices.Clone(req.Engines)
+	engines, dtypes, tps, err := compareAxes(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShared(req.Request, engines, tps); err != nil {
+		return nil, err
+	}
+	out := &Comparison{}
+	var first error
+	ok := 0
+	for _, tp := range tps {
+		for _, dt := range dtypes {
+			for _, eng := range engines {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				col, err := compareColumn(ctx, req.Request, eng, dt, tp, out)
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return nil, err
+				}
+				if err == nil {
+					ok++
+				} else if first == nil {
+					first = err
+				}
+				out.Columns = append(out.Columns, col)
+			}
+		}
+	}
+	if ok == 0 && first != nil {
+		return out, first
+	}
+	return out, nil
+}
+
+// compareAxes are the engines, KV cache dtypes and TP sizes req compares,
+// normalized, with every problem of them.
+func compareAxes(req CompareRequest) (engines, dtypes []string, tps []int, err error) {
+	engines = slices.Clone(req.Engines)
 	switch {
 	case len(engines) > 0:
 	case strings.TrimSpace(req.Engine) != "":
@@ -93,7 +130,7 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 			errs = append(errs, fieldErr("engines", "unknown engine %q (accepted: %s)", e, strings.Join(Engines(), ", ")))
 		}
 	}
-	dtypes := slices.Clone(req.KVCacheDTypes)
+	dtypes = slices.Clone(req.KVCacheDTypes)
 	if len(dtypes) == 0 {
 		dtypes = strings.Split(req.KVCacheDType, ",")
 	}
@@ -103,7 +140,7 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 			dtypes[i] = "auto"
 		}
 	}
-	tps := req.TPSizes
+	tps = req.TPSizes
 	if len(tps) == 0 {
 		tps = []int{max(req.Normalized().TPSize, 1)}
 	}
@@ -115,16 +152,17 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 	if n := len(engines) * len(dtypes) * len(tps); n > MaxCompareColumns {
 		errs = append(errs, fieldErr("", "%d columns (engines × kv_cache_dtypes × tp_sizes) exceed %d", n, MaxCompareColumns))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	// The shared request: valid in itself (at the largest TP size, so that
-	// DP attention's tp ≥ dp holds where any column can hold it), and every
-	// input taken by some compared engine.
+	return engines, dtypes, tps, errors.Join(errs...)
+}
+
+// checkShared checks the shared request base: valid in itself (at the
+// largest TP size, so that DP attention's tp ≥ dp holds where any column
+// can hold it), and every input taken by some compared engine.
+func checkShared(base Request, engines []string, tps []int) error {
 	check := base
 	check.Engine, check.KVCacheDType = "", ""
 	check.TPSize, check.TensorParallelSize = slices.Max(tps), 0
-	errs = check.validate(false)
+	errs := check.validate(false)
 	for _, f := range flagTable {
 		if v, _ := base.FieldString(f.Key); v == "" || f.Key == "engine" || f.Key == "kv_cache_dtype" || f.Key == "tp_size" {
 			continue
@@ -133,52 +171,31 @@ func Compare(ctx context.Context, req CompareRequest) (*Comparison, error) {
 			errs = append(errs, fieldErr(f.Key, "%s is a %s flag and no compared engine takes it: add its engine to --engine, or leave it out", f.Name, ownerLabels(f)))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
+	return errors.Join(errs...)
+}
 
-	out := &Comparison{}
-	var first error
-	ok := 0
-	for _, tp := range tps {
-		for _, dt := range dtypes {
-			for _, eng := range engines {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				r := base.ForEngine(eng)
-				r.KVCacheDType = dt
-				r.TPSize, r.TensorParallelSize = tp, 0
-				col := CompareColumn{Engine: eng, KVCacheDType: dt, TPSize: tp, Flags: EngineArgs(r, false)}
-				rep, err := Run(ctx, r)
-				if rep != nil {
-					fillColumn(&col, rep)
-					if out.Model == "" {
-						out.Model, out.GPU = rep.Model, rep.GPU
-					}
-				}
-				if err != nil {
-					if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-						return nil, err
-					}
-					col.Error = err.Error()
-					if rep != nil && rep.Error != "" {
-						col.Error = rep.Error
-					}
-					if first == nil {
-						first = err
-					}
-				} else {
-					ok++
-				}
-				out.Columns = append(out.Columns, col)
-			}
+// compareColumn plans base for engine eng with KV cache dtype dt at TP size
+// tp: the column, and the plan's error (the column says it in words). The
+// first report names the comparison's model and GPU in out.
+func compareColumn(ctx context.Context, base Request, eng, dt string, tp int, out *Comparison) (CompareColumn, error) {
+	r := base.ForEngine(eng)
+	r.KVCacheDType = dt
+	r.TPSize, r.TensorParallelSize = tp, 0
+	col := CompareColumn{Engine: eng, KVCacheDType: dt, TPSize: tp, Flags: EngineArgs(r, false)}
+	rep, err := Run(ctx, r)
+	if rep != nil {
+		fillColumn(&col, rep)
+		if out.Model == "" {
+			out.Model, out.GPU = rep.Model, rep.GPU
 		}
 	}
-	if ok == 0 && first != nil {
-		return out, first
+	if err != nil {
+		col.Error = err.Error()
+		if rep != nil && rep.Error != "" {
+			col.Error = rep.Error
+		}
 	}
-	return out, nil
+	return col, err
 }
 
 // knownEngine reports whether name is a registered engine.

@@ -44,10 +44,11 @@ func dtypeHint(engine, dt string) string {
 func acceptedKVDTypes(r Request) []string {
 	switch r.Engine {
 	case EngineSGLang, "":
-		return sglang.AcceptedKVDTypes()
+		p, _, _ := sglang.ResolveProfile(r.SGLangVersion) // every profile takes the same names
+		return sglang.AcceptedKVDTypes(p)
 	case EngineVLLM:
 		if p, _, err := vllm.ResolveProfile(r.VLLMVersion); err == nil {
-			return vllm.AcceptedDTypes(p)
+			return vllm.AcceptedKVDTypes(p)
 		}
 	case EngineTRTLLM:
 		if p, _, err := trtllm.ResolveProfile(r.TRTLLMVersion); err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/plan"
@@ -211,7 +212,7 @@ func TestInfeasible(t *testing.T) {
 	}
 	// Measured readings that leave nothing.
 	_, err = plan.Run(context.Background(), plan.Request{PreLoadFreeMemory: gib("78.5GiB"), PostLoadFreeMemory: gib("10GiB")})
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || fe.Flag != "--mem-fraction-static" || fe.Value == "" {
 		t.Errorf("err = %v", err)
 	}

@@ -325,7 +325,7 @@ func (r *Request) check(withEngine bool) []error {
 		add("chunked_prefill_size", "%d (use -1 to disable chunked prefill)", r.ChunkedPrefillSize)
 	}
 	if r.SGLangVersion != "" && r.Engine == EngineSGLang {
-		if _, err := sglang.ResolveProfile(r.SGLangVersion); err != nil {
+		if _, _, err := sglang.ResolveProfile(r.SGLangVersion); err != nil {
 			errs = append(errs, &FieldError{Field: "sglang_version", Err: err})
 		}
 	}

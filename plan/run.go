@@ -21,7 +21,7 @@ import (
 // Run plans the KV cache for req. Input problems are *FieldError values
 // (errors.Is(err, ErrInvalid)); a plan the engine could not start with
 // returns the partial Report and an error wrapping ErrInfeasible and the
-// engine-equivalent error (a *sglang.FixError naming the flag to
+// engine-equivalent error (an *engine.Refusal naming the flag to
 // change when one does).
 func Run(ctx context.Context, req Request) (*Report, error) {
 	return run(ctx, req, runOpts{advise: true})

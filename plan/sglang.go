@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/gpu"
@@ -113,44 +114,19 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 // sglangRefusal records a configurator error in rep: an input problem is a
 // *FieldError, anything else the engine's refusal with the flag it names.
 func sglangRefusal(rep *Report, err error) error {
-	var fe *sglang.FixError
-	if errors.As(err, &fe) {
-		rep.FixFlag, rep.FixValue, rep.FixHint = fe.Flag, fe.Value, fe.Hint
+	var re *kvengine.Refusal
+	if errors.As(err, &re) {
+		rep.FixFlag, rep.FixValue, rep.FixHint = re.Flag, re.Value, re.Hint
 	}
 	if errors.Is(err, sglang.ErrInvalid) || errors.Is(err, sizing.ErrInvalid) {
 		fe := &FieldError{Err: err}
 		rep.Error = fe.Error()
 		return fe
 	}
-	words := err.Error()
-	if fe != nil {
-		words = fe.Err.Error() // the engine's words; the hint is the fix
+	if re != nil {
+		return refuse(rep, err, re.Message) // the engine's words; the hint is the fix
 	}
-	return refuse(rep, err, engineWords(words))
-}
-
-// kvcfgPrefixes are the package and sentinel prefixes kvcfg's errors put
-// before the engine's own message.
-var kvcfgPrefixes = []error{
-	sglang.ErrNoKVMemory, sglang.ErrNotEnoughMemory, sglang.ErrPoolTooSmall, sglang.ErrContextLength, sglang.ErrNoRequests,
-	sizing.ErrNoMemory, sizing.ErrSWAFloor, sizing.ErrSWAChunkCap, sizing.ErrMamba,
-}
-
-// engineWords strips kvcfg's prefixes from an engine refusal, leaving the
-// engine's message as it prints it.
-func engineWords(msg string) string {
-	for changed := true; changed; {
-		changed = false
-		for _, p := range kvcfgPrefixes {
-			if t := strings.TrimPrefix(msg, p.Error()+": "); t != msg {
-				msg, changed = t, true
-			}
-		}
-		if t := strings.TrimPrefix(msg, "sglang: "); t != msg {
-			msg, changed = t, true
-		}
-	}
-	return msg
+	return refuse(rep, err, err.Error())
 }
 
 // knobs: SGLang's memory share is --mem-fraction-static, safe up to 0.93
@@ -203,11 +179,11 @@ func (m *fitMemo) store(group, tp int, fits bool) {
 
 // inputError maps a configurator construction error to a FieldError.
 func inputError(err error) error {
-	var fe *sglang.FixError
-	if errors.As(err, &fe) {
-		field := KeyOfFlag(fe.Flag)
+	var re *kvengine.Refusal
+	if errors.As(err, &re) {
+		field := KeyOfFlag(re.Flag)
 		if field == "" {
-			field = strings.ReplaceAll(strings.TrimPrefix(fe.Flag, "--"), "-", "_")
+			field = strings.ReplaceAll(strings.TrimPrefix(re.Flag, "--"), "-", "_")
 		}
 		return &FieldError{Field: field, Err: err}
 	}

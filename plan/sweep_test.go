@@ -206,7 +206,7 @@ func BenchmarkSweepCatalog(b *testing.B) {
 		{Field: "model", Values: catalog.Names()},
 		{Field: "gpu", Values: gpu.Names()},
 		{Field: "tp_size", Values: tps},
-		{Field: "kv_cache_dtype", Values: sglang.AcceptedKVDTypes()},
+		{Field: "kv_cache_dtype", Values: sglang.AcceptedKVDTypes(sglang.Profile{})},
 	}
 	n, err := plan.SweepSize(axes)
 	if err != nil {

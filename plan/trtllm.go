@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -27,7 +28,7 @@ type trtllmEngine struct{}
 // needs (per attention-window pool, the smallest), as trtllm.Result does.
 func (trtllmEngine) capacity(rep *Report, _ *model.Spec, contextLen int) int64 {
 	r := trtllm.Result{TokensPerBlock: rep.TokensPerBlock, NumBlocks: rep.NumBlocks, MaxBeamWidth: rep.MaxBeamWidth, Windows: rep.Windows}
-	return int64(r.MaxConcurrency(contextLen))
+	return int64(trtllm.MaxConcurrency(&r, contextLen))
 }
 
 // knobs: TensorRT-LLM's memory share is free_gpu_memory_fraction (of the
@@ -43,12 +44,38 @@ func (trtllmEngine) knobs(_ Request, rep *Report) knobs {
 
 func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, _ runOpts) (*Report, error) {
 	spec := m.Spec
-	tp, pp := rep.TPSize, rep.PPSize
 	if rep.DPSize > 1 && !req.EnableDPAttention {
 		rep.warn("TensorRT-LLM sizes each data-parallel replica on its own; the numbers are per replica")
 	}
+	in := trtllmInput(&req, spec, g, rep)
+	if err := trtllmWeights(&in, m, &req, rep); err != nil {
+		return nil, err
+	}
+
+	res, perr := trtllm.Plan(spec, in)
+	if res == nil {
+		return nil, trtllmInputError(perr)
+	}
+	fillTRTLLM(rep, res, spec)
+	if perr != nil {
+		var re *kvengine.Refusal
+		if errors.As(perr, &re) {
+			if re.Flag != "" { // an option key: kvcfg's flag is its kebab case
+				rep.FixFlag = "--" + strings.ReplaceAll(re.Flag, "_", "-")
+			}
+			rep.FixValue, rep.FixHint = re.Value, re.Hint
+			return rep, refuse(rep, perr, re.Message)
+		}
+		return nil, trtllmInputError(perr)
+	}
+	return rep, nil
+}
+
+// trtllmInput maps the request onto trtllm.Input (the weights aside),
+// warning in rep about a drafter TensorRT-LLM's sizing does not model.
+func trtllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) trtllm.Input {
+	tp, pp := rep.TPSize, rep.PPSize
 	in := trtllm.Input{
-		Model:                   spec,
 		Version:                 req.TRTLLMVersion,
 		FreeGPUMemoryFraction:   req.FreeGPUMemoryFraction,
 		TokensPerBlock:          req.TokensPerBlock,
@@ -90,6 +117,13 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	default:
 		rep.warn(fmt.Sprintf("speculative algorithm %s: the drafter's KV cache is not modelled for TensorRT-LLM (one-model MTP and EAGLE3 are)", req.SpeculativeAlgorithm))
 	}
+	return in
+}
+
+// trtllmWeights sets the weights of in: given, measured (a run's KV or
+// free-memory reading), read from the checkpoint's headers, or left to the
+// engine's estimate.
+func trtllmWeights(in *trtllm.Input, m *catalog.Model, req *Request, rep *Report) error {
 	rep.WeightsSource = string(weights.Estimated)
 	switch {
 	case req.WeightsMemory > 0:
@@ -97,9 +131,9 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 	case req.KVCacheMemory > 0 || req.FreeMemoryAfterLoad > 0:
 		rep.WeightsSource, rep.Measured = string(weights.Measured), true
 	case m.Dir != "" || m.Headers != nil:
-		w, src, note, err := weightsPerRank(m, &req, tp, pp)
+		w, src, note, err := weightsPerRank(m, req, rep.TPSize, rep.PPSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if note != "" {
 			rep.warn(note)
@@ -109,23 +143,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		}
 	}
 
-	res, perr := trtllm.Plan(in)
-	if res == nil {
-		return nil, trtllmInputError(perr)
-	}
-	fillTRTLLM(rep, res, spec)
-	if perr != nil {
-		var re *trtllm.RefusalError
-		if errors.As(perr, &re) {
-			if re.Knob != "" {
-				rep.FixFlag = "--" + strings.ReplaceAll(re.Knob, "_", "-")
-			}
-			rep.FixHint = re.Fix
-			return rep, refuse(rep, perr, re.Message)
-		}
-		return nil, trtllmInputError(perr)
-	}
-	return rep, nil
+	return nil
 }
 
 // trtllmInputError maps the trtllm package's input errors to FieldErrors.

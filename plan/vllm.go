@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -16,7 +17,7 @@ import (
 )
 
 // plan plans for vLLM: it maps the request's vLLM flags onto
-// vllm.Config, runs vllm.Plan and reports what that vLLM generation logs.
+// vllm.Input, runs vllm.Plan and reports what that vLLM generation logs.
 // SGLang's --context-length stands in for --max-model-len when only it is
 // given, so one request can be compared across engines.
 func init() { register(EngineVLLM, vllmEngine{}) }
@@ -41,26 +42,48 @@ func (vllmEngine) knobs(_ Request, rep *Report) knobs {
 	return k
 }
 
-// vllmEngine is the vLLM adapter: Request → vllm.Config, then vllm.Plan's
+// vllmEngine is the vLLM adapter: Request → vllm.Input, then vllm.Plan's
 // result → Report.
 type vllmEngine struct{}
 
 func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.GPU, rep *Report, _ runOpts) (*Report, error) {
 	spec := m.Spec
-	tp, pp := rep.TPSize, rep.PPSize
 	if req.EnableDPAttention {
 		rep.warn("enable_dp_attention is an SGLang flag; vLLM sizes each data-parallel engine on its own")
 	}
+	cfg := vllmInput(&req, spec, g, rep)
+	if err := vllmWeights(&cfg, m, &req, rep); err != nil {
+		return nil, err
+	}
 
-	cfg := vllm.Config{
+	res, perr := vllm.Plan(spec, cfg)
+	if res == nil {
+		return nil, vllmInputError(perr)
+	}
+	fillVLLM(rep, res, spec)
+	if perr != nil {
+		var re *kvengine.Refusal
+		if errors.As(perr, &re) {
+			rep.FixFlag, rep.FixValue, rep.FixHint = re.Flag, re.Value, re.Hint
+			return rep, refuse(rep, perr, re.Message)
+		}
+		return nil, vllmInputError(perr)
+	}
+	return rep, nil
+}
+
+// vllmInput maps the request's vLLM flags onto vllm.Input (the weights
+// aside), warning in rep about what vLLM takes differently.
+func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Input {
+	cfg := vllm.Input{
 		Version:              req.VLLMVersion,
 		KVCacheDType:         req.KVCacheDType,
 		BlockSize:            req.BlockSize,
 		MaxModelLen:          req.MaxModelLen,
 		MaxNumSeqs:           req.MaxNumSeqs,
 		MaxNumBatchedTokens:  req.MaxNumBatchedTokens,
-		TensorParallelSize:   tp,
-		PipelineParallelSize: pp,
+		TensorParallelSize:   rep.TPSize,
+		PipelineParallelSize: rep.PPSize,
 		GPUMemoryUtilization: req.GPUMemoryUtilization,
 		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
 		NumGPUBlocksOverride: req.NumGPUBlocksOverride,
@@ -97,7 +120,12 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		cfg.Memory.AvailableKVBytes, cfg.KVCacheMemoryBytes = cfg.KVCacheMemoryBytes, 0
 		rep.warn("vLLM 0.6 has no --kv-cache-memory-bytes; the value is used as the measured KV budget of the run")
 	}
-	// Weights: given, measured (free before − after loading), or estimated.
+	return cfg
+}
+
+// vllmWeights sets the weights of cfg: given, measured (free before −
+// after loading), or estimated (none when the KV budget is given).
+func vllmWeights(cfg *vllm.Input, m *catalog.Model, req *Request, rep *Report) error {
 	switch {
 	case req.WeightsMemory > 0:
 		cfg.Memory.WeightsBytes = int64(req.WeightsMemory)
@@ -107,9 +135,9 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(weights.Measured)
 		rep.Measured = true
 	case req.KVCacheMemoryBytes == 0 && req.KVCacheMemory == 0:
-		w, src, note, err := weightsPerRank(m, &req, tp, pp)
+		w, src, note, err := weightsPerRank(m, req, rep.TPSize, rep.PPSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if note != "" {
 			rep.warn(note)
@@ -118,21 +146,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		rep.WeightsSource = string(src)
 		rep.WeightsEstimated = src == weights.Estimated
 	}
-
-	res, perr := vllm.Plan(spec, cfg)
-	if res == nil {
-		return nil, vllmInputError(perr)
-	}
-	fillVLLM(rep, res, spec)
-	if perr != nil {
-		var re *vllm.RefusalError
-		if errors.As(perr, &re) {
-			fixVLLM(rep, res, perr, spec, int64(req.PreLoadFreeMemory))
-			return rep, refuse(rep, perr, re.Message)
-		}
-		return nil, vllmInputError(perr)
-	}
-	return rep, nil
+	return nil
 }
 
 // vllmInputError maps the vllm package's input errors to FieldErrors.
@@ -217,45 +231,6 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	rep.Configurator = fmt.Sprintf("vllm %s", res.Profile)
 	if len(res.Groups) > 0 {
 		rep.Configurator += fmt.Sprintf(": %d KV cache group(s) [%s], %d tensor(s)", len(res.Groups), strings.Join(kinds, ", "), max(res.GroupSize, 1))
-	}
-}
-
-// fixVLLM names the flag that gets a refused vLLM launch started.
-func fixVLLM(rep *Report, res *vllm.Result, err error, spec *model.Spec, free int64) {
-	var tpe *vllm.TPError
-	var be *vllm.BackendError
-	switch {
-	case errors.As(err, &tpe):
-		if n := tpe.Nearest(); n > 0 {
-			rep.FixFlag, rep.FixValue = "--tensor-parallel-size", strconv.Itoa(n)
-			rep.FixHint = "use --tensor-parallel-size " + rep.FixValue + "; sizes that split the heads: " + joinInts(tpe.ValidSizes)
-		}
-	case errors.As(err, &be):
-		if d := be.SuggestedKVCacheDType(); d != "" {
-			rep.FixFlag, rep.FixValue = "--kv-cache-dtype", d
-			rep.FixHint = "use --kv-cache-dtype " + d + "; an attention backend on this GPU accepts " + strings.Join(be.ValidKVCacheDTypes, ", ")
-		} else if be.DropBlockSize {
-			rep.FixFlag = "--block-size"
-			rep.FixHint = "drop --block-size: the default block size has a backend on this GPU"
-		}
-	case strings.HasPrefix(res.Error, "User-specified max_model_len"):
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(spec.ContextLength)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower (the model's context length)"
-	case strings.HasPrefix(res.Error, "Free memory on device") && res.Memory.TotalBytes > 0:
-		u := float64(int64(float64(free)/float64(res.Memory.TotalBytes)*100)) / 100
-		rep.FixFlag, rep.FixValue = "--gpu-memory-utilization", strconv.FormatFloat(u, 'f', -1, 64)
-		rep.FixHint = "lower --gpu-memory-utilization to " + rep.FixValue + " or less, or free the GPU"
-	case strings.HasPrefix(res.Error, "The page size of the layer") || strings.HasPrefix(res.Error, "Hybrid KV cache manager"):
-		rep.FixHint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
-	case res.EstimatedMaxModelLen > 0:
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.Itoa(res.EstimatedMaxModelLen)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
-	case res.Profile == vllm.V06 && res.KVCacheSizeTokens > 0 && res.KVCacheSizeTokens < int64(res.MaxModelLen):
-		rep.FixFlag, rep.FixValue = "--max-model-len", strconv.FormatInt(res.KVCacheSizeTokens, 10)
-		rep.FixHint = "set --max-model-len " + rep.FixValue + " or lower, or raise --gpu-memory-utilization"
-	default:
-		rep.FixFlag = "--gpu-memory-utilization"
-		rep.FixHint = "raise --gpu-memory-utilization, or spread the model over more GPUs (--tensor-parallel-size)"
 	}
 }
 

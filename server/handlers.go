@@ -364,10 +364,10 @@ type DTypes struct {
 
 func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
 	out := DTypes{
-		KVCacheDTypes: sglang.AcceptedKVDTypes(),
+		KVCacheDTypes: sglang.AcceptedKVDTypes(sglang.Profile{}),
 		Engines: map[string][]string{
-			plan.EngineSGLang: sglang.AcceptedKVDTypes(),
-			plan.EngineVLLM:   vllm.AcceptedDTypes(vllm.Latest),
+			plan.EngineSGLang: sglang.AcceptedKVDTypes(sglang.Profile{}),
+			plan.EngineVLLM:   vllm.AcceptedKVDTypes(vllm.Latest),
 			plan.EngineTRTLLM: trtllm.KVCacheDTypes(),
 		},
 	}

@@ -168,10 +168,10 @@ func TestCatalogEndpoints(t *testing.T) {
 			t.Fatalf("status %d", r.status)
 		}
 		got := decodeJSON[server.DTypes](t, r.body)
-		if diff := cmp.Diff(sglang.AcceptedKVDTypes(), got.KVCacheDTypes); diff != "" {
+		if diff := cmp.Diff(sglang.AcceptedKVDTypes(sglang.Profile{}), got.KVCacheDTypes); diff != "" {
 			t.Errorf("kv_cache_dtypes mismatch (-want +got):\n%s", diff)
 		}
-		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(), "vllm": vllm.AcceptedDTypes(vllm.Latest), "trtllm": {"auto", "fp8", "nvfp4"}}
+		wantEngines := map[string][]string{"sglang": sglang.AcceptedKVDTypes(sglang.Profile{}), "vllm": vllm.AcceptedKVDTypes(vllm.Latest), "trtllm": {"auto", "fp8", "nvfp4"}}
 		if diff := cmp.Diff(wantEngines, got.Engines); diff != "" {
 			t.Errorf("engines mismatch (-want +got):\n%s", diff)
 		}

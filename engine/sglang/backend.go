@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -121,21 +122,21 @@ func (c *Configurator) resolveBackend() error {
 	}
 	accepted := AttentionBackends(hw.Platform)
 	if !slices.Contains(accepted, req) {
-		return &FixError{
+		return refusal(engine.Refusal{
 			Err:  fmt.Errorf("%w: attention backend %q does not run on %s (accepted: %s)", ErrInvalid, req, hw.Platform, strings.Join(accepted, ", ")),
 			Flag: "--attention-backend", Hint: "leave --attention-backend out to get SGLang's default",
-		}
+		})
 	}
 	switch {
 	case req == BackendTRTLLMMLA && !blackwellSM(hw.SM):
-		return &FixError{Err: fmt.Errorf("%w: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.", ErrInvalid),
-			Flag: "--attention-backend", Hint: "leave --attention-backend out to get SGLang's default"}
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.", ErrInvalid),
+			Flag: "--attention-backend", Hint: "leave --attention-backend out to get SGLang's default"})
 	case req == BackendTRTLLMMHA && !blackwellSM(hw.SM):
-		return &FixError{Err: fmt.Errorf("%w: TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.", ErrInvalid),
-			Flag: "--attention-backend", Hint: "leave --attention-backend out to get SGLang's default"}
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.", ErrInvalid),
+			Flag: "--attention-backend", Hint: "leave --attention-backend out to get SGLang's default"})
 	case req == BackendTRTLLMMHA && c.attnMLA:
-		return &FixError{Err: fmt.Errorf("%w: trtllm_mha backend can only be used with non-MLA models.", ErrInvalid),
-			Flag: "--attention-backend", Value: BackendTRTLLMMLA, Hint: "use --attention-backend trtllm_mla for an MLA model"}
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: trtllm_mha backend can only be used with non-MLA models.", ErrInvalid),
+			Flag: "--attention-backend", Value: BackendTRTLLMMLA, Hint: "use --attention-backend trtllm_mla for an MLA model"})
 	}
 	c.backend = req
 	return nil

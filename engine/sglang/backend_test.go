@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
@@ -44,10 +45,10 @@ func TestHIPMLAPicksTritonWithEightHeadsPerRank(t *testing.T) {
 
 // SGLang's default attention backend (_get_default_attn_backend).
 func TestDefaultAttentionBackend(t *testing.T) {
-	latest, _ := sglang.ResolveProfile("latest")
-	p053, _ := sglang.ResolveProfile("0.5.5")
-	p048, _ := sglang.ResolveProfile("0.5.0")
-	p045, _ := sglang.ResolveProfile("0.4.5")
+	latest, _, _ := sglang.ResolveProfile("latest")
+	p053, _, _ := sglang.ResolveProfile("0.5.5")
+	p048, _, _ := sglang.ResolveProfile("0.5.0")
+	p045, _, _ := sglang.ResolveProfile("0.4.5")
 	tests := []struct {
 		name string
 		p    sglang.Profile
@@ -133,7 +134,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 		hw   sglang.Hardware
 		args sglang.ServerArgs
 		page int
-		err  string // flag of the FixError
+		err  string // flag of the refusal
 	}{
 		{"aiter on CUDA", h100, sglang.ServerArgs{AttentionBackend: "aiter"}, 0, "--attention-backend"},
 		{"trtllm_mla on Hopper", h100, sglang.ServerArgs{AttentionBackend: "trtllm_mla"}, 0, "--attention-backend"},
@@ -149,9 +150,9 @@ func TestAttentionBackendFlag(t *testing.T) {
 			c, err := sglang.New(sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: tt.hw,
 				Args: tt.args, PostLoadFreeBytes: gibBytes(60)})
 			if tt.err != "" {
-				var fe *sglang.FixError
+				var fe *engine.Refusal
 				if !errors.As(err, &fe) || fe.Flag != tt.err || !errors.Is(err, sglang.ErrInvalid) {
-					t.Fatalf("err %v, want a %s FixError", err, tt.err)
+					t.Fatalf("err %v, want a %s refusal", err, tt.err)
 				}
 				return
 			}
@@ -166,7 +167,7 @@ func TestAttentionBackendFlag(t *testing.T) {
 	// trtllm_mha refuses an MLA model and names trtllm_mla.
 	_, err := sglang.New(sglang.Input{Spec: deepseekV3(), Parallel: sglang.Parallel{TP: 8, PP: 1, DP: 1}, Hardware: b200,
 		Args: sglang.ServerArgs{AttentionBackend: "trtllm_mha"}, PostLoadFreeBytes: gibBytes(60)})
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || fe.Value != "trtllm_mla" {
 		t.Errorf("trtllm_mha on MLA: %v, want a fix naming trtllm_mla", err)
 	}

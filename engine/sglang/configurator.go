@@ -10,6 +10,11 @@
 // from a result (PoolConfig, NewPools, ResizePools). The pure pool formulas
 // live in engine/sglang/sizing.
 //
+// It keeps the engine contract (package engine): Plan (New, then
+// Configure), ResolveProfile, AcceptedKVDTypes, MaxConcurrency and
+// Patterns, and its refusals are *engine.Refusal values naming the flag
+// that fixes them.
+//
 // The numeric domains are kept apart as SGLang does: MiB for server-args
 // heuristics, GiB floats for profiling (converted once with
 // int(rest·2^30)), int64 bytes for sizing.
@@ -25,12 +30,13 @@ import (
 	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 )
 
-// Sentinel errors. Errors that a flag can fix are *FixError values wrapping
-// one of these (or a sizing sentinel).
+// Sentinel errors. Errors that a flag can fix are *engine.Refusal values
+// wrapping one of these (or a sizing sentinel).
 var (
 	// ErrInvalid reports inputs that are inconsistent or out of range.
 	ErrInvalid = errors.New("sglang: invalid input")
@@ -44,29 +50,6 @@ var (
 	// ErrContextLength reports a --context-length above the model's.
 	ErrContextLength = errors.New("sglang: context length too long")
 )
-
-// FixError is an engine error together with the flag that fixes it.
-type FixError struct {
-	// Err wraps the sentinel and carries the engine-equivalent message.
-	Err error
-	// Flag is the flag to change ("--mem-fraction-static").
-	Flag string
-	// Value is a value of Flag that would work ("0.912"), "" if none does.
-	Value string
-	// Hint is a one-line human suggestion.
-	Hint string
-}
-
-// Error implements error.
-func (e *FixError) Error() string {
-	if e.Hint == "" {
-		return e.Err.Error()
-	}
-	return e.Err.Error() + " (" + e.Hint + ")"
-}
-
-// Unwrap returns the wrapped error.
-func (e *FixError) Unwrap() error { return e.Err }
 
 // Parallel is the parallel layout of one server.
 type Parallel struct {
@@ -140,6 +123,9 @@ type Input struct {
 	// PostLoadFreeBytes is the free memory after weight load (the min over
 	// ranks), as get_available_gpu_memory reads it.
 	PostLoadFreeBytes int64
+	// PreLoadFreeBytes is the free memory before weight load, the argument
+	// Plan passes to Configure (New and Reset do not read it).
+	PreLoadFreeBytes int64
 	// VisionLayers and VisionHidden are vision_config.num_hidden_layers and
 	// hidden_size of a multimodal model (0 = absent: SGLang uses 24, 1024).
 	VisionLayers, VisionHidden int
@@ -213,8 +199,8 @@ func (c *Configurator) Reset(in Input) error {
 	prof := c.prof // a sweep resolves the same version again and again
 	if prof.Era == "" || prof.Version != in.Version {
 		var err error
-		if prof, err = ResolveProfile(in.Version); err != nil {
-			return &FixError{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest profile"}
+		if prof, _, err = ResolveProfile(in.Version); err != nil {
+			return refusal(engine.Refusal{Err: err, Flag: "--sglang-version", Hint: "give a release such as 0.4.7 or 0.5.3, or leave it out for the newest profile"})
 		}
 	}
 	*c = Configurator{in: in, notes: c.notes[:0], prof: prof}
@@ -256,11 +242,11 @@ func (c *Configurator) deriveContextLength() error {
 	d.ContextLength = s.ContextLength
 	if a.ContextLength > 0 {
 		if a.ContextLength > s.ContextLength && s.ContextLength > 0 {
-			return &FixError{
+			return refusal(engine.Refusal{
 				Err:  fmt.Errorf("%w: User-specified context_length (%d) is greater than the derived context_length (%d) of the model", ErrContextLength, a.ContextLength, s.ContextLength),
 				Flag: "--context-length", Value: fmt.Sprint(s.ContextLength),
 				Hint: fmt.Sprintf("set --context-length %d or less", s.ContextLength),
-			}
+			})
 		}
 		d.ContextLength = a.ContextLength
 	}
@@ -367,9 +353,9 @@ func (c *Configurator) deriveKVDType(platform string, blackwell bool) error {
 		kv, err = resolveKV(req)
 	}
 	if err != nil {
-		fe := &FixError{Err: err, Flag: "--kv-cache-dtype", Value: "auto"}
+		fe := refusal(engine.Refusal{Err: err, Flag: "--kv-cache-dtype", Value: "auto"})
 		if !errors.Is(err, ErrUnsupportedKV) { // that error lists them already
-			fe.Hint = "accepted: " + strings.Join(AcceptedKVDTypes(), ", ")
+			fe.Hint = "accepted: " + strings.Join(acceptedKVDTypes(), ", ")
 		}
 		return fe
 	}
@@ -377,8 +363,8 @@ func (c *Configurator) deriveKVDType(platform string, blackwell bool) error {
 		switch kv.Format.Name {
 		case "bf16", "fp8_e4m3":
 		default:
-			return &FixError{Err: fmt.Errorf("%w: DeepSeek sparse attention supports only bf16 or fp8_e4m3 KV cache, not %s", ErrInvalid, kv.Format.Name),
-				Flag: "--kv-cache-dtype", Value: "fp8_e4m3", Hint: "set --kv-cache-dtype fp8_e4m3 or bf16"}
+			return refusal(engine.Refusal{Err: fmt.Errorf("%w: DeepSeek sparse attention supports only bf16 or fp8_e4m3 KV cache, not %s", ErrInvalid, kv.Format.Name),
+				Flag: "--kv-cache-dtype", Value: "fp8_e4m3", Hint: "set --kv-cache-dtype fp8_e4m3 or bf16"})
 		}
 	}
 	c.kv = kv
@@ -465,10 +451,10 @@ func (c *Configurator) deriveMambaState() error {
 	a, d := &c.in.Args, &c.d
 	if d.Mambaish {
 		if d.DraftTokens > 0 && a.MaxRunningRequests <= 0 {
-			return &FixError{
+			return refusal(engine.Refusal{
 				Err:  fmt.Errorf("%w: speculative decoding with a hybrid (mamba/linear-attention) model requires --max-running-requests (SGLang asserts it to size the speculative state scratch)", ErrInvalid),
 				Flag: "--max-running-requests", Hint: "set --max-running-requests, e.g. 64",
-			}
+			})
 		}
 		if err := c.initMamba(); err != nil {
 			return err
@@ -575,7 +561,7 @@ func (c *Configurator) initMamba() error {
 	s := c.in.Spec
 	conv, temporal, err := s.Linear.StateShapes(c.in.Parallel.AttnTP())
 	if err != nil {
-		return &FixError{Err: fmt.Errorf("%w: %w", ErrInvalid, err), Flag: "--tp-size", Hint: "choose a tensor-parallel size that divides the linear-attention heads"}
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: %w", ErrInvalid, err), Flag: "--tp-size", Hint: "choose a tensor-parallel size that divides the linear-attention heads"})
 	}
 	c.convDT = dtype.BFloat16
 	c.ssmDT = dtype.Float32

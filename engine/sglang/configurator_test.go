@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
@@ -248,7 +249,7 @@ func TestResolveMaxNumReqs(t *testing.T) {
 		}
 	}
 	_, _, err := sglang.ResolveMaxNumReqs(sglang.MaxReqsInput{TokenCapacity: 1000, ContextLen: 10, Mambaish: true, MaxMambaCacheSize: 2, MambaRatio: 3})
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || !errors.Is(err, sglang.ErrNoRequests) || fe.Flag != "--max-mamba-cache-size" || fe.Value != "3" {
 		t.Errorf("mamba zero: %v", err)
 	}
@@ -286,11 +287,11 @@ func newC(t *testing.T, in sglang.Input) *sglang.Configurator {
 	return c
 }
 
-func fixFlag(t *testing.T, err error, sentinel error, flag string) *sglang.FixError {
+func fixFlag(t *testing.T, err error, sentinel error, flag string) *engine.Refusal {
 	t.Helper()
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || !errors.Is(err, sentinel) {
-		t.Fatalf("err = %v, want FixError wrapping %v", err, sentinel)
+		t.Fatalf("err = %v, want an engine.Refusal wrapping %v", err, sentinel)
 	}
 	if fe.Flag != flag {
 		t.Errorf("flag %q, want %q (%v)", fe.Flag, flag, err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -485,7 +486,7 @@ func (c *Configurator) handleMamba(res *Result, plans []stagePlan, rest *float64
 	res.MaxMambaCacheSize = m.MaxMambaCacheSize
 	res.MambaCacheSizeFrom = m.Source
 	if err != nil {
-		fe := &FixError{Err: err, Flag: "--mem-fraction-static", Hint: "raise --mem-fraction-static, lower --max-running-requests, or use more GPUs (--tp-size)"}
+		fe := refusal(engine.Refusal{Err: err, Flag: "--mem-fraction-static", Hint: "raise --mem-fraction-static, lower --max-running-requests, or use more GPUs (--tp-size)"})
 		if m.Source == "auto" {
 			fe.Flag = "--mamba-full-memory-ratio"
 			fe.Hint = "raise --mamba-full-memory-ratio or --mem-fraction-static, or use more GPUs (--tp-size)"
@@ -518,7 +519,7 @@ func (c *Configurator) noKVMemoryError(pre, avail float64) error {
 	sugg := ceil3(minMFS)
 	msg := fmt.Errorf("%w: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=%v. Raise --mem-fraction-static above %.3f (minimum viable = 1 - available/pre = %.4f). If using speculative decoding, draft weights are now counted",
 		ErrNoKVMemory, mfs, sugg, minMFS)
-	fe := &FixError{Err: msg, Flag: "--mem-fraction-static"}
+	fe := refusal(engine.Refusal{Err: msg, Flag: "--mem-fraction-static"})
 	if avail <= 0 || sugg >= 0.99 {
 		fe.Flag = "--tp-size"
 		fe.Hint = "the weights do not fit on this GPU: use more GPUs (raise --tp-size or --pp-size), a larger GPU, or a quantized checkpoint"
@@ -542,7 +543,7 @@ func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *R
 	need := p.cfgr.CellSize() * float64(sizing.CeilPage(tokens, c.d.PageSize)) / gib
 	extra := res.MultimodalGiB + float64(res.MambaStateBytes+res.MambaSpecBytes)/gib
 	want := 1 - (avail-extra-need)/pre
-	fe := &FixError{Err: msg, Flag: "--mem-fraction-static"}
+	fe := refusal(engine.Refusal{Err: msg, Flag: "--mem-fraction-static"})
 	if v := ceil3(want); v < 0.99 && avail > extra+need {
 		fe.Value = fmt.Sprintf("%.3f", v)
 		fe.Hint = fmt.Sprintf("set --mem-fraction-static %s or higher", fe.Value)
@@ -557,7 +558,7 @@ func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *R
 func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, budget int64) error {
 	switch {
 	case errors.Is(err, sizing.ErrSWAFloor) && p.hybrid != nil:
-		fe := &FixError{Err: err, Flag: "--swa-full-tokens-ratio"}
+		fe := refusal(engine.Refusal{Err: err, Flag: "--swa-full-tokens-ratio"})
 		if r := p.hybrid.MinRatio(cfg.FullMaxTotalNumTokens, c.d.PageSize); r > 0 {
 			fe.Value = fmt.Sprintf("%.3f", r)
 			fe.Hint = fmt.Sprintf("set --swa-full-tokens-ratio %s or higher, or give the KV cache more memory", fe.Value)
@@ -567,7 +568,7 @@ func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, 
 		}
 		return fe
 	case errors.Is(err, sizing.ErrSWAChunkCap):
-		fe := &FixError{Err: err, Flag: "--max-running-requests", Hint: "lower --max-running-requests or raise --mem-fraction-static"}
+		fe := refusal(engine.Refusal{Err: err, Flag: "--max-running-requests", Hint: "lower --max-running-requests or raise --mem-fraction-static"})
 		if n := c.maxChunkCapRequests(p, budget); n > 0 {
 			fe.Value = fmt.Sprint(n)
 			fe.Hint = fmt.Sprintf("set --max-running-requests %d or fewer, or raise --mem-fraction-static", n)
@@ -582,10 +583,10 @@ func (c *Configurator) checkAdmission(res *Result, p stagePlan) error {
 	if maxReqLen-5 <= 0 {
 		msg := fmt.Errorf("%w: Memory pool size is too small (max_req_len=%d, max_req_input_len=%d)", ErrPoolTooSmall, maxReqLen, maxReqLen-5)
 		if int64(c.d.ContextLength)-1-5 <= 0 {
-			return &FixError{Err: msg, Flag: "--context-length", Value: "8", Hint: "set --context-length 8 or more"}
+			return refusal(engine.Refusal{Err: msg, Flag: "--context-length", Value: "8", Hint: "set --context-length 8 or more"})
 		}
 		if u := c.in.Args.MaxTotalTokens; u > 0 && u < 7 {
-			return &FixError{Err: msg, Flag: "--max-total-tokens", Value: fmt.Sprint(sizing.CeilPage(7, c.d.PageSize)), Hint: "raise --max-total-tokens"}
+			return refusal(engine.Refusal{Err: msg, Flag: "--max-total-tokens", Value: fmt.Sprint(sizing.CeilPage(7, c.d.PageSize)), Hint: "raise --max-total-tokens"})
 		}
 		return c.mfsFix(msg, p, res.PreLoadGiB, res.AvailableGiB, res, 7)
 	}
@@ -636,21 +637,21 @@ func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
 			capped = true
 		}
 		if n <= 0 {
-			return 0, warns, &FixError{
+			return 0, warns, refusal(engine.Refusal{
 				Err:  fmt.Errorf("%w: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. max_mamba_cache_size=%d with %d state slots per request", ErrNoRequests, in.MaxMambaCacheSize, ratio),
 				Flag: "--max-mamba-cache-size", Value: fmt.Sprint(ratio * dp),
 				Hint: fmt.Sprintf("set --max-mamba-cache-size %d or more, or raise --mamba-full-memory-ratio", ratio*dp),
-			}
+			})
 		}
 	}
 	if requested > 0 && n < requested && !capped {
 		warns = append(warns, fmt.Sprintf("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the available KV cache capacity.", requested, n))
 	}
 	if n <= 0 {
-		return 0, warns, &FixError{
+		return 0, warns, refusal(engine.Refusal{
 			Err:  fmt.Errorf("%w: max_running_request is zero (token capacity %d)", ErrNoRequests, in.TokenCapacity),
 			Flag: "--mem-fraction-static", Hint: "give the KV cache more memory",
-		}
+		})
 	}
 	return int(n), warns, nil
 }

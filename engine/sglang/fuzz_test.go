@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
@@ -45,7 +46,7 @@ func FuzzConfigure(f *testing.F) {
 			t.Fatalf("nil result (err %v)", err)
 		}
 		if err != nil {
-			var fe *sglang.FixError
+			var fe *engine.Refusal
 			if !errors.As(err, &fe) && !errors.Is(err, sglang.ErrInvalid) && !errors.Is(err, sizing.ErrInvalid) {
 				t.Fatalf("error without a fix: %v", err)
 			}

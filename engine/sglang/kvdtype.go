@@ -37,8 +37,8 @@ var accepted = []string{
 	"mxfp8", "nvfp4", "fp4_mx_block16", "int8_g64", "int4_g32", "int8ring_int4",
 }
 
-// Accepted returns the --kv-cache-dtype strings Resolve accepts.
-func AcceptedKVDTypes() []string { return slices.Clone(accepted) }
+// acceptedKVDTypes returns the --kv-cache-dtype strings ResolveKV accepts.
+func acceptedKVDTypes() []string { return slices.Clone(accepted) }
 
 // KVRequest is the input of Resolve: SGLang's configure_kv_cache_dtype
 // arguments made explicit.

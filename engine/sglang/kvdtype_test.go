@@ -187,7 +187,7 @@ func TestDTypeStringsAreTotal(t *testing.T) {
 			t.Errorf("DType(%d) has an empty name", i)
 		}
 	}
-	for _, name := range sglang.AcceptedKVDTypes() {
+	for _, name := range sglang.AcceptedKVDTypes(sglang.Profile{}) {
 		r, err := sglang.ResolveKV(sglang.KVRequest{KVCacheDType: name, ModelDType: dtype.BFloat16})
 		if err != nil {
 			t.Errorf("accepted %q: %v", name, err)
@@ -246,7 +246,7 @@ func TestFormatGeometry(t *testing.T) {
 }
 
 func FuzzResolve(f *testing.F) {
-	for _, s := range append(sglang.AcceptedKVDTypes(), "fp4_e2m1", "", "FP8", "kvarn_x") {
+	for _, s := range append(sglang.AcceptedKVDTypes(sglang.Profile{}), "fp4_e2m1", "", "FP8", "kvarn_x") {
 		f.Add(s, "FP8", "hip", true, true, "DFLASH", "fa4", s, uint8(dtype.BFloat16))
 	}
 	f.Fuzz(func(t *testing.T, kv, algo, platform string, fnuz, draft bool, spec, backend, draftKV string, model uint8) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -75,7 +76,7 @@ func kvSplits(kv, tp int) bool {
 // checkTensorParallel applies the head assertions of SGLang's attention
 // layers (models/llama.py and its kind: total_num_heads % attn_tp_size,
 // then the KV heads; deepseek_v2.py: num_heads % attn_tp_size for MLA) to
-// the attention TP size, returning a *FixError naming --tp-size.
+// the attention TP size, returning an *engine.Refusal naming --tp-size.
 func checkTensorParallel(in *Input) error {
 	s, p := in.Spec, in.Parallel
 	if s == nil || p.TP < 1 || p.DP < 1 {
@@ -111,7 +112,7 @@ func checkTensorParallel(in *Input) error {
 		}
 	}
 	e := &TPError{AttentionTPSize: tp, AttentionHeads: heads, KVHeads: kvHeads, ValidSizes: valid, Message: msg}
-	fe := &FixError{Err: e, Flag: "--tp-size"}
+	fe := refusal(engine.Refusal{Err: e, Flag: "--tp-size"})
 	if n := e.Nearest(); n > 0 {
 		fe.Value = fmt.Sprint(n * p.AttnDP())
 		sizes := make([]string, len(valid))

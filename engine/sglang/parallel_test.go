@@ -7,12 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
 // SGLang's attention layers assert that the attention TP size splits the
 // query heads and that KV heads and TP divide one another: the launches
-// vLLM refuses fail in SGLang too. The error is a *FixError on --tp-size
+// vLLM refuses fail in SGLang too. The error is an *engine.Refusal on --tp-size
 // carrying a *TPError with the sizes that work, and the fix plans.
 func TestTensorParallelDivisibility(t *testing.T) {
 	tests := []struct {
@@ -42,10 +43,10 @@ func TestTensorParallelDivisibility(t *testing.T) {
 			in := sglang.Input{Spec: s, Parallel: tt.parallel, Hardware: sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"},
 				PostLoadFreeBytes: 40 << 30}
 			_, err = sglang.New(in)
-			var fe *sglang.FixError
+			var fe *engine.Refusal
 			var te *sglang.TPError
 			if !errors.As(err, &fe) || !errors.As(err, &te) || !errors.Is(err, sglang.ErrTensorParallel) {
-				t.Fatalf("err = %v, want a *FixError with a *TPError", err)
+				t.Fatalf("err = %v, want an *engine.Refusal with a *TPError", err)
 			}
 			if te.Message != tt.msg || fe.Flag != "--tp-size" || fe.Value != tt.fix {
 				t.Errorf("message %q, fix %s %s; want %q, --tp-size %s", te.Message, fe.Flag, fe.Value, tt.msg, tt.fix)

@@ -213,11 +213,11 @@ var versionGates = []struct {
 var defaultProfile = Profile{Era: DefaultEra, rules: eraRules(DefaultEra, nil),
 	Reason: fmt.Sprintf("no --sglang-version: sized with the newest profile, %s (%s)", DefaultEra, eraSpan(DefaultEra))}
 
-// ResolveProfile maps a version string to a profile. "" gives DefaultEra;
+// resolveProfile maps a version string to a profile (ResolveProfile). "" gives DefaultEra;
 // "latest", "main" and "nightly" give EraLatest; an era's own name gives
 // that era; any other version maps to the era whose releases include it.
 // Versions before 0.4.0 use Era04, the oldest profile, and say so.
-func ResolveProfile(version string) (Profile, error) {
+func resolveProfile(version string) (Profile, error) {
 	s := strings.ToLower(strings.TrimSpace(version))
 	switch s {
 	case "":

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 )
 
@@ -35,7 +36,7 @@ func TestResolveProfileEras(t *testing.T) {
 		{"0.4", sglang.Era04, ""},
 	}
 	for _, tt := range tests {
-		p, err := sglang.ResolveProfile(tt.version)
+		p, _, err := sglang.ResolveProfile(tt.version)
 		if err != nil {
 			t.Errorf("%q: %v", tt.version, err)
 			continue
@@ -45,7 +46,7 @@ func TestResolveProfileEras(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"x", "1", "0.a.1", "0.5.3rcx", "0.5.3.postx", "-1.2", "0.4.1.2.3"} {
-		if _, err := sglang.ResolveProfile(bad); !errors.Is(err, sglang.ErrUnknownVersion) {
+		if _, _, err := sglang.ResolveProfile(bad); !errors.Is(err, sglang.ErrUnknownVersion) {
 			t.Errorf("%q: err %v, want ErrUnknownVersion", bad, err)
 		}
 	}
@@ -75,7 +76,7 @@ func FuzzParseVersion(f *testing.F) {
 		if err != nil || w != v {
 			t.Fatalf("%q → %v → %q → %v (%v)", s, v, v.String(), w, err)
 		}
-		if _, err := sglang.ResolveProfile(s); err != nil {
+		if _, _, err := sglang.ResolveProfile(s); err != nil {
 			t.Fatalf("%q parses but does not resolve: %v", s, err)
 		}
 	})
@@ -138,7 +139,7 @@ func TestMemFractionByEra(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := sglang.ResolveProfile(tt.version)
+			p, _, err := sglang.ResolveProfile(tt.version)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +178,7 @@ func TestTierByEra(t *testing.T) {
 		{"main", 15360, 1, sglang.Tier{ChunkedPrefillSize: 2048, CudaGraphMaxBS: 8}},
 	}
 	for _, tt := range tests {
-		p, _ := sglang.ResolveProfile(tt.version)
+		p, _, _ := sglang.ResolveProfile(tt.version)
 		if got := p.Tier(tt.gpuMiB, tt.tp); got != tt.want {
 			t.Errorf("%s %d MiB TP%d: %+v, want %+v", tt.version, tt.gpuMiB, tt.tp, got, tt.want)
 		}
@@ -346,12 +347,12 @@ func TestVersionGates(t *testing.T) {
 	}
 }
 
-func TestBadVersionIsAFixError(t *testing.T) {
+func TestBadVersionIsARefusal(t *testing.T) {
 	_, err := sglang.New(sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
 		PostLoadFreeBytes: gibBytes(20), Version: "zero"})
-	var fe *sglang.FixError
+	var fe *engine.Refusal
 	if !errors.As(err, &fe) || fe.Flag != "--sglang-version" || !errors.Is(err, sglang.ErrUnknownVersion) {
-		t.Fatalf("err %v, want a --sglang-version FixError wrapping ErrUnknownVersion", err)
+		t.Fatalf("err %v, want a --sglang-version engine.Refusal wrapping ErrUnknownVersion", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package trtllm
 import (
 	"fmt"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -131,8 +132,8 @@ func elementBytes(kv CacheDType, e int64) (int64, error) {
 		return e, nil
 	case "nvfp4":
 		if e%16 != 0 {
-			return 0, &RefusalError{Message: "NVFP4 cache size must be divisible by quant vector size", Knob: "kv_cache_dtype",
-				Fix: fmt.Sprintf("%d values per token are not a multiple of 16; use fp8", e)}
+			return 0, &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "NVFP4 cache size must be divisible by quant vector size", Flag: "kv_cache_dtype",
+				Hint: fmt.Sprintf("%d values per token are not a multiple of 16; use fp8", e)}
 		}
 		return e/2 + e/16, nil
 	case "float32":

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -100,8 +101,8 @@ func TestNVFP4Divisibility(t *testing.T) {
 	if !errors.Is(err, trtllm.ErrRefused) {
 		t.Fatalf("err = %v, want a refusal", err)
 	}
-	var re *trtllm.RefusalError
-	if !errors.As(err, &re) || re.Message != "NVFP4 cache size must be divisible by quant vector size" || re.Knob != "kv_cache_dtype" {
+	var re *engine.Refusal
+	if !errors.As(err, &re) || re.Message != "NVFP4 cache size must be divisible by quant vector size" || re.Flag != "kv_cache_dtype" {
 		t.Errorf("refusal = %+v", re)
 	}
 }

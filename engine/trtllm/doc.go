@@ -25,6 +25,10 @@
 // main: blocks rounded down, CUDA-graph warm-up blocks in the estimation dry
 // run). docs/trtllm.md lists every rule with the source it was read from.
 //
+// It keeps the engine contract (package engine): Plan, ResolveProfile,
+// AcceptedKVDTypes, MaxConcurrency and Patterns, and its refusals are
+// *engine.Refusal values naming the flag that fixes them.
+//
 // The package is a pure library: it takes a model.Spec and byte figures and
 // returns values. It never prints, reads flags or exits.
 package trtllm

@@ -1,6 +1,10 @@
 package trtllm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvcfg/kvcfg/engine"
+)
 
 // engineFlow is an engine build on the C++ executor
 // (KVCacheManager::calculateMaxNumBlocks, TrtGptModelInflightBatching).
@@ -68,10 +72,10 @@ func (p *planner) engineFlow() error {
 	tokens := satMul(blocks, p.tpb)
 	if blocks == 0 || tokens < beam*pages*p.tpb {
 		shown := max(pages, cdiv(int64(p.maxSeqLen), p.tpb))
-		return &RefusalError{
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused,
 			Message: fmt.Sprintf("maxTokensInPagedKvCache (%d) must be large enough to process at least 1 sequence to completion (i.e. must be larger than beam_width (%d) * tokensPerBlock (%d) * maxBlocksPerSeq (%d))",
 				tokens, beam, p.tpb, shown),
-			Knob: "free_gpu_memory_fraction", Fix: "the free memory after the engine loaded holds no sequence; raise kv_cache_free_gpu_mem_fraction, rebuild with a smaller max_batch_size / max_num_tokens, or use an fp8 KV cache"}
+			Flag: "free_gpu_memory_fraction", Hint: "the free memory after the engine loaded holds no sequence; raise kv_cache_free_gpu_mem_fraction, rebuild with a smaller max_batch_size / max_num_tokens, or use an fp8 KV cache"}
 	}
 	res.MaxSeqLen = int(L)
 	res.MaxAttentionWindow = []int{int(window)}

@@ -21,7 +21,7 @@ func ExamplePlan() {
 		fmt.Println(err)
 		return
 	}
-	res, err := trtllm.Plan(trtllm.Input{Model: spec, Version: "1.1.0rc3", KVCacheMemory: 6393065472})
+	res, err := trtllm.Plan(spec, trtllm.Input{Version: "1.1.0rc3", KVCacheMemory: 6393065472})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -57,8 +57,8 @@ func TestFamilies(t *testing.T) {
 			s := load(t, tt.config)
 			for _, v := range []string{"1.0", "1.1", "latest"} {
 				in := tt.in
-				in.Model, in.Version, in.KVCacheMemory = s, v, 20*gib
-				res, err := trtllm.Plan(in)
+				in.Version, in.KVCacheMemory = v, 20*gib
+				res, err := trtllm.Plan(s, in)
 				if tt.err != nil {
 					if !errors.Is(err, tt.err) {
 						t.Fatalf("%s: err = %v, want %v", v, err, tt.err)
@@ -78,11 +78,11 @@ func TestFamilies(t *testing.T) {
 			}
 			// Modelled on a large GPU as well.
 			in := tt.in
-			in.Model, in.GPUMemoryBytes = s, 183359<<20
+			in.GPUMemoryBytes = 183359 << 20
 			if in.TPSize == 0 {
 				in.TPSize = 8
 			}
-			res, err := trtllm.Plan(in)
+			res, err := trtllm.Plan(s, in)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("modelled: err = %v", err)

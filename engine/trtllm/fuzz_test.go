@@ -27,7 +27,7 @@ func FuzzPlan(f *testing.F) {
 		versions := []string{"0.x", "1.0", "1.1", "latest"}
 		dtypes := []string{"auto", "fp8", "nvfp4", "int8"}
 		modes := []string{"", trtllm.SpecMTP, trtllm.SpecEagle3}
-		in := trtllm.Input{Model: s, Version: versions[int(version)%4], KVCacheDType: dtypes[int(dt)%4], TPSize: int(tp % 32), PPSize: int(pp % 8),
+		in := trtllm.Input{Version: versions[int(version)%4], KVCacheDType: dtypes[int(dt)%4], TPSize: int(tp % 32), PPSize: int(pp % 8),
 			TokensPerBlock: int(tpb % 512), GPUMemoryBytes: gpuMem, MaxSeqLen: int(seq), PromptLen: int(prompt), FreeGPUMemoryFraction: float64(frac),
 			SpeculativeMode: modes[int(mode)%3], MaxTokens: int64(window) * 3, HostCacheSize: int64(window) << 20}
 		if in.Version == "0.x" {
@@ -38,7 +38,7 @@ func FuzzPlan(f *testing.F) {
 		if window > 0 {
 			in.MaxAttentionWindow = []int{int(window), int(seq) + 1}
 		}
-		res, err := trtllm.Plan(in)
+		res, err := trtllm.Plan(s, in)
 		if err == nil {
 			if res == nil || res.NumBlocks <= 0 || res.MaxTokens < res.NumBlocks || res.KVCacheBytes <= 0 || res.MaxSeqLen <= 0 {
 				t.Errorf("inconsistent result %+v", res)

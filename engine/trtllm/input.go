@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/kvcfg/kvcfg/model"
 )
 
 // Defaults of the knobs (LLM API and trtllm-serve).
@@ -47,8 +45,6 @@ const (
 // reading or the figures of a modelled budget. Zero values take TensorRT-LLM's
 // defaults or kvcfg's estimates.
 type Input struct {
-	// Model is the parsed config.json.
-	Model *model.Spec `json:"-"`
 	// Version is --trtllm-version: "0.x", "1.0", "1.1", "latest" (default)
 	// or a version number mapped by ResolveProfile.
 	Version string `json:"trtllm_version,omitempty"`
@@ -145,9 +141,6 @@ func (in Input) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, a...)...))
-	}
-	if in.Model == nil {
-		bad("no model")
 	}
 	p, _, err := ResolveProfile(in.Version)
 	if err != nil {

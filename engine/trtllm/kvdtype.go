@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -81,10 +82,10 @@ func ResolveKVDType(name string, s *model.Spec, p Profile) (CacheDType, string, 
 		out.Name = req
 		if ckpt != "" && ckpt != req && !r.engine {
 			if r.refuseKVOverride {
-				return CacheDType{}, "", &RefusalError{
+				return CacheDType{}, "", &engine.Refusal{Engine: engineName, Err: ErrRefused,
 					Message: fmt.Sprintf("Attempting to override KV cache quantization \"%s\" with PyTorchConfig.kv_cache_dtype=\"%s\". You cannot override a checkpoint with a pre-quantized KV cache that doesn't match.", algo, req),
-					Knob:    "kv_cache_dtype",
-					Fix:     "use kv_cache_dtype auto with this checkpoint, or a newer TensorRT-LLM that overrides it",
+					Flag:    "kv_cache_dtype",
+					Hint:    "use kv_cache_dtype auto with this checkpoint, or a newer TensorRT-LLM that overrides it",
 				}
 			}
 			warning = fmt.Sprintf("Overriding checkpoint KV cache quantization \"%s\" with llm_args.KvCacheConfig.dtype=\"%s\".", algo, req)

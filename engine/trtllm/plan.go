@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -33,22 +34,26 @@ type planner struct {
 
 // Plan sizes TensorRT-LLM's KV cache for the launch described by in. On a
 // refusal it returns the Result filled up to the refusal and an error
-// wrapping ErrRefused (a *RefusalError with the knob to change).
-func Plan(in Input) (*Result, error) {
+// wrapping ErrRefused (an *engine.Refusal whose Flag is the option key to
+// change).
+func Plan(spec *model.Spec, in Input) (*Result, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("%w: no model", ErrInvalidInput)
+	}
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkModel(in.Model); err != nil {
+	if err := checkModel(spec); err != nil {
 		return nil, err
 	}
 	prof, note, _ := ResolveProfile(in.Version)
-	p := &planner{in: in, s: in.Model, r: prof.rules(), res: &Result{Profile: prof, ProfileNote: note}}
+	p := &planner{in: in, s: spec, r: prof.rules(), res: &Result{Profile: prof, ProfileNote: note}}
 	if note != "" {
 		p.note(note)
 	}
 	err := p.run()
 	if err != nil {
-		var re *RefusalError
+		var re *engine.Refusal
 		if errors.As(err, &re) {
 			p.res.Error = re.Message
 			return p.res, err
@@ -152,7 +157,7 @@ func (p *planner) run() error {
 		if r.engine {
 			msg = fmt.Sprintf("Invalid freeMemFraction, freeMemFraction (%s) must be smaller than 1.0f", cFloat(float64(float32(fracIn))))
 		}
-		return &RefusalError{Message: msg, Knob: "free_gpu_memory_fraction", Fix: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
 	}
 
 	kv, warning, err := ResolveKVDType(in.KVCacheDType, s, res.Profile)
@@ -175,8 +180,8 @@ func (p *planner) run() error {
 		}
 	}
 	if split == nil {
-		return &RefusalError{Message: "pp size cannot be larger than num_hidden_layers", Knob: "pp_size",
-			Fix: fmt.Sprintf("use pp_size at most %d", n)}
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "pp size cannot be larger than num_hidden_layers", Flag: "pp_size",
+			Hint: fmt.Sprintf("use pp_size at most %d", n)}
 	}
 	for i, layers := range split {
 		st := Stage{Index: i, Layers: layers}
@@ -290,22 +295,22 @@ func (p *planner) admission() error {
 	}
 	if p.r.engine {
 		if !p.in.EnableChunkedPrefill && P+1 > p.res.RequestedMaxSeqLen {
-			return &RefusalError{
+			return &engine.Refusal{Engine: engineName, Err: ErrRefused,
 				Message: fmt.Sprintf("The sum of prompt length (%d.0) and query length (0) max_tokens (1) should not exceed max_seq_len (%d)", P, p.res.RequestedMaxSeqLen),
-				Knob:    "max_seq_len", Fix: "rebuild the engine with a larger max_seq_len or shorten the prompt"}
+				Flag:    "max_seq_len", Hint: "rebuild the engine with a larger max_seq_len or shorten the prompt"}
 		}
 		return nil
 	}
 	if !p.in.EnableChunkedPrefill && P > p.maxTokens {
-		return &RefusalError{
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused,
 			Message: fmt.Sprintf("The sum of prompt length (%d.0), query length (0) should not exceed max_num_tokens (%d)", P, p.maxTokens),
-			Knob:    "max_num_tokens", Fix: fmt.Sprintf("set enable_chunked_prefill: true, or max_num_tokens to at least %d", P)}
+			Flag:    "max_num_tokens", Hint: fmt.Sprintf("set enable_chunked_prefill: true, or max_num_tokens to at least %d", P)}
 	}
 	if S := p.res.MaxSeqLen; P >= S {
 		d := S - P
-		return &RefusalError{
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused,
 			Message: fmt.Sprintf("`default_max_tokens` (%d) must be greater than 0, `default_max_tokens` (%d) = max_seq_len (%d) - `splited_prompt_len` (%d) - `query_token_len` (0)", d, d, S, P),
-			Knob:    "max_seq_len", Fix: fmt.Sprintf("the pool fits sequences of %d tokens; give the KV cache more room (free_gpu_memory_fraction, kv_cache_dtype fp8, more GPUs) or shorten the prompt", S)}
+			Flag:    "max_seq_len", Hint: fmt.Sprintf("the pool fits sequences of %d tokens; give the KV cache more room (free_gpu_memory_fraction, kv_cache_dtype fp8, more GPUs) or shorten the prompt", S)}
 	}
 	return nil
 }
@@ -327,16 +332,16 @@ func (p *planner) runtimeLine(maxSeqLen int) {
 func (p *planner) upperBound(blocks int64, maxSeqLen int) (int64, error) {
 	mbps := blocks / int64(p.beam)
 	if mbps <= 0 {
-		return 0, &RefusalError{Message: "Impossible to fit in any sequence in kvCache", Knob: "free_gpu_memory_fraction",
-			Fix: "the pool has no room for one sequence; raise free_gpu_memory_fraction, use kv_cache_dtype fp8, or add GPUs"}
+		return 0, &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "Impossible to fit in any sequence in kvCache", Flag: "free_gpu_memory_fraction",
+			Hint: "the pool has no room for one sequence; raise free_gpu_memory_fraction, use kv_cache_dtype fp8, or add GPUs"}
 	}
 	upper := mbps * p.tpb
 	if int64(maxSeqLen) > upper && p.beam > 1 {
 		upper -= p.tpb
 	}
 	if upper <= 0 {
-		return 0, &RefusalError{Message: "Impossibe to fit in any sequence in kvCache", Knob: "free_gpu_memory_fraction",
-			Fix: "the pool has no room for one beam-search sequence; give it more memory or lower max_beam_width"}
+		return 0, &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "Impossibe to fit in any sequence in kvCache", Flag: "free_gpu_memory_fraction",
+			Hint: "the pool has no room for one beam-search sequence; give it more memory or lower max_beam_width"}
 	}
 	return upper, nil
 }

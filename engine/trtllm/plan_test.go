@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -24,7 +25,7 @@ func gibs(x float64) int64 { return int64(x * float64(gib)) }
 // exact lines: 2,710 blocks → 86,720 tokens, max_seq_len lowered to 86,720.
 func TestWorkedExampleGptOss(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "1.1.0rc3", KVCacheMemory: 86711*73728 + 36864,
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "1.1.0rc3", KVCacheMemory: 86711*73728 + 36864,
 		MaxBatchSize: 64, DisableOverlapScheduler: true})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestWorkedExampleGptOss(t *testing.T) {
 		t.Errorf("MaxConcurrency(8192) = %v, want %v", got, 2710.0/256)
 	}
 	// The newest main rounds down: 2,709 blocks.
-	latest, err := trtllm.Plan(trtllm.Input{Model: s, Version: "latest", KVCacheMemory: 86711*73728 + 36864, MaxBatchSize: 64})
+	latest, err := trtllm.Plan(s, trtllm.Input{Version: "latest", KVCacheMemory: 86711*73728 + 36864, MaxBatchSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestWorkedExampleGptOss(t *testing.T) {
 // log printed them.
 func TestModelledBudgetLines(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "1.1", GPUMemoryBytes: gibs(119.70), WeightsBytes: gibs(63.52),
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "1.1", GPUMemoryBytes: gibs(119.70), WeightsBytes: gibs(63.52),
 		ActivationBytes: gibs(0.85), NonTorchBytes: gibs(49.28-0.5647) - 1<<20, CUDAGraphBytes: 1 << 20, MaxBatchSize: 64, DisableOverlapScheduler: true})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestModelledBudgetLines(t *testing.T) {
 	}
 
 	// Without the figures every part is estimated and named.
-	est, err := trtllm.Plan(trtllm.Input{Model: s, GPUMemoryBytes: gibs(80)})
+	est, err := trtllm.Plan(s, trtllm.Input{GPUMemoryBytes: gibs(80)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestModelledBudgetLines(t *testing.T) {
 func TestWorkedExampleKimi(t *testing.T) {
 	s := load(t, "moonshotai__Kimi-K2-Instruct")
 	for _, v := range []string{"1.1", "latest"} {
-		res, err := trtllm.Plan(trtllm.Input{Model: s, Version: v, TPSize: 8, KVCacheDType: "fp8", KVCacheMemory: 5073376 * 35136,
+		res, err := trtllm.Plan(s, trtllm.Input{Version: v, TPSize: 8, KVCacheDType: "fp8", KVCacheMemory: 5073376 * 35136,
 			GPUMemoryBytes: 275040 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -154,7 +155,7 @@ func TestWorkedExampleKimi(t *testing.T) {
 // decides.
 func TestEstimateVersusAllocation(t *testing.T) {
 	s := load(t, "meta-llama__Llama-3.1-8B-Instruct")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "1.1", TPSize: 16, KVCacheDType: "fp8", KVCacheMemory: 10 * gib,
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "1.1", TPSize: 16, KVCacheDType: "fp8", KVCacheMemory: 10 * gib,
 		FreeMemoryAtAllocation: 10 * gib})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestEstimateVersusAllocation(t *testing.T) {
 // the ranks take the minimum.
 func TestWorkedExampleDeepSeekPP2MTP(t *testing.T) {
 	s := load(t, "deepseek-ai__DeepSeek-V3")
-	in := trtllm.Input{Model: s, TPSize: 8, PPSize: 2, SpeculativeMode: trtllm.SpecMTP, KVCacheMemory: 40 * gib}
+	in := trtllm.Input{TPSize: 8, PPSize: 2, SpeculativeMode: trtllm.SpecMTP, KVCacheMemory: 40 * gib}
 	tests := []struct {
 		version string
 		stages  []trtllm.Stage
@@ -199,7 +200,7 @@ func TestWorkedExampleDeepSeekPP2MTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
 			in.Version = tt.version
-			res, err := trtllm.Plan(in)
+			res, err := trtllm.Plan(s, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,8 +258,8 @@ func TestEngineLogs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.in
-			in.Model, in.Version, in.TPSize = s, "0.x", 2
-			res, err := trtllm.Plan(in)
+			in.Version, in.TPSize = "0.x", 2
+			res, err := trtllm.Plan(s, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +286,7 @@ func TestUserMaxTokens(t *testing.T) {
 		{"latest", 1562, "max_tokens=50000 is provided. It limits max memory to 6.10 GiB. New max_memory is set to 6.10 GiB"},
 	}
 	for _, tt := range tests {
-		res, err := trtllm.Plan(trtllm.Input{Model: s, Version: tt.version, MaxTokens: 50000, KVCacheMemory: 40 * gib, GPUMemoryBytes: 80 * gib})
+		res, err := trtllm.Plan(s, trtllm.Input{Version: tt.version, MaxTokens: 50000, KVCacheMemory: 40 * gib, GPUMemoryBytes: 80 * gib})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +300,7 @@ func TestUserMaxTokens(t *testing.T) {
 // share of the estimated memory.
 func TestPerWindowPools(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "latest", KVCacheMemory: 20 * gib, GPUMemoryBytes: 128 * gib,
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "latest", KVCacheMemory: 20 * gib, GPUMemoryBytes: 128 * gib,
 		MaxAttentionWindow: []int{128, 131072}})
 	if err != nil {
 		t.Fatal(err)
@@ -333,47 +334,48 @@ func TestRefusals(t *testing.T) {
 	fp8Ckpt.Quant = &model.QuantSpec{Method: "modelopt", KVCacheQuantAlgo: "FP8", WeightBits: 8}
 	tests := []struct {
 		name    string
+		spec    *model.Spec
 		in      trtllm.Input
 		is      error
 		message string
 		knob    string
 	}{
-		{"fraction 1 (PyTorch)", trtllm.Input{Model: llama, FreeGPUMemoryFraction: 1, KVCacheMemory: gib}, trtllm.ErrRefused,
+		{"fraction 1 (PyTorch)", llama, trtllm.Input{FreeGPUMemoryFraction: 1, KVCacheMemory: gib}, trtllm.ErrRefused,
 			"Invalid freeMemFraction, freeMemFraction 1.0 must be smaller than 1.0", "free_gpu_memory_fraction"},
-		{"fraction 1 (engine)", trtllm.Input{Model: llama, Version: "0.x", FreeGPUMemoryFraction: 1, FreeMemoryAfterLoad: gib}, trtllm.ErrRefused,
+		{"fraction 1 (engine)", llama, trtllm.Input{Version: "0.x", FreeGPUMemoryFraction: 1, FreeMemoryAfterLoad: gib}, trtllm.ErrRefused,
 			"Invalid freeMemFraction, freeMemFraction (1.000000) must be smaller than 1.0f", "free_gpu_memory_fraction"},
-		{"zero blocks", trtllm.Input{Model: llama, Version: "1.1", KVCacheMemory: 100000}, trtllm.ErrRefused,
+		{"zero blocks", llama, trtllm.Input{Version: "1.1", KVCacheMemory: 100000}, trtllm.ErrRefused,
 			"Impossible to fit in any sequence in kvCache", "free_gpu_memory_fraction"},
-		{"prompt over max_num_tokens", trtllm.Input{Model: llama, KVCacheMemory: 20 * gib, PromptLen: 9000}, trtllm.ErrRefused,
+		{"prompt over max_num_tokens", llama, trtllm.Input{KVCacheMemory: 20 * gib, PromptLen: 9000}, trtllm.ErrRefused,
 			"The sum of prompt length (9000.0), query length (0) should not exceed max_num_tokens (8192)", "max_num_tokens"},
-		{"prompt over the clamped max_seq_len", trtllm.Input{Model: llama, KVCacheMemory: 7904 * 131072, PromptLen: 8000}, trtllm.ErrRefused,
+		{"prompt over the clamped max_seq_len", llama, trtllm.Input{KVCacheMemory: 7904 * 131072, PromptLen: 8000}, trtllm.ErrRefused,
 			"`default_max_tokens` (-96) must be greater than 0, `default_max_tokens` (-96) = max_seq_len (7904) - `splited_prompt_len` (8000) - `query_token_len` (0)", "max_seq_len"},
-		{"engine pool too small", trtllm.Input{Model: llama, Version: "0.x", FreeMemoryAfterLoad: 100000}, trtllm.ErrRefused,
+		{"engine pool too small", llama, trtllm.Input{Version: "0.x", FreeMemoryAfterLoad: 100000}, trtllm.ErrRefused,
 			"maxTokensInPagedKvCache (0) must be large enough to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * tokensPerBlock (64) * maxBlocksPerSeq (2048))", "free_gpu_memory_fraction"},
-		{"pp over layers", trtllm.Input{Model: llama, PPSize: 33, KVCacheMemory: gib}, trtllm.ErrRefused,
+		{"pp over layers", llama, trtllm.Input{PPSize: 33, KVCacheMemory: gib}, trtllm.ErrRefused,
 			"pp size cannot be larger than num_hidden_layers", "pp_size"},
-		{"1.0 refuses overriding a pre-quantized KV cache", trtllm.Input{Model: fp8Ckpt, Version: "1.0", KVCacheDType: "nvfp4", KVCacheMemory: gib}, trtllm.ErrRefused,
+		{"1.0 refuses overriding a pre-quantized KV cache", fp8Ckpt, trtllm.Input{Version: "1.0", KVCacheDType: "nvfp4", KVCacheMemory: gib}, trtllm.ErrRefused,
 			"Attempting to override KV cache quantization \"FP8\" with PyTorchConfig.kv_cache_dtype=\"nvfp4\". You cannot override a checkpoint with a pre-quantized KV cache that doesn't match.", "kv_cache_dtype"},
-		{"int8 is not a PyTorch cache type", trtllm.Input{Model: llama, KVCacheDType: "int8", KVCacheMemory: gib}, trtllm.ErrUnsupportedDType,
+		{"int8 is not a PyTorch cache type", llama, trtllm.Input{KVCacheDType: "int8", KVCacheMemory: gib}, trtllm.ErrUnsupportedDType,
 			"", ""},
-		{"hybrid Mamba", trtllm.Input{Model: load(t, "Qwen__Qwen3-Next-80B-A3B-Instruct"), KVCacheMemory: gib}, trtllm.ErrUnsupportedModel, "", ""},
-		{"kv_cache_memory on an engine build", trtllm.Input{Model: llama, Version: "0.x", KVCacheMemory: gib}, trtllm.ErrInvalidInput, "", ""},
-		{"no memory at all", trtllm.Input{Model: llama}, trtllm.ErrInvalidInput, "", ""},
+		{"hybrid Mamba", load(t, "Qwen__Qwen3-Next-80B-A3B-Instruct"), trtllm.Input{KVCacheMemory: gib}, trtllm.ErrUnsupportedModel, "", ""},
+		{"kv_cache_memory on an engine build", llama, trtllm.Input{Version: "0.x", KVCacheMemory: gib}, trtllm.ErrInvalidInput, "", ""},
+		{"no memory at all", llama, trtllm.Input{}, trtllm.ErrInvalidInput, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := trtllm.Plan(tt.in)
+			res, err := trtllm.Plan(tt.spec, tt.in)
 			if !errors.Is(err, tt.is) {
 				t.Fatalf("err = %v, want %v", err, tt.is)
 			}
 			if tt.message == "" {
 				return
 			}
-			var re *trtllm.RefusalError
-			if !errors.As(err, &re) {
-				t.Fatalf("err %v is not a RefusalError", err)
+			var re *engine.Refusal
+			if !errors.As(err, &re) || !errors.Is(err, engine.ErrRefused) {
+				t.Fatalf("err %v is not an engine.Refusal", err)
 			}
-			if re.Message != tt.message || re.Knob != tt.knob || re.Fix == "" {
+			if re.Engine != "trtllm" || re.Message != tt.message || re.Flag != tt.knob || re.Hint == "" {
 				t.Errorf("refusal = %+v\nwant message %q, knob %q", re, tt.message, tt.knob)
 			}
 			if res == nil || res.Error != tt.message {
@@ -382,11 +384,11 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 	// Chunked prefill admits the long prompt.
-	if _, err := trtllm.Plan(trtllm.Input{Model: llama, KVCacheMemory: 20 * gib, PromptLen: 9000, EnableChunkedPrefill: true}); err != nil {
+	if _, err := trtllm.Plan(llama, trtllm.Input{KVCacheMemory: 20 * gib, PromptLen: 9000, EnableChunkedPrefill: true}); err != nil {
 		t.Errorf("chunked prefill: %v", err)
 	}
 	// The invalid dtype error carries TensorRT-LLM's words.
-	_, err := trtllm.Plan(trtllm.Input{Model: llama, KVCacheDType: "int8", KVCacheMemory: gib})
+	_, err := trtllm.Plan(llama, trtllm.Input{KVCacheDType: "int8", KVCacheMemory: gib})
 	if err == nil || !strings.Contains(err.Error(), `Overriding KV cache quantization with an invalid type "llm_args.KvCacheConfig.dtype="int8" Accepted types are "('fp8', 'nvfp4', 'auto')".`) {
 		t.Errorf("err = %v", err)
 	}
@@ -396,14 +398,14 @@ func TestRefusals(t *testing.T) {
 func TestKVDTypeOverrideWarning(t *testing.T) {
 	s := load(t, "Qwen__Qwen3-8B")
 	s.Quant = &model.QuantSpec{Method: "modelopt", KVCacheQuantAlgo: "FP8", WeightBits: 8}
-	res, err := trtllm.Plan(trtllm.Input{Model: s, KVCacheDType: "nvfp4", KVCacheMemory: 10 * gib})
+	res, err := trtllm.Plan(s, trtllm.Input{KVCacheDType: "nvfp4", KVCacheMemory: 10 * gib})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.KVCacheDType.Name != "nvfp4" || !contains(res.Warnings, `Overriding checkpoint KV cache quantization "FP8" with llm_args.KvCacheConfig.dtype="nvfp4".`) {
 		t.Errorf("dtype %+v, warnings %q", res.KVCacheDType, res.Warnings)
 	}
-	auto, err := trtllm.Plan(trtllm.Input{Model: s, KVCacheMemory: 10 * gib})
+	auto, err := trtllm.Plan(s, trtllm.Input{KVCacheMemory: 10 * gib})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +419,11 @@ func TestValidateReportsEverything(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"no model", "unknown version", "free_gpu_memory_fraction", "tokens_per_block", "max_attention_window", "speculative_decoding_mode", "gpu_memory_bytes"} {
+	// The model is Plan's first argument, not part of Input.
+	if _, perr := trtllm.Plan(nil, trtllm.Input{KVCacheMemory: gib}); !errors.Is(perr, trtllm.ErrInvalidInput) || !strings.Contains(perr.Error(), "no model") {
+		t.Errorf("Plan(nil, ...) = %v, want no model", perr)
+	}
+	for _, want := range []string{"unknown version", "free_gpu_memory_fraction", "tokens_per_block", "max_attention_window", "speculative_decoding_mode", "gpu_memory_bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -446,7 +452,7 @@ func containsPrefix(lines []string, prefix string) bool {
 // adjust_window_sizes_for_vswa shrinks the windows before the shares are cut.
 func TestPerWindowAdjustment(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "latest", KVCacheMemory: 2 * gib, GPUMemoryBytes: 128 * gib,
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "latest", KVCacheMemory: 2 * gib, GPUMemoryBytes: 128 * gib,
 		MaxAttentionWindow: []int{128, 131072}})
 	if err != nil {
 		t.Fatal(err)
@@ -477,13 +483,13 @@ func TestPerWindowAdjustment(t *testing.T) {
 // overlap scheduler, draft tokens to every dummy request of the dry run.
 func TestEagle3(t *testing.T) {
 	s := load(t, "meta-llama__Llama-3.1-8B-Instruct")
-	in := trtllm.Input{Model: s, Version: "1.1", KVCacheMemory: 20 * gib, MaxNumTokens: 8184}
-	plain, err := trtllm.Plan(in)
+	in := trtllm.Input{Version: "1.1", KVCacheMemory: 20 * gib, MaxNumTokens: 8184}
+	plain, err := trtllm.Plan(s, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.SpeculativeMode, in.MaxDraftLen = trtllm.SpecEagle3, 3
-	eagle, err := trtllm.Plan(in)
+	eagle, err := trtllm.Plan(s, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +503,7 @@ func TestEagle3(t *testing.T) {
 		t.Errorf("dry run %d / %d tokens", plain.DryRunTokens, eagle.DryRunTokens)
 	}
 	in.Version = "latest"
-	latest, err := trtllm.Plan(in)
+	latest, err := trtllm.Plan(s, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestFractionInLogs(t *testing.T) {
 		{"1.1", "Both free_gpu_memory_fraction and max_tokens are set (to 0.8500000238418579 and 163840, respectively). The smaller value will be used."},
 		{"latest", "Both free_gpu_memory_fraction and max_tokens are set (to 0.85 and 163840 with free memory 23.529411764705884GiB of total memory 80.0GiB, respectively). The smaller value will be used."},
 	} {
-		res, err := trtllm.Plan(trtllm.Input{Model: s, Version: tt.version, FreeGPUMemoryFraction: 0.85, KVCacheMemory: 20 * gib, GPUMemoryBytes: 80 * gib})
+		res, err := trtllm.Plan(s, trtllm.Input{Version: tt.version, FreeGPUMemoryFraction: 0.85, KVCacheMemory: 20 * gib, GPUMemoryBytes: 80 * gib})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ const (
 	BackendFlashInferMLASpar = "FLASHINFER_MLA_SPARSE"
 )
 
-// AttentionBackends lists the backend names Config.AttentionBackend accepts.
+// AttentionBackends lists the backend names Input.AttentionBackend accepts.
 func AttentionBackends() []string {
 	out := make([]string, 0, len(backendTable))
 	for _, b := range backendTable {
@@ -388,8 +388,8 @@ func selectBackend(r rules, q backendQuery, requested string, numHeads int) (bac
 			return backendSpec{}, fmt.Errorf("%w: attention backend %q (accepted: %s)", ErrInvalidConfig, requested, strings.Join(AttentionBackends(), ", "))
 		}
 		if why := b.reasons(q); len(why) > 0 {
-			return b, &RefusalError{Message: fmt.Sprintf("Selected backend AttentionBackendEnum.%s is not valid for this configuration. Reason: [%s]",
-				b.name, quoteList(why))}
+			return b, refusal(fmt.Sprintf("Selected backend AttentionBackendEnum.%s is not valid for this configuration. Reason: [%s]",
+				b.name, quoteList(why)))
 		}
 		return b, nil
 	}
@@ -408,7 +408,8 @@ func selectBackend(r rules, q backendQuery, requested string, numHeads int) (bac
 
 // BackendError is vLLM's refusal when no attention backend accepts the
 // launch ("No valid attention backend found"). Plan fills the alternatives
-// that start, so a fix can name one. It unwraps to a *RefusalError (and so
+// that start, so a fix can name one. It unwraps to ErrRefused; Plan wraps it
+// in an *engine.Refusal naming the fix (and so
 // to ErrRefused).
 type BackendError struct {
 	// Message is vLLM's wording.
@@ -426,8 +427,8 @@ type BackendError struct {
 
 func (e *BackendError) Error() string { return "vllm: " + e.Message }
 
-// Unwrap returns the refusal, so errors.As finds a *RefusalError.
-func (e *BackendError) Unwrap() error { return &RefusalError{Message: e.Message} }
+// Unwrap returns ErrRefused.
+func (e *BackendError) Unwrap() error { return ErrRefused }
 
 // SuggestedKVCacheDType is the valid --kv-cache-dtype closest to the
 // refused one: the first of the narrowest element width at least as wide

@@ -46,8 +46,8 @@ var vllmToFormat = map[string]string{
 var knownUnmodelled = []string{"fp8_inc", "nvfp4_ds_mla", "nvfp4_4over6", "int4_per_token_head",
 	"turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"}
 
-// AcceptedDTypes lists the --kv-cache-dtype values the profile accepts.
-func AcceptedDTypes(p Profile) []string { return slices.Clone(p.rules().dtypes) }
+// AcceptedKVDTypes lists the --kv-cache-dtype values the profile accepts.
+func AcceptedKVDTypes(p Profile) []string { return slices.Clone(p.rules().dtypes) }
 
 // ResolveCacheDType resolves a --kv-cache-dtype for model s under profile p:
 // "auto" follows the checkpoint (kv_cache_quant_algo, V1 profiles) and

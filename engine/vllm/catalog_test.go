@@ -33,7 +33,7 @@ func TestCatalogModels(t *testing.T) {
 			if tt.dtype == "nvfp4" {
 				sm = 100 // a B200: NVFP4 pages need SM 10.x
 			}
-			res, err := vllm.Plan(s, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 32768, GPUSM: sm,
+			res, err := vllm.Plan(s, vllm.Input{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 32768, GPUSM: sm,
 				Memory: vllm.Memory{AvailableKVBytes: 60 * gib}})
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +55,7 @@ func TestCatalogAllProfiles(t *testing.T) {
 		}
 		for _, p := range vllm.Profiles() {
 			for _, dt := range []string{"auto", "fp8"} {
-				_, err := vllm.Plan(s, vllm.Config{Version: string(p), KVCacheDType: dt, Memory: vllm.Memory{TotalBytes: 80 * gib}})
+				_, err := vllm.Plan(s, vllm.Input{Version: string(p), KVCacheDType: dt, Memory: vllm.Memory{TotalBytes: 80 * gib}})
 				if err != nil && !isExpected(err) {
 					t.Errorf("%s %s %s: %v", n, p, dt, err)
 				}

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// Config is a vLLM launch as kvcfg sees it: vLLM's own flags (same names,
+// Input is a vLLM launch as kvcfg sees it: vLLM's own flags (same names,
 // snake_case) plus the memory figures that vLLM measures at startup. Zero
 // values take vLLM's defaults or kvcfg's estimates.
-type Config struct {
+type Input struct {
 	// Version is --vllm-version: "latest" (default), a profile name ("0.6",
 	// "0.7", "0.8", "0.11", "0.13", "0.18") or any version number, mapped to
 	// its profile (see ResolveProfile).
@@ -100,7 +100,7 @@ type Memory struct {
 	NonTorchBytes int64 `json:"non_torch_bytes,omitempty"`
 	// CUDAGraphBytes is the CUDA graph estimate the latest profile subtracts
 	// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default); 0 takes
-	// kvcfg's estimate unless Config.EnforceEager is set.
+	// kvcfg's estimate unless Input.EnforceEager is set.
 	CUDAGraphBytes int64 `json:"cudagraph_bytes,omitempty"`
 	// FreeBytes is the free device memory at startup; when set, vLLM's
 	// startup check (free ≥ total × utilization) is applied.
@@ -111,7 +111,7 @@ type Memory struct {
 }
 
 // Validate reports every problem with the config at once.
-func (c Config) Validate() error {
+func (c Input) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...))

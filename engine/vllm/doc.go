@@ -20,10 +20,14 @@
 // "latest" (0.28 and main). A version number selects the rules of that
 // exact release within its profile. The same memory yields different
 // logged numbers on each. On CUDA the V1 engine's attention backend is
-// modelled explicitly (Config.AttentionBackend, or vLLM's default
+// modelled explicitly (Input.AttentionBackend, or vLLM's default
 // selection for the release and compute capability): it fixes the KV
 // block size, the hybrid Mamba alignment and which KV dtypes start.
 // docs/vllm-rules.md lists every rule with its source.
+//
+// It keeps the engine contract (package engine): Plan, ResolveProfile,
+// AcceptedKVDTypes, MaxConcurrency and Patterns, and its refusals are
+// *engine.Refusal values naming the flag that fixes them.
 //
 // The package is a pure library: it takes a model.Spec and byte figures and
 // returns values. It never prints, reads flags or exits.

@@ -1,11 +1,19 @@
 package vllm
 
-import "errors"
+import (
+	"errors"
 
-// Sentinel errors. Refusals that vLLM itself would raise at startup wrap
-// ErrRefused; the Result computed up to the refusal is returned with them.
+	"github.com/kvcfg/kvcfg/engine"
+)
+
+// engineName is the Engine of this package's refusals.
+const engineName = "vllm"
+
+// Sentinel errors. Refusals that vLLM itself would raise at startup are
+// *engine.Refusal values wrapping ErrRefused (and engine.ErrRefused); the
+// Result computed up to the refusal is returned with them.
 var (
-	// ErrInvalidConfig reports a Config that fails Validate.
+	// ErrInvalidConfig reports an Input that fails Validate.
 	ErrInvalidConfig = errors.New("vllm: invalid config")
 	// ErrUnknownVersion reports a --vllm-version that is not understood.
 	ErrUnknownVersion = errors.New("vllm: unknown version")
@@ -20,14 +28,23 @@ var (
 	ErrRefused = errors.New("vllm: engine refuses to start")
 )
 
-// RefusalError carries vLLM's own message for a startup refusal. It wraps
-// ErrRefused.
-type RefusalError struct {
-	// Message is the text vLLM raises, verbatim.
-	Message string
+// refusal is vLLM's refusal with message msg, before Plan names its fix.
+func refusal(msg string) *engine.Refusal {
+	return &engine.Refusal{Engine: engineName, Message: msg, Err: ErrRefused}
 }
 
-func (e *RefusalError) Error() string { return "vllm: " + e.Message }
-
-// Unwrap makes errors.Is(err, ErrRefused) true.
-func (e *RefusalError) Unwrap() error { return ErrRefused }
+// refusalMessage is vLLM's message of a refusal err, and whether err is one.
+func refusalMessage(err error) (string, bool) {
+	var re *engine.Refusal
+	var tpe *TPError
+	var be *BackendError
+	switch {
+	case errors.As(err, &re):
+		return re.Message, true
+	case errors.As(err, &tpe):
+		return tpe.Message, true
+	case errors.As(err, &be):
+		return be.Message, true
+	}
+	return "", false
+}

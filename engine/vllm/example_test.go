@@ -14,7 +14,7 @@ func ExamplePlan() {
 	llama := &model.Spec{Name: "Llama-3.1-8B", NumLayers: 32, NumAttentionHeads: 32, NumKVHeads: 8,
 		HeadDim: 128, ContextLength: 131072, ModelDType: dtype.BFloat16}
 	for _, v := range []string{"0.6", "0.11", "latest"} {
-		res, err := vllm.Plan(llama, vllm.Config{Version: v, MaxModelLen: 8192,
+		res, err := vllm.Plan(llama, vllm.Input{Version: v, MaxModelLen: 8192,
 			Memory: vllm.Memory{AvailableKVBytes: 1478*2<<20 + 1<<20}})
 		if err != nil {
 			fmt.Println(err)

@@ -43,7 +43,7 @@ func FuzzPlan(f *testing.F) {
 		versions := []string{"0.6", "0.11", "latest", "0.6.5", "0.7.1", "0.7.3", "0.8.2", "0.9.2", "0.10.1", "0.10.2", "0.13", "0.18"}
 		dtypes := []string{"auto", "fp8", "nvfp4", "bfloat16", "fp8_per_token_head", "fp8_e5m2"}
 		sms := []int{0, 75, 80, 89, 90, 100, 103, 120}
-		c := vllm.Config{Version: versions[int(profile)%len(versions)], KVCacheDType: dtypes[int(dt)%len(dtypes)], GPUSM: sms[int(dt/8)%len(sms)],
+		c := vllm.Input{Version: versions[int(profile)%len(versions)], KVCacheDType: dtypes[int(dt)%len(dtypes)], GPUSM: sms[int(dt/8)%len(sms)],
 			TensorParallelSize: int(tp % 16), PipelineParallelSize: int(pp % 8), BlockSize: int(block % 2048),
 			MaxModelLen: int(maxLen % (1 << 18)), Memory: vllm.Memory{AvailableKVBytes: avail}}
 		res, err := vllm.Plan(s, c)

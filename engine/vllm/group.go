@@ -5,6 +5,9 @@ import (
 	"slices"
 )
 
+// unifyHint is the fix of a model whose page sizes this version cannot unify.
+const unifyHint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
+
 // Group is one KV cache group (vLLM's KVCacheGroupSpec): layers that share a
 // block table. Every group has the same page size after unification.
 type Group struct {
@@ -107,7 +110,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			}
 		}
 		if !allEqual(specs) && !sameType(specs) {
-			return nil, specs, &RefusalError{Message: "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."}
+			return nil, specs, fix(refusal("Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."), "", "", unifyHint)
 		}
 	}
 	if allEqual(specs) {
@@ -141,7 +144,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			continue
 		}
 		if maxPage%p != 0 && !r.padPages {
-			return nil, specs, &RefusalError{Message: "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."}
+			return nil, specs, fix(refusal("The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."), "", "", unifyHint)
 		}
 		s.BlockSize *= int(maxPage / p)
 		if s.PageBytes() != maxPage {

@@ -10,7 +10,7 @@ import (
 // the model's attention heads: ModelConfig.verify_with_parallel_config
 // raises on the query heads, the model's attention layer asserts on the KV
 // heads. ValidSizes are the sizes that work, so a fix can name them. It
-// unwraps to a *RefusalError (and so to ErrRefused).
+// unwraps to ErrRefused; Plan wraps it in an *engine.Refusal naming the fix.
 type TPError struct {
 	// TensorParallelSize is the refused size.
 	TensorParallelSize int `json:"tensor_parallel_size"`
@@ -27,8 +27,8 @@ type TPError struct {
 
 func (e *TPError) Error() string { return "vllm: " + e.Message }
 
-// Unwrap returns the refusal, so errors.As finds a *RefusalError.
-func (e *TPError) Unwrap() error { return &RefusalError{Message: e.Message} }
+// Unwrap returns ErrRefused.
+func (e *TPError) Unwrap() error { return ErrRefused }
 
 // Sizes returns ValidSizes, so callers can ask any engine's refusal for
 // the sizes that work through one interface.

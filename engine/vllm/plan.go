@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -107,8 +108,19 @@ type MemoryReport struct {
 // conservingMemoryURL ends vLLM's memory messages.
 const conservingMemoryURL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
 
-// Plan sizes vLLM's KV cache for model s launched with c.
-func Plan(s *model.Spec, c Config) (*Result, error) {
+// Plan sizes vLLM's KV cache for model s launched with c. A startup refusal
+// returns the Result filled up to the refusal and an *engine.Refusal naming
+// the flag and value that get the launch started.
+func Plan(s *model.Spec, c Input) (*Result, error) {
+	res, err := plan(s, c)
+	if res != nil && errors.Is(err, ErrRefused) {
+		err = withFix(res, err)
+	}
+	return res, err
+}
+
+// plan is Plan without the fix.
+func plan(s *model.Spec, c Input) (*Result, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no model", ErrInvalidConfig)
 	}
@@ -158,7 +170,9 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	}
 	if s.ContextLength > 0 && L > s.ContextLength {
 		res.MaxModelLen = L
-		return res, refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, s.ContextLength))
+		n := strconv.Itoa(s.ContextLength)
+		return res, fix(refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, s.ContextLength)),
+			"--max-model-len", n, "set --max-model-len "+n+" or lower (the model's context length)")
 	}
 	res.MaxModelLen = L
 
@@ -193,9 +207,8 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	if cuda && !r.v0 {
 		a, err := attentionSetup(s, c, r, cache, sm, tp)
 		if err != nil {
-			var re *RefusalError
-			if errors.As(err, &re) {
-				res.Error = re.Message
+			if msg, ok := refusalMessage(err); ok {
+				res.Error = msg
 				return res, err
 			}
 			return nil, err
@@ -248,17 +261,17 @@ func Plan(s *model.Spec, c Config) (*Result, error) {
 	return planV1(res, layers, c, r, pp, avail, autoFit)
 }
 
-// refuse records vLLM's refusal message on the result and returns it as an
-// error.
-func refuse(res *Result, msg string) error {
+// refuse records vLLM's refusal message on the result and returns the
+// refusal (Plan names its fix unless the caller does, with fix).
+func refuse(res *Result, msg string) *engine.Refusal {
 	res.Error = msg
-	return &RefusalError{Message: msg}
+	return refusal(msg)
 }
 
 // v1Fallback returns the feature for which release r's V1 engine falls back
 // to V0 (EngineArgs._is_v1_supported_oracle, 0.8.0 to 0.10.x) and the line
 // vLLM logs for it; "" when V1 serves the launch.
-func v1Fallback(s *model.Spec, c Config, r rules, sm int) (feature, line string) {
+func v1Fallback(s *model.Spec, c Input, r rules, sm int) (feature, line string) {
 	fallback := func(f string) (string, string) {
 		return f, f + " is not supported by the V1 Engine. Falling back to V0. "
 	}
@@ -287,7 +300,7 @@ func v1Fallback(s *model.Spec, c Config, r rules, sm int) (feature, line string)
 // v1AcceptsKVDType is the oracle's --kv-cache-dtype check: fp8 with
 // FlashAttention 3 (Hopper) from 0.8.5, anything on SM 10.0 from 0.10.0,
 // and from 0.10.2 any dtype for MLA (FlashMLA / CUTLASS MLA by default).
-func v1AcceptsKVDType(s *model.Spec, c Config, r rules, dt string, sm int) bool {
+func v1AcceptsKVDType(s *model.Spec, c Input, r rules, dt string, sm int) bool {
 	rel := r.rel
 	fp8 := strings.HasPrefix(dt, "fp8")
 	defaultFA := c.AttentionBackend == "" || c.AttentionBackend == BackendFlashAttn
@@ -321,7 +334,7 @@ func v1AcceptsKVDType(s *model.Spec, c Config, r rules, dt string, sm int) bool 
 
 // schedulerDefaults returns max_num_seqs and max_num_batched_tokens for
 // `vllm serve` (EngineArgs.get_batch_defaults and its predecessors).
-func schedulerDefaults(r rules, c Config, L int) (seqs, batched int) {
+func schedulerDefaults(r rules, c Input, L int) (seqs, batched int) {
 	seqs, batched = c.MaxNumSeqs, c.MaxNumBatchedTokens
 	name := strings.ToLower(c.GPUName)
 	mem := c.Memory.TotalBytes
@@ -357,7 +370,7 @@ func schedulerDefaults(r rules, c Config, L int) (seqs, batched int) {
 }
 
 // selectorQuery builds the backend selector's view of the launch.
-func selectorQuery(s *model.Spec, c Config, cache CacheDType, sm int) backendQuery {
+func selectorQuery(s *model.Spec, c Input, cache CacheDType, sm int) backendQuery {
 	q := backendQuery{
 		modelDType: modelCacheName(s),
 		kvDType:    cache.Requested,
@@ -408,7 +421,7 @@ type attention struct {
 // selector runs first with the user's --block-size (None when not given)
 // and the block follows the selected backend's preference
 // (update_block_size_for_backend).
-func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp int) (attention, error) {
+func attentionSetup(s *model.Spec, c Input, r rules, cache CacheDType, sm, tp int) (attention, error) {
 	q := selectorQuery(s, c, cache, sm)
 	heads := max(s.NumAttentionHeads/max(tp, 1), 1)
 	if r.backendBlocks {
@@ -457,7 +470,7 @@ func attentionSetup(s *model.Spec, c Config, r rules, cache CacheDType, sm, tp i
 // FlashInfer MLA from 0.15 when qk_nope_head_dim is 128, else CUTLASS MLA
 // from 0.10.2; FlashMLA on Hopper; Triton MLA elsewhere), else FlashInfer
 // on Blackwell and FlashAttention otherwise.
-func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (backendSpec, error) {
+func defaultBackend(s *model.Spec, c Input, r rules, q backendQuery, sm int) (backendSpec, error) {
 	if c.AttentionBackend != "" {
 		b, ok := lookupBackend(c.AttentionBackend)
 		if !ok {
@@ -490,7 +503,7 @@ func defaultBackend(s *model.Spec, c Config, r rules, q backendQuery, sm int) (b
 // 16, else its smallest) applies unless --block-size is given; before, the
 // platform forced FlashMLA's 64 on Hopper, the sparse backend's 64 and,
 // from 0.10.2, CUTLASS MLA's 128 on Blackwell, over --block-size too.
-func backendBlockSize(s *model.Spec, c Config, r rules, b backendSpec, sm int) (block int, line, note string) {
+func backendBlockSize(s *model.Spec, c Input, r rules, b backendSpec, sm int) (block int, line, note string) {
 	if r.backendBlocks {
 		if c.BlockSize != 0 {
 			return 0, "", ""
@@ -547,7 +560,7 @@ func backendBlockSize(s *model.Spec, c Config, r rules, b backendSpec, sm int) (
 // hybridAlignment returns the kernel block alignment of a Mamba hybrid's
 // attention block (Platform._align_hybrid_block_size from 0.18, the
 // HybridAttentionMambaModelConfig constants before).
-func hybridAlignment(s *model.Spec, c Config, r rules, backend string, block, sm int, cache CacheDType) int {
+func hybridAlignment(s *model.Spec, c Input, r rules, backend string, block, sm int, cache CacheDType) int {
 	mla := engineMLA(s, r)
 	switch r.hybridAlign {
 	case "16":
@@ -610,7 +623,7 @@ func inflateForMamba(layers []LayerSpec, block, align int, logs *[]string) int {
 }
 
 // budget fills res.Memory with the KV budget per GPU.
-func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
+func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 	m := &res.Memory
 	m.TotalBytes = c.Memory.TotalBytes
 	switch {
@@ -646,8 +659,10 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 		}
 		reqF := float64(m.TotalBytes) * util
 		if free := c.Memory.FreeBytes; free > 0 && float64(free) < math.Ceil(reqF) {
-			return refuse(res, fmt.Sprintf("Free memory on device (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
-				gibFor(r, free), gibFor(r, m.TotalBytes), strconv.FormatFloat(util, 'f', -1, 64), gibFor(r, int64(math.Ceil(reqF)))))
+			u := strconv.FormatFloat(float64(int64(float64(free)/float64(m.TotalBytes)*100))/100, 'f', -1, 64)
+			return fix(refuse(res, fmt.Sprintf("Free memory on device (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+				gibFor(r, free), gibFor(r, m.TotalBytes), strconv.FormatFloat(util, 'f', -1, 64), gibFor(r, int64(math.Ceil(reqF))))),
+				"--gpu-memory-utilization", u, "lower --gpu-memory-utilization to "+u+" or less, or free the GPU")
 		}
 		nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 		if r.ceilRequested {
@@ -672,7 +687,7 @@ func budget(res *Result, s *model.Spec, c Config, r rules, tp, pp int) error {
 // stage, the minimum over stages, the max-seq-len check after sizing. label
 // is the device word of "# GPU blocks": "GPU" up to 0.6, the platform's
 // dispatch key "CUDA" in 0.7, its device type "cuda" from 0.8.
-func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, label string) error {
+func planV0(res *Result, layers []LayerSpec, c Input, pp int, avail int64, label string) error {
 	B := int64(res.BlockSize)
 	var worst int64
 	for st := range pp {
@@ -717,7 +732,7 @@ func planV0(res *Result, layers []LayerSpec, c Config, pp int, avail int64, labe
 
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
-func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
+func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
 	mode := c.MambaCacheMode
 	if mode == "" {
 		mode = r.mambaMode
@@ -747,8 +762,7 @@ func planV1(res *Result, layers []LayerSpec, c Config, r rules, pp int, avail in
 	}
 	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
 	if err != nil {
-		var re *RefusalError
-		if asRefusal(err, &re) {
+		if re, ok := err.(*engine.Refusal); ok {
 			res.Error = re.Message
 		}
 		return res, err
@@ -989,14 +1003,6 @@ func mulDiv(a, b, c int64) int64 {
 		return math.MaxInt64
 	}
 	return int64(q)
-}
-
-func asRefusal(err error, target **RefusalError) bool {
-	re, ok := err.(*RefusalError)
-	if ok {
-		*target = re
-	}
-	return ok
 }
 
 // gib formats bytes as vLLM 0.11 prints GiB: value / 2^30 with two decimals.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -24,26 +25,26 @@ func TestBytesPerToken(t *testing.T) {
 	tests := []struct {
 		name  string
 		spec  *model.Spec
-		cfg   vllm.Config
+		cfg   vllm.Input
 		want  int64
 		dtype string
 	}{
-		{"llama-3.1-8b bf16", llama31_8B(), vllm.Config{}, 131072, "bfloat16"},
-		{"llama-3.1-8b fp8", llama31_8B(), vllm.Config{KVCacheDType: "fp8"}, 65536, "fp8_e4m3"},
-		{"llama-3.1-8b fp8_e5m2", llama31_8B(), vllm.Config{KVCacheDType: "fp8_e5m2"}, 65536, "fp8_e5m2"},
-		{"llama-3.1-8b nvfp4: 9/32 of bf16", llama31_8B(), vllm.Config{KVCacheDType: "nvfp4", GPUSM: 100}, 36864, "nvfp4"},
-		{"llama-3.1-8b fp8 per token head: +8 B per head", llama31_8B(), vllm.Config{KVCacheDType: "fp8_per_token_head"}, 32 * 8 * (256 + 8), "fp8_per_token_head"},
-		{"llama-3.1-8b int8 per token head", llama31_8B(), vllm.Config{KVCacheDType: "int8_per_token_head"}, 32 * 8 * (256 + 8), "int8_per_token_head"},
-		{"llama-3.1-8b v0 auto", llama31_8B(), vllm.Config{Version: "0.6"}, 131072, "bfloat16"},
-		{"llama-3.1-8b tp2 halves heads", llama31_8B(), vllm.Config{TensorParallelSize: 2}, 65536, "bfloat16"},
-		{"llama-3.1-8b tp16 replicates the last head", llama31_8B(), vllm.Config{TensorParallelSize: 16}, 16384, "bfloat16"},
-		{"deepseek-v3 bf16 latent", deepseekV3(), vllm.Config{}, 70272, "bfloat16"},
-		{"deepseek-v3 latent replicated over tp8", deepseekV3(), vllm.Config{TensorParallelSize: 8}, 70272, "bfloat16"},
-		{"deepseek-v3 fp8 latent", deepseekV3(), vllm.Config{Version: "0.11", KVCacheDType: "fp8"}, 61 * 576, "fp8_e4m3"},
-		{"deepseek-v3.2 auto is fp8_ds_mla plus indexer", deepseekV32(), vllm.Config{}, 48068, "fp8_ds_mla"},
-		{"deepseek-v3.2 0.11 fp8 becomes fp8_ds_mla", deepseekV32(), vllm.Config{Version: "0.11", KVCacheDType: "fp8"}, 48068, "fp8_ds_mla"},
-		{"deepseek-v3.2 bf16 latent plus indexer", deepseekV32(), vllm.Config{Version: "0.11", KVCacheDType: "bfloat16"}, 61 * (1152 + 132), "bfloat16"},
-		{"gpt-oss-120b", gptOSS(36), vllm.Config{}, 73728, "bfloat16"},
+		{"llama-3.1-8b bf16", llama31_8B(), vllm.Input{}, 131072, "bfloat16"},
+		{"llama-3.1-8b fp8", llama31_8B(), vllm.Input{KVCacheDType: "fp8"}, 65536, "fp8_e4m3"},
+		{"llama-3.1-8b fp8_e5m2", llama31_8B(), vllm.Input{KVCacheDType: "fp8_e5m2"}, 65536, "fp8_e5m2"},
+		{"llama-3.1-8b nvfp4: 9/32 of bf16", llama31_8B(), vllm.Input{KVCacheDType: "nvfp4", GPUSM: 100}, 36864, "nvfp4"},
+		{"llama-3.1-8b fp8 per token head: +8 B per head", llama31_8B(), vllm.Input{KVCacheDType: "fp8_per_token_head"}, 32 * 8 * (256 + 8), "fp8_per_token_head"},
+		{"llama-3.1-8b int8 per token head", llama31_8B(), vllm.Input{KVCacheDType: "int8_per_token_head"}, 32 * 8 * (256 + 8), "int8_per_token_head"},
+		{"llama-3.1-8b v0 auto", llama31_8B(), vllm.Input{Version: "0.6"}, 131072, "bfloat16"},
+		{"llama-3.1-8b tp2 halves heads", llama31_8B(), vllm.Input{TensorParallelSize: 2}, 65536, "bfloat16"},
+		{"llama-3.1-8b tp16 replicates the last head", llama31_8B(), vllm.Input{TensorParallelSize: 16}, 16384, "bfloat16"},
+		{"deepseek-v3 bf16 latent", deepseekV3(), vllm.Input{}, 70272, "bfloat16"},
+		{"deepseek-v3 latent replicated over tp8", deepseekV3(), vllm.Input{TensorParallelSize: 8}, 70272, "bfloat16"},
+		{"deepseek-v3 fp8 latent", deepseekV3(), vllm.Input{Version: "0.11", KVCacheDType: "fp8"}, 61 * 576, "fp8_e4m3"},
+		{"deepseek-v3.2 auto is fp8_ds_mla plus indexer", deepseekV32(), vllm.Input{}, 48068, "fp8_ds_mla"},
+		{"deepseek-v3.2 0.11 fp8 becomes fp8_ds_mla", deepseekV32(), vllm.Input{Version: "0.11", KVCacheDType: "fp8"}, 48068, "fp8_ds_mla"},
+		{"deepseek-v3.2 bf16 latent plus indexer", deepseekV32(), vllm.Input{Version: "0.11", KVCacheDType: "bfloat16"}, 61 * (1152 + 132), "bfloat16"},
+		{"gpt-oss-120b", gptOSS(36), vllm.Input{}, 73728, "bfloat16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +145,7 @@ func TestLlamaProfiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: tt.version, MaxModelLen: tt.L,
+			res, err := vllm.Plan(llama31_8B(), vllm.Input{Version: tt.version, MaxModelLen: tt.L,
 				Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
 			if tt.refused != errors.Is(err, vllm.ErrRefused) {
 				t.Fatalf("err = %v, want refused %v", err, tt.refused)
@@ -155,8 +156,9 @@ func TestLlamaProfiles(t *testing.T) {
 			if diff := cmp.Diff(tt.want, summarize(res)); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
-			if tt.refused && err.Error() != "vllm: "+tt.want.Error {
-				t.Errorf("error %q does not carry vLLM's message", err)
+			var re *engine.Refusal
+			if tt.refused && (!errors.As(err, &re) || re.Message != tt.want.Error || !strings.HasPrefix(err.Error(), "vllm: "+tt.want.Error+" (")) {
+				t.Errorf("error %q does not carry vLLM's message and a hint", err)
 			}
 		})
 	}
@@ -166,7 +168,7 @@ func TestLlamaProfiles(t *testing.T) {
 // two groups of 18 layers.
 func TestGPTOSSGrouping(t *testing.T) {
 	avail := int64(9798) * 18 * 32768
-	base := vllm.Config{MaxNumBatchedTokens: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}}
+	base := vllm.Input{MaxNumBatchedTokens: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}}
 
 	c := base
 	c.Version = "0.11"
@@ -248,7 +250,7 @@ func TestPaddingLayers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(tt.spec, vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+			res, err := vllm.Plan(tt.spec, vllm.Input{MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +286,7 @@ func TestMambaHybrid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
-			res, err := vllm.Plan(qwen3Next(), vllm.Config{Version: tt.version, Memory: vllm.Memory{AvailableKVBytes: avail}})
+			res, err := vllm.Plan(qwen3Next(), vllm.Input{Version: tt.version, Memory: vllm.Memory{AvailableKVBytes: avail}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +314,7 @@ func TestMambaHybrid(t *testing.T) {
 func TestChunkedLocalAttention(t *testing.T) {
 	// 0.11 turns the hybrid manager off for chunked local attention: one group
 	// paying the full context.
-	res, err := vllm.Plan(llama4Scout(), vllm.Config{Version: "0.11", MaxModelLen: 65536, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+	res, err := vllm.Plan(llama4Scout(), vllm.Input{Version: "0.11", MaxModelLen: 65536, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +326,7 @@ func TestChunkedLocalAttention(t *testing.T) {
 	}
 	// latest keeps it hybrid: 12 full + 36 chunked = 4 groups of 12; the
 	// chunked groups hold ceil((8192 + 2·2048)/16) blocks.
-	res, err = vllm.Plan(llama4Scout(), vllm.Config{MaxModelLen: 65536, MaxNumBatchedTokens: 2048, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
+	res, err = vllm.Plan(llama4Scout(), vllm.Input{MaxModelLen: 65536, MaxNumBatchedTokens: 2048, Memory: vllm.Memory{AvailableKVBytes: 20 * gib}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +340,7 @@ func TestChunkedLocalAttention(t *testing.T) {
 
 func TestDeepSeekV32UniformType(t *testing.T) {
 	avail := 10 * gib
-	res, err := vllm.Plan(deepseekV32(), vllm.Config{Memory: vllm.Memory{AvailableKVBytes: avail}})
+	res, err := vllm.Plan(deepseekV32(), vllm.Input{Memory: vllm.Memory{AvailableKVBytes: avail}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,17 +360,17 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 	// on SM100 and FlashAttention MLA's 16 on Hopper; V0 uses 16.
 	for _, tt := range []struct {
 		spec      *model.Spec
-		cfg       vllm.Config
+		cfg       vllm.Input
 		wantBlock int
 	}{
-		{deepseekV32(), vllm.Config{Version: "0.13", BlockSize: 16}, 64},
-		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 100}, 128},
-		{deepseekV3(), vllm.Config{Version: "0.15.1", GPUSM: 100}, 64},
-		{deepseekV3(), vllm.Config{Version: "0.13", GPUSM: 90}, 64},
-		{deepseekV3(), vllm.Config{GPUSM: 100}, 32},
-		{deepseekV3(), vllm.Config{GPUSM: 90}, 16},
-		{deepseekV3(), vllm.Config{GPUSM: 90, BlockSize: 64}, 64},
-		{deepseekV3(), vllm.Config{Version: "0.7.3"}, 16},
+		{deepseekV32(), vllm.Input{Version: "0.13", BlockSize: 16}, 64},
+		{deepseekV3(), vllm.Input{Version: "0.13", GPUSM: 100}, 128},
+		{deepseekV3(), vllm.Input{Version: "0.15.1", GPUSM: 100}, 64},
+		{deepseekV3(), vllm.Input{Version: "0.13", GPUSM: 90}, 64},
+		{deepseekV3(), vllm.Input{GPUSM: 100}, 32},
+		{deepseekV3(), vllm.Input{GPUSM: 90}, 16},
+		{deepseekV3(), vllm.Input{GPUSM: 90, BlockSize: 64}, 64},
+		{deepseekV3(), vllm.Input{Version: "0.7.3"}, 16},
 	} {
 		tt.cfg.MaxModelLen = 4096
 		tt.cfg.Memory.AvailableKVBytes = avail
@@ -385,14 +387,14 @@ func TestDeepSeekV32UniformType(t *testing.T) {
 func TestPipelineParallelMinimum(t *testing.T) {
 	// 32 layers over 3 stages: 11, 11, 10; the 11-layer stages bound the pool.
 	avail := 4 * gib
-	res, err := vllm.Plan(llama31_8B(), vllm.Config{PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	res, err := vllm.Plan(llama31_8B(), vllm.Input{PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := avail / 65536 / 11; res.NumGPUBlocks != want {
 		t.Errorf("blocks %d, want %d", res.NumGPUBlocks, want)
 	}
-	res, err = vllm.Plan(llama31_8B(), vllm.Config{Version: "0.6", PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	res, err = vllm.Plan(llama31_8B(), vllm.Input{Version: "0.6", PipelineParallelSize: 3, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: avail}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,28 +409,28 @@ func TestBudget(t *testing.T) {
 	nonKV := 15*gib + gib + 512*mib
 	tests := []struct {
 		name string
-		cfg  vllm.Config
+		cfg  vllm.Input
 		want vllm.MemoryReport
 	}{
-		{"latest: ceil(total × 0.92), enforce eager", vllm.Config{EnforceEager: true, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+		{"latest: ceil(total × 0.92), enforce eager", vllm.Input{EnforceEager: true, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
 			AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV, Source: "profile"}},
-		{"latest subtracts the cudagraph estimate", vllm.Config{Memory: func() vllm.Memory { m := mem; m.CUDAGraphBytes = gib; return m }()},
+		{"latest subtracts the cudagraph estimate", vllm.Input{Memory: func() vllm.Memory { m := mem; m.CUDAGraphBytes = gib; return m }()},
 			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
 				NonTorchBytes: 512 * mib, CUDAGraphBytes: gib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - gib, Source: "profile"}},
-		{"latest estimates CUDA graphs at 25 MiB per layer", vllm.Config{Memory: mem},
+		{"latest estimates CUDA graphs at 25 MiB per layer", vllm.Input{Memory: mem},
 			vllm.MemoryReport{TotalBytes: total, RequestedBytes: int64(math.Ceil(float64(total) * 0.92)), WeightsBytes: 15 * gib, ActivationBytes: gib,
 				NonTorchBytes: 512 * mib, CUDAGraphBytes: 32 * 25 * mib, AvailableKVBytes: int64(math.Ceil(float64(total)*0.92)) - nonKV - 32*25*mib,
 				Source: "profile", Estimated: []string{"cudagraph"}}},
-		{"0.11: total × 0.9", vllm.Config{Version: "0.11", Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+		{"0.11: total × 0.9", vllm.Input{Version: "0.11", Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: 72 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
 			AvailableKVBytes: 72*gib - nonKV, Source: "profile"}},
-		{"0.6 with util 0.5", vllm.Config{Version: "0.6", GPUMemoryUtilization: 0.5, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
+		{"0.6 with util 0.5", vllm.Input{Version: "0.6", GPUMemoryUtilization: 0.5, Memory: mem}, vllm.MemoryReport{TotalBytes: total,
 			RequestedBytes: 40 * gib, WeightsBytes: 15 * gib, ActivationBytes: gib, NonTorchBytes: 512 * mib,
 			AvailableKVBytes: 40*gib - nonKV, Source: "profile"}},
-		{"kv_cache_memory_bytes ignores utilization", vllm.Config{KVCacheMemoryBytes: 7 * gib, Memory: mem},
+		{"kv_cache_memory_bytes ignores utilization", vllm.Input{KVCacheMemoryBytes: 7 * gib, Memory: mem},
 			vllm.MemoryReport{TotalBytes: total, AvailableKVBytes: 7 * gib, Source: "kv_cache_memory_bytes"}},
-		{"measured available memory", vllm.Config{Memory: vllm.Memory{TotalBytes: total, AvailableKVBytes: 9 * gib}},
+		{"measured available memory", vllm.Input{Memory: vllm.Memory{TotalBytes: total, AvailableKVBytes: 9 * gib}},
 			vllm.MemoryReport{TotalBytes: total, AvailableKVBytes: 9 * gib, Source: "measured"}},
 	}
 	for _, tt := range tests {
@@ -444,7 +446,7 @@ func TestBudget(t *testing.T) {
 		})
 	}
 	// Estimated figures are flagged.
-	res, err := vllm.Plan(llama31_8B(), vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: total}})
+	res, err := vllm.Plan(llama31_8B(), vllm.Input{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: total}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +459,7 @@ func TestBudget(t *testing.T) {
 }
 
 func TestNoMemory(t *testing.T) {
-	res, err := vllm.Plan(llama31_8B(), vllm.Config{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
+	res, err := vllm.Plan(llama31_8B(), vllm.Input{MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
 	if !errors.Is(err, vllm.ErrRefused) || !strings.HasPrefix(res.Error, "No available memory for the cache blocks.") {
 		t.Errorf("err %v, result error %q", err, res.Error)
 	}
@@ -478,7 +480,7 @@ func TestDTypeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
+			_, err := vllm.Plan(tt.spec, vllm.Input{Version: tt.version, KVCacheDType: tt.dtype, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
 			if !errors.Is(err, vllm.ErrUnsupportedDType) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want ErrUnsupportedDType containing %q", err, tt.want)
 			}
@@ -525,7 +527,7 @@ func TestResolveProfile(t *testing.T) {
 }
 
 func TestValidateReportsEverything(t *testing.T) {
-	err := vllm.Config{Version: "x", BlockSize: -1, GPUMemoryUtilization: 2, MambaCacheMode: "sometimes"}.Validate()
+	err := vllm.Input{Version: "x", BlockSize: -1, GPUMemoryUtilization: 2, MambaCacheMode: "sometimes"}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -537,7 +539,7 @@ func TestValidateReportsEverything(t *testing.T) {
 }
 
 func TestV0RefusesMamba(t *testing.T) {
-	_, err := vllm.Plan(qwen3Next(), vllm.Config{Version: "0.6", Memory: vllm.Memory{AvailableKVBytes: gib}})
+	_, err := vllm.Plan(qwen3Next(), vllm.Input{Version: "0.6", Memory: vllm.Memory{AvailableKVBytes: gib}})
 	if !errors.Is(err, vllm.ErrUnsupportedModel) {
 		t.Errorf("err = %v", err)
 	}
@@ -557,7 +559,7 @@ func TestNoMemoryMessages(t *testing.T) {
 		{"0.11", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."},
 		{"latest", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."},
 	} {
-		res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: tt.version, MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
+		res, err := vllm.Plan(llama31_8B(), vllm.Input{Version: tt.version, MaxModelLen: 8192, Memory: vllm.Memory{TotalBytes: 16 * gib, WeightsBytes: 16 * gib}})
 		if !errors.Is(err, vllm.ErrRefused) || res.Error != tt.want {
 			t.Errorf("%s: err %v, message %q", tt.version, err, res.Error)
 		}
@@ -565,14 +567,14 @@ func TestNoMemoryMessages(t *testing.T) {
 }
 
 func TestFreeMemoryStartupCheck(t *testing.T) {
-	res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", MaxModelLen: 8192,
+	res, err := vllm.Plan(llama31_8B(), vllm.Input{Version: "0.11", MaxModelLen: 8192,
 		Memory: vllm.Memory{TotalBytes: 80 * gib, FreeBytes: 40 * gib, WeightsBytes: 15 * gib}})
 	want := "Free memory on device (40.00/80.00 GiB) on startup is less than desired GPU memory utilization (0.9, 72.00 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
 	if !errors.Is(err, vllm.ErrRefused) || res.Error != want {
 		t.Errorf("err %v, message %q", err, res.Error)
 	}
 	// Two instances at 0.45 each fit.
-	if _, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", MaxModelLen: 8192, GPUMemoryUtilization: 0.45,
+	if _, err := vllm.Plan(llama31_8B(), vllm.Input{Version: "0.11", MaxModelLen: 8192, GPUMemoryUtilization: 0.45,
 		Memory: vllm.Memory{TotalBytes: 80 * gib, FreeBytes: 40 * gib, WeightsBytes: 15 * gib}}); err != nil {
 		t.Errorf("0.45 of 80 GiB with 40 GiB free: %v", err)
 	}
@@ -593,7 +595,7 @@ func TestSchedulerDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(llama31_8B(), vllm.Config{GPUName: tt.gpu, MaxModelLen: 4096, Memory: vllm.Memory{TotalBytes: tt.total, WeightsBytes: 16 * gib}})
+			res, err := vllm.Plan(llama31_8B(), vllm.Input{GPUName: tt.gpu, MaxModelLen: 4096, Memory: vllm.Memory{TotalBytes: tt.total, WeightsBytes: 16 * gib}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -633,7 +635,7 @@ func TestLatestRefusalsFromRealLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(tt.spec, vllm.Config{MaxModelLen: tt.L, Memory: vllm.Memory{AvailableKVBytes: tt.avail}})
+			res, err := vllm.Plan(tt.spec, vllm.Input{MaxModelLen: tt.L, Memory: vllm.Memory{AvailableKVBytes: tt.avail}})
 			if !errors.Is(err, vllm.ErrRefused) {
 				t.Fatalf("err = %v", err)
 			}
@@ -650,7 +652,7 @@ func TestLatestRefusalsFromRealLogs(t *testing.T) {
 // request: 3.13x" — 33 layers of 4 KiB per token.
 func TestEAGLEDraftLayer(t *testing.T) {
 	avail := int64(25633) * 16 * 33 * 4096
-	res, err := vllm.Plan(llama31_8B(), vllm.Config{Version: "0.11", DraftLayers: 1, Memory: vllm.Memory{AvailableKVBytes: avail}})
+	res, err := vllm.Plan(llama31_8B(), vllm.Input{Version: "0.11", DraftLayers: 1, Memory: vllm.Memory{AvailableKVBytes: avail}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +664,7 @@ func TestEAGLEDraftLayer(t *testing.T) {
 		t.Errorf("bytes per token %d", res.BytesPerToken)
 	}
 	// gpt-oss-20b + EAGLE3: 12 SWA + 13 full layers → 13 + 13 with one padding layer.
-	res, err = vllm.Plan(gptOSS(24), vllm.Config{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
+	res, err = vllm.Plan(gptOSS(24), vllm.Input{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +672,7 @@ func TestEAGLEDraftLayer(t *testing.T) {
 		t.Errorf("lines %q, group size %d", res.LogLines, res.GroupSize)
 	}
 	// DeepSeek-V3.2 MTP: one more MLA layer with its indexer.
-	res, err = vllm.Plan(deepseekV32(), vllm.Config{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
+	res, err = vllm.Plan(deepseekV32(), vllm.Input{DraftLayers: 1, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 8 * gib}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,7 +697,7 @@ func TestAsymmetricSlidingHeads(t *testing.T) {
 		// 0.11: pages of 40,960 and 98,304 bytes do not divide: vLLM raises.
 		{"0.11", 4*4*(192+128)*2 + 4*8*(192+192)*2, true},
 	} {
-		res, err := vllm.Plan(s, vllm.Config{Version: tt.version, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
+		res, err := vllm.Plan(s, vllm.Input{Version: tt.version, MaxModelLen: 4096, Memory: vllm.Memory{AvailableKVBytes: gib}})
 		if errors.Is(err, vllm.ErrRefused) != tt.refused || (err != nil && !tt.refused) {
 			t.Fatalf("%s: err = %v", tt.version, err)
 		}
@@ -736,7 +738,7 @@ func TestV0RealLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(tt.spec, vllm.Config{Version: tt.version, UseV0: tt.useV0, Memory: vllm.Memory{AvailableKVBytes: tt.kv}})
+			res, err := vllm.Plan(tt.spec, vllm.Input{Version: tt.version, UseV0: tt.useV0, Memory: vllm.Memory{AvailableKVBytes: tt.kv}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,12 +2,14 @@ package vllm_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/model"
 )
@@ -40,7 +42,7 @@ func TestTensorParallelDivisibility(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
 			s := load(t, tt.model)
-			cfg := vllm.Config{TensorParallelSize: tt.tp, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}
+			cfg := vllm.Input{TensorParallelSize: tt.tp, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}
 			for _, v := range []string{"0.6", "0.8", "0.11", "latest"} {
 				cfg.Version = v
 				res, err := vllm.Plan(s, cfg)
@@ -48,8 +50,13 @@ func TestTensorParallelDivisibility(t *testing.T) {
 				if !errors.As(err, &te) || !errors.Is(err, vllm.ErrRefused) {
 					t.Fatalf("%s: err = %v, want a *TPError refusal", v, err)
 				}
-				var re *vllm.RefusalError
+				var re *engine.Refusal
 				if !errors.As(err, &re) || re.Message != tt.msg || res.Error != tt.msg {
+					t.Errorf("%s: message %q (result %q), want %q", v, te.Message, res.Error, tt.msg)
+				} else if re.Flag != "--tensor-parallel-size" || re.Value != strconv.Itoa(tt.nearest) || !errors.Is(err, engine.ErrRefused) {
+					t.Errorf("%s: fix %s %s, want --tensor-parallel-size %d", v, re.Flag, re.Value, tt.nearest)
+				}
+				if false {
 					t.Errorf("%s: message %q (result %q), want %q", v, te.Message, res.Error, tt.msg)
 				}
 				if diff := cmp.Diff(tt.valid, te.ValidSizes); diff != "" {
@@ -67,7 +74,7 @@ func TestTensorParallelDivisibility(t *testing.T) {
 	}
 	// MLA shards only the query heads: DeepSeek-V3's 128 KV heads do not
 	// matter at TP 16 nor at TP 256.
-	if _, err := vllm.Plan(load(t, "deepseek-ai/DeepSeek-V3"), vllm.Config{TensorParallelSize: 16, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}); err != nil {
+	if _, err := vllm.Plan(load(t, "deepseek-ai/DeepSeek-V3"), vllm.Input{TensorParallelSize: 16, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}); err != nil {
 		t.Errorf("DeepSeek-V3 at TP 16: %v", err)
 	}
 }
@@ -91,7 +98,7 @@ func TestModelLevelSlidingWindow(t *testing.T) {
 		{2, 20143633436, 306760},
 	}
 	for _, tt := range tests {
-		res, err := vllm.Plan(s, vllm.Config{TensorParallelSize: tt.tp, MaxModelLen: 8192, KVCacheMemoryBytes: tt.kv})
+		res, err := vllm.Plan(s, vllm.Input{TensorParallelSize: tt.tp, MaxModelLen: 8192, KVCacheMemoryBytes: tt.kv})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +109,7 @@ func TestModelLevelSlidingWindow(t *testing.T) {
 		}
 	}
 	// V0 sizes sliding windows as full attention.
-	res, err := vllm.Plan(s, vllm.Config{Version: "0.6", MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 7514582908}})
+	res, err := vllm.Plan(s, vllm.Input{Version: "0.6", MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: 7514582908}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +124,7 @@ func TestModelLevelSlidingWindow(t *testing.T) {
 // at least 128 for MLA hybrids, so --block-size 32 gives 256-token blocks.
 func TestHybridBlockAlignment(t *testing.T) {
 	s := load(t, "moonshotai/Kimi-Linear-48B-A3B-Instruct")
-	base := vllm.Config{TensorParallelSize: 8, KVCacheDType: "bfloat16", BlockSize: 32, MaxModelLen: 4096, KVCacheMemoryBytes: 26175922023}
+	base := vllm.Input{TensorParallelSize: 8, KVCacheDType: "bfloat16", BlockSize: 32, MaxModelLen: 4096, KVCacheMemoryBytes: 26175922023}
 	res, err := vllm.Plan(s, base)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +164,7 @@ func fmtX2(f float64) string { return strconvFormat2(f) }
 // 10.x; elsewhere vLLM refuses with its selector's reasons.
 func TestBackendKVDTypeSupport(t *testing.T) {
 	dsv3 := load(t, "deepseek-ai/DeepSeek-V3")
-	res, err := vllm.Plan(dsv3, vllm.Config{KVCacheDType: "fp8_e5m2", GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
+	res, err := vllm.Plan(dsv3, vllm.Input{KVCacheDType: "fp8_e5m2", GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
 	want := "No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e5m2, block_size=None, use_mla=True, has_sink=False, use_sparse=False, use_mm_prefix=False, use_per_head_quant_scales=False, attn_type=decoder, use_non_causal=False, use_batch_invariant=False). Reasons: {FLASH_ATTN_MLA: [kv_cache_dtype not supported], FLASHMLA: [kv_cache_dtype not supported], FLASHINFER_MLA: [kv_cache_dtype not supported, compute capability not supported], TRITON_MLA: [kv_cache_dtype not supported], FLASHMLA_SPARSE: [kv_cache_dtype not supported, non-sparse not supported]}."
 	if !errors.Is(err, vllm.ErrRefused) || res.Error != want {
 		t.Errorf("DeepSeek-V3 fp8_e5m2 on H100: err %v\n got %q\nwant %q", err, res.Error, want)
@@ -169,12 +176,12 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 		!cmp.Equal(be.ValidKVCacheDTypes, []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3"}) {
 		t.Fatalf("err %v: want a *BackendError suggesting fp8", err)
 	}
-	res, err = vllm.Plan(dsv3, vllm.Config{KVCacheDType: be.SuggestedKVCacheDType(), GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
+	res, err = vllm.Plan(dsv3, vllm.Input{KVCacheDType: be.SuggestedKVCacheDType(), GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
 	if err != nil || res.AttentionBackend != vllm.BackendFlashMLA || res.BlockSize != 64 {
 		t.Errorf("DeepSeek-V3 fp8 on H100: %v, backend %q, block %d", err, res.AttentionBackend, res.BlockSize)
 	}
 	// B200 too: FlashInfer MLA, CUTLASS MLA and FlashMLA all lack e5m2.
-	if _, err := vllm.Plan(dsv3, vllm.Config{KVCacheDType: "fp8_e5m2", GPUSM: 100, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}); !errors.Is(err, vllm.ErrRefused) {
+	if _, err := vllm.Plan(dsv3, vllm.Input{KVCacheDType: "fp8_e5m2", GPUSM: 100, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib}); !errors.Is(err, vllm.ErrRefused) {
 		t.Errorf("DeepSeek-V3 fp8_e5m2 on B200: %v", err)
 	}
 
@@ -194,7 +201,7 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 		{"RTX-4090", 89, ""},
 		{"RTX-PRO-6000", 120, ""},
 	} {
-		res, err := vllm.Plan(llama, vllm.Config{KVCacheDType: "nvfp4", GPUSM: tt.sm, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib})
+		res, err := vllm.Plan(llama, vllm.Input{KVCacheDType: "nvfp4", GPUSM: tt.sm, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib})
 		switch {
 		case tt.backend != "" && (err != nil || res.AttentionBackend != tt.backend || res.BytesPerToken != 36864):
 			t.Errorf("nvfp4 on %s: err %v, backend %q, %d B/token", tt.gpu, err, res.AttentionBackend, res.BytesPerToken)
@@ -205,19 +212,19 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 			if !errors.As(err, &be) || be.SuggestedKVCacheDType() == "" {
 				t.Fatalf("nvfp4 on %s: no suggestion in %v", tt.gpu, err)
 			}
-			if _, err := vllm.Plan(llama, vllm.Config{KVCacheDType: be.SuggestedKVCacheDType(), GPUSM: tt.sm, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib}); err != nil {
+			if _, err := vllm.Plan(llama, vllm.Input{KVCacheDType: be.SuggestedKVCacheDType(), GPUSM: tt.sm, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib}); err != nil {
 				t.Errorf("nvfp4 on %s: the fix --kv-cache-dtype %s: %v", tt.gpu, be.SuggestedKVCacheDType(), err)
 			}
 		}
 	}
 	// An explicit backend that cannot run the launch.
-	_, err = vllm.Plan(llama, vllm.Config{KVCacheDType: "nvfp4", GPUSM: 100, AttentionBackend: vllm.BackendFlashAttn, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib})
-	if err == nil || err.Error() != "vllm: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['kv_cache_dtype not supported']" {
+	_, err = vllm.Plan(llama, vllm.Input{KVCacheDType: "nvfp4", GPUSM: 100, AttentionBackend: vllm.BackendFlashAttn, MaxModelLen: 8192, KVCacheMemoryBytes: 20 * gib})
+	if err == nil || !strings.HasPrefix(err.Error(), "vllm: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['kv_cache_dtype not supported'] (") {
 		t.Errorf("FLASH_ATTN with nvfp4: %v", err)
 	}
 	// A --block-size the backend cannot tile: DeepSeek-V3.2's sparse
 	// backend needs 64-token pages.
-	res, err = vllm.Plan(load(t, "deepseek-ai/DeepSeek-V3.2"), vllm.Config{BlockSize: 16, GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
+	res, err = vllm.Plan(load(t, "deepseek-ai/DeepSeek-V3.2"), vllm.Input{BlockSize: 16, GPUSM: 90, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
 	if !errors.Is(err, vllm.ErrRefused) || !strings.Contains(res.Error, "FLASHMLA_SPARSE: [block_size not supported]") ||
 		!errors.As(err, &be) || !be.DropBlockSize {
 		t.Errorf("DeepSeek-V3.2 --block-size 16: %v", err)
@@ -235,7 +242,7 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 		{dsv3, 100, vllm.BackendFlashInferMLA, 32},
 		{dsv3, 80, vllm.BackendTritonMLA, 16},
 	} {
-		res, err := vllm.Plan(tt.spec, vllm.Config{GPUSM: tt.sm, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
+		res, err := vllm.Plan(tt.spec, vllm.Input{GPUSM: tt.sm, MaxModelLen: 4096, KVCacheMemoryBytes: 20 * gib})
 		if err != nil || res.AttentionBackend != tt.backend || res.BlockSize != tt.block {
 			t.Errorf("%s on SM %d: %v, backend %q block %d; want %s, %d", tt.spec.Name, tt.sm, err, res.AttentionBackend, res.BlockSize, tt.backend, tt.block)
 		}
@@ -247,13 +254,13 @@ func TestBackendKVDTypeSupport(t *testing.T) {
 // TP 8: 3,189 blocks of 16 = 51,024 tokens, then the max-seq-len refusal.
 func TestVersionProfiles(t *testing.T) {
 	k2 := load(t, "moonshotai/Kimi-K2-Instruct")
-	res, err := vllm.Plan(k2, vllm.Config{Version: "0.6.6", TensorParallelSize: 8, Memory: vllm.Memory{AvailableKVBytes: 11158225554}})
+	res, err := vllm.Plan(k2, vllm.Input{Version: "0.6.6", TensorParallelSize: 8, Memory: vllm.Memory{AvailableKVBytes: 11158225554}})
 	want := "The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (51024). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
 	if !errors.Is(err, vllm.ErrRefused) || res.Error != want || res.NumGPUBlocks != 3189 || res.KVCacheSizeTokens != 51024 || res.BytesPerToken != 61*8*112*2*2 {
 		t.Errorf("Kimi-K2 on 0.6.6: err %v, %d blocks, %d tokens, %d B/token", err, res.NumGPUBlocks, res.KVCacheSizeTokens, res.BytesPerToken)
 	}
 	// DeepseekV3ForCausalLM is not registered before 0.6.6.
-	if _, err := vllm.Plan(k2, vllm.Config{Version: "0.6.5", TensorParallelSize: 8, Memory: vllm.Memory{AvailableKVBytes: gib}}); !errors.Is(err, vllm.ErrUnsupportedModel) {
+	if _, err := vllm.Plan(k2, vllm.Input{Version: "0.6.5", TensorParallelSize: 8, Memory: vllm.Memory{AvailableKVBytes: gib}}); !errors.Is(err, vllm.ErrUnsupportedModel) {
 		t.Errorf("Kimi-K2 on 0.6.5: %v", err)
 	}
 	// DeepSeek-V3 per TP 8 rank and layer: 0.6.6 pads the head to 256
@@ -264,7 +271,7 @@ func TestVersionProfiles(t *testing.T) {
 		version string
 		perTok  int64
 	}{{"0.6.6", 16 * 2 * 256 * 2}, {"0.7.0", 16 * 2 * 192 * 2}, {"0.7.1", 1152}, {"0.7.3", 1280}, {"0.8.5", 1152}} {
-		res, err := vllm.Plan(dsv3, vllm.Config{Version: tt.version, TensorParallelSize: 8, MaxModelLen: 4096, UseV0: true, Memory: vllm.Memory{AvailableKVBytes: 40 * gib}})
+		res, err := vllm.Plan(dsv3, vllm.Input{Version: tt.version, TensorParallelSize: 8, MaxModelLen: 4096, UseV0: true, Memory: vllm.Memory{AvailableKVBytes: 40 * gib}})
 		if err != nil || res.BytesPerToken != 61*tt.perTok {
 			t.Errorf("DeepSeek-V3 on %s: %v, %d B/token, want %d", tt.version, err, res.BytesPerToken, 61*tt.perTok)
 		}
@@ -292,7 +299,7 @@ func TestVersionProfiles(t *testing.T) {
 			[]string{"Available KV cache memory: 2.89 GiB", "GPU KV cache size: 23,648 tokens", "Maximum concurrency for 8,192 tokens per request: 2.89x"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := vllm.Plan(llama, vllm.Config{Version: tt.version, KVCacheDType: tt.dtype, GPUSM: tt.sm, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
+			res, err := vllm.Plan(llama, vllm.Input{Version: tt.version, KVCacheDType: tt.dtype, GPUSM: tt.sm, MaxModelLen: 8192, Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +319,7 @@ func TestVersionProfiles(t *testing.T) {
 		{"0.8.5", "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory,  " + tail},
 		{"0.9.2", "To serve at least one request with the models's max seq len (29000), (3.54 GiB KV cache is needed, which is larger than the available KV cache memory (2.89 GiB). Based on the available memory, the estimated maximum model length is 23648. " + tail},
 	} {
-		res, err := vllm.Plan(llama, vllm.Config{Version: tt.version, MaxModelLen: 29000, Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
+		res, err := vllm.Plan(llama, vllm.Input{Version: tt.version, MaxModelLen: 29000, Memory: vllm.Memory{AvailableKVBytes: llamaRunKV}})
 		if !errors.Is(err, vllm.ErrRefused) || res.Error != tt.want {
 			t.Errorf("%s: %v\n got %q\nwant %q", tt.version, err, res.Error, tt.want)
 		}
@@ -336,7 +343,7 @@ func TestVersionProfiles(t *testing.T) {
 		{"latest", "H200", 143771 * mib, 8192, 1024},
 		{"latest", "H100-80GB", 81559 * mib, 8192, 1024},
 	} {
-		res, err := vllm.Plan(llama, vllm.Config{Version: tt.version, GPUName: tt.gpu, GPUSM: 90, MaxModelLen: 4096,
+		res, err := vllm.Plan(llama, vllm.Input{Version: tt.version, GPUName: tt.gpu, GPUSM: 90, MaxModelLen: 4096,
 			Memory: vllm.Memory{TotalBytes: tt.total, AvailableKVBytes: 20 * gib}})
 		if err != nil || res.MaxNumBatchedTokens != tt.batched || res.MaxNumSeqs != tt.seqs {
 			t.Errorf("%s on %s: %v, max_num_batched_tokens %d, max_num_seqs %d; want %d, %d", tt.version, tt.gpu, err,

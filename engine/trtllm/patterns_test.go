@@ -3,6 +3,7 @@ package trtllm_test
 import (
 	"testing"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 )
 
@@ -41,7 +42,8 @@ func TestPatterns(t *testing.T) {
 		if !p.Regexp.MatchString(line) {
 			t.Errorf("%s does not match %q", p.Name, line)
 		}
-		if p.Expr != p.Regexp.String() || p.Meaning == "" || (p.Severity != trtllm.Warning && p.Severity != trtllm.Fatal) {
+		if p.Expr != p.Regexp.String() || p.Engine != "trtllm" || len(p.Groups) != p.Regexp.NumSubexp() || p.Advise == nil ||
+			p.Advise(nil, make([]string, len(p.Groups))).Meaning == "" || (p.Severity != engine.Warning && p.Severity != engine.Fatal) {
 			t.Errorf("%s: incomplete pattern %+v", p.Name, p)
 		}
 		if p.Regexp.MatchString("[TensorRT-LLM][INFO] Number of tokens per block: 32.") {
@@ -63,7 +65,7 @@ func TestPatterns(t *testing.T) {
 // The warnings and refusals Plan produces are all recognised.
 func TestPatternsCoverPlanOutput(t *testing.T) {
 	s := load(t, "openai__gpt-oss-120b")
-	res, err := trtllm.Plan(trtllm.Input{Model: s, Version: "1.1", KVCacheMemory: 5 * gib, PromptLen: 9000})
+	res, err := trtllm.Plan(s, trtllm.Input{Version: "1.1", KVCacheMemory: 5 * gib, PromptLen: 9000})
 	if err == nil {
 		t.Fatal("expected the max_num_tokens refusal")
 	}
