@@ -17,9 +17,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -64,6 +66,27 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// UserAgent is sent with every request.
 	UserAgent string
+
+	// MaxHeaderBytes caps one shard's JSON header (default
+	// DefaultMaxHeaderBytes); a longer one is ErrTooLarge, refused before
+	// it is read.
+	MaxHeaderBytes int64
+	// MaxTensors caps the tensors of one checkpoint, its shards together
+	// (default DefaultMaxTensors); more is ErrTooLarge.
+	MaxTensors int
+	// MemoryBudget, when positive, keeps resolved models in memory up to
+	// about that many bytes (least recently used first out), keyed by
+	// commit: every revision naming one commit shares one entry. A
+	// long-running server sets it (DefaultMemoryBudget); 0 keeps none.
+	MemoryBudget int64
+	// FailureTTL is how long a failed Resolve of an id and revision is
+	// answered from memory without a request (default DefaultFailureTTL;
+	// negative: never). A cancelled Resolve is not remembered.
+	FailureTTL time.Duration
+	// RevisionTTL is how long the commit a branch or tag named is trusted
+	// by the memory cache (default DefaultRevisionTTL); a commit is
+	// immutable and needs no request while its model is in memory.
+	RevisionTTL time.Duration
 }
 
 // FromEnv returns Options read from the environment as huggingface_hub
@@ -127,9 +150,23 @@ func envToken() string {
 // Client reads models from the Hub and the caches. It is safe for
 // concurrent use.
 type Client struct {
-	opt  Options
-	hc   *http.Client
-	host string // the endpoint's host: the only one that gets the token
+	opt    Options
+	hc     *http.Client
+	host   string // the endpoint's host: the file listing stays on it
+	origin string // the endpoint's origin: the only one that gets the token
+
+	// endpointPrivate: the endpoint is a private address or localhost;
+	// dialedPrivate: a connection to it landed on one. Either lets
+	// redirects reach private addresses (see redirect.go).
+	endpointPrivate bool
+	dialedPrivate   atomic.Bool
+	// ownDial: the transport is the client's own (guardDial checks
+	// redirects' addresses); proxy is its proxy function.
+	ownDial bool
+	proxy   func(*http.Request) (*url.URL, error)
+
+	mem      *memory
+	inflight *byteSem
 }
 
 // New returns a Client for o, defaults filled in.
@@ -155,21 +192,27 @@ func New(o Options) *Client {
 	if o.UserAgent == "" {
 		o.UserAgent = "kvcfg (+hub client; header-only reads)"
 	}
-	hc := &http.Client{}
+	o = withLimits(o)
+	c := &Client{opt: o, hc: &http.Client{}, host: hostOf(o.Endpoint), endpointPrivate: endpointIsPrivate(o.Endpoint)}
+	if p, err := url.Parse(o.Endpoint); err == nil {
+		c.origin = originOf(p)
+	}
 	if o.HTTPClient != nil {
-		c := *o.HTTPClient
-		hc = &c
+		hc := *o.HTTPClient
+		c.hc = &hc
 	} else if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		// RequestTimeout bounds the wait for an answer's headers; reading
 		// a body is bounded by Timeout (the whole Resolve) only, so a large
 		// header on a slow link is not cut off.
 		tr := t.Clone()
 		tr.ResponseHeaderTimeout = o.RequestTimeout
-		hc.Transport = tr
+		tr.DialContext = c.guardDial()
+		c.ownDial, c.proxy = true, tr.Proxy
+		c.hc.Transport = tr
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c := &Client{opt: o, hc: hc}
-	c.host = hostOf(o.Endpoint)
+	c.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.mem = newMemory(o.MemoryBudget, o.FailureTTL, o.RevisionTTL)
+	c.inflight = newByteSem(inflightBytes(o))
 	return c
 }
 
