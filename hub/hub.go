@@ -166,7 +166,8 @@ type Client struct {
 	proxy   func(*http.Request) (*url.URL, error)
 
 	mem      *memory
-	inflight *byteSem
+	inflight *byteSem // header bytes being read (inflightBytes)
+	parsing  *byteSem // header bytes being parsed (parseBytes)
 }
 
 // New returns a Client for o, defaults filled in.
@@ -213,6 +214,7 @@ func New(o Options) *Client {
 	c.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.mem = newMemory(o.MemoryBudget, o.FailureTTL, o.RevisionTTL)
 	c.inflight = newByteSem(inflightBytes(o))
+	c.parsing = newByteSem(parseBytes(o))
 	return c
 }
 

@@ -47,11 +47,18 @@ func withLimits(o Options) Options {
 	return o
 }
 
-// inflightBytes bounds the shard headers being read and parsed at once,
+// inflightBytes bounds the shard headers being read at once,
 // all Resolves of a client together: Concurrency maximum-size headers.
 // A read holds only its own header's length, so slow reads of ordinary
 // headers never hold back the others.
 func inflightBytes(o Options) int64 { return int64(o.Concurrency) * (firstRead + o.MaxHeaderBytes) }
+
+// parseBytes bounds the shard headers being parsed at once, all Resolves
+// of a client together: two maximum-size headers. Parsing is work on the
+// CPU (no peer can slow it down), and a parsed header takes about ten
+// times its bytes while it is built, so this budget, not the read budget,
+// sets a Resolve's peak memory on huge headers.
+func parseBytes(o Options) int64 { return 2 * (firstRead + o.MaxHeaderBytes) }
 
 // byteSem is a weighted semaphore of bytes.
 type byteSem struct {

@@ -395,21 +395,43 @@ func (c *Client) readShard(ctx context.Context, id, commit, file string, tensors
 			return shard{}, fmt.Errorf("%w: %s: header says %d bytes, the file ends after %d", ErrMalformed, name, need-8, len(buf)-8)
 		}
 	}
-	if k := tensors.Add(int64(bytes.Count(buf[8:need], []byte(`"data_offsets"`)))); k > int64(c.opt.MaxTensors) {
-		return shard{}, fmt.Errorf("%w: %s: the checkpoint's headers list over %d tensors, the limit (Options.MaxTensors)", ErrTooLarge, name, c.opt.MaxTensors)
-	}
-	h, err := safetensors.ReadHeader(bytes.NewReader(buf[:need]))
+	h, err := c.parseHeader(ctx, name, buf[:need], total, tensors)
 	if err != nil {
-		return shard{}, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
-	}
-	if err := h.CheckLayout(total); err != nil {
-		return shard{}, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+		return shard{}, err
 	}
 	sh := shard{File: file, Size: total, Header: *h}
 	if isEtag(m.linkedEtag) && len(m.linkedEtag) == 64 {
 		sh.SHA256 = m.linkedEtag
 	}
 	return sh, nil
+}
+
+// parseHeader parses a shard's raw header (its 8-byte length and JSON)
+// and checks it against the safetensors rules and the file's size (total,
+// -1 when unknown). Parsing takes about ten times the header's bytes, so
+// it holds them from the client's parse budget; the tensors it lists are
+// counted, with the checkpoint's other shards' in tensors, before it
+// starts.
+func (c *Client) parseHeader(ctx context.Context, name string, raw []byte, total int64, tensors *atomic.Int64) (*safetensors.Header, error) {
+	if k := tensors.Add(int64(bytes.Count(raw[8:], []byte(`"data_offsets"`)))); k > int64(c.opt.MaxTensors) {
+		return nil, fmt.Errorf("%w: %s: the checkpoint's headers list over %d tensors, the limit (Options.MaxTensors)", ErrTooLarge, name, c.opt.MaxTensors)
+	}
+	n := int64(len(raw))
+	if err := c.parsing.acquire(ctx, n); err != nil {
+		return nil, c.timeoutErr(ctx, err)
+	}
+	defer c.parsing.release(n)
+	if err := ctx.Err(); err != nil {
+		return nil, c.timeoutErr(ctx, err) // another shard failed meanwhile
+	}
+	h, err := safetensors.ReadHeader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+	}
+	if err := h.CheckLayout(total); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+	}
+	return h, nil
 }
 
 // headerSize checks a shard's header length n (from its first 8 bytes)
