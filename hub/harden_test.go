@@ -285,3 +285,37 @@ func TestSlowReadsDoNotBlockOthers(t *testing.T) {
 	}
 	t.Logf("fast read behind four stalled ones: %s", time.Since(start))
 }
+
+// TestCallerDeadlineNotRemembered: without a Timeout the read ends with
+// its caller's context, and that failure is not answered to the next
+// caller.
+func TestCallerDeadlineNotRemembered(t *testing.T) {
+	srv := hubtest.New(t, qwenRepo(t, "acme/model", 1))
+	var slow atomic.Bool
+	slow.Store(true)
+	srv.Hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if slow.Load() {
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	}
+	c, _, _ := client(t, srv.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Resolve(ctx, "acme/model", ""); !errors.Is(err, hub.ErrTimeout) {
+		t.Fatalf("first: %v", err)
+	}
+	slow.Store(false)
+	// Until the shared read has landed a second caller may still join it;
+	// a remembered failure would answer for FailureTTL (5 s).
+	var err error
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err = c.Resolve(context.Background(), "acme/model", ""); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("second: %v", err)
+	}
+}

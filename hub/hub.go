@@ -34,8 +34,9 @@ const DefaultEndpoint = "https://huggingface.co"
 type Options struct {
 	// Endpoint is the Hub (or a mirror) without a trailing slash.
 	Endpoint string
-	// Token is sent as "Authorization: Bearer" to the endpoint's host only
-	// (never to the CDN a shard redirects to); "" sends none.
+	// Token is sent as "Authorization: Bearer" to the endpoint's origin
+	// only (its scheme, host and port; never to the CDN a shard redirects
+	// to); "" sends none.
 	Token string
 	// CacheDir is the HF hub cache root (models--ORG--NAME/...).
 	CacheDir string
@@ -44,7 +45,10 @@ type Options struct {
 	// Offline forbids every request: only the caches answer.
 	Offline bool
 	// Timeout bounds one Resolve in total (0: no bound beyond the
-	// context's).
+	// context's). A read that concurrent callers share runs under it, not
+	// under the first caller's context; each caller waits at most until
+	// its own context ends. A server gives it less than its write timeout
+	// (DefaultServeTimeout), so that the Hub's error reaches the client.
 	Timeout time.Duration
 	// RequestTimeout bounds the wait for one answer's headers (default
 	// 10s, as huggingface_hub); with HTTPClient set, its own timeouts apply.
@@ -56,7 +60,8 @@ type Options struct {
 	Concurrency int
 	// HTTPClient is the client to use (default: a client with its own
 	// transport). Its redirect policy is replaced: the Client follows
-	// redirects itself.
+	// redirects itself (see ErrRedirect); with it, a redirect's host name
+	// is not checked for a private address, only IP literals are.
 	HTTPClient *http.Client
 	// Progress, when set and a model has more than one shard, receives a
 	// "\r"-updated line per shard read.

@@ -77,7 +77,11 @@ func (c *Client) shared(ctx context.Context, id, rev string) (*catalog.Model, er
 		}
 		go func() {
 			f.m, f.err = c.resolve(rctx, id, rev)
-			c.mem.store(id, rev, f.m, f.err, time.Now())
+			// A read that ended with its caller's context failed for
+			// that caller only: not remembered for the others.
+			if f.err == nil || rctx.Err() == nil {
+				c.mem.store(id, rev, f.m, f.err, time.Now())
+			}
 			c.mem.land(key, f)
 		}()
 	}
