@@ -290,8 +290,13 @@ func decodeSummary(b []byte) (*summary, error) {
 	if err := json.Unmarshal(head, &s); err != nil || s.Format != summaryFormat {
 		return nil, errSummary
 	}
+	lines := bytes.Count(rest, []byte{'\n'})
 	for i := range s.Shards {
 		sh := &s.Shards[i]
+		if sh.Tensors < 0 || sh.Tensors > lines {
+			return nil, errSummary // a count the file cannot hold: never sized from
+		}
+		lines -= sh.Tensors
 		sh.Header = safetensors.Header{DataOffset: sh.DataOffset, Metadata: sh.Metadata, Tensors: make([]safetensors.TensorInfo, sh.Tensors)}
 		for j := range sh.Header.Tensors {
 			var line []byte

@@ -32,6 +32,14 @@ var (
 	// ErrUpstream reports the Hub answering with an error after the
 	// retries (429, 5xx) or something the protocol does not allow.
 	ErrUpstream = errors.New("hub: the Hub failed")
+	// ErrRedirect reports a redirect the client does not follow: a loop,
+	// too many, https to http, or to a private or local address while the
+	// endpoint is public. It is never retried.
+	ErrRedirect = errors.New("hub: redirect refused")
+	// ErrTooLarge reports a checkpoint over the client's limits
+	// (Options.MaxHeaderBytes, Options.MaxTensors); the error names the
+	// limit.
+	ErrTooLarge = errors.New("hub: checkpoint over the client's limits")
 	// ErrMalformed reports a checkpoint file that breaks the safetensors
 	// rules or an index that does not match its shards.
 	ErrMalformed = errors.New("hub: malformed checkpoint")

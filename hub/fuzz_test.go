@@ -111,3 +111,14 @@ func FuzzDecodeSummary(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeSummaryCounts: a summary whose tensor count the file cannot
+// hold (negative, huge) is refused before anything is sized from it.
+func TestDecodeSummaryCounts(t *testing.T) {
+	for _, n := range []string{"-1", "1000000000000000", "2"} {
+		b := []byte(summaryMagic + " 2\n" + `{"format":2,"repo":"a/b","commit":"c","config":"e30=","shards":[{"file":"x","size":1,"data_offset":8,"tensors":` + n + `}]}` + "\n" + "\"a\"\tF16\t1\t0\t2\n")
+		if _, err := decodeSummary(b); err == nil {
+			t.Errorf("tensors %s: decoded", n)
+		}
+	}
+}

@@ -44,6 +44,21 @@ func normEtag(e string) string {
 	return strings.Trim(e, `"`)
 }
 
+// originOf is a URL's origin: scheme, lower-case host and port (the
+// scheme's default when absent), the unit the token is scoped to.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 func hostOf(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -133,6 +148,9 @@ func (c *Client) get(ctx context.Context, rawURL string, hdr http.Header, id, fi
 			if ctx.Err() != nil {
 				return nil, m, c.timeoutErr(ctx, err)
 			}
+			if errors.Is(err, ErrRedirect) || errors.Is(err, ErrBadID) {
+				return nil, m, err // a refused redirect: the same answer next time
+			}
 			last = fmt.Errorf("%w %s: %v: set HF_HUB_OFFLINE=1 to use the local cache only, or pass --model DIR (a local checkpoint)",
 				ErrUnreachable, c.opt.Endpoint, rootCause(err))
 			var dns *net.DNSError
@@ -184,23 +202,29 @@ func rootCause(err error) error {
 	return err
 }
 
-// once is one GET and the redirects after it (at most 10). The token is
-// sent only to the endpoint's host: a redirect to a CDN gets none.
+// maxRedirects bounds the redirects after one GET.
+const maxRedirects = 10
+
+// once is one GET and the redirects after it (at most maxRedirects). The
+// token is sent only to the endpoint's origin (scheme, host and port): a
+// redirect to a CDN gets none, and an Authorization header in hdr is
+// dropped there too. A redirect loop, an https to http redirect and one to
+// a private address are refused (ErrRedirect, see checkRedirect).
 func (c *Client) once(ctx context.Context, rawURL string, hdr http.Header) (*http.Response, meta, error) {
 	var m meta
 	u := rawURL
-	for range 10 {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	seen := make(map[string]bool, 2)
+	for hop := 0; ; hop++ {
+		if seen[u] {
+			return nil, m, fmt.Errorf("%w: redirect loop at %s (from %s)", ErrRedirect, redact(u), redact(rawURL))
+		}
+		if hop > maxRedirects {
+			return nil, m, fmt.Errorf("%w: more than %d redirects from %s", ErrRedirect, maxRedirects, redact(rawURL))
+		}
+		seen[u] = true
+		req, err := c.newRequest(ctx, u, hdr)
 		if err != nil {
-			return nil, m, fmt.Errorf("%w: %v", ErrBadID, err)
-		}
-		for k, v := range hdr {
-			req.Header[k] = v
-		}
-		req.Header.Set("Accept-Encoding", "identity")
-		req.Header.Set("User-Agent", c.opt.UserAgent)
-		if c.opt.Token != "" && req.URL.Host == c.host {
-			req.Header.Set("Authorization", "Bearer "+c.opt.Token)
+			return nil, m, err
 		}
 		resp, err := c.hc.Do(req)
 		if err != nil {
@@ -214,11 +238,41 @@ func (c *Client) once(ctx context.Context, rawURL string, hdr http.Header) (*htt
 		resp.Body.Close()
 		next, err := resp.Request.URL.Parse(loc)
 		if err != nil {
-			return nil, m, fmt.Errorf("%w: bad redirect %q: %v", ErrUpstream, redact(loc), err)
+			return nil, m, fmt.Errorf("%w: bad redirect %q: %v", ErrRedirect, redact(loc), err)
+		}
+		if err := c.checkRedirect(resp.Request.URL, next); err != nil {
+			return nil, m, err
 		}
 		u = next.String()
 	}
-	return nil, m, fmt.Errorf("%w: more than 10 redirects from %s", ErrUpstream, redact(rawURL))
+}
+
+// newRequest is a GET of u with hdr, the token only for the endpoint's
+// origin; a request to another origin carries the redirect guard (see
+// guardDial).
+func (c *Client) newRequest(ctx context.Context, u string, hdr http.Header) (*http.Request, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadID, err)
+	}
+	same := originOf(p) == c.origin
+	if !same && c.guarded(p) {
+		ctx = context.WithValue(ctx, guardKey{}, true)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadID, err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Del("Authorization")
+	req.Header.Set("Accept-Encoding", "identity")
+	req.Header.Set("User-Agent", c.opt.UserAgent)
+	if c.opt.Token != "" && same {
+		req.Header.Set("Authorization", "Bearer "+c.opt.Token)
+	}
+	return req, nil
 }
 
 // fetchSmall reads a small git file (config.json, an index) whole; more
@@ -229,6 +283,9 @@ func (c *Client) fetchSmall(ctx context.Context, id, rev, file string, limit int
 		return nil, m, err
 	}
 	defer resp.Body.Close()
+	if resp.ContentLength > limit {
+		return nil, m, fmt.Errorf("%w: %s of %s is larger than %d bytes", ErrMalformed, file, id, limit)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -264,17 +321,26 @@ func (c *Client) rangeGet(ctx context.Context, id, commit, file string, start, e
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 		a, b, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
-		if !ok || a != start || b > end || b < a {
+		if !ok || a != start || b > end || b < a || (t >= 0 && b >= t) {
 			return nil, -1, m, fmt.Errorf("%w: %s of %s: asked for bytes %d-%d, got Content-Range %q",
 				ErrUpstream, file, id, start, end, resp.Header.Get("Content-Range"))
 		}
 		if t >= 0 {
+			if total >= 0 && t != total {
+				return nil, -1, m, fmt.Errorf("%w: %s of %s: the Hub says %d bytes (X-Linked-Size), the answer %d", ErrUpstream, file, id, total, t)
+			}
 			total = t
 		}
 		want = b - a + 1
 	case http.StatusOK:
 		if resp.ContentLength >= 0 {
+			if total >= 0 && resp.ContentLength != total {
+				return nil, -1, m, fmt.Errorf("%w: %s of %s: the Hub says %d bytes (X-Linked-Size), the answer %d", ErrUpstream, file, id, total, resp.ContentLength)
+			}
 			total = resp.ContentLength
+		}
+		if total >= 0 && start >= total {
+			return nil, -1, m, fmt.Errorf("%w: %s of %s: the file's %d bytes end before byte %d", ErrMalformed, file, id, total, start)
 		}
 		if _, err := io.CopyN(io.Discard, resp.Body, start); err != nil {
 			return nil, -1, m, fmt.Errorf("%w: %s of %s ends before byte %d", ErrMalformed, file, id, start)
@@ -284,6 +350,11 @@ func (c *Client) rangeGet(ctx context.Context, id, commit, file string, start, e
 		}
 	default:
 		return nil, -1, m, fmt.Errorf("%w: %s of %s: unexpected %s to a range request", ErrUpstream, file, id, resp.Status)
+	}
+	// Every length above came from the peer: checked, a buffer is never
+	// larger than the range asked for, nor empty.
+	if want <= 0 || want > end-start+1 {
+		return nil, -1, m, fmt.Errorf("%w: %s of %s: asked for bytes %d-%d, the answer's lengths give %d", ErrUpstream, file, id, start, end, want)
 	}
 	buf := make([]byte, want)
 	n, err := io.ReadFull(resp.Body, buf)

@@ -17,9 +17,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -32,8 +34,9 @@ const DefaultEndpoint = "https://huggingface.co"
 type Options struct {
 	// Endpoint is the Hub (or a mirror) without a trailing slash.
 	Endpoint string
-	// Token is sent as "Authorization: Bearer" to the endpoint's host only
-	// (never to the CDN a shard redirects to); "" sends none.
+	// Token is sent as "Authorization: Bearer" to the endpoint's origin
+	// only (its scheme, host and port; never to the CDN a shard redirects
+	// to); "" sends none.
 	Token string
 	// CacheDir is the HF hub cache root (models--ORG--NAME/...).
 	CacheDir string
@@ -42,7 +45,10 @@ type Options struct {
 	// Offline forbids every request: only the caches answer.
 	Offline bool
 	// Timeout bounds one Resolve in total (0: no bound beyond the
-	// context's).
+	// context's). A read that concurrent callers share runs under it, not
+	// under the first caller's context; each caller waits at most until
+	// its own context ends. A server gives it less than its write timeout
+	// (DefaultServeTimeout), so that the Hub's error reaches the client.
 	Timeout time.Duration
 	// RequestTimeout bounds the wait for one answer's headers (default
 	// 10s, as huggingface_hub); with HTTPClient set, its own timeouts apply.
@@ -54,7 +60,8 @@ type Options struct {
 	Concurrency int
 	// HTTPClient is the client to use (default: a client with its own
 	// transport). Its redirect policy is replaced: the Client follows
-	// redirects itself.
+	// redirects itself (see ErrRedirect); with it, a redirect's host name
+	// is not checked for a private address, only IP literals are.
 	HTTPClient *http.Client
 	// Progress, when set and a model has more than one shard, receives a
 	// "\r"-updated line per shard read.
@@ -64,6 +71,27 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// UserAgent is sent with every request.
 	UserAgent string
+
+	// MaxHeaderBytes caps one shard's JSON header (default
+	// DefaultMaxHeaderBytes); a longer one is ErrTooLarge, refused before
+	// it is read.
+	MaxHeaderBytes int64
+	// MaxTensors caps the tensors of one checkpoint, its shards together
+	// (default DefaultMaxTensors); more is ErrTooLarge.
+	MaxTensors int
+	// MemoryBudget, when positive, keeps resolved models in memory up to
+	// about that many bytes (least recently used first out), keyed by
+	// commit: every revision naming one commit shares one entry. A
+	// long-running server sets it (DefaultMemoryBudget); 0 keeps none.
+	MemoryBudget int64
+	// FailureTTL is how long a failed Resolve of an id and revision is
+	// answered from memory without a request (default DefaultFailureTTL;
+	// negative: never). A cancelled Resolve is not remembered.
+	FailureTTL time.Duration
+	// RevisionTTL is how long the commit a branch or tag named is trusted
+	// by the memory cache (default DefaultRevisionTTL); a commit is
+	// immutable and needs no request while its model is in memory.
+	RevisionTTL time.Duration
 }
 
 // FromEnv returns Options read from the environment as huggingface_hub
@@ -127,9 +155,24 @@ func envToken() string {
 // Client reads models from the Hub and the caches. It is safe for
 // concurrent use.
 type Client struct {
-	opt  Options
-	hc   *http.Client
-	host string // the endpoint's host: the only one that gets the token
+	opt    Options
+	hc     *http.Client
+	host   string // the endpoint's host: the file listing stays on it
+	origin string // the endpoint's origin: the only one that gets the token
+
+	// endpointPrivate: the endpoint is a private address or localhost;
+	// dialedPrivate: a connection to it landed on one. Either lets
+	// redirects reach private addresses (see redirect.go).
+	endpointPrivate bool
+	dialedPrivate   atomic.Bool
+	// ownDial: the transport is the client's own (guardDial checks
+	// redirects' addresses); proxy is its proxy function.
+	ownDial bool
+	proxy   func(*http.Request) (*url.URL, error)
+
+	mem      *memory
+	inflight *byteSem // header bytes being read (inflightBytes)
+	parsing  *byteSem // header bytes being parsed (parseBytes)
 }
 
 // New returns a Client for o, defaults filled in.
@@ -155,21 +198,28 @@ func New(o Options) *Client {
 	if o.UserAgent == "" {
 		o.UserAgent = "kvcfg (+hub client; header-only reads)"
 	}
-	hc := &http.Client{}
+	o = withLimits(o)
+	c := &Client{opt: o, hc: &http.Client{}, host: hostOf(o.Endpoint), endpointPrivate: endpointIsPrivate(o.Endpoint)}
+	if p, err := url.Parse(o.Endpoint); err == nil {
+		c.origin = originOf(p)
+	}
 	if o.HTTPClient != nil {
-		c := *o.HTTPClient
-		hc = &c
+		hc := *o.HTTPClient
+		c.hc = &hc
 	} else if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		// RequestTimeout bounds the wait for an answer's headers; reading
 		// a body is bounded by Timeout (the whole Resolve) only, so a large
 		// header on a slow link is not cut off.
 		tr := t.Clone()
 		tr.ResponseHeaderTimeout = o.RequestTimeout
-		hc.Transport = tr
+		tr.DialContext = c.guardDial()
+		c.ownDial, c.proxy = true, tr.Proxy
+		c.hc.Transport = tr
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c := &Client{opt: o, hc: hc}
-	c.host = hostOf(o.Endpoint)
+	c.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.mem = newMemory(o.MemoryBudget, o.FailureTTL, o.RevisionTTL)
+	c.inflight = newByteSem(inflightBytes(o))
+	c.parsing = newByteSem(parseBytes(o))
 	return c
 }
 

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/format/safetensors"
@@ -54,12 +56,55 @@ func (c *Client) Resolve(ctx context.Context, id, revision string) (*catalog.Mod
 	if !validRevision(rev) {
 		return nil, fmt.Errorf("%w: bad revision %q", ErrBadID, rev)
 	}
+	if m, err, ok := c.mem.lookup(id, rev, time.Now()); ok {
+		return m, err
+	}
+	return c.shared(ctx, id, rev)
+}
+
+// shared runs the read of id at rev once for every caller asking for it
+// meanwhile, and remembers its outcome (see memory). With a Timeout the
+// read has its own deadline and outlives a caller that gives up, since
+// others may be waiting for it; without one it ends with the first
+// caller's context.
+func (c *Client) shared(ctx context.Context, id, rev string) (*catalog.Model, error) {
+	key := id + "@" + rev
+	f, leader := c.mem.join(key)
+	if leader {
+		rctx := ctx
+		if c.opt.Timeout > 0 {
+			rctx = context.WithoutCancel(ctx)
+		}
+		go func() {
+			f.m, f.err = c.resolve(rctx, id, rev)
+			// A read that ended with its caller's context failed for
+			// that caller only: not remembered for the others.
+			if f.err == nil || rctx.Err() == nil {
+				c.mem.store(id, rev, f.m, f.err, time.Now())
+			}
+			c.mem.land(key, f)
+		}()
+	}
+	select {
+	case <-f.done:
+		return f.m, f.err
+	case <-ctx.Done():
+		return nil, c.timeoutErr(ctx, ctx.Err())
+	}
+}
+
+// resolve reads id at rev from the caches, else from the Hub, within
+// Timeout.
+func (c *Client) resolve(ctx context.Context, id, rev string) (*catalog.Model, error) {
 	if c.opt.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opt.Timeout)
 		defer cancel()
 	}
 	if commit := c.cachedCommit(id, rev); commit != "" {
+		if m := c.mem.model(id, commit); m != nil {
+			return m, nil
+		}
 		if m, ok, err := c.fromCache(id, commit); ok || err != nil {
 			return m, err
 		}
@@ -68,11 +113,7 @@ func (c *Client) Resolve(ctx context.Context, id, revision string) (*catalog.Mod
 		return nil, fmt.Errorf("%w: %w %q: at revision %s it is not in the HF cache (%s) with its headers in kvcfg's cache (%s), and HF_HUB_OFFLINE is set: unset it to read the Hub, or pass --model DIR",
 			ErrOffline, catalog.ErrUnknownModel, id, rev, c.opt.CacheDir, c.opt.HeaderCacheDir)
 	}
-	s, err := c.fetch(ctx, id, rev)
-	if err != nil {
-		return nil, err
-	}
-	return s.model()
+	return c.fetch(ctx, id, rev)
 }
 
 // validRevision accepts git ref names: no "..", no leading "/", no
@@ -130,27 +171,20 @@ func (s *summary) model() (*catalog.Model, error) {
 }
 
 // fetch reads a checkpoint from the Hub: config.json at rev (which pins
-// the commit), then hf_quant_config.json, the index and every shard's
-// header at that commit.
-func (c *Client) fetch(ctx context.Context, id, rev string) (*summary, error) {
-	cfg, m, err := c.fetchSmall(ctx, id, rev, model.ConfigFile, maxSmallFile)
+// the commit), then, unless memory or kvcfg's cache holds that commit,
+// hf_quant_config.json, the index and every shard's header at that commit.
+func (c *Client) fetch(ctx context.Context, id, rev string) (*catalog.Model, error) {
+	cfg, commit, err := c.fetchConfig(ctx, id, rev)
 	if err != nil {
-		var enf *entryNotFound
-		if errors.As(err, &enf) {
-			return nil, fmt.Errorf("%w: %s has no config.json at %s: not a transformers model", ErrNotFound, id, rev)
-		}
 		return nil, err
 	}
-	commit := m.commit
-	if !isCommit(commit) {
-		return nil, fmt.Errorf("%w: %s sent no X-Repo-Commit for %s: is HF_ENDPOINT a Hub (or a mirror of one)?", ErrUpstream, c.opt.Endpoint, id)
+	if m := c.mem.model(id, commit); m != nil {
+		return m, nil
 	}
-	if !json.Valid(cfg) {
-		return nil, fmt.Errorf("%w: config.json of %s@%s is not JSON", ErrMalformed, id, commit)
+	if s, ok := c.loadSummary(id, commit); ok {
+		return s.model()
 	}
-	c.storeFile(id, rev, commit, model.ConfigFile, m.etag, cfg)
 	s := &summary{Format: summaryFormat, Repo: id, Commit: commit, Config: cfg}
-
 	q, err := c.optionalFile(ctx, id, commit, catalog.QuantConfigFile)
 	if err != nil {
 		return nil, err
@@ -179,7 +213,29 @@ func (c *Client) fetch(ctx context.Context, id, rev string) (*summary, error) {
 		return nil, err
 	}
 	c.storeSummary(s)
-	return s, nil
+	return s.model()
+}
+
+// fetchConfig reads config.json at rev, which pins the commit, and stores
+// it in the HF cache.
+func (c *Client) fetchConfig(ctx context.Context, id, rev string) ([]byte, string, error) {
+	cfg, m, err := c.fetchSmall(ctx, id, rev, model.ConfigFile, maxSmallFile)
+	if err != nil {
+		var enf *entryNotFound
+		if errors.As(err, &enf) {
+			return nil, "", fmt.Errorf("%w: %s has no config.json at %s: not a transformers model", ErrNotFound, id, rev)
+		}
+		return nil, "", err
+	}
+	commit := m.commit
+	if !isCommit(commit) {
+		return nil, "", fmt.Errorf("%w: %s sent no X-Repo-Commit for %s: is HF_ENDPOINT a Hub (or a mirror of one)?", ErrUpstream, c.opt.Endpoint, id)
+	}
+	if !json.Valid(cfg) {
+		return nil, "", fmt.Errorf("%w: config.json of %s@%s is not JSON", ErrMalformed, id, commit)
+	}
+	c.storeFile(id, rev, commit, model.ConfigFile, m.etag, cfg)
+	return cfg, commit, nil
 }
 
 // optionalFile reads a small file at commit from the HF cache or the Hub;
@@ -252,6 +308,7 @@ func (c *Client) readShards(ctx context.Context, id, commit string, files []stri
 	sem := make(chan struct{}, c.opt.Concurrency)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var tensors atomic.Int64 // listed by the headers read so far
 	done := 0
 	progress := c.opt.Progress != nil && len(files) > 1
 	for i, f := range files {
@@ -263,7 +320,7 @@ func (c *Client) readShards(ctx context.Context, id, commit string, files []stri
 			if ctx.Err() != nil {
 				return
 			}
-			sh, err := c.readShard(ctx, id, commit, f)
+			sh, err := c.readShard(ctx, id, commit, f, &tensors)
 			var enf *entryNotFound
 			if err != nil && len(files) == 1 && f == singleFile && errors.As(err, &enf) {
 				c.storeAbsent(id, commit, f)
@@ -307,9 +364,12 @@ func (c *Client) readShards(ctx context.Context, id, commit string, files []stri
 }
 
 // readShard reads one shard's 8-byte length and JSON header, never its
-// data: one range for the length, a second for exactly the header. The header is checked against the safetensors rules and
-// the file size the Hub reports.
-func (c *Client) readShard(ctx context.Context, id, commit, file string) (shard, error) {
+// data: one range for the length, a second for exactly the header. The
+// header is checked against the client's limits (its length before it is
+// read, the tensors it lists, with those of the checkpoint's other shards
+// in tensors, before it is parsed), the safetensors rules and the file
+// size the Hub reports.
+func (c *Client) readShard(ctx context.Context, id, commit, file string, tensors *atomic.Int64) (shard, error) {
 	name := id + "@" + commit[:12] + ": " + file
 	buf, total, m, err := c.rangeGet(ctx, id, commit, file, 0, firstRead-1)
 	if err != nil {
@@ -318,14 +378,14 @@ func (c *Client) readShard(ctx context.Context, id, commit, file string) (shard,
 	if len(buf) < 8 {
 		return shard{}, fmt.Errorf("%w: %s: %d bytes, shorter than the 8-byte header length", ErrMalformed, name, len(buf))
 	}
-	n := binary.LittleEndian.Uint64(buf[:8])
-	if n > safetensors.MaxHeaderBytes {
-		return shard{}, fmt.Errorf("%w: %s: header length %d exceeds %d bytes", ErrMalformed, name, n, safetensors.MaxHeaderBytes)
+	need, err := c.headerSize(name, binary.LittleEndian.Uint64(buf[:8]), total)
+	if err != nil {
+		return shard{}, err
 	}
-	need := 8 + int64(n)
-	if total >= 0 && need > total {
-		return shard{}, fmt.Errorf("%w: %s: header length %d runs past the file's %d bytes", ErrMalformed, name, n, total)
+	if err := c.inflight.acquire(ctx, need); err != nil {
+		return shard{}, c.timeoutErr(ctx, err)
 	}
+	defer c.inflight.release(need)
 	if need > int64(len(buf)) {
 		rest, t2, _, err := c.rangeGet(ctx, id, commit, file, int64(len(buf)), need-1)
 		if err != nil {
@@ -336,21 +396,64 @@ func (c *Client) readShard(ctx context.Context, id, commit, file string) (shard,
 		}
 		buf = append(buf, rest...)
 		if int64(len(buf)) < need {
-			return shard{}, fmt.Errorf("%w: %s: header says %d bytes, the file ends after %d", ErrMalformed, name, n, len(buf)-8)
+			return shard{}, fmt.Errorf("%w: %s: header says %d bytes, the file ends after %d", ErrMalformed, name, need-8, len(buf)-8)
 		}
 	}
-	h, err := safetensors.ReadHeader(bytes.NewReader(buf[:need]))
+	h, err := c.parseHeader(ctx, name, buf[:need], total, tensors)
 	if err != nil {
-		return shard{}, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
-	}
-	if err := h.CheckLayout(total); err != nil {
-		return shard{}, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+		return shard{}, err
 	}
 	sh := shard{File: file, Size: total, Header: *h}
 	if isEtag(m.linkedEtag) && len(m.linkedEtag) == 64 {
 		sh.SHA256 = m.linkedEtag
 	}
 	return sh, nil
+}
+
+// parseHeader parses a shard's raw header (its 8-byte length and JSON)
+// and checks it against the safetensors rules and the file's size (total,
+// -1 when unknown). Parsing takes about ten times the header's bytes, so
+// it holds them from the client's parse budget; the tensors it lists are
+// counted, with the checkpoint's other shards' in tensors, before it
+// starts.
+func (c *Client) parseHeader(ctx context.Context, name string, raw []byte, total int64, tensors *atomic.Int64) (*safetensors.Header, error) {
+	if k := tensors.Add(int64(bytes.Count(raw[8:], []byte(`"data_offsets"`)))); k > int64(c.opt.MaxTensors) {
+		return nil, fmt.Errorf("%w: %s: the checkpoint's headers list over %d tensors, the limit (Options.MaxTensors)", ErrTooLarge, name, c.opt.MaxTensors)
+	}
+	n := int64(len(raw))
+	if err := c.parsing.acquire(ctx, n); err != nil {
+		return nil, c.timeoutErr(ctx, err)
+	}
+	defer c.parsing.release(n)
+	if err := ctx.Err(); err != nil {
+		return nil, c.timeoutErr(ctx, err) // another shard failed meanwhile
+	}
+	h, err := safetensors.ReadHeader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+	}
+	if err := h.CheckLayout(total); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+	}
+	return h, nil
+}
+
+// headerSize checks a shard's header length n (from its first 8 bytes)
+// against the safetensors bound, the client's MaxHeaderBytes and the
+// file's size (total, -1 when unknown), and returns the bytes to read:
+// 8+n.
+func (c *Client) headerSize(name string, n uint64, total int64) (int64, error) {
+	if n > safetensors.MaxHeaderBytes {
+		return 0, fmt.Errorf("%w: %s: header length %d exceeds %d bytes", ErrMalformed, name, n, safetensors.MaxHeaderBytes)
+	}
+	if int64(n) > c.opt.MaxHeaderBytes {
+		return 0, fmt.Errorf("%w: %s: a header of %d bytes, over the limit of %d bytes (Options.MaxHeaderBytes)", ErrTooLarge, name, n, c.opt.MaxHeaderBytes)
+	}
+	need := 8 + int64(n)
+	if total >= 0 && need > total {
+		return 0, fmt.Errorf("%w: %s: header length %d runs past the file's %d bytes", ErrMalformed, name, n, total)
+	}
+	return need, nil
 }
 
 // checkIndex requires every tensor the index maps to be in its shard's

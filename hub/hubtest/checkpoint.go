@@ -98,3 +98,33 @@ func (r Repo) DataBytes() int64 {
 	}
 	return n
 }
+
+// ManyTensors builds the repo of a checkpoint whose headers list tensors
+// one-element F16 tensors ("t.N.weight") over shards files with an index,
+// written directly (no map, no encoding/json) so that a million tensors
+// cost about 100 MB and a second: the fake repository a client's limits
+// on header size and tensor count are tested with.
+func ManyTensors(id, commit string, config []byte, tensors, shards int) Repo {
+	shards = max(shards, 1)
+	r := Repo{ID: id, Commit: commit, Files: map[string][]byte{"config.json": config}, Shards: map[string]File{}}
+	idx := []byte(`{"weight_map":{`)
+	for s := range shards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
+		lo, hi := s*tensors/shards, (s+1)*tensors/shards
+		hdr := []byte(`{"__metadata__":{"format":"pt"}`)
+		for i := lo; i < hi; i++ {
+			off := int64(i-lo) * 2
+			hdr = fmt.Appendf(hdr, `,"t.%d.weight":{"dtype":"F16","shape":[1],"data_offsets":[%d,%d]}`, i, off, off+2)
+			if i == lo {
+				if s > 0 {
+					idx = append(idx, ',')
+				}
+				idx = fmt.Appendf(idx, `"t.%d.weight":%q`, i, name)
+			}
+		}
+		hdr = append(hdr, '}')
+		r.Shards[name] = Raw(hdr, int64(hi-lo)*2, 0)
+	}
+	r.Files["model.safetensors.index.json"] = append(idx, "}}"...)
+	return r
+}
