@@ -131,6 +131,21 @@ type Pattern struct {
 	// Advise reads a match: numbers holds each named group that parsed as
 	// a number, text every group as matched ("" when it did not take part).
 	Advise func(numbers map[string]float64, text []string) Advice `json:"-"`
+	// Launch maps the groups that read back the launch's own settings to
+	// their kvcfg request keys: SGLang's "Current value:
+	// mem_fraction_static=0.7" is the launch's mem_fraction_static, vLLM's
+	// "available KV cache memory (8.56 GiB)" its measured kv_cache_memory.
+	// A group named "*_gib" is in GiB. explain plans the launch with these
+	// where the caller's flags give none, so that its advice starts from
+	// the launch that failed, not from the defaults.
+	Launch map[string]string `json:"launch,omitempty"`
+}
+
+// WithLaunch returns p with Launch set to launch (group name to request
+// key).
+func (p Pattern) WithLaunch(launch map[string]string) Pattern {
+	p.Launch = launch
+	return p
 }
 
 // Any marks a message every engine prints.

@@ -155,6 +155,15 @@ func writeExplain(w io.Writer, format string, res explainResult) error {
 		if len(a.Measured) > 0 {
 			fmt.Fprintf(w, "  planned with the log's readings: %s\n", strings.Join(a.Measured, ", "))
 		}
+		if len(a.FromMessage) > 0 {
+			fmt.Fprintf(w, "  planned with the message's own settings: %s\n", strings.Join(a.FromMessage, ", "))
+		}
+		for _, s := range a.Assumed {
+			fmt.Fprintf(w, "  assumed: %s\n", s)
+		}
+		if a.TargetConcurrency > 1 {
+			fmt.Fprintf(w, "  target: %d requests at once (--concurrency)\n", a.TargetConcurrency)
+		}
 		switch {
 		case a.PlanError != "":
 			fmt.Fprintf(w, "  kvcfg plans this launch to fail too: %s\n", oneLine(a.PlanError))
