@@ -92,7 +92,7 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 		a.settle(e, req, rep)
 		return a, nil
 	}
-	if err == nil && isError(e.Kind) {
+	if err == nil && isError(e.Kind) && rep.MaxConcurrencyAtContextLength >= int64(a.TargetConcurrency) {
 		a.Note = "kvcfg plans this launch as feasible: its memory model differs from the machine (pass the engine's measured free memory, --pre-load-free-memory and --post-load-free-memory, or --weights-memory, for exact numbers)"
 		return a, nil
 	}
@@ -126,7 +126,7 @@ func (a *Advice) planLaunch(ctx context.Context, e *Explanation, req *plan.Reque
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if givenIn(have, k) || req.SetField(k, e.Launch[k]) != nil {
+			if k == engine.KVCacheTokens || givenIn(have, k) || req.SetField(k, e.Launch[k]) != nil {
 				continue
 			}
 			a.FromMessage = append(a.FromMessage, k+"="+e.Launch[k])
@@ -134,11 +134,29 @@ func (a *Advice) planLaunch(ctx context.Context, e *Explanation, req *plan.Reque
 	}
 	refineKVMemory(ctx, e, req, a.FromMessage)
 	rep, err := plan.Run(ctx, *req)
+	if a.pinBlocks(e, req, rep, err) {
+		rep, err = plan.Run(ctx, *req)
+	}
 	if len(a.FromMessage) > 0 && errors.Is(err, plan.ErrInvalid) {
 		*req, a.FromMessage = base, nil
 		rep, err = plan.Run(ctx, *req)
 	}
 	return rep, err
+}
+
+// pinBlocks sets the pool size the message reports in tokens (vLLM V0's
+// "maximum number of tokens that can be stored in KV cache") on a vLLM
+// req as whole blocks of the block size rep planned, when req gives no
+// block count; it reports whether it did.
+func (a *Advice) pinBlocks(e *Explanation, req *plan.Request, rep *plan.Report, err error) bool {
+	tokens, _ := strconv.ParseInt(e.Launch[engine.KVCacheTokens], 10, 64)
+	if tokens <= 0 || err != nil && !errors.Is(err, plan.ErrInfeasible) || rep == nil || rep.BlockSize <= 0 ||
+		rep.Engine != plan.EngineVLLM || req.NumGPUBlocksOverride != 0 || e.Engine != plan.EngineVLLM {
+		return false
+	}
+	req.NumGPUBlocksOverride = tokens / int64(rep.BlockSize)
+	a.FromMessage = append(a.FromMessage, fmt.Sprintf("num_gpu_blocks_override=%d (%d tokens)", req.NumGPUBlocksOverride, tokens))
+	return true
 }
 
 // refineKVMemory sharpens a KV budget read from vLLM's message, which

@@ -189,3 +189,40 @@ func TestAdviseDropsInvalidPastedValue(t *testing.T) {
 		t.Errorf("from message %q", a.FromMessage)
 	}
 }
+
+// vLLM V0's message gives the pool's size in tokens, its log the block
+// count: the plan pins the pool to it (2,000 blocks of 16 tokens), so the
+// longest context is the pool's 32,000 tokens, or 16,000 for two
+// requests, whatever kvcfg's memory model of the A100 says.
+func TestAdviseVLLMPastedBlocks(t *testing.T) {
+	const msg = "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (32000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+	for _, tt := range []struct {
+		name, log, version string
+		concurrency        int
+		value              string
+		from, measured     []string
+	}{
+		{"V0", "", "0.6", 0, "32000", []string{"max_model_len=131072", "num_gpu_blocks_override=2000 (32000 tokens)"}, nil},
+		{"V0, two requests", "", "0.6", 2, "16000", []string{"max_model_len=131072", "num_gpu_blocks_override=2000 (32000 tokens)"}, nil},
+		{"newest profile", "", "", 0, "32000", []string{"max_model_len=131072", "num_gpu_blocks_override=2000 (32000 tokens)"}, nil},
+		{"the log's block count", "INFO 07-01 10:00:00 executor_base.py:110] # CUDA blocks: 2000, # CPU blocks: 2048\n", "0.7", 0, "32000",
+			[]string{"max_model_len=131072"}, []string{"num_gpu_blocks_override"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := explain.Explain(tt.log + msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := explain.Advise(context.Background(), e, plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "A100-40GB",
+				VLLMVersion: tt.version, Concurrency: tt.concurrency})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []any{a.FromMessage, a.Measured, a.Flag, a.Value, e.Value, a.Report.NumGPUBlocks}
+			want := []any{tt.from, tt.measured, "--max-model-len", tt.value, tt.value, int64(2000)}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ func Patterns() []engine.Pattern {
 		engine.NewPattern(engineName, "no_cache_blocks", engine.Fatal, "No available memory for the cache blocks",
 			nil, adviseNoCacheBlocks),
 		engine.NewPattern(engineName, "kv_smaller_than_max_seq_len", engine.Fatal, `The model'?s max seq len \(`+engine.Number+`\) is larger than the maximum number of tokens that can be stored in KV cache \(`+engine.Number+`\)`,
-			[]string{"max_model_len", "kv_tokens"}, adviseKVSmallerThanMaxSeqLen).WithLaunch(map[string]string{"max_model_len": "max_model_len"}),
+			[]string{"max_model_len", "kv_tokens"}, adviseKVSmallerThanMaxSeqLen).WithLaunch(map[string]string{"max_model_len": "max_model_len", "kv_tokens": engine.KVCacheTokens}),
 		engine.NewPattern(engineName, "max_model_len_too_long", engine.Fatal, `User-specified max_model_len \(`+engine.Number+`\) is greater than the derived max_model_len \(`+engine.Number,
 			[]string{"max_model_len", "derived"}, adviseMaxModelLenTooLong).WithLaunch(map[string]string{"max_model_len": "max_model_len"}),
 		engine.NewPattern(engineName, "auto_fit_failed", engine.Fatal, `Cannot auto-fit max_model_len`,

@@ -167,6 +167,8 @@ func writeExplain(w io.Writer, format string, res explainResult) error {
 		switch {
 		case a.PlanError != "":
 			fmt.Fprintf(w, "  kvcfg plans this launch to fail too: %s\n", oneLine(a.PlanError))
+		case a.Flag != "":
+			fmt.Fprintf(w, "  kvcfg plans this launch to start, but not to hold %d %s of its context at once.\n", a.TargetConcurrency, map[bool]string{true: "request", false: "requests"}[a.TargetConcurrency == 1])
 		default:
 			fmt.Fprintf(w, "  kvcfg plans this launch to start.\n")
 		}

@@ -89,3 +89,19 @@ func TestExplainCommandPlansVLLMsBudget(t *testing.T) {
 		}
 	}
 }
+
+// vLLM V0's message gives the pool's size in tokens: the plan pins it
+// (2,000 blocks of 16), so the longest context is its 32,000 tokens.
+func TestExplainCommandPlansVLLMsBlocks(t *testing.T) {
+	const msg = "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (32000)."
+	out, errs, code := runKV(t, "", "explain", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "A100-40GB", msg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{"turn     --max-model-len 32000\n", "num_gpu_blocks_override=2000 (32000 tokens)",
+		"kvcfg plans this launch to start, but not to hold 1 request of its context at once", "use --max-model-len 32000"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
