@@ -43,6 +43,10 @@ type Advice struct {
 	// context length when neither the flags nor the message gave one, the
 	// default model or GPU.
 	Assumed []string `json:"assumed,omitempty"`
+	// LaunchConcurrency is how many requests of the context length the
+	// launch as planned, before any change, holds at once (0 when it
+	// fails).
+	LaunchConcurrency int64 `json:"launch_concurrency"`
 	// TargetConcurrency is how many requests of the context length the
 	// searched value must hold at once (--concurrency; 1 when not given).
 	TargetConcurrency int `json:"target_concurrency"`
@@ -80,6 +84,8 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	a.Report = rep
 	if err != nil {
 		a.PlanError = err.Error()
+	} else if rep != nil {
+		a.LaunchConcurrency = rep.MaxConcurrencyAtContextLength
 	}
 	a.Reproduced = (err != nil) == isError(e.Kind)
 	a.Assumed = assumed(req, rep)
@@ -104,6 +110,12 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	v, rp, ok := s.search(req, good)
 	if !ok {
 		a.miss(ctx, e, s, req, rep)
+		return a, nil
+	}
+	if had, ok := fields(req)[key]; ok && strings.Trim(string(had), `"`) == s.format(v) {
+		// The launch's own value already works: no change to name, and
+		// the engine's advice stands.
+		a.Note = fmt.Sprintf("the launch's %s %s %s", s.flag, s.format(v), a.note(rp))
 		return a, nil
 	}
 	a.Flag, a.Value, a.Report = s.flag, s.format(v), rp

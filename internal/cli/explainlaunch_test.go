@@ -99,7 +99,7 @@ func TestExplainCommandPlansVLLMsBlocks(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"turn     --max-model-len 32000\n", "num_gpu_blocks_override=2000 (32000 tokens)",
-		"kvcfg plans this launch to start, but not to hold 1 request of its context at once", "use --max-model-len 32000"} {
+		"kvcfg plans this launch to start, but to hold 0 of the 1 requests of its context asked at once", "use --max-model-len 32000"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
