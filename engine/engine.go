@@ -131,6 +131,27 @@ type Pattern struct {
 	// Advise reads a match: numbers holds each named group that parsed as
 	// a number, text every group as matched ("" when it did not take part).
 	Advise func(numbers map[string]float64, text []string) Advice `json:"-"`
+	// Launch maps the groups that read back the launch's own settings to
+	// their kvcfg request keys: SGLang's "Current value:
+	// mem_fraction_static=0.7" is the launch's mem_fraction_static, vLLM's
+	// "available KV cache memory (8.56 GiB)" its measured kv_cache_memory.
+	// A group named "*_gib" is in GiB. One key is not a request key:
+	// KVCacheTokens, the pool's size in tokens as the engine reported it,
+	// which explain pins as whole blocks of the plan's block size
+	// (--num-gpu-blocks-override on vLLM). explain plans the launch with
+	// these where the caller's flags give none, so that its advice starts
+	// from the launch that failed, not from the defaults.
+	Launch map[string]string `json:"launch,omitempty"`
+}
+
+// KVCacheTokens is the Launch key of the KV pool's size in tokens.
+const KVCacheTokens = "kv_cache_tokens"
+
+// WithLaunch returns p with Launch set to launch (group name to request
+// key).
+func (p Pattern) WithLaunch(launch map[string]string) Pattern {
+	p.Launch = launch
+	return p
 }
 
 // Any marks a message every engine prints.

@@ -53,6 +53,12 @@ type Explanation struct {
 	Alternatives []string `json:"alternatives,omitempty"`
 	// Numbers are the figures read from the message.
 	Numbers map[string]float64 `json:"numbers,omitempty"`
+	// Launch are the launch's own settings the message states, as request
+	// keys and values as a plan request takes them ("mem_fraction_static":
+	// "0.7" from SGLang's not-enough-memory error that quotes the current
+	// fraction, "kv_cache_memory": "8.56GiB" from the KV budget vLLM says
+	// was available); Advise plans with them where the flags give none.
+	Launch map[string]string `json:"launch,omitempty"`
 	// Readings are the memory measurements elsewhere in the pasted log
 	// (SGLang's "avail mem" before and after loading weights, vLLM's
 	// "Available KV cache memory"); Advise plans with them.
@@ -65,6 +71,7 @@ type rule struct {
 	re           *regexp.Regexp
 	names        []string // one per capture group
 	severity     engine.Severity
+	launch       map[string]string // group name to request key
 	build        func(e *Explanation, n map[string]float64, s []string)
 }
 
@@ -86,7 +93,7 @@ var rules = sync.OnceValue(func() []rule {
 // with the knob as kvcfg's flag for the request key (or the engine's own
 // spelling, when the pattern gives one).
 func ruleOf(p engine.Pattern) rule {
-	return rule{engine: p.Engine, kind: p.Name, re: p.Regexp, names: p.Groups, severity: p.Severity,
+	return rule{engine: p.Engine, kind: p.Name, re: p.Regexp, names: p.Groups, severity: p.Severity, launch: p.Launch,
 		build: func(e *Explanation, n map[string]float64, s []string) {
 			a := p.Advise(n, s)
 			e.Meaning, e.Value, e.Advice, e.Alternatives = a.Meaning, a.Value, a.Text, a.Alternatives
@@ -131,6 +138,7 @@ func Explain(text string) (*Explanation, error) {
 			e.Numbers[r.names[i]] = v
 		}
 	}
+	e.Launch = r.launchOf(e.Numbers)
 	if len(e.Numbers) == 0 {
 		e.Numbers = nil
 	}
@@ -139,6 +147,27 @@ func Explain(text string) (*Explanation, error) {
 		e.Readings = &rd
 	}
 	return e, nil
+}
+
+// launchOf is the launch's settings among the numbers read: each group
+// the pattern names as a request key, its value formatted as a plan
+// request takes it (a "*_gib" group in GiB); nil when there are none.
+func (r rule) launchOf(numbers map[string]float64) map[string]string {
+	var out map[string]string
+	for group, key := range r.launch {
+		v, ok := numbers[group]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[key] = strconv.FormatFloat(v, 'f', -1, 64)
+		if strings.HasSuffix(group, "_gib") {
+			out[key] += "GiB"
+		}
+	}
+	return out
 }
 
 // Known lists the kinds of message Explain recognises, as "engine/kind".

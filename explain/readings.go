@@ -29,18 +29,22 @@ type Readings struct {
 	// FreeMemoryAfterLoad is the "available" of a TensorRT-LLM engine
 	// build's "Memory usage when calculating max tokens in paged kv cache".
 	FreeMemoryAfterLoad units.Size `json:"free_memory_after_load,omitempty"`
+	// NumGPUBlocks is vLLM's "# GPU blocks: N" (V0 engines; the device
+	// word varies: "# CUDA blocks").
+	NumGPUBlocks int64 `json:"num_gpu_blocks,omitempty"`
 	// Engine is the engine whose log lines gave the readings ("" when none).
 	Engine string `json:"engine,omitempty"`
 }
 
 // readingRes are the reading patterns, compiled on first use.
-var readingRes = sync.OnceValue(func() [5]*regexp.Regexp {
-	return [5]*regexp.Regexp{
+var readingRes = sync.OnceValue(func() [6]*regexp.Regexp {
+	return [6]*regexp.Regexp{
 		regexp.MustCompile(`Load weight begin\. avail mem=([0-9.]+) GB`),
 		regexp.MustCompile(`Load weight end\..*?avail mem=([0-9.]+) GB`),
 		regexp.MustCompile(`Available KV cache memory: ([0-9.]+) GiB`),
 		regexp.MustCompile(`available KV cache memory when calculating max tokens: ([0-9.]+) GiB`),
 		regexp.MustCompile(`Memory usage when calculating max tokens in paged kv cache: total: [0-9.]+ GiB, available: ([0-9.]+) GiB`),
+		regexp.MustCompile(`# \w+ blocks: ([0-9]+), # CPU blocks`),
 	}
 })
 
@@ -76,6 +80,11 @@ func ReadMeasurements(text string) Readings {
 	if v, ok := last(reTRTEngine); ok {
 		r.FreeMemoryAfterLoad, r.Engine = v, TRTLLM
 	}
+	if m := re[5].FindAllStringSubmatch(text, -1); len(m) > 0 {
+		if n, err := strconv.ParseInt(m[len(m)-1][1], 10, 64); err == nil && n > 0 {
+			r.NumGPUBlocks, r.Engine = n, VLLM
+		}
+	}
 	return r
 }
 
@@ -110,5 +119,9 @@ func (r Readings) Apply(req *plan.Request) []string {
 	}
 	put(&req.KVCacheMemory, r.KVCacheMemory, "kv_cache_memory")
 	put(&req.FreeMemoryAfterLoad, r.FreeMemoryAfterLoad, "free_memory_after_load")
+	if r.NumGPUBlocks > 0 && req.NumGPUBlocksOverride == 0 {
+		req.NumGPUBlocksOverride = r.NumGPUBlocks
+		set = append(set, "num_gpu_blocks_override")
+	}
 	return set
 }

@@ -58,7 +58,7 @@ func poolPatterns() []engine.Pattern {
 			`Both free_?[gG]pu_?[mM]emory_?[fF]raction .*and max_?[tT]okens .*are set \(to ([0-9.]+) and ([0-9.]+)`,
 			engine.Warning,
 			"Harmless on the PyTorch backend: its own memory estimate sets max_tokens, and the final pool takes the smaller of that estimate and free_gpu_memory_fraction × free memory ÷ bytes per token. The second number is the token count the estimate allowed. Engine builds print it only when max_tokens was set by hand.",
-			"max_tokens", ""),
+			"max_tokens", "").WithLaunch(map[string]string{"value1": "free_gpu_memory_fraction"}),
 		pattern("window_exceeds_upper_bound",
 			`Attention window size (\d+) exceeds upper bound (\d+) for available blocks`,
 			engine.Warning,
@@ -93,7 +93,7 @@ func poolPatterns() []engine.Pattern {
 			`Invalid freeMemFraction, freeMemFraction \(?([0-9.]+)\)? must be smaller than 1\.0`,
 			engine.Fatal,
 			"free_gpu_memory_fraction must be below 1.0; it is the share of the memory left after weights, activations and CUDA graphs that goes to the KV cache.",
-			"free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction"),
+			"free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction").WithLaunch(map[string]string{"value1": "free_gpu_memory_fraction"}),
 	}
 }
 
@@ -104,7 +104,7 @@ func requestPatterns() []engine.Pattern {
 			`prompt length \(?([0-9.]+)\)?,? (?:query length \(\d+\) )?should not exceed max_num_tokens \(?(\d+)\)?`,
 			engine.Fatal,
 			"Without chunked prefill the whole prompt must fit in one forward step of max_num_tokens tokens (8192 by default), whatever the KV cache size.",
-			"max_num_tokens", "--max_num_tokens"),
+			"max_num_tokens", "--max_num_tokens").WithLaunch(map[string]string{"value2": "max_num_tokens"}),
 		pattern("prompt_over_max_seq_len",
 			"`default_max_tokens` \\((-?\\d+)\\) must be greater than 0",
 			engine.Fatal,
@@ -114,7 +114,7 @@ func requestPatterns() []engine.Pattern {
 			`The sum of prompt length \(([0-9.]+)\) and query length \((\d+)\) max_tokens \((\d+)\) should not exceed max_seq_len \((\d+)\)`,
 			engine.Fatal,
 			"Engine build: prompt plus requested output is longer than the engine's max_seq_len.",
-			"max_seq_len", "--max_seq_len"),
+			"max_seq_len", "--max_seq_len").WithLaunch(map[string]string{"value4": "max_seq_len"}),
 		pattern("invalid_kv_cache_dtype",
 			`Overriding KV cache quantization with an invalid type`,
 			engine.Fatal,

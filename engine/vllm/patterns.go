@@ -13,15 +13,15 @@ import (
 func Patterns() []engine.Pattern {
 	return []engine.Pattern{
 		engine.NewPattern(engineName, "max_seq_len_too_long", engine.Fatal, `To serve at least one request with the models?'?s'? max seq len \(`+engine.Number+`\),?\s*\(?`+engine.Number+` GiB KV cache is needed, which is larger than the available KV cache memory \(`+engine.Number+` GiB\)\.?(?:\s*Based on the available memory, the estimated maximum model length is `+engine.Number+`)?`,
-			[]string{"max_model_len", "needed_gib", "available_gib", "estimated_max_model_len"}, adviseMaxSeqLenTooLong),
+			[]string{"max_model_len", "needed_gib", "available_gib", "estimated_max_model_len"}, adviseMaxSeqLenTooLong).WithLaunch(map[string]string{"max_model_len": "max_model_len", "available_gib": "kv_cache_memory"}),
 		engine.NewPattern(engineName, "free_memory_below_utilization", engine.Fatal, `Free memory on device(?: [^\s(]+)? \(`+engine.Number+`(?:-`+engine.Number+`)?/`+engine.Number+` GiB\) on startup is less than desired GPU memory utilization \(`+engine.Number+`, `+engine.Number+` GiB\)`,
-			[]string{"free_gib", "free_gib_max", "total_gib", "gpu_memory_utilization", "requested_gib"}, adviseFreeMemoryBelowUtilization),
+			[]string{"free_gib", "free_gib_max", "total_gib", "gpu_memory_utilization", "requested_gib"}, adviseFreeMemoryBelowUtilization).WithLaunch(map[string]string{"gpu_memory_utilization": "gpu_memory_utilization", "total_gib": "gpu_memory"}),
 		engine.NewPattern(engineName, "no_cache_blocks", engine.Fatal, "No available memory for the cache blocks",
 			nil, adviseNoCacheBlocks),
 		engine.NewPattern(engineName, "kv_smaller_than_max_seq_len", engine.Fatal, `The model'?s max seq len \(`+engine.Number+`\) is larger than the maximum number of tokens that can be stored in KV cache \(`+engine.Number+`\)`,
-			[]string{"max_model_len", "kv_tokens"}, adviseKVSmallerThanMaxSeqLen),
+			[]string{"max_model_len", "kv_tokens"}, adviseKVSmallerThanMaxSeqLen).WithLaunch(map[string]string{"max_model_len": "max_model_len", "kv_tokens": engine.KVCacheTokens}),
 		engine.NewPattern(engineName, "max_model_len_too_long", engine.Fatal, `User-specified max_model_len \(`+engine.Number+`\) is greater than the derived max_model_len \(`+engine.Number,
-			[]string{"max_model_len", "derived"}, adviseMaxModelLenTooLong),
+			[]string{"max_model_len", "derived"}, adviseMaxModelLenTooLong).WithLaunch(map[string]string{"max_model_len": "max_model_len"}),
 		engine.NewPattern(engineName, "auto_fit_failed", engine.Fatal, `Cannot auto-fit max_model_len`,
 			nil, adviseAutoFitFailed),
 	}

@@ -30,9 +30,20 @@ to what value, computed from the numbers in the message.
 
 With the launch's flags (the same flags as kvcfg plan: --model, --gpu,
 --tp-size, ...) it also plans the launch and searches the value of the knob
-that makes it start:
+that makes it start and hold --concurrency requests (default 1) of the
+context length:
 
-  kvcfg explain --model meta-llama/Llama-3.1-70B-Instruct --gpu H100 --tp-size 2 "$(tail -5 sglang.log)"
+  kvcfg explain --model meta-llama/Llama-3.1-70B-Instruct --gpu H100 --tp-size 2 --context-length 32768 "$(tail -5 sglang.log)"
+
+The plan starts from the launch that failed: the settings the message
+states (SGLang's current --mem-fraction-static, vLLM's max_model_len,
+available KV cache memory and block count, TensorRT-LLM's
+free_gpu_memory_fraction, max_seq_len, max_num_tokens) and the log's memory
+readings stand where no flag gives them. The answer then names one value,
+the planned one, in "turn", "WHAT TO DO" and the JSON "value"; when no
+value of the knob works, a larger --tp-size, or none. Without
+--context-length the model's full context is planned, and the answer says
+so ("assumed").
 
 Recognised: SGLang's memory-pool errors (no KV memory after weights, not
 enough memory, SWA pool too small, SWA pool cap, mamba state cache, context
@@ -155,9 +166,20 @@ func writeExplain(w io.Writer, format string, res explainResult) error {
 		if len(a.Measured) > 0 {
 			fmt.Fprintf(w, "  planned with the log's readings: %s\n", strings.Join(a.Measured, ", "))
 		}
+		if len(a.FromMessage) > 0 {
+			fmt.Fprintf(w, "  planned with the message's own settings: %s\n", strings.Join(a.FromMessage, ", "))
+		}
+		for _, s := range a.Assumed {
+			fmt.Fprintf(w, "  assumed: %s\n", s)
+		}
+		if a.TargetConcurrency > 1 {
+			fmt.Fprintf(w, "  target: %d requests at once (--concurrency)\n", a.TargetConcurrency)
+		}
 		switch {
 		case a.PlanError != "":
 			fmt.Fprintf(w, "  kvcfg plans this launch to fail too: %s\n", oneLine(a.PlanError))
+		case a.Report != nil && a.LaunchConcurrency < int64(a.TargetConcurrency):
+			fmt.Fprintf(w, "  kvcfg plans this launch to start, but to hold %d of the %d requests of its context asked at once.\n", a.LaunchConcurrency, a.TargetConcurrency)
 		default:
 			fmt.Fprintf(w, "  kvcfg plans this launch to start.\n")
 		}
