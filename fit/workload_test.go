@@ -292,3 +292,33 @@ func TestFitWorkloadPlanMiss(t *testing.T) {
 		t.Errorf("miss %+v", m)
 	}
 }
+
+// Issue 32 item 3 in fit's workload mode: 8B on L40S at 20 requests/s
+// of 3000 + 500 tokens needs about 6.7 GPUs' time. Up to 4 GPUs nothing
+// serves and the miss says compute, not the pool, and names replicas; up
+// to 8, seven replicas of one GPU serve, each keeping up with its share.
+func TestFitWorkloadComputeBound(t *testing.T) {
+	g := &simulate.Generator{Requests: 200, Rate: 20, Prompt: simulate.Lengths{Mean: 3000}, Output: simulate.Lengths{Mean: 500}, Seed: 1}
+	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, GPUs: []string{"L40S"}, MaxGPUs: 4, Workload: g}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.ClosestMiss
+	if len(res.Configurations) != 0 || m == nil || m.Simulation == nil || m.Simulation.BindingLimit != simulate.LimitCompute ||
+		!strings.Contains(m.Shortfall, "compute is the binding limit") || !strings.Contains(m.Hint, "replicas") ||
+		!strings.Contains(m.Hint, "a larger KV pool would not help") || strings.Contains(m.Hint, "more memory") {
+		t.Fatalf("up to 4 GPUs: configurations %d, miss %+v", len(res.Configurations), m)
+	}
+	o.MaxGPUs = 8
+	if res, err = fit.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 1 {
+		t.Fatalf("up to 8 GPUs: %+v", res.Configurations)
+	}
+	c := res.Configurations[0]
+	if c.GPUCount != 7 || c.DPSize != 7 || c.TPSize != 1 || c.Simulation.BindingLimit == simulate.LimitCompute || c.Simulation.ComputeLoadEst >= 1 {
+		t.Errorf("up to 8 GPUs: %d GPUs tp %d dp %d, simulation %+v", c.GPUCount, c.TPSize, c.DPSize, c.Simulation)
+	}
+}
