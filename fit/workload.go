@@ -253,8 +253,7 @@ func (s *search) demand(ctx context.Context, dtype string, maxGPUs int) error {
 				if layoutReason(s.spec, c.tp, c.pp) != "" {
 					continue
 				}
-				req := s.request(c, 1, w.maxTokens)
-				rep, err := s.run(ctx, req)
+				req, rep, err := s.probe(ctx, c, 1, w.maxTokens)
 				// A layout that does not start at the engine's default share
 				// (an 8B model on a 24 GB card) may at its safe maximum: the
 				// reference only needs a plan that starts, its pool is
