@@ -211,6 +211,10 @@ type Miss struct {
 	// MaxContextLength is the largest context length at which it serves the
 	// target concurrency (0: none).
 	MaxContextLength int `json:"max_context_length"`
+	// MaxContextFlags are the engine flags that serve the target
+	// concurrency at MaxContextLength (its memory share may differ from
+	// Flags', which serve MaxConcurrency requests at the target context).
+	MaxContextFlags []string `json:"max_context_flags,omitempty"`
 	// Shortfall says by how much it misses: the share of the target its
 	// pools hold ("holds 49 of the 60 requests (82%)").
 	Shortfall string `json:"shortfall"`

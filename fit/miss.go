@@ -24,7 +24,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if err != nil {
 		return nil, err
 	}
-	clo, err := s.maxContext(ctx, c, n, L)
+	clo, atC, err := s.maxContext(ctx, c, n, L)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,9 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		shown = atN
 	}
 	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo, score: sc}
+	if clo > 0 && atC.rep != nil {
+		m.MaxContextFlags = EngineFlags(atC.req)
+	}
 	if shown.rep != nil {
 		m.Configuration = s.configuration(c, shown, max(lo, 1))
 		m.Configuration.MaxConcurrencyAtContextLength = min(m.Configuration.MaxConcurrencyAtContextLength, int64(lo))
@@ -77,24 +80,25 @@ func (s *search) maxConcurrency(ctx context.Context, c candidate, n, L int) (int
 
 // maxContext bisects for the largest context L' < L at which candidate c
 // serves n requests (0 for a workload: its context is its longest
-// request).
-func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, error) {
+// request), and returns it with its outcome.
+func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, outcome, error) {
 	clo, chi := 0, L-1
 	if s.wl != nil {
 		chi = 0 // a workload's context is its longest request
 	}
+	var at outcome
 	for clo < chi {
 		mid := (clo + chi + 1) / 2
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, outcome{}, err
 		}
 		if o := s.solve(ctx, c, n, mid); o.ok {
-			clo = mid
+			clo, at = mid, o
 		} else {
 			chi = mid - 1
 		}
 	}
-	return clo, nil
+	return clo, at, nil
 }
 
 // shortfall sets m's Error and Shortfall: why the outcome out of

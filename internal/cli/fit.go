@@ -329,6 +329,10 @@ func writeClosestMiss(w io.Writer, t fit.Target, m *fit.Miss) {
 	if m.MaxConcurrency > 0 || m.Simulation != nil {
 		fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
 	}
+	if wl == nil && m.MaxContextLength > 0 && len(m.MaxContextFlags) > 0 {
+		// The second alternative's own flags: its memory share may differ.
+		fmt.Fprintf(w, "  or flags:     %s\n", strings.Join(m.MaxContextFlags, " "))
+	}
 	fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
 }
 
