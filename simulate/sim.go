@@ -479,8 +479,7 @@ func (l *loop) replay(ctx context.Context) error {
 // time series.
 func (l *loop) record(st stepInfo, waiting int) {
 	s, sum, e, cfg := l.s, l.s.sum, l.e, &l.cfg
-	dt := cfg.Time.step(st)
-	comp, kv := cfg.Time.work(st)
+	dt, comp, kv := cfg.Time.stepWork(st)
 	s.compS += comp
 	s.kvS += kv
 	if st.blocked == LimitKVPool {

@@ -80,12 +80,19 @@ func (m TimeModel) Label() string {
 }
 
 func (m TimeModel) step(st stepInfo) float64 {
+	dt, _, _ := m.stepWork(st)
+	return dt
+}
+
+// stepWork is the step's duration and its unamortized compute and KV-read
+// time (work).
+func (m TimeModel) stepWork(st stepInfo) (dt, comp, kv float64) {
 	if m.ConstantStepS > 0 {
-		return m.ConstantStepS
+		return m.ConstantStepS, 0, 0
 	}
-	comp, kv := m.work(st)
+	comp, kv = m.work(st)
 	mem := m.WeightBytes/(m.HBMBytesPerS*m.mbu()) + kv
-	return m.StepOverheadS + max(mem, comp)
+	return m.StepOverheadS + max(mem, comp), comp, kv
 }
 
 func (m TimeModel) mbu() float64 {
