@@ -500,6 +500,16 @@ func betterSim(a, b *Simulated) bool {
 	return a.KVBlockedShare < b.KVBlockedShare
 }
 
+// closerMiss reports whether candidate c, whose simulation is sim, is a
+// closer workload miss than b: a layout operators run before deep
+// pipeline parallelism, then betterSim.
+func (s *search) closerMiss(c candidate, sim *Simulated, b simMiss) bool {
+	if a, d := s.deepPP(c.tp, c.pp), s.deepPP(b.c.tp, b.c.pp); a != d {
+		return d
+	}
+	return betterSim(sim, b.sim)
+}
+
 // simMiss is a layout whose plan holds the workload's demand but whose
 // simulation misses a criterion.
 type simMiss struct {
@@ -571,7 +581,7 @@ func (s *search) simulateCount(ctx context.Context, cfgs []Configuration, solved
 			return nil, err
 		}
 		if sim.Failed != "" {
-			if *best == nil || betterSim(sim, (*best).sim) {
+			if *best == nil || s.closerMiss(c, sim, **best) {
 				*best = &simMiss{c: c, out: out, sim: sim}
 			}
 			continue

@@ -307,7 +307,7 @@ func TestFitWorkloadComputeBound(t *testing.T) {
 	m := res.ClosestMiss
 	if len(res.Configurations) != 0 || m == nil || m.Simulation == nil || m.Simulation.BindingLimit != simulate.LimitCompute ||
 		!strings.Contains(m.Shortfall, "compute is the binding limit") || !strings.Contains(m.Hint, "replicas") ||
-		!strings.Contains(m.Hint, "a larger KV pool would not help") || strings.Contains(m.Hint, "more memory") {
+		!strings.Contains(m.Hint, "a larger KV pool would not help") || strings.Contains(m.Hint, "more memory") || m.PPSize != 1 {
 		t.Fatalf("up to 4 GPUs: configurations %d, miss %+v", len(res.Configurations), m)
 	}
 	o.MaxGPUs = 8
