@@ -186,13 +186,17 @@ type Configuration struct {
 	Notes []string `json:"notes,omitempty"`
 	// Flags are the engine's command-line flags for this setup.
 	Flags []string `json:"flags"`
-	// PlanArgs are the `kvcfg plan` arguments that reproduce the plan.
+	// PlanArgs are the `kvcfg plan` arguments that reproduce the plan
+	// and judge it against the target (--concurrency: a replica's share).
 	PlanArgs []string `json:"plan_args"`
 	// Simulation is the simulation of the workload on this setup (a
 	// workload target only).
 	Simulation *Simulated `json:"simulation,omitempty"`
 	// Request is the plan request Flags encode.
 	Request plan.Request `json:"-"`
+	// deepPP says the layout is deep pipeline parallelism (pipeline
+	// stages narrower than a node): listed after every layout that is not.
+	deepPP bool
 	// Report is the plan of Request (one replica).
 	Report *plan.Report `json:"-"`
 }
@@ -207,6 +211,10 @@ type Miss struct {
 	// MaxContextLength is the largest context length at which it serves the
 	// target concurrency (0: none).
 	MaxContextLength int `json:"max_context_length"`
+	// MaxContextFlags are the engine flags that serve the target
+	// concurrency at MaxContextLength (its memory share may differ from
+	// Flags', which serve MaxConcurrency requests at the target context).
+	MaxContextFlags []string `json:"max_context_flags,omitempty"`
 	// Shortfall says by how much it misses: the share of the target its
 	// pools hold ("holds 49 of the 60 requests (82%)").
 	Shortfall string `json:"shortfall"`
@@ -298,6 +306,12 @@ type search struct {
 	gpus []string
 	// wl is the workload target (nil: Concurrency is the target).
 	wl *workload
+	// ctxFixed says the user gave the context length (a workload's
+	// otherwise stays the engine's default).
+	ctxFixed bool
+	// nodeTP is the widest tensor-parallel size within a node that the
+	// model takes (search.deepPP).
+	nodeTP int
 }
 
 // targetKeys are the request keys an engine takes the context length and
@@ -322,11 +336,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctxGiven := o.ContextLength != 0
 	wl, err := o.settleTarget(ctx, m.Spec)
 	if err != nil {
 		return nil, err
 	}
 	s := newSearch(base, m)
+	s.ctxFixed = wl == nil || ctxGiven
 	names, dtypes, maxGPUs := o.searchSpace()
 	s.gpus = names
 	if wl != nil {
@@ -388,7 +404,7 @@ func newSearch(base plan.Request, m *catalog.Model) *search {
 	base.TensorParallelSize, base.PipelineParallelSize = 0, 0
 	base.KVCacheDType, base.ContextLength, base.MaxModelLen, base.MaxSeqLen = "", 0, 0, 0
 	base.MaxRunningRequests, base.MaxNumSeqs, base.MaxBatchSize = 0, 0, 0
-	s := &search{base: base, spec: m.Spec}
+	s := &search{base: base, spec: m.Spec, nodeTP: nodeTP(m.Spec)}
 	s.ctxKey, s.capKey = targetKeys(base.Engine)
 	s.dp = !base.EnableDPAttention && len(EngineFlags(plan.Request{Engine: base.Engine, DPSize: 2})) > len(EngineFlags(plan.Request{Engine: base.Engine}))
 	return s
@@ -455,22 +471,31 @@ type sweep struct {
 	simBest *simMiss
 }
 
-// sweepDType searches GPU type g with KV dtype d from one GPU up, until
-// the smallest count that serves (every count up to the maximum with
-// Options.All).
+// sweepDType searches GPU type g with KV dtype d: the layouts operators
+// run first, from one GPU up, until the smallest count that serves (every
+// count up to the maximum with Options.All); deep pipeline parallelism
+// only when none of them serves (and with Options.All).
 func (s *search) sweepDType(ctx context.Context, sw *sweep, g, d string) error {
-	found := false
-	for count := 1; count <= sw.maxGPUs && !(found && !sw.o.All); count++ {
-		atCount, solved, dtypeOut, err := s.sweepCount(ctx, sw, g, d, count)
-		if err != nil {
+	for _, deep := range []bool{false, true} {
+		found, dtypeOut, err := s.sweepTier(ctx, sw, g, d, deep)
+		if err != nil || dtypeOut || (found && !sw.o.All) {
 			return err
 		}
-		if dtypeOut {
-			return nil
+	}
+	return nil
+}
+
+// sweepTier searches one tier of layouts (search.layouts) of GPU type g
+// with KV dtype d from one GPU up; found says a count served.
+func (s *search) sweepTier(ctx context.Context, sw *sweep, g, d string, deep bool) (found, dtypeOut bool, err error) {
+	for count := 1; count <= sw.maxGPUs && !(found && !sw.o.All); count++ {
+		atCount, solved, out, err := s.sweepCount(ctx, sw, g, d, count, deep)
+		if err != nil || out {
+			return found, out, err
 		}
 		if s.wl != nil && len(atCount) > 0 {
 			if atCount, err = s.simulateCount(ctx, atCount, solved, sw.o, &sw.simBest, sw.res); err != nil {
-				return err
+				return found, false, err
 			}
 		}
 		if len(atCount) == 0 {
@@ -486,16 +511,16 @@ func (s *search) sweepDType(ctx context.Context, sw *sweep, g, d string) error {
 		slices.SortStableFunc(atCount, cheaper)
 		sw.all = append(sw.all, atCount[0])
 	}
-	return nil
+	return found, false, nil
 }
 
 // sweepCount solves every layout of count GPUs of type g with dtype d and
 // returns those that serve the target (and their outcomes); it records
 // skips and the closest miss in sw. dtypeOut says the dtype does not run
 // on g in any layout.
-func (s *search) sweepCount(ctx context.Context, sw *sweep, g, d string, count int) (atCount []Configuration, solved []simMiss, dtypeOut bool, err error) {
+func (s *search) sweepCount(ctx context.Context, sw *sweep, g, d string, count int, deep bool) (atCount []Configuration, solved []simMiss, dtypeOut bool, err error) {
 	o, res := sw.o, sw.res
-	for _, c := range s.layouts(g, d, count) {
+	for _, c := range s.layouts(g, d, count, deep) {
 		if reason := layoutReason(s.spec, c.tp, c.pp); reason != "" {
 			if c.dp == 1 {
 				res.Skipped = append(res.Skipped, skip(c, reason))
@@ -554,9 +579,16 @@ func (s *search) conclude(ctx context.Context, sw *sweep) (*Result, error) {
 	return res, nil
 }
 
-// cheaper orders configurations cheapest first: fewer GPUs, then more
+// cheaper orders configurations cheapest first among the layouts
+// operators run (deep pipeline parallelism last): fewer GPUs, then more
 // headroom, then fewer pipeline stages, then fewer replicas.
 func cheaper(a, b Configuration) int {
+	if a.deepPP != b.deepPP {
+		if a.deepPP {
+			return 1
+		}
+		return -1
+	}
 	if a.GPUCount != b.GPUCount {
 		return a.GPUCount - b.GPUCount
 	}

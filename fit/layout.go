@@ -8,8 +8,12 @@ import (
 
 // layouts are the candidates of count GPUs of type g with dtype d: every
 // TP × PP split, and, where the engine runs replicas, dp replicas of a
-// TP-only layout.
-func (s *search) layouts(g, d string, count int) []candidate {
+// TP-only layout. deep selects the tier: the layouts operators run
+// (tensor parallelism within a node, data-parallel replicas, pipeline
+// stages only of whole nodes) or, with deep, deep pipeline parallelism
+// (stages narrower than a node), searched only when none of the first
+// serves.
+func (s *search) layouts(g, d string, count int, deep bool) []candidate {
 	var out []candidate
 	for _, dp := range divisors(count) {
 		if dp > 1 && !s.dp {
@@ -20,10 +24,32 @@ func (s *search) layouts(g, d string, count int) []candidate {
 			if dp > 1 && tp != rest {
 				continue // replicas are tensor-parallel only
 			}
+			if s.deepPP(tp, rest/tp) != deep {
+				continue
+			}
 			out = append(out, candidate{gpu: g, tp: tp, pp: rest / tp, dp: dp, dtype: d})
 		}
 	}
 	return out
+}
+
+// deepPP reports whether tp × pp is deep pipeline parallelism: pipeline
+// stages narrower than the widest tensor-parallel size the model takes
+// within one node. Operators split a model over a node's GPUs with
+// tensor parallelism (which also shortens each step) and add replicas for
+// throughput; pipeline stages go between nodes.
+func (s *search) deepPP(tp, pp int) bool { return pp > 1 && tp < s.nodeTP }
+
+// nodeTP is the widest tensor-parallel size up to a node (replicaMax
+// GPUs) that the architecture shards evenly.
+func nodeTP(spec *model.Spec) int {
+	best := 1
+	for tp := 2; tp <= replicaMax; tp++ {
+		if layoutReason(spec, tp, 1) == "" {
+			best = tp
+		}
+	}
+	return best
 }
 
 func skip(c candidate, reason string) Skip {

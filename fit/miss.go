@@ -24,7 +24,7 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if err != nil {
 		return nil, err
 	}
-	clo, err := s.maxContext(ctx, c, n, L)
+	clo, atC, err := s.maxContext(ctx, c, n, L)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,9 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 		shown = atN
 	}
 	m := &Miss{MaxConcurrency: lo, MaxContextLength: clo, score: sc}
+	if clo > 0 && atC.rep != nil {
+		m.MaxContextFlags = EngineFlags(atC.req)
+	}
 	if shown.rep != nil {
 		m.Configuration = s.configuration(c, shown, max(lo, 1))
 		m.Configuration.MaxConcurrencyAtContextLength = min(m.Configuration.MaxConcurrencyAtContextLength, int64(lo))
@@ -46,7 +49,9 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	if s.wl != nil {
 		lbl = min(L, s.wl.meanTokens)
 	}
-	s.shortfall(ctx, m, c, out, n, L, lbl)
+	// The shortfall describes the flags shown (the smallest memory share
+	// that holds MaxConcurrency requests), not the search's last try.
+	s.shortfall(ctx, m, c, shown, n, L, lbl)
 	if err := s.beyond(ctx, m, c, n, L, maxGPUs); err != nil {
 		return nil, err
 	}
@@ -75,24 +80,25 @@ func (s *search) maxConcurrency(ctx context.Context, c candidate, n, L int) (int
 
 // maxContext bisects for the largest context L' < L at which candidate c
 // serves n requests (0 for a workload: its context is its longest
-// request).
-func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, error) {
+// request), and returns it with its outcome.
+func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, outcome, error) {
 	clo, chi := 0, L-1
 	if s.wl != nil {
 		chi = 0 // a workload's context is its longest request
 	}
+	var at outcome
 	for clo < chi {
 		mid := (clo + chi + 1) / 2
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, outcome{}, err
 		}
 		if o := s.solve(ctx, c, n, mid); o.ok {
-			clo = mid
+			clo, at = mid, o
 		} else {
 			chi = mid - 1
 		}
 	}
-	return clo, nil
+	return clo, at, nil
 }
 
 // shortfall sets m's Error and Shortfall: why the outcome out of
@@ -319,12 +325,12 @@ func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs
 				continue
 			}
 			need := int((int64(n) + capR - 1) / capR) // replicas
-			if e := m.estimate; e == nil || need*r < e.count() || (need*r == e.count() && cc.pp < e.pp) {
+			if e := m.estimate; e == nil || s.estimateBefore(cc, need*r, *e) {
 				est := cc
 				est.dp = need
 				m.estimate, m.estimateCapacity = &est, capR
 			}
-			if need == 1 && r > maxGPUs && (best == nil || r <= best.GPUCount) {
+			if need == 1 && r > maxGPUs && (best == nil || r <= best.GPUCount || best.deepPP) {
 				if _, err := consider(cc); err != nil {
 					return err
 				}
@@ -338,7 +344,7 @@ func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs
 				if dp*r <= maxGPUs {
 					continue // searched already
 				}
-				if best != nil && dp*r > best.GPUCount {
+				if best != nil && dp*r > best.GPUCount && !best.deepPP {
 					break
 				}
 				cc.dp = dp
@@ -359,12 +365,21 @@ func (s *search) beyond(ctx context.Context, m *Miss, c candidate, n, L, maxGPUs
 	return nil
 }
 
+// estimateBefore reports whether need GPUs as replicas of layout cc make
+// a better estimate than e: a layout operators run before deep pipeline
+// parallelism, then fewer GPUs, then fewer stages.
+func (s *search) estimateBefore(cc candidate, need int, e candidate) bool {
+	if a, b := s.deepPP(cc.tp, cc.pp), s.deepPP(e.tp, e.pp); a != b {
+		return b
+	}
+	return need < e.count() || (need == e.count() && cc.pp < e.pp)
+}
+
 // capacityAtMax is how many requests of L tokens one replica of layout c
 // holds with the memory share at the engine's safe maximum (the user's
 // share when fixed), and whether it starts.
 func (s *search) capacityAtMax(ctx context.Context, c candidate, L int) (int64, bool) {
-	req := s.request(c, 1, L)
-	probe, err := s.run(ctx, req)
+	req, probe, err := s.probe(ctx, c, 1, L)
 	if probe == nil || errors.Is(err, plan.ErrInvalid) {
 		return 0, false
 	}

@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
 // run is plan.Run, counted.
@@ -31,13 +33,59 @@ func (s *search) request(c candidate, n, L int) plan.Request {
 	if c.dp > 1 {
 		r.DPSize = c.dp
 	}
-	_ = r.SetField(s.ctxKey, strconv.Itoa(L))
+	if s.wl == nil || s.ctxFixed {
+		// A workload without --context-length keeps the engine's own
+		// (the model's): its longest request is not a context length
+		// operators would serve with (see probe).
+		_ = r.SetField(s.ctxKey, strconv.Itoa(L))
+	}
 	if s.wl == nil {
 		// A workload keeps the engine's own cap: its simulation shows
 		// what the traffic does with it.
 		_ = r.SetField(s.capKey, strconv.Itoa(n))
 	}
 	return r
+}
+
+// probe plans candidate c for n requests per replica of L tokens at the
+// engine's defaults (request). A workload whose context length is the
+// engine's default (the model's) falls back, when that plan is refused,
+// to the longest context the refused plan's KV pool holds, in whole 1,024
+// tokens, when that holds the longest request, else to the power of two
+// that does (vLLM refuses a max_model_len whose one request its pool
+// cannot hold). The request returned is the one planned.
+func (s *search) probe(ctx context.Context, c candidate, n, L int) (plan.Request, *plan.Report, error) {
+	req := s.request(c, n, L)
+	rep, err := s.run(ctx, req)
+	if err == nil || rep == nil || errors.Is(err, plan.ErrInvalid) || s.wl == nil || s.ctxFixed {
+		return req, rep, err
+	}
+	r2 := req
+	pool := rep.MaxTotalNumTokens
+	if pool == 0 && rep.CellSizeBytes > 0 {
+		pool = int64(float64(rep.AvailableKVBytes) / rep.CellSizeBytes)
+	}
+	if r2.SetField(s.ctxKey, strconv.Itoa(workloadContext(L, pool))) != nil {
+		return req, rep, err
+	}
+	if rep2, err2 := s.run(ctx, r2); err2 == nil && rep2 != nil {
+		return r2, rep2, nil
+	}
+	return req, rep, err
+}
+
+// workloadContext is the context length a workload whose longest request
+// is L tokens falls back to on a pool of pool tokens: the pool in whole
+// 1,024 tokens when that holds L, else the power of two that holds L.
+func workloadContext(L int, pool int64) int {
+	if c := pool / 1024 * 1024; c >= int64(L) && c <= math.MaxInt32 {
+		return int(c)
+	}
+	c := 1
+	for c < L {
+		c *= 2
+	}
+	return c
 }
 
 // fixed reports whether the user's base request sets key.
@@ -124,9 +172,8 @@ type shareSolver struct {
 // share.
 func (s *search) solver(ctx context.Context, c candidate, n, L int) shareSolver {
 	nr := c.perReplica(n)
-	req := s.request(c, nr, L)
 	// Probe: the engine's own defaults for this layout.
-	probe, err := s.run(ctx, req)
+	req, probe, err := s.probe(ctx, c, nr, L)
 	if errors.Is(err, plan.ErrInvalid) || probe == nil {
 		return shareSolver{probe: outcome{req: req, rep: probe, err: err}}
 	}
@@ -258,28 +305,54 @@ func (s *search) solveMamba(ctx context.Context, req plan.Request, n, L int) out
 // sliding-window pool run out together: a request keeps ⌈L⌉ tokens in the
 // full pool and ⌈min(window + page, L)⌉ (pages) in the SWA pool, so the
 // ratio is their quotient, nudged up until rounding no longer makes the
-// SWA pool the bound.
+// SWA pool the bound. The SWA pool is also kept at least what SGLang's
+// own chunk-cap sizing gives n running requests (swaFloor), and the ratio
+// within (0, 1], the range SGLang accepts.
 func (s *search) solveSWA(ctx context.Context, req plan.Request, probe *plan.Report, n, L int) outcome {
 	page := max(probe.PageSize, 1)
 	full := ceilPage(int64(L), page)
 	win := ceilPage(min(int64(sglang.SlidingWindow(s.spec)+page), int64(L)), page)
+	floor := s.swaFloor(probe, n)
 	r := math.Ceil(float64(win)/float64(full)*1000) / 1000
 	r = min(max(r, 0.001), 1)
 	var out outcome
 	for range 8 {
 		req.SWAFullTokensRatio = r
 		out = s.final(ctx, req, n, L)
-		if out.ok || out.rep == nil || r >= 1 {
+		if out.rep == nil || r >= 1 {
+			return out
+		}
+		enough := out.rep.SWAMaxTotalNumTokens >= floor
+		if out.ok && enough {
 			return out
 		}
 		fb := out.rep.FullMaxTotalNumTokens / full
 		sb := out.rep.SWAMaxTotalNumTokens / win
-		if out.err == nil && sb >= fb {
+		if out.err == nil && sb >= fb && enough {
 			return out // the full pool is the bound: more ratio only shrinks it
 		}
-		r = min(1, math.Ceil((r*1.02+0.001)*1000)/1000)
+		next := r*1.02 + 0.001
+		if !enough && out.rep.FullMaxTotalNumTokens > 0 {
+			next = max(next, float64(floor)/float64(out.rep.FullMaxTotalNumTokens))
+		}
+		r = min(1, math.Ceil(next*1000)/1000)
 	}
 	return out
+}
+
+// swaFloor is the SWA pool n running requests need by SGLang's own
+// chunk-cap sizing (sizing.ChunkCap: each request's window, eviction
+// interval and pages, plus the prefill chunks in flight): below it the
+// scheduler cannot hold the requests' windows and a chunk at once.
+func (s *search) swaFloor(probe *plan.Report, n int) int64 {
+	page := max(probe.PageSize, 1)
+	draft, decode := 1, page
+	if d := s.base.SpeculativeNumDraftTokens; d > 0 {
+		draft, decode = d, 2*d
+	}
+	return sizing.ChunkCap(sizing.ChunkCapInput{SlidingWindow: sglang.SlidingWindow(s.spec), DraftTokens: draft, EvictionInterval: 128,
+		PageSize: page, DecodeAlloc: decode, MaxRunningRequests: n, AttnDPSize: 1, ChunkedPrefillSize: max(probe.ChunkedPrefillSize, 0),
+		OverlapSchedule: true})
 }
 
 func ceilPage(n int64, page int) int64 {
@@ -292,18 +365,26 @@ func ceilPage(n int64, page int) int64 {
 func (s *search) configuration(c candidate, out outcome, n int) Configuration {
 	rep := out.rep
 	dp := int64(c.dp)
+	// `kvcfg plan` with PlanArgs judges the target: the replica's share
+	// of the n requests (plan sizes one replica).
+	target := out.req
+	target.Concurrency = c.perReplica(n)
 	cfg := Configuration{
 		Engine: rep.Engine, GPU: rep.GPU, GPUCount: rep.NumGPUs, TPSize: rep.TPSize, PPSize: rep.PPSize, DPSize: rep.DPSize,
 		KVCacheDType: c.dtype, ResolvedKVCacheDType: rep.ResolvedKVCacheDType,
 		MaxTotalNumTokens: rep.MaxTotalNumTokens, MaxConcurrencyAtContextLength: rep.MaxConcurrencyAtContextLength * dp,
 		CapacityAtContextLength: out.capacity * dp,
 		MemoryShareKey:          out.knobs.Share, MemoryShare: out.share, DefaultMemoryShare: out.def,
-		Flags: EngineFlags(out.req), PlanArgs: PlanArgs(out.req),
-		Request: out.req, Report: rep,
+		Flags: EngineFlags(out.req), PlanArgs: PlanArgs(target),
+		Request: out.req, Report: rep, deepPP: s.deepPP(c.tp, c.pp),
 	}
 	if out.capacity > 0 && rep.AvailableKVBytes > 0 {
 		spare := max(out.capacity-int64(c.perReplica(n)), 0)
 		cfg.HeadroomBytes = int64(float64(rep.AvailableKVBytes) * float64(spare) / float64(out.capacity))
+	}
+	if v, _ := out.req.FieldString(s.ctxKey); s.wl != nil && !s.ctxFixed && v != "" {
+		cfg.Notes = append(cfg.Notes, fmt.Sprintf("%s: %s refuses the model's full context (%s tokens) at this layout; this is about the longest its KV pool holds (the workload's longest request is %s tokens)",
+			strings.Join(flagOf(rep.Engine, s.ctxKey, v), " "), plan.EngineLabel(rep.Engine), units.Group(int64(s.spec.ContextLength)), units.Group(int64(s.wl.maxTokens))))
 	}
 	if k := out.knobs; k.Share != "" && out.share > out.def+1e-9 {
 		cfg.Notes = append(cfg.Notes, fmt.Sprintf("%s is above %s's default %s for this layout (safe up to %s): the default does not hold the target",

@@ -86,6 +86,10 @@ type Simulated struct {
 	// KVBlockedShare is the share of steps in which the KV pool kept the
 	// head of the waiting queue out.
 	KVBlockedShare float64 `json:"kv_blocked_share"`
+	// ComputeLoadEst is the largest replica's simulate compute_load_est:
+	// above 1 its GPUs cannot keep up with its share of the arrivals
+	// whatever the pool (BindingLimit is then compute).
+	ComputeLoadEst float64 `json:"compute_load_est"`
 	// Failed names the criterion the simulation misses ("" when it
 	// serves).
 	Failed string `json:"failed,omitempty"`
@@ -249,8 +253,7 @@ func (s *search) demand(ctx context.Context, dtype string, maxGPUs int) error {
 				if layoutReason(s.spec, c.tp, c.pp) != "" {
 					continue
 				}
-				req := s.request(c, 1, w.maxTokens)
-				rep, err := s.run(ctx, req)
+				req, rep, err := s.probe(ctx, c, 1, w.maxTokens)
 				// A layout that does not start at the engine's default share
 				// (an 8B model on a 24 GB card) may at its safe maximum: the
 				// reference only needs a plan that starts, its pool is
@@ -372,6 +375,7 @@ func (s *search) simulate(ctx context.Context, c candidate, out outcome) (*Simul
 		}
 		cached += sum.CachedPromptTokens
 		prompt += sum.PromptTokens
+		m.ComputeLoadEst = max(m.ComputeLoadEst, sum.ComputeLoadEst)
 		if sum.Retractions != nil {
 			setbacks += *sum.Retractions
 			m.Retractions = &setbacks
@@ -394,6 +398,9 @@ func (s *search) simulate(ctx context.Context, c candidate, out outcome) (*Simul
 			most, m.BindingLimit = n, k
 		}
 	}
+	if m.ComputeLoadEst > 1 {
+		m.BindingLimit = simulate.LimitCompute
+	}
 	m.Failed = s.wl.criteria.failed(m, s.wl.requests)
 	return m, nil
 }
@@ -405,6 +412,8 @@ func (c Criteria) failed(m *Simulated, requests int64) string {
 		return fmt.Sprintf("%s of the %s requests are unservable (longer than the KV pool or the context)", units.Group(m.UnservableRequests), units.Group(requests))
 	case m.RequestsCompleted < requests:
 		return fmt.Sprintf("%s of the %s requests complete", units.Group(m.RequestsCompleted), units.Group(requests))
+	case m.BindingLimit == simulate.LimitCompute:
+		return fmt.Sprintf("compute is the binding limit: the tokens need about %.1f times the GPU time while they arrive (est.), a larger KV pool would not help", m.ComputeLoadEst)
 	case m.setbacks() > c.MaxRetractions:
 		return fmt.Sprintf("%s (at most %d allowed)", m.SetbackText(), c.MaxRetractions)
 	case !c.AllowKVPoolBinding && m.BindingLimit == simulate.LimitKVPool:
@@ -422,7 +431,8 @@ func (c Criteria) failed(m *Simulated, requests int64) string {
 // first one's.
 func (s *search) serve(ctx context.Context, c candidate, out outcome, n, L int) (outcome, *Simulated, error) {
 	sim, err := s.simulate(ctx, c, out)
-	if err != nil || sim.Failed == "" {
+	if err != nil || sim.Failed == "" || sim.BindingLimit == simulate.LimitCompute {
+		// More memory does not help GPUs that cannot keep up.
 		return out, sim, err
 	}
 	k := out.knobs
@@ -479,10 +489,25 @@ func betterSim(a, b *Simulated) bool {
 	if a.UnservableRequests != b.UnservableRequests {
 		return a.UnservableRequests < b.UnservableRequests
 	}
+	// A layout that keeps up with the arrivals before one whose GPUs do
+	// not; among those that do not, the less loaded.
+	if ao, bo := a.ComputeLoadEst > 1, b.ComputeLoadEst > 1; ao != bo || (ao && a.ComputeLoadEst != b.ComputeLoadEst) {
+		return a.ComputeLoadEst < b.ComputeLoadEst
+	}
 	if a.setbacks() != b.setbacks() {
 		return a.setbacks() < b.setbacks()
 	}
 	return a.KVBlockedShare < b.KVBlockedShare
+}
+
+// closerMiss reports whether candidate c, whose simulation is sim, is a
+// closer workload miss than b: a layout operators run before deep
+// pipeline parallelism, then betterSim.
+func (s *search) closerMiss(c candidate, sim *Simulated, b simMiss) bool {
+	if a, d := s.deepPP(c.tp, c.pp), s.deepPP(b.c.tp, b.c.pp); a != d {
+		return d
+	}
+	return betterSim(sim, b.sim)
 }
 
 // simMiss is a layout whose plan holds the workload's demand but whose
@@ -502,7 +527,25 @@ func (s *search) workloadMiss(sm simMiss, o Options, maxGPUs int) *Miss {
 	m := &Miss{Configuration: cfg, Error: sm.sim.Failed,
 		Shortfall: "the simulation of the workload misses a criterion: " + sm.sim.Failed,
 		score:     scored{c: sm.c, out: sm.out, starts: true, served: 1}}
+	fixes := simFixes(sm, cfg, o, s, maxGPUs)
+	m.Hint = fmt.Sprintf("%s plans the workload's peak of %s running requests but its simulation misses; for the workload: %s",
+		describe(cfg), units.Group(int64(o.Concurrency)), strings.Join(fixes, ", "))
+	return m
+}
+
+// simFixes lists what would serve the workload the simulated miss sm
+// (listed as cfg) misses: when its GPUs cannot keep up, more of them
+// (replicas); else more GPUs, a quantized KV cache, a GPU with more
+// memory or looser criteria.
+func simFixes(sm simMiss, cfg Configuration, o Options, s *search, maxGPUs int) []string {
 	var fixes []string
+	if load := sm.sim.ComputeLoadEst; sm.sim.BindingLimit == simulate.LimitCompute {
+		replicas := int(math.Ceil(load)) * max(cfg.DPSize, 1)
+		need := replicas * max(cfg.TPSize, 1) * max(cfg.PPSize, 1)
+		fixes = append(fixes, fmt.Sprintf("about %.1f times the GPUs (at least %d replicas of %s: --max-gpus %d or more); a larger KV pool would not help",
+			load, replicas, describe(Configuration{GPU: cfg.GPU, TPSize: cfg.TPSize, PPSize: cfg.PPSize}), min(max(need, maxGPUs+1), MaxGPUsLimit)))
+		return append(fixes, "a faster GPU")
+	}
 	if cfg.GPUCount < MaxGPUsLimit && cfg.GPUCount >= maxGPUs {
 		fixes = append(fixes, fmt.Sprintf("more GPUs (--max-gpus %d)", min(2*maxGPUs, MaxGPUsLimit)))
 	}
@@ -512,10 +555,7 @@ func (s *search) workloadMiss(sm simMiss, o Options, maxGPUs int) *Miss {
 	if bigger := largerGPUs(s.gpus, 3); len(bigger) > 0 {
 		fixes = append(fixes, "a GPU with more memory ("+strings.Join(bigger, ", ")+")")
 	}
-	fixes = append(fixes, "looser criteria (more retractions or KV queueing allowed)")
-	m.Hint = fmt.Sprintf("%s plans the workload's peak of %s running requests but its simulation misses; for the workload: %s",
-		describe(cfg), units.Group(int64(o.Concurrency)), strings.Join(fixes, ", "))
-	return m
+	return append(fixes, "looser criteria (more retractions or KV queueing allowed)")
 }
 
 // simulateCount simulates the layouts of one GPU count whose plans hold
@@ -541,7 +581,7 @@ func (s *search) simulateCount(ctx context.Context, cfgs []Configuration, solved
 			return nil, err
 		}
 		if sim.Failed != "" {
-			if *best == nil || betterSim(sim, (*best).sim) {
+			if *best == nil || s.closerMiss(c, sim, **best) {
 				*best = &simMiss{c: c, out: out, sim: sim}
 			}
 			continue

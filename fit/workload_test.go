@@ -292,3 +292,79 @@ func TestFitWorkloadPlanMiss(t *testing.T) {
 		t.Errorf("miss %+v", m)
 	}
 }
+
+// Issue 32 item 3 in fit's workload mode: 8B on L40S at 20 requests/s
+// of 3000 + 500 tokens needs about 6.7 GPUs' time. Up to 4 GPUs nothing
+// serves and the miss says compute, not the pool, and names replicas; up
+// to 8, seven replicas of one GPU serve, each keeping up with its share.
+func TestFitWorkloadComputeBound(t *testing.T) {
+	g := &simulate.Generator{Requests: 200, Rate: 20, Prompt: simulate.Lengths{Mean: 3000}, Output: simulate.Lengths{Mean: 500}, Seed: 1}
+	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct"}, GPUs: []string{"L40S"}, MaxGPUs: 4, Workload: g}
+	res, err := fit.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.ClosestMiss
+	if len(res.Configurations) != 0 || m == nil || m.Simulation == nil || m.Simulation.BindingLimit != simulate.LimitCompute ||
+		!strings.Contains(m.Shortfall, "compute is the binding limit") || !strings.Contains(m.Hint, "replicas") ||
+		!strings.Contains(m.Hint, "a larger KV pool would not help") || strings.Contains(m.Hint, "more memory") || m.PPSize != 1 {
+		t.Fatalf("up to 4 GPUs: configurations %d, miss %+v", len(res.Configurations), m)
+	}
+	o.MaxGPUs = 8
+	if res, err = fit.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) != 1 {
+		t.Fatalf("up to 8 GPUs: %+v", res.Configurations)
+	}
+	c := res.Configurations[0]
+	if c.GPUCount != 7 || c.DPSize != 7 || c.TPSize != 1 || c.Simulation.BindingLimit == simulate.LimitCompute || c.Simulation.ComputeLoadEst >= 1 {
+		t.Errorf("up to 8 GPUs: %d GPUs tp %d dp %d, simulation %+v", c.GPUCount, c.TPSize, c.DPSize, c.Simulation)
+	}
+}
+
+// Issue 32 item 4: a workload fit does not bake the workload's longest
+// request into the context length: the engine's default (the model's)
+// stays unless --context-length is given, or the engine refuses the
+// model's full context at the layout (vLLM on one RTX 4090: the longest
+// its pool holds, with a note).
+func TestFitWorkloadKeepsContext(t *testing.T) {
+	g := &simulate.Generator{Requests: 40, Rate: 0.2, Prompt: simulate.Lengths{Mean: 1000}, Output: simulate.Lengths{Mean: 200}, Seed: 1}
+	for _, tt := range []struct {
+		engine, gpu string
+		ctx         int
+		want        string // the context flag printed, "" none
+	}{
+		{plan.EngineSGLang, "H100", 0, ""},
+		{plan.EngineVLLM, "H100", 0, ""},
+		{plan.EngineSGLang, "H100", 8192, "--context-length 8192"},
+		{plan.EngineVLLM, "RTX-4090", 0, "--max-model-len 47104"},
+	} {
+		o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", Engine: tt.engine}, GPUs: []string{tt.gpu}, MaxGPUs: 1,
+			Workload: g, ContextLength: tt.ctx}
+		res, err := fit.Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Configurations) != 1 {
+			t.Fatalf("%s on %s: %+v", tt.engine, tt.gpu, res.ClosestMiss)
+		}
+		c := res.Configurations[0]
+		flags := strings.Join(c.Flags, " ") + " "
+		has := strings.Contains(flags, "--context-length") || strings.Contains(flags, "--max-model-len")
+		if (tt.want == "" && has) || (tt.want != "" && !strings.Contains(flags, tt.want+" ")) {
+			t.Errorf("%s on %s, context %d: flags %s, want %q", tt.engine, tt.gpu, tt.ctx, flags, tt.want)
+		}
+		if tt.gpu == "RTX-4090" && (len(c.Notes) == 0 || !strings.Contains(strings.Join(c.Notes, " "), "refuses the model's full context")) {
+			t.Errorf("no note on the context: %v", c.Notes)
+		}
+		// The flags plan to the row's pool.
+		req, err := fit.ParseFlags(plan.Request{}, c.PlanArgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := plan.Run(context.Background(), req); err != nil || rep.MaxTotalNumTokens != c.MaxTotalNumTokens {
+			t.Errorf("%s on %s: re-planned %v, %v; want pool %d", tt.engine, tt.gpu, rep, err, c.MaxTotalNumTokens)
+		}
+	}
+}

@@ -116,14 +116,21 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		if !ok {
 			return Config{}, fmt.Errorf("%w: kvcfg has no bandwidth or FLOPS figures for GPU %q; give --step-time (seconds per scheduler step)", ErrConfig, rep.GPU)
 		}
-		tp := float64(max(rep.TPSize, 1) * max(rep.PPSize, 1))
+		// A step passes every pipeline stage in turn: per tensor-parallel
+		// rank it reads all the stages' weights and KV and computes all
+		// the layers. Pipeline parallelism does not shorten it.
+		tp, pp := float64(max(rep.TPSize, 1)), max(rep.PPSize, 1)
 		peak, dt := p.BF16FLOPS, "BF16"
 		if spec != nil && spec.Quant != nil && spec.Quant.WeightBits == 8 && p.FP8FLOPS > 0 {
 			peak, dt = p.FP8FLOPS, "FP8"
 		}
 		c.Time = TimeModel{HBMBytesPerS: p.HBMBytesPerS, PeakFLOPS: peak, MBU: o.MBU, MFU: o.MFU, StepOverheadS: o.StepOverheadS,
-			WeightBytes: float64(rep.WeightsBytes), KVBytesPerToken: rep.CellSizeBytes,
+			WeightBytes: float64(rep.WeightsBytes) * float64(pp), KVBytesPerToken: rep.CellSizeBytes * float64(pp),
 			Source: fmt.Sprintf("%s %s peak; %s", rep.GPU, dt, p.Source)}
+		if pp > 1 {
+			c.Time.PipelineStages = pp
+			c.Notes = append(c.Notes, fmt.Sprintf("pp_size %d: a step passes the %d pipeline stages in turn, so it takes as long as on one stage group with all the layers (pipeline parallelism does not shorten it as tensor parallelism does); the engine keeps up to %d micro-batches in flight, the simulation one: its times are a pessimistic estimate, while compute_load_est counts every stage busy", pp, pp, pp))
+		}
 		if c.Time.StepOverheadS == 0 {
 			c.Time.StepOverheadS = defaultStepOverheadS
 		}

@@ -20,6 +20,9 @@ const (
 	LimitMaxRunning  = "max_running_requests"
 	LimitTokenBudget = "token_budget"
 	LimitArrivals    = "arrivals"
+	// LimitCompute: the GPUs cannot keep up with the arrivals at any pool
+	// size (Summary.ComputeLoadEst above 1).
+	LimitCompute = "compute"
 )
 
 // Config is one simulated server: the engine, its pool sizes and scheduler
@@ -161,8 +164,10 @@ type Summary struct {
 	// PeakKVTokens is the most KV tokens held by requests at once (cached,
 	// evictable tokens not counted).
 	PeakKVTokens int64 `json:"peak_kv_tokens"`
-	// BindingLimit is what most often kept a waiting request out: the KV
-	// pool, the running-request cap, the per-step token budget, or nothing
+	// BindingLimit is compute when the GPUs cannot keep up with the
+	// arrivals (ComputeLoadEst above 1: no pool size would help), else
+	// what most often kept a waiting request out: the KV pool, the
+	// running-request cap, the per-step token budget, or nothing
 	// (arrivals: the queue was empty).
 	BindingLimit string           `json:"binding_limit"`
 	BlockedSteps map[string]int64 `json:"blocked_steps"`
@@ -184,6 +189,14 @@ type Summary struct {
 	// KVQueueEstS is request-seconds spent waiting while the KV pool was
 	// the reason the queue head was not admitted.
 	KVQueueEstS float64 `json:"kv_queue_est_s"`
+	// ComputeLoadEst is the GPU time the workload's tokens need at best
+	// (their compute and KV reads, which no batch size or pool amortizes;
+	// recomputed tokens left out) over the time its requests arrive in,
+	// with every pipeline stage busy: above 1 the server cannot keep up
+	// with the arrivals whatever its pool, and about that many replicas
+	// would. 0 with a constant step time or when every request arrives at
+	// once.
+	ComputeLoadEst float64 `json:"compute_load_est"`
 
 	Timeseries []Point `json:"timeseries,omitempty"`
 }
@@ -224,6 +237,10 @@ type sim struct {
 	itlSum   float64
 	itlN     int64
 	firstAdm int64
+	// compS and kvS sum the steps' unamortized compute and KV-read time
+	// (TimeModel.work); firstArr and lastArr bound the arrivals.
+	compS, kvS        float64
+	firstArr, lastArr float64
 }
 
 // req is one request inside the simulator.
@@ -366,6 +383,7 @@ func run(ctx context.Context, cfg Config, src Source, hook func(e engine, s *sim
 	}
 	e.finish(sum)
 	s.summarize(l.runSum)
+	s.computeLoad(cfg.Time)
 	return sum, nil
 }
 
@@ -406,6 +424,10 @@ func (l *loop) replay(ctx context.Context) error {
 	s, sum, e, cfg := l.s, l.s.sum, l.e, &l.cfg
 	for {
 		for l.have && l.next.ArrivalS <= s.now {
+			if sum.RequestsRead == 0 {
+				s.firstArr = l.next.ArrivalS
+			}
+			s.lastArr = l.next.ArrivalS
 			sum.RequestsRead++
 			e.arrive(l.next, l.nextID)
 			l.nextID++
@@ -457,7 +479,9 @@ func (l *loop) replay(ctx context.Context) error {
 // time series.
 func (l *loop) record(st stepInfo, waiting int) {
 	s, sum, e, cfg := l.s, l.s.sum, l.e, &l.cfg
-	dt := cfg.Time.step(st)
+	dt, comp, kv := cfg.Time.stepWork(st)
+	s.compS += comp
+	s.kvS += kv
 	if st.blocked == LimitKVPool {
 		sum.KVQueueEstS += dt * float64(waiting)
 	}
@@ -522,5 +546,25 @@ func (s *sim) summarize(runSum float64) {
 		if n := sum.BlockedSteps[k]; n > most {
 			most, sum.BindingLimit = n, k
 		}
+	}
+}
+
+// computeLoad sets the summary's ComputeLoadEst and, above 1, names
+// compute the binding limit: the GPU time the work needs at best over the
+// time the requests arrive in.
+func (s *sim) computeLoad(m TimeModel) {
+	sum := s.sum
+	span := s.lastArr - s.firstArr
+	if span <= 0 || sum.RequestsRead < 2 {
+		return
+	}
+	// Spread over the gaps between arrivals: n requests arrive over n-1
+	// of them.
+	perReq := span / float64(sum.RequestsRead-1)
+	comp := max(s.compS-m.tokenCompute(sum.RecomputedTokens), 0)
+	stages := float64(max(m.PipelineStages, 1))
+	sum.ComputeLoadEst = max(comp, s.kvS) / stages / (perReq * float64(sum.RequestsRead))
+	if sum.ComputeLoadEst > 1 {
+		sum.BindingLimit = LimitCompute
 	}
 }

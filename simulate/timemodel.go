@@ -11,8 +11,10 @@ import (
 // and the KV of every request in the batch from HBM, a prefill computes
 // 2 x active parameters FLOPs per new token plus causal attention, and a
 // step takes the larger of the two plus StepOverheadS
-// (docs/simulate.md#time-model). Figures are per rank. Every time the
-// model gives is an estimate.
+// (docs/simulate.md#time-model). Figures are per tensor-parallel rank
+// over the whole pipeline: a step passes every pipeline stage in turn, so
+// pipeline parallelism does not shorten it as tensor parallelism does.
+// Every time the model gives is an estimate.
 type TimeModel struct {
 	ConstantStepS float64 `json:"constant_step_s,omitempty"`
 
@@ -20,9 +22,10 @@ type TimeModel struct {
 	WeightBytes float64 `json:"weight_bytes,omitempty"`
 	// KVBytesPerToken are read per context token per step.
 	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
-	// FLOPsPerToken is 2 x active parameters (per rank).
+	// FLOPsPerToken is 2 x active parameters (per tensor-parallel rank).
 	FLOPsPerToken float64 `json:"flops_per_token,omitempty"`
-	// AttnFLOPsPerToken2 is 4 x layers x attention width (per rank):
+	// AttnFLOPsPerToken2 is 4 x layers x attention width (per
+	// tensor-parallel rank):
 	// attention FLOPs are this times new x (prefix + new/2).
 	AttnFLOPsPerToken2 float64 `json:"attn_flops_coef,omitempty"`
 	// HBMBytesPerS and PeakFLOPS are the GPU's datasheet figures; MBU and
@@ -32,6 +35,11 @@ type TimeModel struct {
 	MBU           float64 `json:"mbu,omitempty"`
 	MFU           float64 `json:"mfu,omitempty"`
 	StepOverheadS float64 `json:"step_overhead_s,omitempty"`
+	// PipelineStages is the pipeline-parallel size (0: 1). The engines keep
+	// up to this many micro-batches in flight, one per stage; the
+	// simulation runs one batch at a time, but the GPU time the workload
+	// needs (Summary.ComputeLoadEst) counts the stages working in parallel.
+	PipelineStages int `json:"pipeline_stages,omitempty"`
 	// Source names the GPU figures and where they come from.
 	Source string `json:"source,omitempty"`
 }
@@ -45,7 +53,7 @@ func (m TimeModel) Validate() error {
 		v float64
 	}{{"constant_step_s", m.ConstantStepS}, {"weight_bytes", m.WeightBytes}, {"kv_bytes_per_token", m.KVBytesPerToken},
 		{"flops_per_token", m.FLOPsPerToken}, {"attn_flops_coef", m.AttnFLOPsPerToken2}, {"hbm_bytes_per_s", m.HBMBytesPerS},
-		{"peak_flops", m.PeakFLOPS}, {"mbu", m.MBU}, {"mfu", m.MFU}, {"step_overhead_s", m.StepOverheadS}} {
+		{"peak_flops", m.PeakFLOPS}, {"mbu", m.MBU}, {"mfu", m.MFU}, {"step_overhead_s", m.StepOverheadS}, {"pipeline_stages", float64(m.PipelineStages)}} {
 		if bad(f.v) {
 			errs = append(errs, fmt.Errorf("time model %s %v must be a finite number >= 0", f.n, f.v))
 		}
@@ -72,17 +80,52 @@ func (m TimeModel) Label() string {
 }
 
 func (m TimeModel) step(st stepInfo) float64 {
+	dt, _, _ := m.stepWork(st)
+	return dt
+}
+
+// stepWork is the step's duration and its unamortized compute and KV-read
+// time (work).
+func (m TimeModel) stepWork(st stepInfo) (dt, comp, kv float64) {
 	if m.ConstantStepS > 0 {
-		return m.ConstantStepS
+		return m.ConstantStepS, 0, 0
 	}
-	mbu, mfu := m.MBU, m.MFU
-	if mbu == 0 {
-		mbu = 0.7
+	comp, kv = m.work(st)
+	mem := m.WeightBytes/(m.HBMBytesPerS*m.mbu()) + kv
+	return m.StepOverheadS + max(mem, comp), comp, kv
+}
+
+func (m TimeModel) mbu() float64 {
+	if m.MBU == 0 {
+		return 0.7
 	}
-	if mfu == 0 {
-		mfu = 0.5
+	return m.MBU
+}
+
+func (m TimeModel) mfu() float64 {
+	if m.MFU == 0 {
+		return 0.5
 	}
-	mem := (m.WeightBytes + m.KVBytesPerToken*float64(st.kvRead)) / (m.HBMBytesPerS * mbu)
-	comp := (m.FLOPsPerToken*float64(st.newTokens) + m.AttnFLOPsPerToken2*st.attnWork) / (m.PeakFLOPS * mfu)
-	return m.StepOverheadS + max(mem, comp)
+	return m.MFU
+}
+
+// work is the part of a step's time that no batching amortizes: its
+// compute (the new tokens and their attention) and its reads of the
+// batch's KV. Any pool and any batch size spend at least this much GPU
+// time on the step's tokens.
+func (m TimeModel) work(st stepInfo) (comp, kv float64) {
+	if m.ConstantStepS > 0 || m.PeakFLOPS == 0 || m.HBMBytesPerS == 0 {
+		return 0, 0
+	}
+	comp = (m.FLOPsPerToken*float64(st.newTokens) + m.AttnFLOPsPerToken2*st.attnWork) / (m.PeakFLOPS * m.mfu())
+	kv = m.KVBytesPerToken * float64(st.kvRead) / (m.HBMBytesPerS * m.mbu())
+	return comp, kv
+}
+
+// tokenCompute is the compute time of n tokens' dense FLOPs.
+func (m TimeModel) tokenCompute(n int64) float64 {
+	if m.ConstantStepS > 0 || m.PeakFLOPS == 0 {
+		return 0
+	}
+	return m.FLOPsPerToken * float64(n) / (m.PeakFLOPS * m.mfu())
 }

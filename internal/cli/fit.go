@@ -229,7 +229,7 @@ func writeFitTarget(w io.Writer, t fit.Target) {
 		fmt.Fprintf(w, "Target: a workload of %s (up to %s tokens, %s on average) of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
 			requests(int(wl.Requests), "request"), group(int64(wl.MaxRequestTokens)), group(int64(wl.MeanRequestTokens)), t.Model, t.Engine,
 			strings.Join(t.GPUs, ", "), strings.Join(t.KVCacheDTypes, ", "), t.MaxGPUs)
-		fmt.Fprintf(w, "Demand: peak %s running and %s KV tokens on an unbounded pool (time model of %s): sized for %s of %s tokens on average, context %s\n",
+		fmt.Fprintf(w, "Demand: peak %s running and %s KV tokens on an unbounded pool (time model of %s): sized for %s of %s tokens on average, the longest %s tokens\n",
 			group(int64(wl.PeakRunning)), group(wl.PeakKVTokens), orNone(wl.Reference), requests(t.Concurrency, "concurrent request"), group(int64(wl.MeanRequestTokens)), group(int64(t.ContextLength)))
 	} else {
 		fmt.Fprintf(w, "Target: %s of %s tokens of %s on %s (GPUs: %s; KV dtypes: %s; up to %d GPUs)\n",
@@ -328,6 +328,10 @@ func writeClosestMiss(w io.Writer, t fit.Target, m *fit.Miss) {
 	}
 	if m.MaxConcurrency > 0 || m.Simulation != nil {
 		fmt.Fprintf(w, "  flags:        %s\n", strings.Join(m.Flags, " "))
+	}
+	if wl == nil && m.MaxContextLength > 0 && len(m.MaxContextFlags) > 0 {
+		// The second alternative's own flags: its memory share may differ.
+		fmt.Fprintf(w, "  or flags:     %s\n", strings.Join(m.MaxContextFlags, " "))
 	}
 	fmt.Fprintf(w, "  what helps:   %s\n", m.Hint)
 }

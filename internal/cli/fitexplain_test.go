@@ -270,10 +270,15 @@ func TestFitREADMEExample(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{
-		"1  H200       3     1   3   1   auto (bf16)  2,614,540   79        22.72 GiB     --tp-size 1 --pp-size 3 ",
-		"--mem-fraction-static 0.902 --max-running-requests 64",
-		"2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B           --tp-size 1 --pp-size 5 ",
-		"#2: --mem-fraction-static 0.88 is above SGLang's default 0.823 for this layout (safe up to 0.93): the default does not hold the target.",
+		// Replicas and tensor parallelism within a node, not TP 1 × PP 3
+		// and TP 1 × PP 5 (issue 32 item 4).
+		"1  H200       3     1   1   3   auto (bf16)  804,562     72        9.21 GiB      --tp-size 1 --dp-size 3 ",
+		"--mem-fraction-static 0.903 --max-running-requests 22",
+		"2  H100-80GB  6     2   1   3   auto (bf16)  829,478     75        6.83 GiB      --tp-size 2 --dp-size 3 ",
+		"3  L40S       8     8   1   1   auto (bf16)  2,110,717   64        0 B           --tp-size 8 ",
+		"#3: --mem-fraction-static 0.88 is above SGLang's default 0.818 for this layout (safe up to 0.93): the default does not hold the target.",
+		// The plan command judges the target: one replica's share.
+		"Check one with: kvcfg plan --model Qwen/Qwen3-8B --gpu H200 --concurrency 22 --tp-size 1 --dp-size 3 ",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks docs/usage.md's %q:\n%s", s, out)
@@ -283,7 +288,7 @@ func TestFitREADMEExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(usage), "#   2  H100-80GB  5     1   5   1   auto (bf16)  2,116,999   64        0 B") {
+	if !strings.Contains(string(usage), "#   2  H100-80GB  6     2   1   3   auto (bf16)  829,478     75        6.83 GiB") {
 		t.Errorf("docs/usage.md's fit example rows changed: update this test with them")
 	}
 }

@@ -215,7 +215,12 @@ func TestSimulateAnswersFirst(t *testing.T) {
 		want string
 	}{
 		{[]string{"--requests", "50", "--rate", "5", "--prompt-len", "1000", "--output-len", "100"}, "The KV pool holds this workload: peak "},
-		{[]string{"--context-length", "8192", "--mem-fraction-static", "0.3", "--requests", "200", "--rate", "50", "--prompt-len", "4000", "--output-len", "500"}, "The KV pool limits this workload: "},
+		{[]string{"--context-length", "8192", "--mem-fraction-static", "0.3", "--requests", "200", "--rate", "5", "--prompt-len", "4000", "--output-len", "500"}, "The KV pool limits this workload: "},
+		// Issue 32 item 3: one L40S at 20 requests/s of 3000 + 500 tokens
+		// needs about 6.7 times the GPU: compute is the limit, not the pool.
+		{[]string{"--gpu", "L40S", "--requests", "200", "--rate", "20", "--prompt-len", "3000", "--output-len", "500"},
+			"Compute limits this workload: its tokens need about 6.7 times the GPU time this server has while they arrive (est.), so requests queue whatever the pool and a larger KV pool would not help. More GPUs would: at least 7 replicas of this server"},
+		{[]string{"--context-length", "8192", "--mem-fraction-static", "0.3", "--requests", "200", "--rate", "50", "--prompt-len", "4000", "--output-len", "500"}, "Compute limits this workload: "},
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"simulate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100"}, tt.args...)

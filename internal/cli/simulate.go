@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -391,6 +392,7 @@ func simRows(s *simulate.Summary, both bool) [][2]string {
 		[2]string{"mean inter-token latency (est.)", strconv.FormatFloat(s.MeanITLEstS*1000, 'f', 1, 64) + " ms"},
 		[2]string{"output throughput (est.)", strconv.FormatFloat(s.OutputTokensPerSEst, 'f', 0, 64) + " tok/s"},
 		[2]string{"queue time behind the KV pool (est.)", f2(s.KVQueueEstS) + " request-s"},
+		[2]string{"GPU time needed / arrival time (est.)", f2(s.ComputeLoadEst)},
 	)
 	return rows
 }
@@ -435,11 +437,22 @@ func simAnswer(s *simulate.Summary) string {
 	switch {
 	case s.UnservableRequests > 0:
 		return fmt.Sprintf("Does not serve this workload: %d of %d requests can never run (longer than the KV pool or the context length).", s.UnservableRequests, s.RequestsRead)
-	case s.BindingLimit == "kv_pool" || evictions > 0:
+	case s.BindingLimit == simulate.LimitCompute:
+		return computeAnswer(s.ComputeLoadEst)
+	case s.BindingLimit == simulate.LimitKVPool || evictions > 0:
 		return fmt.Sprintf("The KV pool limits this workload: %d %s, %s recomputed tokens, requests waited %.0f request-seconds behind the pool (est.), %s.",
 			evictions, word, group(s.RecomputedTokens), s.KVQueueEstS, peak)
 	}
 	return fmt.Sprintf("The KV pool holds this workload: %s, no %s; the binding limit is %s.", peak, word, strings.ReplaceAll(s.BindingLimit, "_", " "))
+}
+
+// computeAnswer is the verdict of a run whose GPUs cannot keep up with
+// the arrivals: load is the GPU time the work needs over the time it
+// arrives in.
+func computeAnswer(load float64) string {
+	l := strconv.FormatFloat(load, 'f', 1, 64)
+	return fmt.Sprintf("Compute limits this workload: its tokens need about %s times the GPU time this server has while they arrive (est.), so requests queue whatever the pool and a larger KV pool would not help. More GPUs would: at least %d replicas of this server (data parallelism, each taking its share of the requests) or a wider tensor-parallel layout; or a rate about %s times lower.",
+		l, int(math.Ceil(load)), l)
 }
 
 func writeSimCompare(w io.Writer, format string, rows []simulate.CompareRow) error {

@@ -44,7 +44,8 @@
       card("Recomputed tokens", String(s.recomputed_tokens)),
       card("Prefix hit rate", (100 * s.prefix_hit_rate).toFixed(1) + "%"),
       card("Peak KV tokens", `${s.peak_kv_tokens} of ${s.pool_tokens}`),
-      card("Binding limit", s.binding_limit),
+      card("Binding limit", s.binding_limit === "compute"
+        ? `compute: needs ${s.compute_load_est.toFixed(1)}x the GPU time (a larger pool would not help)` : s.binding_limit),
       card("Mean TTFT (est.)", s.mean_ttft_est_s.toFixed(3) + " s"),
       card("Inter-token latency (est.)", (1000 * s.mean_itl_est_s).toFixed(1) + " ms"),
     );
