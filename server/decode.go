@@ -46,7 +46,7 @@ func decodeStrict(body []byte, v any) ([]zeroKey, error) {
 	}
 	sc, scanErr := scanKeys(trimmed)
 	if sc.dup != "" {
-		return nil, badRequest(kindInvalidInput, sc.dup, "duplicate key %q: send each key once", sc.dup)
+		return nil, duplicateError(sc, v)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -60,6 +60,19 @@ func decodeStrict(body []byte, v any) ([]zeroKey, error) {
 		return nil, badRequest(kindMalformedBody, "", "invalid JSON: %v", strings.TrimPrefix(scanErr.Error(), "json: "))
 	}
 	return sc.zeros, nil
+}
+
+// duplicateError refuses the repeated key of sc, naming the field of v
+// it sets when it is one of the body's own keys, spelled as v spells it.
+func duplicateError(sc keyScan, v any) error {
+	if sc.dupTop {
+		for _, k := range jsonKeys(reflect.TypeOf(v)) {
+			if k != sc.dup && strings.EqualFold(k, sc.dup) {
+				return badRequest(kindInvalidInput, k, "duplicate key %q: %s is given twice (keys name a field whatever their case): send each key once", sc.dup, k)
+			}
+		}
+	}
+	return badRequest(kindInvalidInput, sc.dup, "duplicate key %q: send each key once", sc.dup)
 }
 
 // zeroKey is a flag key given as 0 where 0 means nothing ({"tp_size": 0},
@@ -81,8 +94,9 @@ func zerosIn(zeros []zeroKey, in string) []string {
 
 // keyScan is what scanKeys learns in its one pass over a body.
 type keyScan struct {
-	dup   string    // the first key repeated in its object, "" when none
-	zeros []zeroKey // in body order
+	dup    string    // the first key repeated in its object, as sent; "" when none
+	dupTop bool      // whether dup is a key of the body's own object
+	zeros  []zeroKey // in body order
 }
 
 // scanFrame is an object or array scanKeys is inside.
@@ -127,7 +141,7 @@ func scanKeys(body []byte) (keyScan, error) {
 			f := &stack[len(stack)-1]
 			f.key = foldKey(tok.(string))
 			if keys, sc.dup = addKey(f, keys, f.key); sc.dup != "" {
-				sc.dup = tok.(string)
+				sc.dup, sc.dupTop = tok.(string), len(stack) == 1
 				return sc, nil
 			}
 			expectKey = false

@@ -138,7 +138,10 @@ func TestDecodeStrict(t *testing.T) {
 		checkDecode(t, []byte(b))
 	}
 	for _, tt := range []struct{ body, err, field string }{
-		{`{"gpu": "H100", "GPU": "A100-80GB"}`, `duplicate key "GPU"`, "GPU"},
+		{`{"gpu": "H100", "GPU": "A100-80GB"}`, `duplicate key "GPU": gpu is given twice`, "gpu"},
+		{`{"gpu": "H100", "gpu": "A100-80GB"}`, `duplicate key "gpu": send each key once`, "gpu"},
+		{`{"Model": "x", "MODEL": "y"}`, `duplicate key "MODEL": model is given twice`, "model"},
+		{`{"config": {"model": 1, "Model": 2}}`, `duplicate key "Model": send each key once`, "Model"},
 		{`{"tp_size": "two"}`, "tp_size: expected an integer", "tp_size"},
 		{`{"modle": "x"}`, `unknown field "modle"`, "modle"},
 		{`{"gpu": "H100"} x`, "unexpected data after the JSON object", ""},
