@@ -8,6 +8,7 @@
 //	go run ./cmd/kvcfg-loadgen                  # c=64, 5 s per phase
 //	go run ./cmd/kvcfg-loadgen -c 64 -d 10s -body '{"model":"Qwen/Qwen3-8B"}'
 //	go run ./cmd/kvcfg-loadgen -url http://127.0.0.1:8080
+//	go run ./cmd/kvcfg-loadgen -d 8s -rounds 8    # the phases in alternating 1 s slices (a shared machine)
 package main
 
 import (
@@ -45,6 +46,16 @@ type phase struct {
 	latencies []time.Duration
 }
 
+// add counts q, a slice of the same endpoint's load, in p (latencies
+// unsorted).
+func (p *phase) add(q phase) {
+	p.name = q.name
+	p.requests += q.requests
+	p.errors += q.errors
+	p.seconds += q.seconds
+	p.latencies = append(p.latencies, q.latencies...)
+}
+
 func (p phase) rate() float64 { return float64(p.requests) / p.seconds }
 
 func (p phase) pct(q float64) time.Duration {
@@ -60,12 +71,13 @@ func run(args []string, out io.Writer) error {
 	conc := fs.Int("c", 64, "concurrent clients")
 	dur := fs.Duration("d", 5*time.Second, "duration of each phase")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process server) to this file")
+	rounds := fs.Int("rounds", 1, "split each phase into this many slices, run alternately (healthz, plan, healthz, ...): on a shared machine the two phases then see the same load")
 	body := fs.String("body", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}`, "plan request body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *conc < 1 || *dur <= 0 {
-		return errors.New("-c must be at least 1 and -d positive")
+	if *conc < 1 || *dur <= 0 || *rounds < 1 {
+		return errors.New("-c and -rounds must be at least 1 and -d positive")
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -104,15 +116,24 @@ func run(args []string, out io.Writer) error {
 			return fmt.Errorf("%s %s: %w", p.method, p.path, err)
 		}
 	}
-	health := load(client, "GET", base+"/healthz", "", *conc, *dur)
-	plans := load(client, "POST", base+"/api/v1/plan", *body, *conc, *dur)
+	var health, plans phase
+	for range *rounds {
+		health.add(load(client, "GET", base+"/healthz", "", *conc, *dur/time.Duration(*rounds)))
+		plans.add(load(client, "POST", base+"/api/v1/plan", *body, *conc, *dur/time.Duration(*rounds)))
+	}
+	slices.Sort(health.latencies)
+	slices.Sort(plans.latencies)
 
 	fmt.Fprintf(out, "%-22s %10s %8s %10s %10s %10s\n", "endpoint", "req/s", "errors", "p50", "p99", "max")
 	for _, p := range []phase{health, plans} {
 		fmt.Fprintf(out, "%-22s %10.0f %8d %10s %10s %10s\n", p.name, p.rate(), p.errors,
 			p.pct(0.50).Round(time.Microsecond), p.pct(0.99).Round(time.Microsecond), p.pct(1).Round(time.Microsecond))
 	}
-	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase)\n", plans.rate()/health.rate(), *conc, *dur)
+	inRounds := ""
+	if *rounds > 1 {
+		inRounds = fmt.Sprintf(" in %d alternating rounds", *rounds)
+	}
+	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase%s)\n", plans.rate()/health.rate(), *conc, *dur, inRounds)
 	if health.errors+plans.errors > 0 {
 		return fmt.Errorf("%d requests failed", health.errors+plans.errors)
 	}
