@@ -111,6 +111,11 @@ type scanFrame struct {
 // them in a map instead of comparing each new key with all before it.
 const manyKeys = 16
 
+// maxDepth is encoding/json's limit on nesting: scanKeys stops there
+// (json.Decoder.Token has no limit of its own) and leaves the error to the
+// decoder.
+const maxDepth = 10000
+
 // scanKeys reads the JSON value of body token by token (json.Decoder.Token)
 // and reports the first repeated key and the zero flag values (see
 // zeroKey). It stops at the end of the first value or at the first syntax
@@ -131,6 +136,9 @@ func scanKeys(body []byte) (keyScan, error) {
 		if d, ok := tok.(json.Delim); ok {
 			switch d {
 			case '{', '[':
+				if len(stack) == maxDepth {
+					return sc, errors.New("json: exceeded max depth")
+				}
 				stack = append(stack, scanFrame{object: d == '{', first: len(keys)})
 				expectKey = d == '{'
 				continue

@@ -71,6 +71,14 @@ func TestScanKeysZeros(t *testing.T) {
 	for _, bad := range []string{``, `[]`, `{"a"`, `{"a": `, `{"a": "x`, `{"a": {"b": 1}`, `}}}`, `{"a": 1}}`} {
 		_, _ = scanKeys([]byte(bad)) // no panic on malformed input
 	}
+	deep := `{"a": ` + strings.Repeat("[", 1<<20-8) // a body's worth of nesting
+	if _, err := scanKeys([]byte(deep)); err == nil || !strings.Contains(err.Error(), "max depth") {
+		t.Errorf("scanKeys of %d nested arrays: %v, want the depth limit", 1<<20-8, err)
+	}
+	var req plan.Request
+	if _, err := decodeStrict([]byte(deep), &req); err == nil {
+		t.Errorf("decodeStrict took %d nested arrays", 1<<20-8)
+	}
 }
 
 func TestFoldKey(t *testing.T) {
