@@ -17,9 +17,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultAddr is the listen address of `kvcfg serve` when --addr is not given.
