@@ -198,23 +198,28 @@ func zeroValue(stack []scanFrame, tok json.Token) (zeroKey, bool) {
 	default:
 		return z, false
 	}
+	// The value first: most are not zero, and then the flag table is not
+	// consulted. Every spelling of a zero has a digit 0.
+	num, isNum := tok.(json.Number)
+	str, isStr := tok.(string)
+	switch {
+	case isNum:
+		if x, err := strconv.ParseFloat(string(num), 64); err != nil || x != 0 {
+			return z, false
+		}
+	case !isStr || strings.IndexByte(str, '0') < 0:
+		return z, false
+	}
 	f, ok := plan.LookupFlag(stack[len(stack)-1].key)
-	if !ok || !f.NonZero {
+	if !ok || !f.NonZero || isStr && f.Kind != plan.KindSize {
 		return z, false
 	}
 	z.Key = f.Key
-	switch v := tok.(type) {
-	case json.Number:
-		x, err := strconv.ParseFloat(string(v), 64)
-		return z, err == nil && x == 0
-	case string:
-		if f.Kind != plan.KindSize {
-			return z, false
-		}
-		sz, err := units.ParseSize(v)
+	if isStr {
+		sz, err := units.ParseSize(str)
 		return z, err == nil && sz == 0
 	}
-	return z, false
+	return z, true
 }
 
 // foldKey maps a JSON key to one spelling per class of keys that
