@@ -3,7 +3,9 @@
 // and then to POST /api/v1/plan, on the same server in the same run, and
 // prints requests per second, the plan/healthz ratio, latency percentiles
 // and errors. Without -url it starts kvcfg's server in-process on a
-// loopback port, so the figures include the server's own CPU time.
+// loopback port, so the figures include the server's own CPU time; the
+// process's CPU time per request (client and server, where the OS reports
+// it) gives the ratio a machine with nothing else to run would show.
 //
 //	go run ./cmd/kvcfg-loadgen                  # c=64, 5 s per phase
 //	go run ./cmd/kvcfg-loadgen -c 64 -d 10s -body '{"model":"Qwen/Qwen3-8B"}'
@@ -43,6 +45,7 @@ type phase struct {
 	requests  int64
 	errors    int64
 	seconds   float64
+	cpu       time.Duration // the process's CPU time (client and in-process server), 0 where unknown
 	latencies []time.Duration
 }
 
@@ -53,7 +56,28 @@ func (p *phase) add(q phase) {
 	p.requests += q.requests
 	p.errors += q.errors
 	p.seconds += q.seconds
+	p.cpu += q.cpu
 	p.latencies = append(p.latencies, q.latencies...)
+}
+
+// cpuPerRequest is the process's CPU time per request ("-" where unknown).
+func (p phase) cpuPerRequest() string {
+	if p.cpu <= 0 || p.requests == 0 {
+		return "-"
+	}
+	return (p.cpu / time.Duration(p.requests)).Round(100 * time.Nanosecond).String()
+}
+
+// cpuRatio words healthz's CPU time per request over plan's: the ratio of
+// req/s on a machine with nothing else to run, and much steadier than it
+// on a shared one. "" where the CPU time is unknown.
+func cpuRatio(health, plans phase) string {
+	if health.cpu <= 0 || plans.cpu <= 0 || health.requests == 0 || plans.requests == 0 {
+		return ""
+	}
+	h := health.cpu.Seconds() / float64(health.requests)
+	p := plans.cpu.Seconds() / float64(plans.requests)
+	return fmt.Sprintf("; by CPU per request: %.2f", h/p)
 }
 
 func (p phase) rate() float64 { return float64(p.requests) / p.seconds }
@@ -124,16 +148,16 @@ func run(args []string, out io.Writer) error {
 	slices.Sort(health.latencies)
 	slices.Sort(plans.latencies)
 
-	fmt.Fprintf(out, "%-22s %10s %8s %10s %10s %10s\n", "endpoint", "req/s", "errors", "p50", "p99", "max")
+	fmt.Fprintf(out, "%-22s %10s %8s %10s %10s %10s %10s\n", "endpoint", "req/s", "errors", "p50", "p99", "max", "cpu/req")
 	for _, p := range []phase{health, plans} {
-		fmt.Fprintf(out, "%-22s %10.0f %8d %10s %10s %10s\n", p.name, p.rate(), p.errors,
-			p.pct(0.50).Round(time.Microsecond), p.pct(0.99).Round(time.Microsecond), p.pct(1).Round(time.Microsecond))
+		fmt.Fprintf(out, "%-22s %10.0f %8d %10s %10s %10s %10s\n", p.name, p.rate(), p.errors,
+			p.pct(0.50).Round(time.Microsecond), p.pct(0.99).Round(time.Microsecond), p.pct(1).Round(time.Microsecond), p.cpuPerRequest())
 	}
 	inRounds := ""
 	if *rounds > 1 {
 		inRounds = fmt.Sprintf(" in %d alternating rounds", *rounds)
 	}
-	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase%s)\n", plans.rate()/health.rate(), *conc, *dur, inRounds)
+	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase%s)%s\n", plans.rate()/health.rate(), *conc, *dur, inRounds, cpuRatio(health, plans))
 	if health.errors+plans.errors > 0 {
 		return fmt.Errorf("%d requests failed", health.errors+plans.errors)
 	}
@@ -147,6 +171,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 	var n, errs atomic.Int64
 	lat := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for i := range conc {
 		wg.Add(1)
@@ -164,7 +189,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 		}()
 	}
 	wg.Wait()
-	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds()}
+	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds(), cpu: processCPU() - cpu0}
 	for _, l := range lat {
 		p.latencies = append(p.latencies, l...)
 	}
