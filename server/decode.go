@@ -56,7 +56,7 @@ func decodeStrict(body []byte, v any) ([]zeroKey, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest(kindMalformedBody, "", "unexpected data after the JSON object")
 	}
-	if scanErr != nil { // the decoder took what the token pass refused: never seen
+	if scanErr != nil { // the decoder took what the token pass refused (not known to happen)
 		return nil, badRequest(kindMalformedBody, "", "invalid JSON: %v", strings.TrimPrefix(scanErr.Error(), "json: "))
 	}
 	return sc.zeros, nil

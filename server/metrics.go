@@ -15,8 +15,9 @@ import (
 var durationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
 // metrics are the server's Prometheus metrics (client_golang), registered
-// in a registry of the server's own (Config.Metrics), never the global
-// default one: two servers in one process, tests say, do not collide.
+// in Config.Metrics or else a registry of the server's own, never the
+// global default one: two servers in one process (tests, say) do not
+// collide.
 type metrics struct {
 	inFlight prometheus.Gauge
 	requests *prometheus.CounterVec   // labels code, method, route
