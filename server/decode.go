@@ -8,38 +8,244 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
 )
 
-// readBody reads the whole request body, at most max bytes (larger bodies
-// fail with *http.MaxBytesError, which classify maps to 413).
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+// decodeBody is the one request decoder of the API: it reads r's body, at
+// most max bytes (larger bodies fail with *http.MaxBytesError, which
+// classify maps to 413), and decodes it strictly into v (see decodeStrict).
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) ([]zeroKey, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		return nil, err
+	}
+	return decodeStrict(body, v)
 }
 
 // decodeStrict decodes body, which must hold exactly one JSON object, into
-// v (a pointer to a struct). Unknown keys are rejected, and every failure is
-// an *apiError naming the field at fault when there is one.
-func decodeStrict(body []byte, v any) error {
+// v (a pointer to a struct) with encoding/json: unknown keys, repeated keys
+// (at any depth; keys differing only in case count as repeated, since
+// encoding/json matches names case-insensitively), values of the wrong
+// type and data after the object are refused, each with an *apiError (400)
+// naming the field at fault when there is one. It also returns the flag
+// keys given as 0 (see zeroKey), which the decoded value cannot tell from
+// keys left out.
+func decodeStrict(body []byte, v any) ([]zeroKey, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return badRequest(kindMalformedBody, "", "empty request body: send a JSON object such as {\"model\": \"meta-llama/Llama-3.1-8B-Instruct\"}")
+		return nil, badRequest(kindMalformedBody, "", "empty request body: send a JSON object such as {\"model\": \"meta-llama/Llama-3.1-8B-Instruct\"}")
 	}
 	if trimmed[0] != '{' {
-		return badRequest(kindMalformedBody, "", "request body must be a JSON object")
+		return nil, badRequest(kindMalformedBody, "", "request body must be a JSON object")
 	}
-	if key := duplicateKey(trimmed); key != "" {
-		return badRequest(kindInvalidInput, key, "duplicate key %q: send each key once", key)
+	sc, scanErr := scanKeys(trimmed)
+	if sc.dup != "" {
+		return nil, duplicateError(sc, v)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, trimmed, v)
+		return nil, jsonError(err, trimmed, v)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest(kindMalformedBody, "", "unexpected data after the JSON object")
+		return nil, badRequest(kindMalformedBody, "", "unexpected data after the JSON object")
 	}
-	return nil
+	if scanErr != nil { // the decoder took what the token pass refused (not known to happen)
+		return nil, badRequest(kindMalformedBody, "", "invalid JSON: %v", strings.TrimPrefix(scanErr.Error(), "json: "))
+	}
+	return sc.zeros, nil
+}
+
+// duplicateError refuses the repeated key of sc, naming the field of v
+// it sets when it is one of the body's own keys, spelled as v spells it.
+func duplicateError(sc keyScan, v any) error {
+	if sc.dupTop {
+		for _, k := range jsonKeys(reflect.TypeOf(v)) {
+			if k != sc.dup && strings.EqualFold(k, sc.dup) {
+				return badRequest(kindInvalidInput, k, "duplicate key %q: %s is given twice (keys name a field whatever their case): send each key once", sc.dup, k)
+			}
+		}
+	}
+	return badRequest(kindInvalidInput, sc.dup, "duplicate key %q: send each key once", sc.dup)
+}
+
+// zeroKey is a flag key given as 0 where 0 means nothing ({"tp_size": 0},
+// {"gpu_memory": "0GiB"}): Key is the flag table's key, In is "" for the
+// body's own members and the (folded) top-level key of the object it sits
+// in otherwise ("base" for fit's base request).
+type zeroKey struct{ In, Key string }
+
+// zerosIn returns the keys of zeros found in the object in.
+func zerosIn(zeros []zeroKey, in string) []string {
+	var keys []string
+	for _, z := range zeros {
+		if z.In == in {
+			keys = append(keys, z.Key)
+		}
+	}
+	return keys
+}
+
+// keyScan is what scanKeys learns in its one pass over a body.
+type keyScan struct {
+	dup    string    // the first key repeated in its object, as sent; "" when none
+	dupTop bool      // whether dup is a key of the body's own object
+	zeros  []zeroKey // in body order
+}
+
+// scanFrame is an object or array scanKeys is inside.
+type scanFrame struct {
+	object bool
+	first  int                 // index in the key stack of this object's first key
+	set    map[string]struct{} // the folded keys, once the object has many
+	key    string              // the object's member being read (folded)
+}
+
+// manyKeys is the number of keys an object holds before scanKeys indexes
+// them in a map instead of comparing each new key with all before it.
+const manyKeys = 16
+
+// maxDepth is encoding/json's limit on nesting: scanKeys stops there
+// (json.Decoder.Token has no limit of its own) and leaves the error to the
+// decoder.
+const maxDepth = 10000
+
+// scanKeys reads the JSON value of body token by token (json.Decoder.Token)
+// and reports the first repeated key and the zero flag values (see
+// zeroKey). It stops at the end of the first value or at the first syntax
+// error, which it returns (the decoder words it for the client).
+func scanKeys(body []byte) (keyScan, error) {
+	var sc keyScan
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var stackBuf [8]scanFrame
+	var keyBuf [32]string
+	stack, keys := stackBuf[:0], keyBuf[:0]
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return sc, err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if len(stack) == maxDepth {
+					return sc, errors.New("json: exceeded max depth")
+				}
+				stack = append(stack, scanFrame{object: d == '{', first: len(keys)})
+				expectKey = d == '{'
+				continue
+			}
+			keys = keys[:stack[len(stack)-1].first]
+			stack = stack[:len(stack)-1]
+		} else if expectKey {
+			f := &stack[len(stack)-1]
+			f.key = foldKey(tok.(string))
+			if keys, sc.dup = addKey(f, keys, f.key); sc.dup != "" {
+				sc.dup, sc.dupTop = tok.(string), len(stack) == 1
+				return sc, nil
+			}
+			expectKey = false
+			continue
+		} else if z, ok := zeroValue(stack, tok); ok {
+			sc.zeros = append(sc.zeros, z)
+		}
+		if len(stack) == 0 {
+			return sc, nil
+		}
+		expectKey = stack[len(stack)-1].object
+	}
+}
+
+// addKey adds the folded key k to the object f whose keys sit on the key
+// stack from f.first; it returns the stack and k when f holds k already.
+func addKey(f *scanFrame, keys []string, k string) ([]string, string) {
+	if f.set == nil && len(keys)-f.first < manyKeys {
+		if slices.Contains(keys[f.first:], k) {
+			return keys, k
+		}
+		return append(keys, k), ""
+	}
+	if f.set == nil {
+		f.set = make(map[string]struct{}, 2*manyKeys)
+		for _, o := range keys[f.first:] {
+			f.set[o] = struct{}{}
+		}
+	}
+	if _, dup := f.set[k]; dup {
+		return keys, k
+	}
+	f.set[k] = struct{}{}
+	return keys, ""
+}
+
+// zeroValue reports the scalar tok, the value of the current member of
+// the innermost object of stack, as a zeroKey when that member is a
+// NonZero flag given as 0, in the body's object or one nested in it.
+func zeroValue(stack []scanFrame, tok json.Token) (zeroKey, bool) {
+	var z zeroKey
+	switch {
+	case len(stack) == 1:
+	case len(stack) == 2 && stack[0].object && stack[1].object:
+		z.In = stack[0].key
+	default:
+		return z, false
+	}
+	// The value first: most are not zero, and then the flag table is not
+	// consulted. Every spelling of a zero has a digit 0.
+	num, isNum := tok.(json.Number)
+	str, isStr := tok.(string)
+	switch {
+	case isNum:
+		if x, err := strconv.ParseFloat(string(num), 64); err != nil || x != 0 {
+			return z, false
+		}
+	case !isStr || strings.IndexByte(str, '0') < 0:
+		return z, false
+	}
+	f, ok := plan.LookupFlag(stack[len(stack)-1].key)
+	if !ok || !f.NonZero || isStr && f.Kind != plan.KindSize {
+		return z, false
+	}
+	z.Key = f.Key
+	if isStr {
+		sz, err := units.ParseSize(str)
+		return z, err == nil && sz == 0
+	}
+	return z, true
+}
+
+// foldKey maps a JSON key to one spelling per class of keys that
+// encoding/json takes for the same field (its names match under
+// strings.EqualFold): each rune becomes the smallest rune of its
+// unicode.SimpleFold orbit, ASCII letters lower case. Lower-case ASCII
+// keys come back as they are, without allocating.
+func foldKey(k string) string {
+	plain := true
+	for i := 0; i < len(k) && plain; i++ {
+		c := k[i]
+		plain = c < utf8.RuneSelf && (c < 'A' || c > 'Z')
+	}
+	if plain {
+		return k
+	}
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		if 'A' <= m && m <= 'Z' {
+			m += 'a' - 'A'
+		}
+		return m
+	}, k)
 }
 
 // jsonError turns an encoding/json error into an *apiError.
@@ -134,85 +340,6 @@ func jsonKeys(t reflect.Type) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// duplicateKey returns the first key that appears twice in one object of
-// body (at any depth), "" when none does or body is not valid JSON (the
-// decoder reports that). encoding/json keeps the last of duplicate keys
-// silently; a planning request that says two things is refused instead.
-// It scans the bytes once and allocates only for keys with escapes or for
-// objects of more than 32 keys.
-func duplicateKey(body []byte) string {
-	type span struct{ lo, hi int }
-	type frame struct {
-		object bool
-		first  int                 // index in keys of this object's first key
-		set    map[string]struct{} // built once an object has many keys
-	}
-	var stackBuf [16]frame
-	var keyBuf [64]span
-	stack, keys := stackBuf[:0], keyBuf[:0]
-	expectKey := false
-	keyText := func(sp span) string {
-		raw := body[sp.lo:sp.hi]
-		if bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw)
-		}
-		var k string
-		if json.Unmarshal(body[sp.lo-1:sp.hi+1], &k) != nil {
-			return string(raw)
-		}
-		return k
-	}
-	for i := 0; i < len(body); i++ {
-		switch c := body[i]; c {
-		case '{', '[':
-			stack = append(stack, frame{object: c == '{', first: len(keys)})
-			expectKey = c == '{'
-		case '}', ']':
-			if len(stack) == 0 {
-				return ""
-			}
-			keys = keys[:stack[len(stack)-1].first]
-			stack = stack[:len(stack)-1]
-			expectKey = false
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].object
-		case '"':
-			start := i + 1
-			if i = closingQuote(body, i); i < 0 {
-				return ""
-			}
-			if !expectKey || len(stack) == 0 {
-				continue
-			}
-			expectKey = false
-			f := &stack[len(stack)-1]
-			sp := span{start, i}
-			if f.set == nil && len(keys)-f.first < 32 {
-				k := body[sp.lo:sp.hi]
-				for _, o := range keys[f.first:] {
-					if bytes.Equal(body[o.lo:o.hi], k) || (bytes.IndexByte(k, '\\') >= 0 || bytes.IndexByte(body[o.lo:o.hi], '\\') >= 0) && keyText(o) == keyText(sp) {
-						return keyText(sp)
-					}
-				}
-				keys = append(keys, sp)
-				continue
-			}
-			if f.set == nil {
-				f.set = make(map[string]struct{}, 64)
-				for _, o := range keys[f.first:] {
-					f.set[keyText(o)] = struct{}{}
-				}
-			}
-			k := keyText(sp)
-			if _, dup := f.set[k]; dup {
-				return k
-			}
-			f.set[k] = struct{}{}
-		}
-	}
-	return ""
 }
 
 // jsonKind words a Go type as the JSON a client should send.

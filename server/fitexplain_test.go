@@ -93,6 +93,7 @@ func TestFitExplainEndpoints(t *testing.T) {
 	for _, body := range []string{
 		`{"tp_size": 2, "tp_size": 4}`,
 		`{"model": "meta-llama/Llama-3.1-8B-Instruct", "config": {"a": 1, "a": 2}}`,
+		`{"gpu": "H100", "GPU": "A100-80GB"}`, // encoding/json would keep the last silently
 	} {
 		if r := do(t, ts, "POST", "/api/v1/plan", body); r.status != 400 || !strings.Contains(r.body, "duplicate key") {
 			t.Errorf("%s: %d %s, want 400 duplicate key", body, r.status, r.body)

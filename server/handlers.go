@@ -19,7 +19,6 @@ import (
 	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/server/metrics"
 	"github.com/kvcfg/kvcfg/server/web"
 )
 
@@ -50,7 +49,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/dtypes", s.handleDTypes)
 	mux.HandleFunc("GET /api/v1/flags", s.handleFlags)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.Handle("GET /metrics", s.metrics.handler)
 	mux.Handle("GET /", s.page(mux))
 	return s.observe(s.jsonNotFound(mux))
 }
@@ -60,23 +59,13 @@ func (s *Server) routes() http.Handler {
 // name is the endpoint label of kvcfg_plans_total.
 func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Context, Req) (Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 		var req Req
-		if pr, ok := any(&req).(*plan.Request); !ok || !decodePlanFast(body, pr) {
-			if ok {
-				*pr = plan.Request{} // what the fast path set before it gave up
-			}
-			err = decodeStrict(body, &req)
-		}
+		zeros, err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req)
 		if err == nil {
-			err = givenZeros(body, &req)
+			err = givenZeros(zeros, &req)
 		}
 		if err != nil {
-			s.cfg.Metrics.ObservePlan(name, classify(err).kind)
+			s.metrics.observePlan(name, classify(err).kind)
 			s.writeError(w, r, err)
 			return
 		}
@@ -92,18 +81,20 @@ func jsonEndpoint[Req any, Resp any](s *Server, name string, fn func(context.Con
 				withReport.body.Report = resp
 				ae = &withReport
 			}
-			s.cfg.Metrics.ObservePlan(name, outcome)
+			s.metrics.observePlan(name, outcome)
 			s.writeError(w, r, ae)
 			return
 		}
-		s.cfg.Metrics.ObservePlan(name, "ok")
+		s.metrics.observePlan(name, "ok")
 		s.writeJSON(w, http.StatusOK, resp)
 	})
 }
 
 // givenZeros refuses a plan or compare body that gives 0 where 0 means
-// nothing ({"tp_size": 0}), with every other problem of the request.
-func givenZeros(body []byte, req any) error {
+// nothing ({"tp_size": 0}), with every other problem of the request; fit's
+// and explain's bodies are checked in their plan request ("base", "plan").
+// zeros are what decodeStrict found.
+func givenZeros(zeros []zeroKey, req any) error {
 	var r plan.Request
 	switch v := req.(type) {
 	case *plan.Request:
@@ -112,13 +103,13 @@ func givenZeros(body []byte, req any) error {
 		r = v.Request
 		r.Engine = "" // a list there; each column checks its engine
 	case *fit.Options:
-		return plan.ZeroErrors(explicitZeros(member(body, "base")))
+		return plan.ZeroErrors(zerosIn(zeros, "base"))
 	case *ExplainRequest:
-		return plan.ZeroErrors(explicitZeros(member(body, "plan")))
+		return plan.ZeroErrors(zerosIn(zeros, "plan"))
 	default:
 		return nil
 	}
-	zerr := plan.ZeroErrors(explicitZeros(body))
+	zerr := plan.ZeroErrors(zerosIn(zeros, ""))
 	if zerr == nil {
 		return nil
 	}
@@ -383,16 +374,6 @@ func (s *Server) handleDTypes(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
-	if err := s.cfg.Metrics.WriteText(&buf); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", metrics.ContentType)
-	_, _ = w.Write(buf.Bytes())
 }
 
 // page serves the embedded web page. GET and HEAD of /api/ paths land here

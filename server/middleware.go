@@ -49,8 +49,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		done := s.cfg.Metrics.Start()
-		defer done()
+		s.metrics.inFlight.Inc()
+		defer s.metrics.inFlight.Dec()
 		// One allocation for both: the writer that records the status and
 		// what the handler learned about an error.
 		st := &struct {
@@ -79,13 +79,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			s.cfg.Metrics.ObserveRequest(route, r.Method, status, elapsed)
+			s.metrics.observeRequest(route, r.Method, status, elapsed)
 			if status >= 400 {
 				kind := info.kind
 				if kind == "" {
 					kind = kindForStatus(status)
 				}
-				s.cfg.Metrics.ObserveError(route, kind)
+				s.metrics.observeError(route, kind)
 				level := slog.LevelInfo
 				if status >= 500 {
 					level = slog.LevelError

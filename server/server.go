@@ -17,9 +17,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/plan"
-	"github.com/kvcfg/kvcfg/server/metrics"
 )
 
 // DefaultAddr is the listen address of `kvcfg serve` when --addr is not given.
@@ -54,8 +55,12 @@ type Config struct {
 	// Logger receives one line per failed request (debug: every request);
 	// nil discards.
 	Logger *slog.Logger `json:"-"`
-	// Metrics records requests for GET /metrics; nil means metrics.New().
-	Metrics *metrics.Recorder `json:"-"`
+	// Metrics is the registry the server registers its kvcfg_* metrics
+	// in and GET /metrics serves; nil means a new registry of the
+	// server's own, with the Go runtime and process collectors. A
+	// registry given here gets only the kvcfg_* metrics (the caller
+	// chooses the collectors); two servers cannot share one.
+	Metrics *prometheus.Registry `json:"-"`
 	// Plan computes a plan; nil means plan.Run. Tests substitute it.
 	Plan func(context.Context, plan.Request) (*plan.Report, error) `json:"-"`
 	// Compare computes a side-by-side comparison; nil means plan.Compare.
@@ -113,9 +118,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.New()
-	}
 	if c.Plan == nil {
 		c.Plan = plan.Run
 	}
@@ -130,6 +132,7 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	cfg     Config
 	handler http.Handler
+	metrics *metrics
 	hub     *hubModels // nil unless Config.Hub is set
 }
 
@@ -139,6 +142,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg.withDefaults()}
+	var err error
+	if s.metrics, err = newMetrics(cfg.Metrics); err != nil {
+		return nil, err
+	}
 	if cfg.Hub != nil {
 		s.hub = newHubModels(cfg.Hub, cfg.HubConcurrency)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
@@ -22,7 +23,6 @@ import (
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server"
-	"github.com/kvcfg/kvcfg/server/metrics"
 )
 
 // newTestServer starts cfg's handler on a loopback httptest server.
@@ -246,7 +246,7 @@ func stub(ctx context.Context, req plan.Request) (*plan.Report, error) {
 func TestPlanErrors(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	rec := metrics.New()
+	rec := prometheus.NewRegistry() // the caller's registry: only the kvcfg_* metrics
 	ts := newTestServer(t, server.Config{
 		Metrics: rec,
 		Plan: func(ctx context.Context, req plan.Request) (*plan.Report, error) {

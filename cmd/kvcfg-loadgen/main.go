@@ -3,11 +3,14 @@
 // and then to POST /api/v1/plan, on the same server in the same run, and
 // prints requests per second, the plan/healthz ratio, latency percentiles
 // and errors. Without -url it starts kvcfg's server in-process on a
-// loopback port, so the figures include the server's own CPU time.
+// loopback port, so the figures include the server's own CPU time; the
+// process's CPU time per request (client and server, where the OS reports
+// it) gives the ratio a machine with nothing else to run would show.
 //
 //	go run ./cmd/kvcfg-loadgen                  # c=64, 5 s per phase
 //	go run ./cmd/kvcfg-loadgen -c 64 -d 10s -body '{"model":"Qwen/Qwen3-8B"}'
 //	go run ./cmd/kvcfg-loadgen -url http://127.0.0.1:8080
+//	go run ./cmd/kvcfg-loadgen -d 8s -rounds 8    # the phases in alternating 1 s slices (a shared machine)
 package main
 
 import (
@@ -42,7 +45,39 @@ type phase struct {
 	requests  int64
 	errors    int64
 	seconds   float64
+	cpu       time.Duration // the process's CPU time (client and in-process server), 0 where unknown
 	latencies []time.Duration
+}
+
+// add counts q, a slice of the same endpoint's load, in p (latencies
+// unsorted).
+func (p *phase) add(q phase) {
+	p.name = q.name
+	p.requests += q.requests
+	p.errors += q.errors
+	p.seconds += q.seconds
+	p.cpu += q.cpu
+	p.latencies = append(p.latencies, q.latencies...)
+}
+
+// cpuPerRequest is the process's CPU time per request ("-" where unknown).
+func (p phase) cpuPerRequest() string {
+	if p.cpu <= 0 || p.requests == 0 {
+		return "-"
+	}
+	return (p.cpu / time.Duration(p.requests)).Round(100 * time.Nanosecond).String()
+}
+
+// cpuRatio words healthz's CPU time per request over plan's: the ratio of
+// req/s on a machine with nothing else to run, and much steadier than it
+// on a shared one. "" where the CPU time is unknown.
+func cpuRatio(health, plans phase) string {
+	if health.cpu <= 0 || plans.cpu <= 0 || health.requests == 0 || plans.requests == 0 {
+		return ""
+	}
+	h := health.cpu.Seconds() / float64(health.requests)
+	p := plans.cpu.Seconds() / float64(plans.requests)
+	return fmt.Sprintf("; by CPU per request: %.2f", h/p)
 }
 
 func (p phase) rate() float64 { return float64(p.requests) / p.seconds }
@@ -60,12 +95,13 @@ func run(args []string, out io.Writer) error {
 	conc := fs.Int("c", 64, "concurrent clients")
 	dur := fs.Duration("d", 5*time.Second, "duration of each phase")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and in-process server) to this file")
+	rounds := fs.Int("rounds", 1, "split each phase into this many slices, run alternately (healthz, plan, healthz, ...): on a shared machine the two phases then see the same load")
 	body := fs.String("body", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "kv_cache_dtype": "fp8_e4m3"}`, "plan request body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *conc < 1 || *dur <= 0 {
-		return errors.New("-c must be at least 1 and -d positive")
+	if *conc < 1 || *dur <= 0 || *rounds < 1 {
+		return errors.New("-c and -rounds must be at least 1 and -d positive")
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -104,15 +140,24 @@ func run(args []string, out io.Writer) error {
 			return fmt.Errorf("%s %s: %w", p.method, p.path, err)
 		}
 	}
-	health := load(client, "GET", base+"/healthz", "", *conc, *dur)
-	plans := load(client, "POST", base+"/api/v1/plan", *body, *conc, *dur)
-
-	fmt.Fprintf(out, "%-22s %10s %8s %10s %10s %10s\n", "endpoint", "req/s", "errors", "p50", "p99", "max")
-	for _, p := range []phase{health, plans} {
-		fmt.Fprintf(out, "%-22s %10.0f %8d %10s %10s %10s\n", p.name, p.rate(), p.errors,
-			p.pct(0.50).Round(time.Microsecond), p.pct(0.99).Round(time.Microsecond), p.pct(1).Round(time.Microsecond))
+	var health, plans phase
+	for range *rounds {
+		health.add(load(client, "GET", base+"/healthz", "", *conc, *dur/time.Duration(*rounds)))
+		plans.add(load(client, "POST", base+"/api/v1/plan", *body, *conc, *dur/time.Duration(*rounds)))
 	}
-	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase)\n", plans.rate()/health.rate(), *conc, *dur)
+	slices.Sort(health.latencies)
+	slices.Sort(plans.latencies)
+
+	fmt.Fprintf(out, "%-22s %10s %8s %10s %10s %10s %10s\n", "endpoint", "req/s", "errors", "p50", "p99", "max", "cpu/req")
+	for _, p := range []phase{health, plans} {
+		fmt.Fprintf(out, "%-22s %10.0f %8d %10s %10s %10s %10s\n", p.name, p.rate(), p.errors,
+			p.pct(0.50).Round(time.Microsecond), p.pct(0.99).Round(time.Microsecond), p.pct(1).Round(time.Microsecond), p.cpuPerRequest())
+	}
+	inRounds := ""
+	if *rounds > 1 {
+		inRounds = fmt.Sprintf(" in %d alternating rounds", *rounds)
+	}
+	fmt.Fprintf(out, "plan / healthz: %.2f (c=%d, %s per phase%s)%s\n", plans.rate()/health.rate(), *conc, *dur, inRounds, cpuRatio(health, plans))
 	if health.errors+plans.errors > 0 {
 		return fmt.Errorf("%d requests failed", health.errors+plans.errors)
 	}
@@ -126,6 +171,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 	var n, errs atomic.Int64
 	lat := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for i := range conc {
 		wg.Add(1)
@@ -143,7 +189,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 		}()
 	}
 	wg.Wait()
-	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds()}
+	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds(), cpu: processCPU() - cpu0}
 	for _, l := range lat {
 		p.latencies = append(p.latencies, l...)
 	}
