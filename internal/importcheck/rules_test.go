@@ -391,10 +391,12 @@ func TestRulesDocumented(t *testing.T) {
 }
 
 // kvcfgLinks are packages the one kvcfg binary must link: its command
-// line, the HTTP server of kvcfg serve and the Hugging Face Hub client.
-// Extend it with what another front end needs linked.
+// line (cobra), the HTTP server of kvcfg serve with its metrics
+// (client_golang) and the Hugging Face Hub client. Extend it with what
+// another front end needs linked.
 var kvcfgLinks = []string{
 	"github.com/spf13/cobra",
+	"github.com/prometheus/client_golang/prometheus",
 	module + "/server",
 	module + "/hub",
 }
