@@ -160,6 +160,9 @@ func (p *planner) run() error {
 		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
 	}
 
+	if err := checkTensorParallel(s, p.tp, in.EnableAttentionDP, r.engine); err != nil {
+		return err
+	}
 	kv, warning, err := ResolveKVDType(in.KVCacheDType, s, res.Profile)
 	if err != nil {
 		return err

@@ -1,0 +1,44 @@
+package trtllm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/engine"
+	"github.com/kvcfg/kvcfg/model"
+)
+
+// checkTensorParallel applies TensorRT-LLM's one head rule at tp_size tp:
+// the attention module splits the query heads evenly over the TP ranks and
+// asserts it (PyTorch backend, tensorrt_llm/_torch/modules/attention.py:
+// "assert self.num_heads % tp_size == 0", a bare AssertionError; engine
+// builds, tensorrt_llm/layers/attention.py: "num_attention_heads must be
+// divisible by tp_size"). KV heads are not checked: they are rounded up per
+// rank ((num_key_value_heads + tp_size - 1) // tp_size), so 8 KV heads run
+// on TP 16. With enable_attention_dp attention runs at tp_size 1 and any
+// size plans. The refusal names tp_size and the nearest size that splits
+// the heads.
+func checkTensorParallel(s *model.Spec, tp int, attentionDP, engineBuild bool) error {
+	heads := s.NumAttentionHeads
+	if tp <= 1 || attentionDP || heads <= 0 || heads%tp == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("AssertionError: assert self.num_heads %% tp_size == 0 (%d attention heads, tp_size %d)", heads, tp)
+	if engineBuild {
+		msg = fmt.Sprintf("AssertionError: num_attention_heads must be divisible by tp_size (%d attention heads, tp_size %d)", heads, tp)
+	}
+	var valid []string
+	nearest := 0
+	for t := 1; t <= heads && t <= 1024; t++ {
+		if heads%t != 0 {
+			continue
+		}
+		valid = append(valid, fmt.Sprint(t))
+		if nearest < tp || (t > tp && nearest > t) {
+			nearest = t
+		}
+	}
+	return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "tp_size", Value: fmt.Sprint(nearest),
+		Hint: fmt.Sprintf("the %d attention heads do not split over tp_size %d; use --tp_size %d (or enable_attention_dp); TP sizes that split them: %s",
+			heads, tp, nearest, strings.Join(valid, ", "))}
+}
