@@ -42,3 +42,22 @@ func checkTensorParallel(s *model.Spec, tp int, attentionDP, engineBuild bool) e
 		Hint: fmt.Sprintf("the %d attention heads do not split over tp_size %d; use --tp_size %d (or enable_attention_dp); TP sizes that split them: %s",
 			heads, tp, nearest, strings.Join(valid, ", "))}
 }
+
+// checkMaxSeqLen applies the PyTorch backend's model limit to an explicit
+// max_seq_len: PyTorchModelEngine._init_max_seq_len logs "Specified
+// self.max_seq_len=N is larger than what the model can support (M).
+// Setting max_seq_len to M." and serves at most M tokens per request
+// (unless TLLM_ALLOW_LONG_MAX_MODEL_LEN, on the releases that read it).
+// kvcfg answers it as SGLang and vLLM, which refuse such a context at
+// start-up: a refusal naming max_seq_len and the longest context, since
+// the context asked for is never served. M is the model's context length
+// (max_position_embeddings, scaled by the rope factor where TensorRT-LLM
+// scales it). Engine builds fix max_seq_len when they are built.
+func checkMaxSeqLen(s *model.Spec, maxSeqLen int, engineBuild bool) error {
+	if engineBuild || maxSeqLen <= 0 || s.ContextLength <= 0 || maxSeqLen <= s.ContextLength {
+		return nil
+	}
+	return &engine.Refusal{Engine: engineName, Err: ErrRefused, Flag: "max_seq_len", Value: fmt.Sprint(s.ContextLength),
+		Message: fmt.Sprintf("Specified self.max_seq_len=%d is larger than what the model can support (%d). Setting max_seq_len to %d.", maxSeqLen, s.ContextLength, s.ContextLength),
+		Hint:    fmt.Sprintf("requests longer than %d tokens are never served; set --max_seq_len %d or less", s.ContextLength, s.ContextLength)}
+}

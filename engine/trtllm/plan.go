@@ -149,6 +149,9 @@ func (p *planner) run() error {
 			p.info("max_seq_len is not specified, using inferred value %d", p.maxSeqLen)
 		}
 	}
+	if err := checkMaxSeqLen(s, in.MaxSeqLen, r.engine); err != nil {
+		return err
+	}
 	p.maxSeqLen = min(p.maxSeqLen, maxLen)
 	res.RequestedMaxSeqLen, res.MaxSeqLen = p.maxSeqLen, p.maxSeqLen
 
