@@ -32,3 +32,27 @@ func TestAPIDTypeVocabulary(t *testing.T) {
 		t.Errorf("plan sglang fp8: %d %v kv %q %.300s", r.status, err, rep.KVCacheDType, r.body)
 	}
 }
+
+// Unknown paths answer as the API does (issue 32): a JSON 404 for /api/...
+// and for any other path, except an HTML page for a browser.
+func TestUnknownPathsJSON(t *testing.T) {
+	ts := newTestServer(t, server.Config{})
+	for _, p := range []string{"/api/v1/nope", "/nope", "/nope.js", "/static/../etc/passwd", "/vendor/nope.js"} {
+		r := do(t, ts, "GET", p, "")
+		var e struct {
+			Error string `json:"error"`
+		}
+		if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || json.Unmarshal([]byte(r.body), &e) != nil || e.Error == "" {
+			t.Errorf("GET %s: %d %q %q, want a JSON 404", p, r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+	r := do(t, ts, "GET", "/nope", "", "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !strings.Contains(r.body, `href="/"`) {
+		t.Errorf("browser GET /nope: %d %q %q", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	for _, p := range []string{"/", "/app.js", "/index.html"} {
+		if r := do(t, ts, "GET", p, ""); r.status != 200 {
+			t.Errorf("GET %s: %d", p, r.status)
+		}
+	}
+}
