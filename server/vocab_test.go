@@ -2,11 +2,15 @@ package server_test
 
 import (
 	"encoding/json"
+	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/server"
+	"github.com/kvcfg/kvcfg/server/web"
 )
 
 // The API takes any engine's spelling of a KV dtype (issue 32, item 1):
@@ -54,5 +58,34 @@ func TestUnknownPathsJSON(t *testing.T) {
 		if r := do(t, ts, "GET", p, ""); r.status != 200 {
 			t.Errorf("GET %s: %d", p, r.status)
 		}
+	}
+}
+
+// The form's blank memory-share fields say the default a blank plan uses
+// (issue 32: the form said vLLM's 0.9 while a blank plan used 0.92).
+func TestFormDefaultsFollowPlanner(t *testing.T) {
+	b, err := fs.ReadFile(web.FS(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, c := range []struct {
+		engine, key string
+		value       func(*plan.Report) float64
+	}{
+		{plan.EngineVLLM, "gpu_memory_utilization", func(r *plan.Report) float64 { return r.GPUMemoryUtilization }},
+		{plan.EngineTRTLLM, "free_gpu_memory_fraction", func(r *plan.Report) float64 { return r.FreeGPUMemoryFraction }},
+	} {
+		rep, err := plan.Run(t.Context(), plan.Request{Engine: c.engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`id="f-` + c.key + `"[^>]*placeholder="([^"]*)"`).FindStringSubmatch(page)
+		if m == nil || m[1] != strconv.FormatFloat(c.value(rep), 'f', -1, 64) {
+			t.Errorf("%s: the form's blank %s says %v, a blank plan uses %v", c.engine, c.key, m, c.value(rep))
+		}
+	}
+	if strings.Contains(page, "blank = 0.9)") {
+		t.Errorf("a label still names a fixed default")
 	}
 }
