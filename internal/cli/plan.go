@@ -284,6 +284,26 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 // gibs formats a byte count as the plan printer does ("25.29 GiB").
 func gibs(n int64) string { return units.FormatBytes(n) }
 
+// groupFloat writes v with prec decimals and its whole part grouped in
+// thousands, as group writes counts ("29,080.57").
+func groupFloat(v float64, prec int) string {
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	whole, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(whole, "-")
+	n, err := strconv.ParseInt(strings.TrimPrefix(whole, "-"), 10, 64)
+	if err != nil {
+		return s
+	}
+	out := group(n)
+	if neg {
+		out = "-" + out
+	}
+	if frac != "" {
+		out += "." + frac
+	}
+	return out
+}
+
 // group writes n with thousands separators, as the plan printer does.
 func group(n int64) string {
 	s := fmt.Sprint(n)
