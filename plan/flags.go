@@ -198,7 +198,7 @@ var flagTable = []Flag{
 		Spelling: sp(EngineSGLang, "--enable-dp-attention", EngineTRTLLM, "enable_attention_dp")},
 
 	{Key: "kv_cache_dtype", Name: "--kv-cache-dtype", Kind: KindString, Engines: allEngines,
-		Help:     "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...",
+		Help:     "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...; any engine's spelling (fp8 = fp8_e4m3) plans as the engine's own",
 		Spelling: sp(EngineSGLang, "--kv-cache-dtype", EngineVLLM, "--kv-cache-dtype", EngineTRTLLM, "kv_cache_config.dtype")},
 	{Key: "mem_fraction_static", Name: "--mem-fraction-static", Kind: KindFloat, Engines: sglangOnly, NonZero: true, Role: "memory_share",
 		Help:     "fraction of GPU memory for weights and KV cache (default: SGLang's heuristic)",

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
@@ -48,7 +50,7 @@ func engineKVDType(r *Request, dt string) string {
 	if g == nil {
 		return dt
 	}
-	acc := acceptedKVDTypes(*r)
+	acc := cachedKVDTypes(r)
 	if acc == nil || slices.Contains(acc, name) {
 		return dt
 	}
@@ -67,6 +69,36 @@ func engineKVDType(r *Request, dt string) string {
 // dt names in any engine's spelling (fp8 → fp8_e4m3, bfloat16 → bf16); dt
 // trimmed and lowered when no engine spells it otherwise.
 func CanonicalKVCacheDType(dt string) string { return canonicalKVDType(dt) }
+
+// kvDTypeLists caches acceptedKVDTypes by engine and version: the
+// normalization of every plan with an explicit KV dtype reads it, and the
+// engines return a fresh copy each time.
+var kvDTypeLists sync.Map // engine + "\x00" + version → []string
+
+// cachedKVDTypes is acceptedKVDTypes(*r), shared: callers never change it.
+func cachedKVDTypes(r *Request) []string {
+	v := r.SGLangVersion
+	switch r.Engine {
+	case EngineVLLM:
+		v = r.VLLMVersion
+	case EngineTRTLLM:
+		v = r.TRTLLMVersion
+	}
+	key := r.Engine + "\x00" + v
+	if l, ok := kvDTypeLists.Load(key); ok {
+		return l.([]string)
+	}
+	l := acceptedKVDTypes(*r)
+	if l != nil && kvDTypeListsCount.Load() < 256 { // a handful of versions per process
+		if _, loaded := kvDTypeLists.LoadOrStore(key, l); !loaded {
+			kvDTypeListsCount.Add(1)
+		}
+	}
+	return l
+}
+
+// kvDTypeListsCount bounds kvDTypeLists (an API client chooses versions).
+var kvDTypeListsCount atomic.Int32
 
 // canonicalKVDType is CanonicalKVCacheDType.
 func canonicalKVDType(dt string) string {
