@@ -25,7 +25,7 @@ var kvSpellings = [][]string{
 
 // kvModelFormats are the formats an engine without a name for them stores
 // with "auto" when the model's dtype is that format (TensorRT-LLM has no
-// bf16 or fp16 setting; vLLM V1 none for fp16): such a dtype is planned as
+// bf16 or fp16 setting, nor older vLLM profiles): such a dtype is planned as
 // auto and refused when auto stores the model's cache otherwise.
 var kvModelFormats = []string{"bf16", "fp16"}
 
