@@ -79,10 +79,13 @@ func OpenContext(ctx context.Context, ref string, o Options) (*Model, error) {
 	}
 	m, err := o.Resolver.Resolve(ctx, id, rev)
 	if err != nil {
-		if errors.Is(err, ErrUnknownModel) {
-			if close := Suggest(id, 3); len(close) > 0 {
+		// Close catalog names help whether the Hub lacks the id or could
+		// not be asked (unreachable, offline, refused): those plan anyway.
+		if close := Suggest(id, 3); len(close) > 0 {
+			if errors.Is(err, ErrUnknownModel) {
 				return nil, fmt.Errorf("%w (close catalog names: %s)", err, strings.Join(close, ", "))
 			}
+			return nil, fmt.Errorf("%w; did you mean %s? (catalog names, planned without the Hub)", err, strings.Join(close, ", "))
 		}
 		return nil, err
 	}

@@ -65,6 +65,14 @@ func TestOpenContextOrder(t *testing.T) {
 	if !errors.Is(err, catalog.ErrUnknownModel) || !strings.Contains(err.Error(), "close catalog names: Qwen/Qwen3-8B") {
 		t.Errorf("hub 404: %v", err)
 	}
+	// An unreachable Hub keeps the "did you mean" (issue 32): the catalog
+	// names plan without it; the Hub's error stays in the chain.
+	unreachable := errors.New("hub: cannot reach the Hub https://huggingface.co: connection refused")
+	r.err = unreachable
+	_, err = catalog.OpenContext(ctx, "meta-llama/Llama-3.1-8B-Instrct", catalog.Options{Resolver: r})
+	if !errors.Is(err, unreachable) || !strings.Contains(err.Error(), "did you mean meta-llama/Llama-3.1-8B-Instruct") {
+		t.Errorf("unreachable hub: %v", err)
+	}
 }
 
 func TestWithQuantConfig(t *testing.T) {

@@ -2,6 +2,7 @@ package fit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,10 +53,24 @@ func RunEngines(ctx context.Context, o Options, engines []string) (*Result, erro
 		eo.Base = o.Base.ForEngine(e)
 		eo.KVCacheDTypes = nil
 		for _, d := range o.KVCacheDTypes {
-			if takes(e, d) {
-				eo.KVCacheDTypes = append(eo.KVCacheDTypes, d)
+			if err := (plan.Request{Engine: e}).CheckKVCacheDType(d); err == nil {
+				// In the engine's spelling, each storage once (fp8 and
+				// fp8_e4m3 are one); a bf16 or fp16 that the engine plans
+				// as auto stays as given, so that the plan checks the model.
+				if ed := (plan.Request{Engine: e}).EngineKVCacheDType(d); ed != "auto" {
+					d = ed
+				}
+				if !slices.ContainsFunc(eo.KVCacheDTypes, func(x string) bool { return plan.CanonicalKVCacheDType(x) == plan.CanonicalKVCacheDType(d) }) {
+					eo.KVCacheDTypes = append(eo.KVCacheDTypes, d)
+				}
 			} else {
-				skipped = append(skipped, Skip{KVCacheDType: d, Reason: fmt.Sprintf("%s does not take --kv-cache-dtype %s", plan.EngineLabel(e), d)})
+				// The engine has no name for the storage (fp8_e4m3 and fp8
+				// are one): no rows of it, and the output says so.
+				why := err.Error()
+				if fe, ok := errors.AsType[*plan.FieldError](err); ok {
+					why = fe.Err.Error()
+				}
+				skipped = append(skipped, Skip{KVCacheDType: d, Reason: fmt.Sprintf("no %s rows for KV dtype %s: %s", plan.EngineLabel(e), d, why)})
 			}
 		}
 		if len(o.KVCacheDTypes) > 0 && len(eo.KVCacheDTypes) == 0 {

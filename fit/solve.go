@@ -371,7 +371,7 @@ func (s *search) configuration(c candidate, out outcome, n int) Configuration {
 	target.Concurrency = c.perReplica(n)
 	cfg := Configuration{
 		Engine: rep.Engine, GPU: rep.GPU, GPUCount: rep.NumGPUs, TPSize: rep.TPSize, PPSize: rep.PPSize, DPSize: rep.DPSize,
-		KVCacheDType: c.dtype, ResolvedKVCacheDType: rep.ResolvedKVCacheDType,
+		KVCacheDType: rep.KVCacheDType, ResolvedKVCacheDType: rep.ResolvedKVCacheDType,
 		MaxTotalNumTokens: rep.MaxTotalNumTokens, MaxConcurrencyAtContextLength: rep.MaxConcurrencyAtContextLength * dp,
 		CapacityAtContextLength: out.capacity * dp,
 		MemoryShareKey:          out.knobs.Share, MemoryShare: out.share, DefaultMemoryShare: out.def,

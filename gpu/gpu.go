@@ -6,10 +6,13 @@ package gpu
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kvcfg/kvcfg/internal/edit"
 )
 
 // ErrUnknown reports a GPU name that is not in the catalog.
@@ -152,6 +155,9 @@ func Lookup(name string) (GPU, error) {
 			k, ok = bytes.CutPrefix(key, []byte("amd-"))
 		}
 		if !ok {
+			if close := Suggest(name, 3); len(close) > 0 {
+				return GPU{}, fmt.Errorf("%w %q: did you mean %s? (known: %s)", ErrUnknown, name, strings.Join(close, ", "), strings.Join(Names(), ", "))
+			}
 			return GPU{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
 		}
 		key = k
@@ -263,4 +269,41 @@ var dashes = strings.NewReplacer(" ", "-", "_", "-")
 
 func normalize(s string) string {
 	return dashes.Replace(strings.ToLower(strings.TrimSpace(s)))
+}
+
+// Suggest returns up to n catalog GPU names close to name, for "did you
+// mean": names one of whose spellings (name or alias) contains it or is
+// contained in it first, then the nearest by edit distance.
+func Suggest(name string, n int) []string {
+	k := string(appendNormalized(nil, name))
+	if k == "" || n <= 0 {
+		return nil
+	}
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	for _, g := range catalog {
+		best := -2
+		for _, a := range append([]string{g.Name}, g.Aliases...) {
+			an := string(appendNormalized(nil, a))
+			d := edit.Distance(k, an)
+			if (len(k) >= 2 && strings.Contains(an, k)) || (len(an) >= 3 && strings.Contains(k, an)) {
+				d = -1
+			}
+			if best == -2 || d < best {
+				best = d
+			}
+		}
+		if best <= max(2, len(k)/3) {
+			cands = append(cands, cand{g.Name, best})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
+	out := make([]string, 0, n)
+	for i := 0; i < len(cands) && i < n; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
 }

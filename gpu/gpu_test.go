@@ -61,6 +61,30 @@ func TestLookupUnknown(t *testing.T) {
 	}
 }
 
+// An unknown GPU name gets "did you mean" with the closest catalog names
+// first, as an unknown model does (issue 32).
+func TestLookupDidYouMean(t *testing.T) {
+	for _, c := range []struct{ in, first string }{
+		{"H10", "H100-80GB"},
+		{"L40X", "L40"},
+		{"B20", "B200"},
+		{"A100 80", "A100-80GB"},
+		{"MI30X", "MI300X"},
+		{"RTX-509", "RTX-5090"},
+	} {
+		_, err := gpu.Lookup(c.in)
+		if !errors.Is(err, gpu.ErrUnknown) || !strings.Contains(err.Error(), "did you mean "+c.first) {
+			t.Errorf("Lookup(%q): %v, want did you mean %s", c.in, err, c.first)
+		}
+	}
+	if _, err := gpu.Lookup("TPU-v5"); strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("TPU-v5 is close to nothing: %v", err)
+	}
+	if s := gpu.Suggest("H200", 1); len(s) != 1 || s[0] != "H200" {
+		t.Errorf("Suggest(H200) = %v", s)
+	}
+}
+
 func TestCatalogConsistent(t *testing.T) {
 	seen := map[string]string{}
 	for _, g := range gpu.All() {

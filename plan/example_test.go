@@ -65,7 +65,7 @@ func ExampleReport_WriteText() {
 	// page_size                          1
 	// context_length                     131,072
 	// configurator                       DefaultPoolConfigurator, 32 KV layers per GPU
-	// cell_size                          65536 bytes per token per GPU
+	// cell_size                          65,536 bytes per token per GPU
 	// max_total_num_tokens               828,825
 	// max_running_requests               3,237
 	// max concurrency at context length  6

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/vllm"
 )
 
 // The one flag table: every planning input once, with its kvcfg flag name
@@ -116,6 +117,47 @@ var (
 )
 
 // sp builds a spelling map from engine, flag pairs.
+// vllmProfileNames lists vLLM's version profiles (vllm.Profiles), the one
+// list the flag help and the docs print.
+func vllmProfileNames() []string {
+	var out []string
+	for _, p := range vllm.Profiles() {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// vllmUtilDefaults is "default 0.92; 0.9 with --vllm-version 0.6, ... or
+// 0.11": the latest profile's default and the profiles that differ.
+func vllmUtilDefaults() string {
+	def := vllm.DefaultGPUMemoryUtilization(vllm.Latest)
+	byUtil := map[float64][]string{}
+	var utils []float64
+	for _, p := range vllm.Profiles() {
+		u := vllm.DefaultGPUMemoryUtilization(p)
+		if u == def {
+			continue
+		}
+		if byUtil[u] == nil {
+			utils = append(utils, u)
+		}
+		byUtil[u] = append(byUtil[u], string(p))
+	}
+	out := fmt.Sprintf("default %v", def)
+	for _, u := range utils {
+		out += fmt.Sprintf("; %v with --vllm-version %s", u, orList(byUtil[u]))
+	}
+	return out
+}
+
+// orList writes "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
 func sp(pairs ...string) map[string]string {
 	m := make(map[string]string, len(pairs)/2)
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -156,7 +198,7 @@ var flagTable = []Flag{
 		Spelling: sp(EngineSGLang, "--enable-dp-attention", EngineTRTLLM, "enable_attention_dp")},
 
 	{Key: "kv_cache_dtype", Name: "--kv-cache-dtype", Kind: KindString, Engines: allEngines,
-		Help:     "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...",
+		Help:     "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...; any engine's spelling (fp8 = fp8_e4m3) plans as the engine's own",
 		Spelling: sp(EngineSGLang, "--kv-cache-dtype", EngineVLLM, "--kv-cache-dtype", EngineTRTLLM, "kv_cache_config.dtype")},
 	{Key: "mem_fraction_static", Name: "--mem-fraction-static", Kind: KindFloat, Engines: sglangOnly, NonZero: true, Role: "memory_share",
 		Help:     "fraction of GPU memory for weights and KV cache (default: SGLang's heuristic)",
@@ -216,7 +258,7 @@ var flagTable = []Flag{
 		Help: "weight memory per GPU, replacing the estimate"},
 
 	{Key: "gpu_memory_utilization", Name: "--gpu-memory-utilization", Kind: KindFloat, Engines: vllmOnly, NonZero: true, Role: "memory_share",
-		Help:     "vLLM: fraction of GPU memory vLLM may use (default 0.92; 0.9 with --vllm-version 0.6 or 0.11)",
+		Help:     "vLLM: fraction of GPU memory vLLM may use (" + vllmUtilDefaults() + ")",
 		Spelling: sp(EngineVLLM, "--gpu-memory-utilization")},
 	{Key: "block_size", Name: "--block-size", Kind: KindInt, Engines: vllmOnly, NonZero: true, Role: "block",
 		Help:     "vLLM: tokens per KV block (default 16)",
@@ -242,7 +284,7 @@ var flagTable = []Flag{
 		Help:     "vLLM: number of KV blocks, overriding the profiled count",
 		Spelling: sp(EngineVLLM, "--num-gpu-blocks-override")},
 	{Key: "vllm_version", Name: "--vllm-version", Kind: KindString, Engines: vllmOnly, Role: "version",
-		Help: "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile"},
+		Help: "vLLM: sizing rules to follow: " + orList(vllmProfileNames()) + " (default); a version number such as 0.10.2 maps to its profile"},
 
 	{Key: "trtllm_version", Name: "--trtllm-version", Kind: KindString, Engines: trtllmOnly, Role: "version",
 		Help: "TensorRT-LLM: sizing rules to follow: 0.x (engine builds), 1.0, 1.1 or latest (default); a version number such as 1.1.0rc3 maps to its profile"},

@@ -157,7 +157,6 @@ func TestInputErrors(t *testing.T) {
 		{plan.Request{Config: json.RawMessage(`{"num_hidden_layers": 0}`)}, "config"},
 		{plan.Request{KVCacheDType: "fp4_e2m1"}, "kv_cache_dtype"},
 		{plan.Request{KVCacheDType: "int3"}, "kv_cache_dtype"},
-		{plan.Request{ContextLength: 1 << 30}, "context_length"},
 		{plan.Request{Platform: "tpu"}, "platform"},
 		{plan.Request{PreLoadFreeMemory: gib("10GiB"), PostLoadFreeMemory: gib("20GiB")}, "post_load_free_memory"},
 		{plan.Request{SpeculativeAlgorithm: "MEDUSA"}, "speculative_algorithm"},

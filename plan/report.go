@@ -64,7 +64,9 @@ type Inputs struct {
 	PPSize        int    `json:"pp_size"`
 	DPSize        int    `json:"dp_size"`
 	NumGPUs       int    `json:"num_gpus"`
-	// KVCacheDType is the --kv-cache-dtype as given ("auto" when empty).
+	// KVCacheDType is the --kv-cache-dtype in the engine's own spelling
+	// ("auto" when empty): another engine's name for the same storage is
+	// translated (fp8_e4m3 is TensorRT-LLM's fp8) and a warning says so.
 	KVCacheDType string `json:"kv_cache_dtype"`
 }
 

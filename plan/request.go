@@ -204,12 +204,16 @@ type Request struct {
 	FreeMemoryAfterLoad units.Size `json:"free_memory_after_load,omitempty"`
 }
 
-// Normalized returns a copy with aliases merged and the engine lowered;
-// defaults are not filled in.
+// Normalized returns a copy with aliases merged, the engine lowered and
+// the KV cache dtype in the engine's own spelling (EngineKVCacheDType:
+// fp8_e4m3 becomes TensorRT-LLM's fp8); defaults are not filled in.
 func (r Request) Normalized() Request {
 	r.Engine = strings.ToLower(strings.TrimSpace(r.Engine))
 	if r.Engine == "" {
 		r.Engine = EngineSGLang
+	}
+	if r.KVCacheDType != "" {
+		r.KVCacheDType = engineKVDType(&r, r.KVCacheDType)
 	}
 	if r.TPSize == 0 {
 		r.TPSize = r.TensorParallelSize

@@ -32,11 +32,15 @@ func run(ctx context.Context, req Request, o runOpts) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	given := req.KVCacheDType
 	req = req.Normalized()
 	if errs := req.check(true); len(errs) > 0 {
 		return nil, errors.Join(errs...) // Validate's error
 	}
 	o.advise = o.advise && !req.NoAdvice
+	if given != req.KVCacheDType {
+		return planKVDType(ctx, &req, given, o)
+	}
 	return planValid(ctx, &req, o)
 }
 

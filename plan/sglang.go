@@ -87,8 +87,10 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 	cfgr := &sc.cfgr
 	err = cfgr.Reset(in)
-	if errors.Is(err, sglang.ErrTensorParallel) && !errors.Is(err, sglang.ErrInvalid) {
-		return rep, sglangRefusal(rep, err) // the engine refuses while loading the model
+	if (errors.Is(err, sglang.ErrTensorParallel) || errors.Is(err, sglang.ErrContextLength)) && !errors.Is(err, sglang.ErrInvalid) {
+		// The engine refuses while loading the model: heads that do not
+		// split, a context longer than the model's (as vLLM refuses it).
+		return rep, sglangRefusal(rep, err)
 	}
 	if err != nil {
 		return nil, inputError(err)

@@ -135,7 +135,7 @@ func (r *Report) summaryRows() [][2]string {
 		rows[3][1] = r.KVCacheDType
 		return rows
 	}
-	cell := [2]string{"cell_size", fmt.Sprintf("%s bytes per token per GPU", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", r.CellSizeBytes), "0"), "."))}
+	cell := [2]string{"cell_size", cellSize(r.CellSizeBytes) + " bytes per token per GPU"}
 	if r.Engine == EngineVLLM {
 		util := "— (KV budget given)"
 		if r.GPUMemoryUtilization > 0 {
@@ -262,4 +262,15 @@ func shortRevision(commit string) string {
 		return ""
 	}
 	return "@" + commit[:min(12, len(commit))]
+}
+
+// cellSize writes bytes per token as every other count prints: thousands
+// grouped, a fraction (a page's bytes over its tokens) to one decimal.
+func cellSize(b float64) string {
+	whole := int64(b)
+	frac := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", b-float64(whole)), "0"), ".")
+	if frac == "1" { // rounds up to the next whole byte
+		return digits(whole + 1)
+	}
+	return digits(whole) + strings.TrimPrefix(frac, "0")
 }

@@ -326,6 +326,32 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if got, want := text("#c-kv_cache_size_tokens"), fmtInt(int64(wantVLLM["kv_cache_size_tokens"].(float64))); got != want {
 		t.Errorf("vLLM card kv_cache_size_tokens shows %q, want %q", got, want)
 	}
+	// Each number once (issue 32): vLLM's KV cache size is not repeated as
+	// "Max total tokens", nor its concurrency as two cards; the memory
+	// share card and the blank field's placeholder are vLLM's own.
+	type cardView struct {
+		Shown       []string `json:"shown"`
+		ShareLabel  string   `json:"share_label"`
+		Placeholder string   `json:"placeholder"`
+	}
+	cv, err := chromedp.Run(ctx, chromedp.Evaluate[cardView](`(() => ({
+	  shown: [...document.querySelectorAll("#cards .card")].filter((c) => !c.hidden).map((c) => c.querySelector(".v").textContent),
+	  share_label: document.getElementById("k-memory_share").textContent,
+	  placeholder: document.getElementById("f-gpu_memory_utilization").placeholder,
+	}))()`))
+	if err != nil {
+		t.Fatalf("reading the vLLM cards: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, v := range cv.Shown {
+		if seen[v] && v != "-" {
+			t.Errorf("vLLM cards repeat %q: %q", v, cv.Shown)
+		}
+		seen[v] = true
+	}
+	if util := fmt.Sprint(wantVLLM["gpu_memory_utilization"]); cv.ShareLabel != "--gpu-memory-utilization" || cv.Placeholder != util || !seen[util] {
+		t.Errorf("vLLM memory share: card %q, placeholder %q, cards %q; want --gpu-memory-utilization %s", cv.ShareLabel, cv.Placeholder, cv.Shown, util)
+	}
 	if got := text("#title"); !strings.HasPrefix(got, "vllm") {
 		t.Errorf("title %q does not name vllm", got)
 	}

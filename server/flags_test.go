@@ -43,7 +43,7 @@ func TestAPIRefusesZerosAndOtherEnginesKeys(t *testing.T) {
 		{"/api/v1/plan", `{"gpu": "H100", "platform": "hip"}`, "platform", "does not run on"},
 		{"/api/v1/compare", `{"tp_size": 0}`, "tp_size", "0 is not a valid"},
 		{"/api/v1/fit", `{"base": {"mem_fraction_static": 0}, "concurrency": 1, "context_length": 8192, "gpus": ["H100"]}`, "mem_fraction_static", "0 is not a valid"},
-		{"/api/v1/fit", `{"concurrency": 1, "context_length": 8192, "gpus": ["H100"], "kv_cache_dtypes": ["fp8"]}`, "kv_cache_dtype", "did you mean fp8_e4m3"},
+		{"/api/v1/fit", `{"base": {"engine": "trtllm"}, "concurrency": 1, "context_length": 8192, "gpus": ["H100"], "kv_cache_dtypes": ["fp8_e5m2"]}`, "kv_cache_dtype", "accepted: auto, fp8, nvfp4"},
 		{"/api/v1/explain", `{"message": "No available memory for the cache blocks.", "plan": {"engine": "vllm", "tp_size": 0}}`, "tp_size", "0 is not a valid"},
 	} {
 		r := do(t, ts, "POST", c.path, c.body)

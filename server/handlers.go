@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"path"
 	"reflect"
 	"strings"
 	"sync"
@@ -378,9 +380,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // page serves the embedded web page. GET and HEAD of /api/ paths land here
 // too ("GET /" matches every path): they get a JSON 405 when the path has a
-// route for another method, else a JSON 404.
+// route for another method, else a JSON 404. Any other path the page does
+// not have is a 404 in the same JSON shape, except for a client that
+// accepts text/html (a browser), which gets a short HTML page linking the
+// form (docs/serve.md, "Errors").
 func (s *Server) page(mux *http.ServeMux) http.Handler {
-	files := http.FileServerFS(web.FS())
+	fsys := web.FS()
+	files := http.FileServerFS(fsys)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			var allow []string
@@ -401,6 +407,12 @@ func (s *Server) page(mux *http.ServeMux) http.Handler {
 				body: ErrorBody{Error: "no such endpoint: " + r.URL.Path}})
 			return
 		}
+		if name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/"); name != "" {
+			if _, err := fs.Stat(fsys, name); err != nil {
+				pageNotFound(s, w, r)
+				return
+			}
+		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -409,6 +421,30 @@ func (s *Server) page(mux *http.ServeMux) http.Handler {
 		files.ServeHTTP(w, r)
 	})
 }
+
+// pageNotFound answers a path the page does not have: an HTML page for a
+// browser (Accept names text/html), else the API's JSON 404.
+func pageNotFound(s *Server, w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound,
+			body: ErrorBody{Error: "no such page: " + r.URL.Path + " (the form is at /, the API under /api/v1/)"}})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(notFoundHTML))
+	}
+}
+
+// notFoundHTML is the 404 page a browser gets.
+const notFoundHTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kvcfg: not found</title></head>
+<body><h1>Not found</h1><p>kvcfg has no page here. <a href="/">Plan a KV cache</a>, or see the API under /api/v1/.</p></body></html>
+`
 
 // Ensure the planner matches what jsonEndpoint needs.
 var _ func(context.Context, plan.Request) (*plan.Report, error) = plan.Run

@@ -32,8 +32,11 @@ func TestFamilies(t *testing.T) {
 		{"Mistral TP2", "mistralai__Mistral-7B-Instruct-v0.3", trtllm.Input{TPSize: 2}, 65536, 65536, nil},
 		// 10 KV heads on 4 ranks: estimate 128 · 10 // 4 = 320, allocation ceil(10/4) = 3 heads.
 		{"phi-4 TP4 uneven heads", "microsoft__phi-4", trtllm.Input{TPSize: 4}, 2 * 40 * 320 * 2, 2 * 40 * 3 * 128 * 2, nil},
-		// MQA: one KV head of 64 on 2 ranks: estimate 32, allocation 64.
-		{"falcon MQA TP2", "tiiuae__falcon-7b", trtllm.Input{TPSize: 2}, 2 * 32 * 32 * 2, 2 * 32 * 64 * 2, nil},
+		// MQA, 71 query heads: the attention module asserts num_heads %
+		// tp_size == 0, so TP 2 is refused (TP 1 and 71 split them).
+		{"falcon 71 heads TP2", "tiiuae__falcon-7b", trtllm.Input{TPSize: 2}, 0, 0, trtllm.ErrRefused},
+		// MQA: one KV head of 64, TP 1: 2 · 32 · 64 · 2.
+		{"falcon MQA", "tiiuae__falcon-7b", trtllm.Input{TPSize: 1}, 2 * 32 * 64 * 2, 2 * 32 * 64 * 2, nil},
 		// Sliding layers are full attention to the default manager: 2 · 42 · 8 · 256 · 2.
 		{"Gemma-2 sliding as full", "google__gemma-2-9b-it", trtllm.Input{}, 344064, 344064, nil},
 		{"gpt-oss MXFP4 weights, bf16 cache", "openai__gpt-oss-120b", trtllm.Input{}, 73728, 73728, nil},

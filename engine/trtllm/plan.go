@@ -149,6 +149,9 @@ func (p *planner) run() error {
 			p.info("max_seq_len is not specified, using inferred value %d", p.maxSeqLen)
 		}
 	}
+	if err := checkMaxSeqLen(s, in.MaxSeqLen, r.engine); err != nil {
+		return err
+	}
 	p.maxSeqLen = min(p.maxSeqLen, maxLen)
 	res.RequestedMaxSeqLen, res.MaxSeqLen = p.maxSeqLen, p.maxSeqLen
 
@@ -160,6 +163,9 @@ func (p *planner) run() error {
 		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
 	}
 
+	if err := checkTensorParallel(s, p.tp, in.EnableAttentionDP, r.engine); err != nil {
+		return err
+	}
 	kv, warning, err := ResolveKVDType(in.KVCacheDType, s, res.Profile)
 	if err != nil {
 		return err

@@ -376,3 +376,8 @@ func (p Profile) rules() rules {
 func (r rules) v0Fallback() rules {
 	return rules{rel: r.rel, v0: true, defaultUtil: 0.9, dtypes: r.dtypes, v0Label: r.v0Label}
 }
+
+// DefaultGPUMemoryUtilization is the --gpu-memory-utilization a plan under
+// profile p uses when none is given: 0.9 through the 0.11 profile, 0.92
+// from 0.13 (CacheConfig.gpu_memory_utilization).
+func DefaultGPUMemoryUtilization(p Profile) float64 { return p.rules().defaultUtil }

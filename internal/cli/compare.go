@@ -48,8 +48,13 @@ max_seq_len), and a flag no compared engine takes is bad input:
 
   kvcfg compare --engine sglang,vllm,trtllm --tp-size 2 --dp-size 2 --enable-dp-attention
 
-Exit status: 0 when at least one column planned, 1 when every engine
-refused, 2 for invalid input.`,
+A KV cache dtype may be written in any engine's spelling (fp8_e4m3 is
+vLLM's and TensorRT-LLM's fp8): each column plans and prints its engine's
+own name, and a dtype an engine has no name for is a refused column with
+a numbered note.
+
+Exit status: 0 when every column planned, 1 when an engine refused a
+column (the numbered notes say why), 2 for invalid input.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, outTable, outJSON, outYAML, outMarkdown); err != nil {
@@ -124,12 +129,28 @@ func writeComparison(out io.Writer, format string, c *plan.Comparison, err error
 	}
 	switch {
 	case err == nil:
+		if n := refusedColumns(c); n > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("%d of %d columns refused (see the notes)", n, len(c.Columns))}
+		}
 		return nil
 	case errors.Is(err, plan.ErrInvalid):
 		return &exitError{code: 2, err: err}
 	default:
 		return &exitError{code: 1, err: err}
 	}
+}
+
+// refusedColumns counts the columns of c that did not plan.
+func refusedColumns(c *plan.Comparison) int {
+	n := 0
+	if c != nil {
+		for _, col := range c.Columns {
+			if col.Error != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // comparisonRows returns the header and the rows of the comparison, one
@@ -147,6 +168,9 @@ func comparisonRows(c *plan.Comparison, withNotes bool) (header []string, rows [
 	for _, col := range c.Columns {
 		header = append(header, col.Engine)
 		dt := col.KVCacheDType
+		if col.Report != nil {
+			dt = col.Report.KVCacheDType // the engine's own spelling
+		}
 		if col.ResolvedKVCacheDType != "" && col.ResolvedKVCacheDType != dt {
 			dt += " → " + col.ResolvedKVCacheDType
 		}

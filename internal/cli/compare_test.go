@@ -102,12 +102,12 @@ func TestPlanVLLMRefusalJSON(t *testing.T) {
 }
 
 // A refused column's engine words go below the table as a numbered note
-// with the verified fix, so the table stays readable; every engine's
-// concurrency reads "N (R.RRx) at L".
+// with the verified fix, so the table stays readable, and the exit status
+// is 1; every engine's concurrency reads "N (R.RRx) at L".
 func TestCompareTableRefusalNotes(t *testing.T) {
 	out, _, code := runCompareCLI("compare", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--tp-size", "2", "--engine", "sglang,vllm,trtllm")
-	if code != 0 {
-		t.Fatalf("exit %d (trtllm plans, so the comparison succeeds):\n%s", code, out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (two columns refused):\n%s", code, out)
 	}
 	table, notes, ok := strings.Cut(out, "\n[1] ")
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -123,7 +124,9 @@ func (f *fitFlags) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if !f.debug {
-		res.Skipped = nil
+		// Only the KV dtypes an engine has no name for stay (as notes):
+		// the rows they leave out are never silent.
+		res.Skipped = slices.DeleteFunc(res.Skipped, func(s fit.Skip) bool { return s.GPU != "" || s.TPSize != 0 })
 	}
 	if err := writeFit(cmd.OutOrStdout(), f.format, res, f.debug); err != nil {
 		return err
@@ -216,10 +219,28 @@ func writeFit(w io.Writer, format string, res *fit.Result, debug bool) error {
 	if m := res.ClosestMiss; m != nil {
 		writeClosestMiss(w, res.Target, m)
 	}
+	writeDTypeNotes(w, res.Skipped)
 	if debug {
 		return writeFitDebug(w, res)
 	}
 	return nil
+}
+
+// writeDTypeNotes prints, as numbered notes, the KV dtypes an engine
+// searched has no name for (a skip of no GPU and no layout): the rows that
+// engine would have had are missing, and the table says why.
+func writeDTypeNotes(w io.Writer, skipped []fit.Skip) {
+	n := 0
+	for _, s := range skipped {
+		if s.GPU != "" || s.TPSize != 0 {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w)
+		}
+		n++
+		fmt.Fprintf(w, "[%d] %s\n", n, oneLine(s.Reason))
+	}
 }
 
 // writeFitTarget prints what fit searched for: the target (a workload

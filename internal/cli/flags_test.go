@@ -152,17 +152,23 @@ func TestCompareDPAttentionFlagsReproduce(t *testing.T) {
 	}
 }
 
-// fit checks every --kv-cache-dtypes value first (exit 2 with the name to
-// use) and searches TensorRT-LLM with --engines.
+// fit checks every --kv-cache-dtypes value first (exit 2 with the names
+// the engine takes when it has none for that storage; another engine's
+// spelling plans under the engine's own) and searches TensorRT-LLM with
+// --engines.
 func TestFitDTypesAndEngines(t *testing.T) {
-	_, errOut, code := run(t, "fit", "--kv-cache-dtypes", "fp8", "-n", "1", "--context-length", "8192", "--gpus", "H100")
-	if code != 2 || !strings.Contains(errOut, "did you mean fp8_e4m3 (SGLang's name for vLLM's fp8)") {
-		t.Errorf("fp8: exit %d %q", code, errOut)
+	out, errOut, code := run(t, "fit", "--kv-cache-dtypes", "fp8", "-n", "1", "--context-length", "8192", "--gpus", "H100")
+	if code != 0 || !strings.Contains(out, "--kv-cache-dtype fp8_e4m3 ") {
+		t.Errorf("fp8 (vLLM's name for SGLang's fp8_e4m3): exit %d %q\n%s", code, errOut, out)
+	}
+	_, errOut, code = run(t, "fit", "--engine", "trtllm", "--kv-cache-dtypes", "fp8_e5m2", "-n", "1", "--context-length", "8192", "--gpus", "H100")
+	if code != 2 || !strings.Contains(errOut, "accepted: auto, fp8, nvfp4") {
+		t.Errorf("fp8_e5m2 on TensorRT-LLM: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := run(t, "fit", "--kv-cache-dtypes", "fp3", "-n", "1", "--context-length", "8192", "--gpus", "H100"); code != 2 {
 		t.Errorf("fp3: exit %d %q", code, errOut)
 	}
-	out, errOut, code := run(t, "fit", "--engines", "sglang,vllm,trtllm", "-n", "16", "--context-length", "32768", "--gpus", "H100")
+	out, errOut, code = run(t, "fit", "--engines", "sglang,vllm,trtllm", "-n", "16", "--context-length", "32768", "--gpus", "H100")
 	if code != 0 || !strings.Contains(out, "ENGINE") || !strings.Contains(out, "trtllm  H100-80GB") || !strings.Contains(out, "--max_batch_size 16") {
 		t.Errorf("engines: exit %d %s\n%s", code, errOut, out)
 	}

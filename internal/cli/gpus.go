@@ -41,7 +41,7 @@ func newGPUsCmd() *cobra.Command {
 				if g.SM > 0 {
 					sm = fmt.Sprint(g.SM)
 				}
-				fmt.Fprintf(tw, "%s\t%d MiB (%.2f GiB)\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.MemoryMiB,
+				fmt.Fprintf(tw, "%s\t%s MiB (%.2f GiB)\t%s\t%s\t%s\t%s\t%s\n", g.Name, group(g.MemoryMiB),
 					float64(g.MemoryMiB)/1024, g.Vendor, g.Platform, g.Arch, sm, g.Description)
 			}
 			return tw.Flush()

@@ -164,7 +164,7 @@ func writeSummaryTable(w io.Writer, s model.Summary, extra ...[2]string) error {
 			row("state ssm dtype", l.ConfigSSMDType)
 		}
 	}
-	row("context length", fmt.Sprint(s.ContextLength))
+	row("context length", group(int64(s.ContextLength)))
 	cfg := "(not set)"
 	if s.ConfigDType != nil {
 		cfg = *s.ConfigDType

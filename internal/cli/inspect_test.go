@@ -42,7 +42,7 @@ func TestInspectDefaultTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{catalog.Default, "32 (32 full)", "kv heads", "131072", "bfloat16"} {
+	for _, want := range []string{catalog.Default, "32 (32 full)", "kv heads", "131,072", "bfloat16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -77,7 +77,7 @@ the engine's own figure, run kvcfg plan).`,
 				if r.KVBytesPerToken > 0 {
 					perTok = group(r.KVBytesPerToken)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Architecture, r.Layout, r.AttentionKind, heads, perTok, r.ContextLength, humanCount(r.ParamsTotal))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Architecture, r.Layout, r.AttentionKind, heads, perTok, group(int64(r.ContextLength)), humanCount(r.ParamsTotal))
 			}
 			return tw.Flush()
 		},

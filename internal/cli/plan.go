@@ -199,9 +199,16 @@ combination and prints one row each (table, CSV, markdown, JSON or YAML):
 
   kvcfg plan --tp-size 1,2,4 --kv-cache-dtype auto,fp8_e4m3 -o csv
 
-Exit status: 0 on success, 1 when the engine could not start with these
-settings (the error names the flag to change) or, for a list, when no
-combination plans, 2 for invalid input.`,
+Exit status:
+  0  the plan serves the target (--concurrency requests of the context
+     length fit at once)
+  1  the engine refuses to start with these settings (the error names the
+     flag to change; an over-long --context-length is one), or, for a
+     list, no combination plans
+  2  invalid input (a flag value, model, GPU or dtype name that is not
+     accepted)
+  3  the engine starts but the target does not fit (the fix says what to
+     change)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := pf.check(); err != nil {
@@ -276,6 +283,26 @@ func writePlan(out, errw io.Writer, format string, rep *plan.Report, err error) 
 
 // gibs formats a byte count as the plan printer does ("25.29 GiB").
 func gibs(n int64) string { return units.FormatBytes(n) }
+
+// groupFloat writes v with prec decimals and its whole part grouped in
+// thousands, as group writes counts ("29,080.57").
+func groupFloat(v float64, prec int) string {
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	whole, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(whole, "-")
+	n, err := strconv.ParseInt(strings.TrimPrefix(whole, "-"), 10, 64)
+	if err != nil {
+		return s
+	}
+	out := group(n)
+	if neg {
+		out = "-" + out
+	}
+	if frac != "" {
+		out += "." + frac
+	}
+	return out
+}
 
 // group writes n with thousands separators, as the plan printer does.
 func group(n int64) string {

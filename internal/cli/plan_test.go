@@ -133,7 +133,7 @@ func TestPlanBadInput(t *testing.T) {
 
 func TestGPUs(t *testing.T) {
 	out, _, code := run(t, "gpus")
-	if code != 0 || !strings.Contains(out, "H100-80GB") || !strings.Contains(out, "81559 MiB") {
+	if code != 0 || !strings.Contains(out, "H100-80GB") || !strings.Contains(out, "81,559 MiB") {
 		t.Errorf("table exit %d:\n%s", code, out)
 	}
 	out, _, code = run(t, "gpus", "-o", "json")

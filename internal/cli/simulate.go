@@ -361,9 +361,9 @@ func writeTimeseries(path string, pts []simulate.Point) error {
 
 // simRows are the table rows of a summary, label then value.
 func simRows(s *simulate.Summary, both bool) [][2]string {
-	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	f2 := func(v float64) string { return groupFloat(v, 2) }
 	f3 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-	d := func(v int64) string { return strconv.FormatInt(v, 10) }
+	d := func(v int64) string { return group(v) }
 	rows := [][2]string{
 		{"requests completed", d(s.RequestsCompleted)},
 		{"unservable requests", d(s.UnservableRequests)},
@@ -384,13 +384,13 @@ func simRows(s *simulate.Summary, both bool) [][2]string {
 	rows = append(rows,
 		[2]string{"recomputed tokens", d(s.RecomputedTokens)},
 		[2]string{"prefix hit rate", f3(s.PrefixHitRate)},
-		[2]string{"peak KV tokens", fmt.Sprintf("%d of %d (%.1f%%)", s.PeakKVTokens, s.PoolTokens, 100*float64(s.PeakKVTokens)/float64(max(s.PoolTokens, 1)))},
+		[2]string{"peak KV tokens", fmt.Sprintf("%s of %s (%.1f%%)", group(s.PeakKVTokens), group(s.PoolTokens), 100*float64(s.PeakKVTokens)/float64(max(s.PoolTokens, 1)))},
 		[2]string{"binding limit", s.BindingLimit},
-		[2]string{"steps", fmt.Sprintf("%d (%d prefill, %d decode)", s.Steps, s.PrefillSteps, s.DecodeSteps)},
+		[2]string{"steps", fmt.Sprintf("%s (%s prefill, %s decode)", group(s.Steps), group(s.PrefillSteps), group(s.DecodeSteps))},
 		[2]string{"duration (est.)", f2(s.DurationEstS) + " s"},
 		[2]string{"mean TTFT (est.)", f3(s.MeanTTFTEstS) + " s"},
-		[2]string{"mean inter-token latency (est.)", strconv.FormatFloat(s.MeanITLEstS*1000, 'f', 1, 64) + " ms"},
-		[2]string{"output throughput (est.)", strconv.FormatFloat(s.OutputTokensPerSEst, 'f', 0, 64) + " tok/s"},
+		[2]string{"mean inter-token latency (est.)", groupFloat(s.MeanITLEstS*1000, 1) + " ms"},
+		[2]string{"output throughput (est.)", group(int64(math.Round(s.OutputTokensPerSEst))) + " tok/s"},
 		[2]string{"queue time behind the KV pool (est.)", f2(s.KVQueueEstS) + " request-s"},
 		[2]string{"GPU time needed / arrival time (est.)", f2(s.ComputeLoadEst)},
 	)

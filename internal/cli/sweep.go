@@ -237,6 +237,16 @@ func sweepCells(r plan.SweepRow) []string {
 		num(int64(rep.MaxRunningRequests)), num(rep.MaxConcurrencyAtContextLength), oneLine(r.Error)}
 }
 
+// groupCounts writes the whole numbers of sweep cells with thousands
+// separators, as every table of kvcfg prints them.
+func groupCounts(cells []string) {
+	for i, c := range cells {
+		if n, err := strconv.ParseInt(c, 10, 64); err == nil {
+			cells[i] = group(n)
+		}
+	}
+}
+
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // writeSweep prints sweep rows.
@@ -260,6 +270,9 @@ func writeSweep(w io.Writer, format string, axes []plan.Axis, rows []plan.SweepR
 			c = append(c, r.Values[a.Field])
 		}
 		cells[i] = append(c, sweepCells(r)...)
+		if !strings.EqualFold(format, outCSV) {
+			groupCounts(cells[i][len(axes):]) // CSV keeps plain numbers
+		}
 	}
 	switch strings.ToLower(format) {
 	case outCSV:

@@ -316,6 +316,13 @@
     $("fix-flags").hidden = !flags;
   }
 
+  // shareKeys is each engine's memory share: the report key and flag name.
+  const shareKeys = {
+    sglang: { key: "mem_fraction_static", label: "--mem-fraction-static" },
+    vllm: { key: "gpu_memory_utilization", label: "--gpu-memory-utilization" },
+    trtllm: { key: "free_gpu_memory_fraction", label: "free_gpu_memory_fraction" },
+  };
+
   function render(req, rep) {
     $("results").hidden = false;
     renderVerdict(rep);
@@ -324,12 +331,32 @@
     // The SGLang version profile the plan used, and why (every SGLang plan).
     $("profile").textContent = rep.sglang_profile ? "Profile: " + rep.sglang_profile : "";
     $("profile").hidden = !rep.sglang_profile;
+    // Each number once, under the engine's own name: vLLM's KV cache size
+    // is its max total tokens unless the pools are hybrid, and its
+    // "Maximum concurrency" (3.51x) is the whole requests that fit (3).
+    const share = shareKeys[rep.engine] || shareKeys.sglang;
+    const same = {
+      max_total_num_tokens: rep.kv_cache_size_tokens !== undefined && rep.kv_cache_size_tokens === rep.max_total_num_tokens,
+      max_concurrency_at_context_length: rep.max_concurrency !== undefined,
+    };
     for (const el of document.querySelectorAll("#cards .v")) {
       const key = el.id.slice(2);
-      el.textContent = fmt(key, rep[key], true);
-      // vLLM has no mem_fraction_static: its report leaves it 0.
-      el.parentElement.hidden = rep[key] === undefined || (key === "mem_fraction_static" && !rep[key]);
+      if (key === "memory_share") {
+        // The engine's memory share under its own flag name (a vLLM or
+        // TensorRT-LLM report leaves mem_fraction_static 0).
+        $("k-memory_share").textContent = share.label;
+        el.textContent = fmt(share.key, rep[share.key], true);
+        el.parentElement.hidden = !rep[share.key];
+        continue;
+      }
+      el.textContent = key === "max_concurrency" && typeof rep[key] === "number"
+        ? `${fmtInt(Math.floor(rep[key]))} (${rep[key].toFixed(2)}x)` : fmt(key, rep[key], true);
+      el.parentElement.hidden = rep[key] === undefined || same[key] === true;
     }
+    // A blank memory share plans the version's default: the placeholder
+    // says which (the planner's number, not a guess of the page's).
+    const input = form.elements[share.key];
+    if (input && input.value === "" && rep[share.key]) input.placeholder = String(rep[share.key]);
     const warn = $("warnings");
     warn.replaceChildren();
     for (const w of rep.warnings || []) {
