@@ -324,3 +324,21 @@ func TestDefaultPlanAllocs(t *testing.T) {
 		t.Errorf("a default plan allocates %v times, want at most 6", n)
 	}
 }
+
+// A plan pinned to an SGLang release (--sglang-version) costs what a
+// default plan costs: the release's profile is parsed once per process,
+// not by every plan's validation and configurator (20 allocations more
+// before issue 28).
+func TestPinnedPlanAllocs(t *testing.T) {
+	for _, v := range []string{"0.5.3", "0.4.7.post1", "latest"} {
+		req := plan.Request{SGLangVersion: v}
+		n := testing.AllocsPerRun(50, func() {
+			if _, err := plan.Run(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 6 {
+			t.Errorf("a plan pinned to SGLang %s allocates %v times, want at most 6 (a default plan's)", v, n)
+		}
+	}
+}
