@@ -300,15 +300,17 @@ func TestPlanGroupedIntDTypes(t *testing.T) {
 // ResolveGPU's GPU is the caller's: changing its slices changes no other
 // plan's (plans share the default GPU's).
 func TestResolveGPUCopies(t *testing.T) {
-	g, err := plan.ResolveGPU(plan.Request{})
-	if err != nil || len(g.Aliases) == 0 {
-		t.Fatalf("default GPU %+v, %v: want one with aliases", g, err)
-	}
-	want := g.Aliases[0]
-	g.Aliases[0] = "changed"
-	again, _ := plan.ResolveGPU(plan.Request{})
-	if again.Aliases[0] != want {
-		t.Errorf("the default GPU's alias became %q", again.Aliases[0])
+	for _, req := range []plan.Request{{}, {GPU: "H200"}} {
+		g, err := plan.ResolveGPU(req)
+		if err != nil || len(g.Aliases) == 0 {
+			t.Fatalf("GPU %q: %+v, %v: want one with aliases", req.GPU, g, err)
+		}
+		want := g.Aliases[0]
+		g.Aliases[0] = "changed"
+		again, _ := plan.ResolveGPU(req)
+		if again.Aliases[0] != want {
+			t.Errorf("GPU %q: the alias became %q", req.GPU, again.Aliases[0])
+		}
 	}
 }
 
