@@ -140,9 +140,9 @@ type adviser struct {
 
 // newAdviser sets up the search for rep, a plan of req with model m by
 // engine e that does not serve; planErr is the plan's error.
-func newAdviser(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error, e engine) *adviser {
+func newAdviser(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error, e engine) adviser {
 	req.Resolved, req.NoAdvice = m, true
-	a := &adviser{ctx: ctx, req: req, spec: m.Spec, rep: rep, n: rep.TargetConcurrency, L: rep.ContextLength}
+	a := adviser{ctx: ctx, req: req, spec: m.Spec, rep: rep, n: rep.TargetConcurrency, L: rep.ContextLength}
 	if c := m.Spec.ContextLength; a.L <= 0 || (c > 0 && a.L > c) {
 		a.L = c
 	}
