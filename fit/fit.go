@@ -344,9 +344,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, fmt.Errorf("%w: %s exceeds the model's context length %d", ErrInvalid, what, spec.ContextLength)
 	}
-	// Every plan of the search reads the one parsed model, and none looks
-	// for a TP size that fits: the search tries the layouts itself (the
-	// closest miss gets its plan's own advice back, see miss).
+	// Every plan of the search reads the one parsed model, and none runs
+	// the advice search: the search tries the layouts itself, and the
+	// closest miss names its own remedies (see miss).
 	base.Resolved, base.NoAdvice = m, true
 	if m.Source == catalog.SourceCatalog {
 		base.Model = m.Name // the canonical id, as the printed flags give it
@@ -1032,16 +1032,10 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 	weightsOver := false
 	switch {
 	case out.err != nil:
-		err := out.err
-		if errors.Is(err, plan.ErrInfeasible) {
-			// The plan as `kvcfg plan` runs it: with its TP advice.
-			r := out.req
-			r.NoAdvice = false
-			if _, e := plan.Run(ctx, r); e != nil {
-				err = e
-			}
-		}
-		m.Error = strings.TrimPrefix(err.Error(), "plan: infeasible: ")
+		// The engine's words, as `kvcfg plan` gives them: the advice search
+		// changes the report's fix, never the error, so the plan is not
+		// run again with it.
+		m.Error = strings.TrimPrefix(out.err.Error(), "plan: infeasible: ")
 		m.Shortfall = "the engine refuses to start at this layout"
 		// Say so when the weights alone do not fit: the engine's own words
 		// ("Raise --mem-fraction-static above 1.000") hide it.
