@@ -57,9 +57,19 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 		a.PlanError = err.Error()
 	}
 	a.Reproduced = (err != nil) == isError(e.Kind)
+	// A probe plans without the advice search, whose fix a refused probe
+	// would throw away; one that may be the answer but misses its target
+	// is planned again with it, for the report returned.
 	good := func(r plan.Request) (*plan.Report, bool) {
+		wantAdvice := !r.NoAdvice
+		r.NoAdvice = true
 		rp, err := plan.Run(ctx, r)
-		return rp, err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= 1
+		ok := err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= 1
+		if ok && wantAdvice && rp.Verdict != plan.VerdictServes {
+			r.NoAdvice = false
+			rp, _ = plan.Run(ctx, r)
+		}
+		return rp, ok
 	}
 	req = req.Normalized()
 	var s *step
