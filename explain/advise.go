@@ -94,6 +94,12 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	// The knob's request key, from the flag table: the engines' names for
 	// one setting (--max-model-len, --context-length) land on one case.
 	key := plan.KeyOfFlag(e.Knob)
+	if contextKeys[key] && fromMessage(a.FromMessage, key) {
+		// The context itself was read from the message (one longer than
+		// the model's, which every engine refuses): the launch reproduced
+		// it, and the search starts from the engine's default context.
+		_ = req.SetField(key, "0")
+	}
 	if key == "tp_size" && adviseTP(a, req, good) {
 		a.settle(e, req, rep)
 		return a, nil
@@ -310,11 +316,36 @@ func (a *Advice) miss(ctx context.Context, e *Explanation, s *step, req plan.Req
 
 // holds is the test of a planned launch: it starts and holds target
 // requests of its context length at once.
+//
+// A probe plans without the advice search, whose fix a refused probe would
+// throw away; one that may be the answer but is not a plain "serves" is
+// planned again with it, for the report returned.
 func holds(ctx context.Context, target int) func(plan.Request) (*plan.Report, bool) {
 	return func(r plan.Request) (*plan.Report, bool) {
+		wantAdvice := !r.NoAdvice
+		r.NoAdvice = true
 		rp, err := plan.Run(ctx, r)
-		return rp, err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= int64(target)
+		ok := err == nil && rp != nil && rp.MaxConcurrencyAtContextLength >= int64(target)
+		if ok && wantAdvice && rp.Verdict != plan.VerdictServes {
+			r.NoAdvice = false
+			rp, _ = plan.Run(ctx, r)
+		}
+		return rp, ok
 	}
+}
+
+// contextKeys are the request keys of the context length, one per engine.
+var contextKeys = map[string]bool{"context_length": true, "max_model_len": true, "max_seq_len": true}
+
+// fromMessage reports whether settings (key=value, as Advice.FromMessage
+// lists them) set key.
+func fromMessage(settings []string, key string) bool {
+	for _, kv := range settings {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // firstSentence is s up to its first ". " before a capital letter (what

@@ -174,9 +174,11 @@ func TestAdviseTRTLLMPastedFraction(t *testing.T) {
 	}
 }
 
-// A pasted value kvcfg refuses as input (a context over the model's) does
-// not turn the explanation into an error: the launch is planned without it.
-func TestAdviseDropsInvalidPastedValue(t *testing.T) {
+// A pasted value the engine refuses (a context over the model's: every
+// engine refuses it at start-up) does not turn the explanation into an
+// error: the launch is planned with it and reproduces the refusal, and the one
+// value named is the model's context.
+func TestAdviseRefusedPastedValue(t *testing.T) {
 	e, err := explain.Explain("User-specified context_length (10000000) is greater than the derived context_length (131072).")
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +187,11 @@ func TestAdviseDropsInvalidPastedValue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("advise: %v", err)
 	}
-	if len(a.FromMessage) != 0 {
-		t.Errorf("from message %q", a.FromMessage)
+	if !slices.Equal(a.FromMessage, []string{"context_length=10000000"}) || !a.Reproduced {
+		t.Errorf("from message %q, reproduced %v", a.FromMessage, a.Reproduced)
+	}
+	if e.Value != "131072" || (a.Value != "" && a.Value != "131072") {
+		t.Errorf("value %q / %q (note %q), want the model's context 131072", e.Value, a.Value, a.Note)
 	}
 }
 

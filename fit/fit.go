@@ -392,9 +392,9 @@ func (o *Options) settleTarget(ctx context.Context, spec *model.Spec) (*workload
 
 // newSearch starts the search of base (normalized) on the parsed model m.
 func newSearch(base plan.Request, m *catalog.Model) *search {
-	// Every plan of the search reads the one parsed model, and none looks
-	// for a TP size that fits: the search tries the layouts itself (the
-	// closest miss gets its plan's own advice back, see miss).
+	// Every plan of the search reads the one parsed model, and none runs
+	// the advice search: the search tries the layouts itself, and the
+	// closest miss names its own remedies (see miss).
 	base.Resolved, base.NoAdvice = m, true
 	if m.Source == catalog.SourceCatalog {
 		base.Model = m.Name // the canonical id, as the printed flags give it

@@ -109,16 +109,10 @@ func (s *search) shortfall(ctx context.Context, m *Miss, c candidate, out outcom
 	weightsOver := false
 	switch {
 	case out.err != nil:
-		err := out.err
-		if errors.Is(err, plan.ErrInfeasible) {
-			// The plan as `kvcfg plan` runs it: with its TP advice.
-			r := out.req
-			r.NoAdvice = false
-			if _, e := plan.Run(ctx, r); e != nil {
-				err = e
-			}
-		}
-		m.Error = strings.TrimPrefix(err.Error(), "plan: infeasible: ")
+		// The engine's words, as `kvcfg plan` gives them: the advice search
+		// changes the report's fix, never the error, so the plan is not
+		// run again with it.
+		m.Error = strings.TrimPrefix(out.err.Error(), "plan: infeasible: ")
 		m.Shortfall = "the engine refuses to start at this layout"
 		// Say so when the weights alone do not fit: the engine's own words
 		// ("Raise --mem-fraction-static above 1.000") hide it.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -88,176 +90,239 @@ func (k knobs) flag(key string) string { return FlagFor(k.engine, key) }
 // change is one request field set to a value.
 type change struct{ key, value string }
 
+// adviceSearches counts the advice searches run (advise calls that
+// search), so that tests see where they run: for the plan a caller gets
+// back (Run, Compare), never for each plan of a sweep.
+var adviceSearches atomic.Int64
+
 // advise searches the smallest change that makes req serve its target and
 // sets rep's fix to it, but only after re-planning with the change and
 // seeing the target met. When no change in reach meets it, the hint says
 // what is missing. m is the resolved model; rep has been judged.
-func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error, o runOpts) {
+func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error) {
 	e, ok := engines[req.Engine]
 	if !ok || rep.Verdict == VerdictServes {
 		return
 	}
+	adviceSearches.Add(1)
+	a := newAdviser(ctx, req, m, rep, planErr, e)
+	if !a.search() {
+		a.nothingInReach()
+	}
+}
+
+// adviser is one advice search: the plan that misses its target, the
+// target, and the settings the search may change.
+type adviser struct {
+	ctx context.Context
+	// req is the request advised, with its model resolved and advice off
+	// (the plans the search runs do not search themselves).
+	req  Request
+	spec *model.Spec
+	// rep is the plan advised; found and nothingInReach set its fix.
+	rep *Report
+	k   knobs
+	// n requests of L tokens is the target: the plan's context, but never
+	// beyond the model's own context length (no engine serves more; asking
+	// for it is the error).
+	n, L int
+	// base is the engine's own fix (the model's length) for a context
+	// beyond the model's, its first complaint: it goes under every change
+	// tried.
+	base []change
+	// tpSizes names the TP sizes that split the heads, when the plan was
+	// refused for its TP size ("" otherwise).
+	tpSizes string
+	// fp8 says the search may try the engine's fp8 KV cache (the plan's is
+	// not fp8 or fp4 already).
+	fp8 bool
+}
+
+// newAdviser sets up the search for rep, a plan of req with model m by
+// engine e that does not serve; planErr is the plan's error.
+func newAdviser(ctx context.Context, req Request, m *catalog.Model, rep *Report, planErr error, e engine) adviser {
 	req.Resolved, req.NoAdvice = m, true
-	n := rep.TargetConcurrency
-	// The target context: the plan's, but never beyond the model's own
-	// context length (no engine serves more; asking for it is the error).
-	L := rep.ContextLength
-	if c := m.Spec.ContextLength; L <= 0 || (c > 0 && L > c) {
-		L = c
+	a := adviser{ctx: ctx, req: req, spec: m.Spec, rep: rep, n: rep.TargetConcurrency, L: rep.ContextLength}
+	if c := m.Spec.ContextLength; a.L <= 0 || (c > 0 && a.L > c) {
+		a.L = c
 	}
-	k := e.knobs(req, rep)
-	k.engine = req.Engine
-	// A context beyond the model's is the engine's first complaint: its own
-	// fix (the model's length) goes under every change tried.
-	var base []change
-	if rep.ContextLength > L && rep.FixValue == strconv.Itoa(L) {
+	a.k = e.knobs(req, rep)
+	a.k.engine = req.Engine
+	if rep.ContextLength > a.L && rep.FixValue == strconv.Itoa(a.L) {
 		if key := keyOfFlag(rep.FixFlag); key == "context_length" || key == "max_model_len" {
-			base = []change{{key, rep.FixValue}}
+			a.base = []change{{key, rep.FixValue}}
 		}
-	}
-	var inner runOpts
-	try := func(ch ...change) (*Report, bool) {
-		if ctx.Err() != nil {
-			return nil, false
-		}
-		r := req
-		for _, c := range append(base[:len(base):len(base)], ch...) {
-			if r.SetField(c.key, c.value) != nil {
-				return nil, false
-			}
-		}
-		rp, err := planValid(ctx, &r, inner)
-		if rp == nil {
-			return nil, false
-		}
-		judge(rp, &r, err != nil)
-		return rp, rp.Verdict == VerdictServes && rp.ContextLength >= L
 	}
 	// A tensor-parallel refusal (either engine's TPError) knows every size
 	// that works; the verified fix picks one and names the others.
 	var tp interface{ Sizes() []int }
-	tpSizes := ""
 	if errors.As(planErr, &tp) && len(tp.Sizes()) > 0 {
-		tpSizes = "TP sizes that split the heads: " + joinInts(tp.Sizes())
+		a.tpSizes = "TP sizes that split the heads: " + joinInts(tp.Sizes())
 	}
-	found := func(rp *Report, ch ...change) {
-		ch = append(base[:len(base):len(base)], ch...)
-		rep.FixArgs = rep.FixArgs[:0]
-		words := make([]string, 0, len(ch))
-		for _, c := range ch {
-			f := k.flag(c.key)
-			rep.FixArgs = append(rep.FixArgs, f, c.value)
-			words = append(words, f+" "+c.value)
-		}
-		rep.FixFlag, rep.FixValue = rep.FixArgs[0], rep.FixArgs[1]
-		reqs := "requests"
-		if rp.MaxConcurrencyAtContextLength == 1 {
-			reqs = "request"
-		}
-		rep.FixHint = fmt.Sprintf("set %s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
-			strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
-		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
-			rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
-		}
-		if tpSizes != "" && strings.Contains(rep.FixFlag, "-size") {
-			rep.FixHint += "; " + tpSizes
-		}
-	}
+	d := rep.ResolvedKVCacheDType
+	a.fp8 = a.k.fp8 != "" && !strings.HasPrefix(strings.ToLower(d), "fp8") && !strings.Contains(d, "fp4")
+	return a
+}
 
-	// 1. The engine's own fix, when it names a value of a request field.
-	if len(base) > 0 {
-		if rp, ok := try(); ok {
-			found(rp)
-			return
-		}
-	} else if rep.FixFlag != "" && rep.FixValue != "" {
-		if key := keyOfFlag(rep.FixFlag); key != "" {
-			if rp, ok := try(change{key, rep.FixValue}); ok {
-				found(rp, change{key, rep.FixValue})
-				return
-			}
-		}
-	}
-	// 2. The running-request cap, when the pools hold the target.
-	if k.requestCap != "" && rep.Verdict == VerdictMisses && rep.MaxRunningRequests < n && Capacity(rep, m.Spec, L) >= int64(n) {
-		c := change{k.requestCap, strconv.Itoa(n)}
-		if rp, ok := try(c); ok {
-			found(rp, c)
-			return
-		}
-	}
-	// 3. The memory share, then 4. fp8 KV, then both.
-	share := func(extra ...change) bool {
-		if k.share == "" || k.current >= k.shareMax {
-			return false
-		}
-		lo, hi := int(k.current*1000)+1, int(k.shareMax*1000)
-		at := func(v int) change { return change{k.share, strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)} }
-		rp, ok := try(append(extra, at(hi))...)
-		if !ok {
-			return false
-		}
-		best, bestRep := hi, rp
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			if r, ok := try(append(extra, at(mid))...); ok {
-				best, bestRep, hi = mid, r, mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		found(bestRep, append(extra, at(best))...)
+// search tries, in order, the engine's own fix, the running-request cap,
+// the memory share, an fp8 KV cache (alone, then with the share) and more
+// GPUs, and reports whether one served (rep's fix is then set to it).
+func (a *adviser) search() bool {
+	if a.engineFix() || a.requestCap() || a.share() {
 		return true
 	}
-	if share() {
-		return
-	}
-	fp8 := k.fp8 != "" && !strings.HasPrefix(strings.ToLower(rep.ResolvedKVCacheDType), "fp8") && !strings.Contains(rep.ResolvedKVCacheDType, "fp4")
-	if fp8 {
-		c := change{"kv_cache_dtype", k.fp8}
-		if rp, ok := try(c); ok {
-			found(rp, c)
-			return
-		}
-		if share(c) {
-			return
+	if a.fp8 {
+		c := change{"kv_cache_dtype", a.k.fp8}
+		if a.tryFound(c) || a.share(c) {
+			return true
 		}
 	}
-	// 5. More GPUs: tensor parallelism (not with measured readings, which
-	// were taken at this layout).
-	if !rep.Measured {
-		for t := max(rep.TPSize, 1) * 2; t*rep.PPSize <= maxAdviceGPUs; t *= 2 {
-			if req.EnableDPAttention && req.DPSize > 1 && t%req.DPSize != 0 {
-				continue
-			}
-			if fits, known := o.memo.load(o.group, t); known && !fits {
-				continue
-			}
-			c := change{"tp_size", strconv.Itoa(t)}
-			rp, ok := try(c, change{"tensor_parallel_size", "0"})
-			if rp != nil && ctx.Err() == nil {
-				o.memo.store(o.group, t, rp.Verdict != VerdictRefuses && rp.MaxTotalNumTokens > 0)
-			}
-			if ok {
-				found(rp, c)
-				return
-			}
-			if fp8 {
-				if rp, ok := try(c, change{"tensor_parallel_size", "0"}, change{"kv_cache_dtype", k.fp8}); ok {
-					found(rp, c, change{"kv_cache_dtype", k.fp8})
-					return
-				}
+	return a.moreGPUs()
+}
+
+// try re-plans the request with the base changes and ch, and reports
+// whether that plan serves the target (its report is nil when the changes
+// do not apply or the context ended).
+func (a *adviser) try(ch ...change) (*Report, bool) {
+	if a.ctx.Err() != nil {
+		return nil, false
+	}
+	r := a.req
+	for _, c := range append(a.base[:len(a.base):len(a.base)], ch...) {
+		if r.SetField(c.key, c.value) != nil {
+			return nil, false
+		}
+	}
+	rp, err := planValid(a.ctx, &r, runOpts{})
+	if rp == nil {
+		return nil, false
+	}
+	judge(rp, &r, err != nil)
+	return rp, rp.Verdict == VerdictServes && rp.ContextLength >= a.L
+}
+
+// tryFound is try that sets the fix to ch when it serves.
+func (a *adviser) tryFound(ch ...change) bool {
+	rp, ok := a.try(ch...)
+	if ok {
+		a.found(rp, ch...)
+	}
+	return ok
+}
+
+// found sets rep's fix to the base changes and ch, whose plan rp serves.
+func (a *adviser) found(rp *Report, ch ...change) {
+	rep := a.rep
+	ch = append(a.base[:len(a.base):len(a.base)], ch...)
+	rep.FixArgs = rep.FixArgs[:0]
+	words := make([]string, 0, len(ch))
+	for _, c := range ch {
+		f := a.k.flag(c.key)
+		rep.FixArgs = append(rep.FixArgs, f, c.value)
+		words = append(words, f+" "+c.value)
+	}
+	rep.FixFlag, rep.FixValue = rep.FixArgs[0], rep.FixArgs[1]
+	reqs := "requests"
+	if rp.MaxConcurrencyAtContextLength == 1 {
+		reqs = "request"
+	}
+	rep.FixHint = fmt.Sprintf("set %s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
+		strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
+	if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
+		rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
+	}
+	if a.tpSizes != "" && strings.Contains(rep.FixFlag, "-size") {
+		rep.FixHint += "; " + a.tpSizes
+	}
+}
+
+// engineFix tries the engine's own fix, when it names a value of a
+// request field (or is the base change alone).
+func (a *adviser) engineFix() bool {
+	if len(a.base) > 0 {
+		return a.tryFound()
+	}
+	if a.rep.FixFlag == "" || a.rep.FixValue == "" {
+		return false
+	}
+	key := keyOfFlag(a.rep.FixFlag)
+	return key != "" && a.tryFound(change{key, a.rep.FixValue})
+}
+
+// requestCap tries the running-request cap at the target, when the pools
+// hold the target but the cap does not.
+func (a *adviser) requestCap() bool {
+	rep := a.rep
+	if a.k.requestCap == "" || rep.Verdict != VerdictMisses || rep.MaxRunningRequests >= a.n || Capacity(rep, a.spec, a.L) < int64(a.n) {
+		return false
+	}
+	return a.tryFound(change{a.k.requestCap, strconv.Itoa(a.n)})
+}
+
+// share searches the smallest memory share (to 0.001) above the plan's
+// that serves with the changes extra, up to the engine's safe maximum.
+func (a *adviser) share(extra ...change) bool {
+	k := a.k
+	if k.share == "" || k.current >= k.shareMax {
+		return false
+	}
+	lo, hi := int(k.current*1000)+1, int(k.shareMax*1000)
+	at := func(v int) change { return change{k.share, strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)} }
+	rp, ok := a.try(append(extra, at(hi))...)
+	if !ok {
+		return false
+	}
+	best, bestRep := hi, rp
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if r, ok := a.try(append(extra, at(mid))...); ok {
+			best, bestRep, hi = mid, r, mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	a.found(bestRep, append(extra, at(best))...)
+	return true
+}
+
+// moreGPUs tries doubling the tensor-parallel size up to maxAdviceGPUs,
+// each alone and then with an fp8 KV cache (not with measured readings,
+// which were taken at this layout).
+func (a *adviser) moreGPUs() bool {
+	rep, req := a.rep, &a.req
+	if rep.Measured {
+		return false
+	}
+	for t := max(rep.TPSize, 1) * 2; t*rep.PPSize <= maxAdviceGPUs; t *= 2 {
+		if req.EnableDPAttention && req.DPSize > 1 && t%req.DPSize != 0 {
+			continue
+		}
+		c := change{"tp_size", strconv.Itoa(t)}
+		if rp, ok := a.try(c, change{"tensor_parallel_size", "0"}); ok {
+			a.found(rp, c)
+			return true
+		}
+		if a.fp8 {
+			if rp, ok := a.try(c, change{"tensor_parallel_size", "0"}, change{"kv_cache_dtype", a.k.fp8}); ok {
+				a.found(rp, c, change{"kv_cache_dtype", a.k.fp8})
+				return true
 			}
 		}
 	}
-	// Nothing in reach: say what is missing.
+	return false
+}
+
+// nothingInReach says in rep's hint what no change tried could serve and
+// what was tried, and drops the engine's value when it did not serve.
+func (a *adviser) nothingInReach() {
+	rep, k := a.rep, a.k
 	rep.FixArgs = nil
-	need := fmt.Sprintf("%d request(s) of %s tokens", n, group3(int64(L)))
+	need := fmt.Sprintf("%d request(s) of %s tokens", a.n, group3(int64(a.L)))
 	var what []string
 	if k.share != "" && k.current < k.shareMax {
 		what = append(what, fmt.Sprintf("%s up to %g", k.flag(k.share), k.shareMax))
 	}
-	if fp8 {
+	if a.fp8 {
 		what = append(what, k.flag("kv_cache_dtype")+" "+k.fp8)
 	}
 	if !rep.Measured {

@@ -300,15 +300,17 @@ func TestPlanGroupedIntDTypes(t *testing.T) {
 // ResolveGPU's GPU is the caller's: changing its slices changes no other
 // plan's (plans share the default GPU's).
 func TestResolveGPUCopies(t *testing.T) {
-	g, err := plan.ResolveGPU(plan.Request{})
-	if err != nil || len(g.Aliases) == 0 {
-		t.Fatalf("default GPU %+v, %v: want one with aliases", g, err)
-	}
-	want := g.Aliases[0]
-	g.Aliases[0] = "changed"
-	again, _ := plan.ResolveGPU(plan.Request{})
-	if again.Aliases[0] != want {
-		t.Errorf("the default GPU's alias became %q", again.Aliases[0])
+	for _, req := range []plan.Request{{}, {GPU: "H200"}} {
+		g, err := plan.ResolveGPU(req)
+		if err != nil || len(g.Aliases) == 0 {
+			t.Fatalf("GPU %q: %+v, %v: want one with aliases", req.GPU, g, err)
+		}
+		want := g.Aliases[0]
+		g.Aliases[0] = "changed"
+		again, _ := plan.ResolveGPU(req)
+		if again.Aliases[0] != want {
+			t.Errorf("GPU %q: the alias became %q", req.GPU, again.Aliases[0])
+		}
 	}
 }
 
@@ -322,5 +324,23 @@ func TestDefaultPlanAllocs(t *testing.T) {
 	})
 	if n > 6 {
 		t.Errorf("a default plan allocates %v times, want at most 6", n)
+	}
+}
+
+// A plan pinned to an SGLang release (--sglang-version) costs what a
+// default plan costs: the release's profile is parsed once per process,
+// not by every plan's validation and configurator (20 allocations more
+// before issue 28).
+func TestPinnedPlanAllocs(t *testing.T) {
+	for _, v := range []string{"0.5.3", "0.4.7.post1", "latest"} {
+		req := plan.Request{SGLangVersion: v}
+		n := testing.AllocsPerRun(50, func() {
+			if _, err := plan.Run(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 6 {
+			t.Errorf("a plan pinned to SGLang %s allocates %v times, want at most 6 (a default plan's)", v, n)
+		}
 	}
 }

@@ -92,10 +92,11 @@ type Request struct {
 	// plans. Sweep and fit set it so that a model is parsed once, not once
 	// per plan.
 	Resolved *catalog.Model `json:"-"`
-	// NoAdvice skips the search for a tensor-parallel size that fits when a
-	// plan fails because the weights do not fit (Go callers only): the
-	// Report's fix_value and fix_hint then stay as the engine says them.
-	// Searches that try every TP size themselves (fit) set it.
+	// NoAdvice skips the advice search (Go callers only): re-planning a
+	// plan that does not serve its target until a change does (fix_args).
+	// The Report's fix_flag, fix_value and fix_hint then stay as the
+	// engine says them. Searches that try the layouts themselves (fit) set
+	// it, and Sweep plans every row so.
 	NoAdvice bool `json:"-"`
 
 	// Concurrency is the target: how many requests of the context length
@@ -236,66 +237,105 @@ func (r Request) validate(withEngine bool) []error {
 	return r.check(withEngine)
 }
 
-// check is validate of a normalized request.
+// check is validate of a normalized request: every problem, in the
+// order of the request's groups of fields.
 func (r *Request) check(withEngine bool) []error {
-	var errs []error
-	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
+	var p problems
 	_, known := engines[r.Engine]
 	if !known {
-		add("engine", "unknown engine %q (accepted: %s)", r.Engine, strings.Join(Engines(), ", "))
+		p.add("engine", "unknown engine %q (accepted: %s)", r.Engine, strings.Join(Engines(), ", "))
 	}
+	r.checkConflicts(&p)
+	if known && withEngine {
+		p = append(p, r.engineErrors()...)
+	}
+	r.checkParallel(&p)
+	r.checkFractions(&p)
+	r.checkCounts(&p)
+	r.checkChoices(&p, withEngine)
+	if r.PreLoadFreeMemory > 0 && r.PostLoadFreeMemory > 0 && r.PostLoadFreeMemory > r.PreLoadFreeMemory {
+		p.add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)
+	}
+	// A request with a parsed Spec had its Config parsed already.
+	if len(r.Config) > 0 && r.Resolved == nil && !json.Valid(r.Config) {
+		p.add("config", "not valid JSON")
+	}
+	return p
+}
+
+// problems collects a request's input errors (FieldError values).
+type problems []error
+
+// add appends the FieldError of field with the message format and args.
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, fieldErr(field, format, args...))
+}
+
+// checkConflicts: a setting given twice, under kvcfg's name and an
+// engine's, must say the same.
+func (r *Request) checkConflicts(p *problems) {
 	if r.TensorParallelSize != 0 && r.TPSize != r.TensorParallelSize {
-		add("tensor_parallel_size", "%d conflicts with tp_size %d", r.TensorParallelSize, r.TPSize)
+		p.add("tensor_parallel_size", "%d conflicts with tp_size %d", r.TensorParallelSize, r.TPSize)
 	}
 	if r.PipelineParallelSize != 0 && r.PPSize != r.PipelineParallelSize {
-		add("pipeline_parallel_size", "%d conflicts with pp_size %d", r.PipelineParallelSize, r.PPSize)
+		p.add("pipeline_parallel_size", "%d conflicts with pp_size %d", r.PipelineParallelSize, r.PPSize)
 	}
 	// One context length, said once: --max-model-len (vLLM) and
 	// --max-seq-len (TensorRT-LLM) are the engines' names for it.
 	if r.ContextLength > 0 && r.MaxModelLen != 0 && r.MaxModelLen != r.ContextLength {
-		add("max_model_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxModelLen, r.ContextLength)
+		p.add("max_model_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxModelLen, r.ContextLength)
 	}
 	if r.ContextLength > 0 && r.MaxSeqLen != 0 && r.MaxSeqLen != r.ContextLength {
-		add("max_seq_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxSeqLen, r.ContextLength)
+		p.add("max_seq_len", "%d conflicts with context_length %d (the same setting): give one", r.MaxSeqLen, r.ContextLength)
 	}
-	if known && withEngine {
-		errs = append(errs, r.engineErrors()...)
-	}
+}
+
+// checkParallel checks the parallel sizes and DP attention's rules.
+func (r *Request) checkParallel(p *problems) {
 	for _, f := range []struct {
 		name string
 		v    int
 		max  int
 	}{{"tp_size", r.TPSize, 1024}, {"pp_size", r.PPSize, 1024}, {"dp_size", r.DPSize, 1024}} {
 		if f.v < 0 || f.v > f.max {
-			add(f.name, "%d must be between 1 and %d", f.v, f.max)
+			p.add(f.name, "%d must be between 1 and %d", f.v, f.max)
 		}
 	}
 	if r.EnableDPAttention && r.DPSize > 1 && r.TPSize > 0 && r.TPSize%r.DPSize != 0 {
-		add("dp_size", "with --enable-dp-attention, tp_size %d must be a multiple of dp_size %d", r.TPSize, r.DPSize)
+		p.add("dp_size", "with --enable-dp-attention, tp_size %d must be a multiple of dp_size %d", r.TPSize, r.DPSize)
 	}
 	if r.EnableDPAttention && r.DPSize > 1 && max(r.TPSize, 1) < r.DPSize {
-		add("dp_size", "with --enable-dp-attention, dp_size %d must not exceed tp_size %d", r.DPSize, max(r.TPSize, 1))
+		p.add("dp_size", "with --enable-dp-attention, dp_size %d must not exceed tp_size %d", r.DPSize, max(r.TPSize, 1))
 	}
+}
+
+// checkFractions checks the memory shares and ratios.
+func (r *Request) checkFractions(p *problems) {
 	frac := func(name string, v float64, allowOne bool) {
 		if math.IsNaN(v) || v < 0 || v > 1 || (v == 1 && !allowOne) {
-			add(name, "%v must be between 0 and 1", v)
+			p.add(name, "%v must be between 0 and 1", v)
 		}
 	}
 	frac("mem_fraction_static", r.MemFractionStatic, false)
 	frac("swa_full_tokens_ratio", r.SWAFullTokensRatio, true)
 	frac("gpu_memory_utilization", r.GPUMemoryUtilization, true)
 	if f := r.FreeGPUMemoryFraction; math.IsNaN(f) || f < 0 || f > 1 {
-		add("free_gpu_memory_fraction", "%v must be between 0 and 1", f)
+		p.add("free_gpu_memory_fraction", "%v must be between 0 and 1", f)
 	}
 	for _, w := range r.MaxAttentionWindow {
 		if w <= 0 {
-			add("max_attention_window", "%v: every window must be a positive token count", r.MaxAttentionWindow)
+			p.add("max_attention_window", "%v: every window must be a positive token count", r.MaxAttentionWindow)
 			break
 		}
 	}
 	if math.IsNaN(r.MambaFullMemoryRatio) || r.MambaFullMemoryRatio < 0 || r.MambaFullMemoryRatio > 1000 {
-		add("mamba_full_memory_ratio", "%v must be positive", r.MambaFullMemoryRatio)
+		p.add("mamba_full_memory_ratio", "%v must be positive", r.MambaFullMemoryRatio)
 	}
+}
+
+// checkCounts checks the token counts, sizes and limits: none negative
+// (-1 where an engine reads it as "off" or "auto"), none absurd.
+func (r *Request) checkCounts(p *problems) {
 	nonNeg := []struct {
 		name string
 		v    int64
@@ -316,32 +356,37 @@ func (r *Request) check(withEngine bool) []error {
 	}
 	for _, f := range nonNeg {
 		if f.v < 0 {
-			add(f.name, "%d must not be negative", f.v)
+			p.add(f.name, "%d must not be negative", f.v)
 		}
 	}
 	if r.MaxModelLen < -1 {
-		add("max_model_len", "%d must not be negative (-1 auto-fits it with engine vllm)", r.MaxModelLen)
+		p.add("max_model_len", "%d must not be negative (-1 auto-fits it with engine vllm)", r.MaxModelLen)
 	}
 	if r.PageSize > 1<<20 {
-		add("page_size", "%d is too large", r.PageSize)
+		p.add("page_size", "%d is too large", r.PageSize)
 	}
 	if r.ChunkedPrefillSize < -1 {
-		add("chunked_prefill_size", "%d (use -1 to disable chunked prefill)", r.ChunkedPrefillSize)
+		p.add("chunked_prefill_size", "%d (use -1 to disable chunked prefill)", r.ChunkedPrefillSize)
 	}
+}
+
+// checkChoices checks the names of versions, platforms, dtypes and
+// algorithms; withEngine adds what the request's engine does not take.
+func (r *Request) checkChoices(p *problems, withEngine bool) {
 	if r.SGLangVersion != "" && r.Engine == EngineSGLang {
 		if _, _, err := sglang.ResolveProfile(r.SGLangVersion); err != nil {
-			errs = append(errs, &FieldError{Field: "sglang_version", Err: err})
+			*p = append(*p, &FieldError{Field: "sglang_version", Err: err})
 		}
 	}
 	switch r.Platform {
 	case "", "cuda", "hip":
 	default:
-		add("platform", "unknown platform %q (accepted: cuda, hip)", r.Platform)
+		p.add("platform", "unknown platform %q (accepted: cuda, hip)", r.Platform)
 	}
 	switch strings.ToLower(r.MambaSSMDType) {
 	case "", "float32", "bfloat16":
 	default:
-		add("mamba_ssm_dtype", "%q (accepted: float32, bfloat16)", r.MambaSSMDType)
+		p.add("mamba_ssm_dtype", "%q (accepted: float32, bfloat16)", r.MambaSSMDType)
 	}
 	switch alg := strings.ToUpper(strings.TrimSpace(r.SpeculativeAlgorithm)); alg {
 	case "", "NONE", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "NGRAM":
@@ -350,17 +395,9 @@ func (r *Request) check(withEngine bool) []error {
 		// TensorRT-LLM's one-model MTP (decoding_type MTP); SGLang's argument
 		// parser has no MTP choice. A comparison checks it per column.
 		if withEngine && r.Engine != EngineTRTLLM {
-			add("speculative_algorithm", "%q is TensorRT-LLM's name, accepted with --engine trtllm; with engine %s use EAGLE (or NEXTN, SGLang's alias), which runs the checkpoint's MTP layers", r.SpeculativeAlgorithm, r.Engine)
+			p.add("speculative_algorithm", "%q is TensorRT-LLM's name, accepted with --engine trtllm; with engine %s use EAGLE (or NEXTN, SGLang's alias), which runs the checkpoint's MTP layers", r.SpeculativeAlgorithm, r.Engine)
 		}
 	default:
-		add("speculative_algorithm", "%q (accepted: EAGLE, EAGLE3, NEXTN, STANDALONE, DFLASH, NGRAM; MTP with --engine trtllm)", r.SpeculativeAlgorithm)
+		p.add("speculative_algorithm", "%q (accepted: EAGLE, EAGLE3, NEXTN, STANDALONE, DFLASH, NGRAM; MTP with --engine trtllm)", r.SpeculativeAlgorithm)
 	}
-	if r.PreLoadFreeMemory > 0 && r.PostLoadFreeMemory > 0 && r.PostLoadFreeMemory > r.PreLoadFreeMemory {
-		add("post_load_free_memory", "%s exceeds pre_load_free_memory %s (free memory cannot grow while loading weights)", r.PostLoadFreeMemory, r.PreLoadFreeMemory)
-	}
-	// A request with a parsed Spec had its Config parsed already.
-	if len(r.Config) > 0 && r.Resolved == nil && !json.Valid(r.Config) {
-		add("config", "not valid JSON")
-	}
-	return errs
 }

@@ -62,7 +62,7 @@ func planValid(ctx context.Context, req *Request, o runOpts) (*Report, error) {
 	}
 	judge(rep, req, err != nil)
 	if o.advise && rep.Verdict != VerdictServes {
-		advise(ctx, *req, m, rep, err, o)
+		advise(ctx, *req, m, rep, err)
 	}
 	return rep, err
 }
@@ -117,14 +117,11 @@ func Engines() []string {
 }
 
 // runOpts are what one plan shares with the plans around it. advise says
-// whether a plan whose weights do not fit searches for the TP size that
-// fits (smallestFittingTP). Within one sweep, plans that differ only in
-// their TP size share a group, and memo remembers per group and TP size
-// whether the plan fits, so the search runs each such plan once.
+// whether a plan that does not serve its target searches for the change
+// that makes it serve (advise, advice.go): Run sets it, a sweep's plans and
+// the plans of the search itself do not.
 type runOpts struct {
 	advise bool
-	memo   *fitMemo // nil outside a sweep
-	group  int
 	// scratch, when set, is the configurator and result the plan resets
 	// and uses instead of allocating them (one per sweep worker; the plans
 	// an advice search runs inside a plan do not get it).
@@ -215,14 +212,40 @@ var defaultGPU = sync.OnceValue(func() gpu.GPU {
 	return g
 })
 
+// namedGPUs holds the catalog GPUs looked up so far by the name as a
+// request gives it, at most maxNamedGPUs of them, shared as the default
+// GPU is: a sweep or a server plans the same few GPUs again and again.
+var (
+	namedGPUs      sync.Map // string → gpu.GPU
+	namedGPUsCount atomic.Int32
+)
+
+const maxNamedGPUs = 256
+
+// lookupGPU is gpu.Lookup for a plan: the GPU's Aliases and SMINames are
+// shared with every plan of the same name.
+func lookupGPU(name string) (gpu.GPU, error) {
+	if g, ok := namedGPUs.Load(name); ok {
+		return g.(gpu.GPU), nil
+	}
+	g, err := gpu.Lookup(name)
+	if err == nil && namedGPUsCount.Load() < maxNamedGPUs {
+		if _, loaded := namedGPUs.LoadOrStore(name, g); !loaded {
+			namedGPUsCount.Add(1)
+		}
+	}
+	return g, err
+}
+
 // resolveGPU is ResolveGPU for a plan, which reads the GPU and never
-// changes its slices: the default GPU's Aliases and SMINames are shared.
+// changes its slices: the Aliases and SMINames of the default GPU and of
+// a named one (lookupGPU) are shared.
 func resolveGPU(req *Request) (gpu.GPU, error) {
 	var g gpu.GPU
 	switch {
 	case req.GPU != "":
 		var err error
-		g, err = gpu.Lookup(req.GPU)
+		g, err = lookupGPU(req.GPU)
 		if err != nil {
 			return g, &FieldError{Field: "gpu", Err: err}
 		}

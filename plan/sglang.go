@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	kvengine "github.com/kvcfg/kvcfg/engine"
@@ -142,41 +141,6 @@ func (sglangEngine) knobs(_ Request, rep *Report) knobs {
 type scratch struct {
 	cfgr sglang.Configurator
 	res  sglang.Result
-}
-
-// fitMemo remembers, per sweep group and TP size 1..64, whether the plan
-// fits: bit tp−1 of known[group] says it is known, the same bit of
-// fits[group] the answer (set first, so a reader that sees known sees it).
-type fitMemo struct {
-	known, fits []atomic.Uint64
-}
-
-func newFitMemo(groups int) *fitMemo {
-	return &fitMemo{known: make([]atomic.Uint64, groups), fits: make([]atomic.Uint64, groups)}
-}
-
-// load returns whether the plan of group at tp fits, and whether that is known.
-func (m *fitMemo) load(group, tp int) (fits, known bool) {
-	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
-		return false, false
-	}
-	bit := uint64(1) << (tp - 1)
-	if m.known[group].Load()&bit == 0 {
-		return false, false
-	}
-	return m.fits[group].Load()&bit != 0, true
-}
-
-// store records whether the plan of group at tp fits.
-func (m *fitMemo) store(group, tp int, fits bool) {
-	if m == nil || tp < 1 || tp > 64 || group < 0 || group >= len(m.known) {
-		return
-	}
-	bit := uint64(1) << (tp - 1)
-	if fits {
-		m.fits[group].Or(bit)
-	}
-	m.known[group].Or(bit)
 }
 
 // inputError maps a configurator construction error to a FieldError.

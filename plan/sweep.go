@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,16 +63,18 @@ func SweepSize(axes []Axis) (int, error) {
 
 // Sweep plans every combination of the axes' values on top of base and
 // returns one row per combination, the first axis varying slowest. Each
-// row is exactly plan.Run of its request; a combination that cannot be
-// planned gets its error in the row, not in Sweep's error. Sweep's error
-// reports invalid axes (unknown fields, values that do not parse, too many
-// combinations; every problem at once) or a cancelled context.
+// row is plan.Run of its request without the advice search (as with the
+// request's NoAdvice set): an infeasible row carries the engine's own fix
+// (FixFlag, FixValue, FixHint) but no re-planned FixArgs; plan.Run of the
+// row's Request gives them. A combination that cannot be planned gets its
+// error in the row, not in Sweep's error. Sweep's error reports invalid
+// axes (unknown fields, values that do not parse, too many combinations;
+// every problem at once) or a cancelled context.
 //
 // Models are resolved and parsed once before the loop and passed to Run as
-// the request's Resolved model, so the loop does no I/O and no parsing; plans run on GOMAXPROCS goroutines, each reusing one
-// configurator. Rows that differ only in their TP size share what the TP
-// advice of an infeasible plan learns (larger TP sizes are planned first),
-// so the advice plans each TP size of such a group at most once.
+// the request's Resolved model, so the loop does no I/O and no parsing;
+// rows are built and planned on GOMAXPROCS goroutines, each reusing one
+// configurator.
 func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	if err := validateAxes(axes); err != nil {
 		return nil, err
@@ -82,15 +83,67 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	models := sweepModels(base, axes)
 	rows := make([]SweepRow, n)
-	// groups[i] numbers the rows that differ only in their TP size: they
-	// share what the TP advice of an infeasible plan learns.
-	groups := make([]int, n)
-	// Parse every axis value once: set[j][k] is the field value of
-	// axes[j].Values[k] (validated above).
-	set := make([][]reflect.Value, len(axes))
-	field := make([]int, len(axes))
+	planRows(ctx, rows, newSweepBuilder(base, axes))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// sweepBuilder builds the request of each combination of a sweep's axes.
+type sweepBuilder struct {
+	base Request
+	axes []Axis
+	// set[j][k] is the request field value of axes[j].Values[k], field[j]
+	// the index of axes[j]'s field in Request.
+	set   [][]reflect.Value
+	field []int
+	// models are the models the sweep names, resolved once.
+	models map[string]*catalog.Model
+	// clearOthers, for an engine axis, clears the inputs a row's engine
+	// does not take (nil without one).
+	clearOthers func(*Request)
+}
+
+// newSweepBuilder prepares the rows of a sweep of base over axes
+// (validated): every model resolved and every axis value parsed once.
+func newSweepBuilder(base Request, axes []Axis) *sweepBuilder {
+	set, field := axisFieldValues(axes)
+	return &sweepBuilder{base: base, axes: axes, set: set, field: field, models: sweepModels(base, axes), clearOthers: engineAxisClear(axes)}
+}
+
+// build fills row with combination i, its values and request, the first
+// axis varying slowest; idx is scratch room for one index per axis. Rows
+// are built by the workers that plan them, in parallel.
+func (b *sweepBuilder) build(row *SweepRow, i int, idx []int) {
+	for j := len(b.axes) - 1; j >= 0; j-- {
+		n := len(b.axes[j].Values)
+		idx[j], i = i%n, i/n
+	}
+	row.Request = b.base
+	req := &row.Request
+	rv := reflect.ValueOf(req).Elem()
+	vals := make(map[string]string, len(b.axes))
+	for j, a := range b.axes {
+		vals[a.Field] = a.Values[idx[j]]
+		rv.Field(b.field[j]).Set(b.set[j][idx[j]])
+	}
+	row.Values = vals
+	if b.clearOthers != nil {
+		b.clearOthers(req)
+	}
+	if m, ok := b.models[req.Model]; ok {
+		req.Model, req.Resolved = m.Name, m
+	}
+}
+
+// axisFieldValues parses every axis value once: set[j][k] is the request
+// field value of axes[j].Values[k] (validated), field[j] the index of
+// axes[j]'s field in Request.
+func axisFieldValues(axes []Axis) (set [][]reflect.Value, field []int) {
+	set = make([][]reflect.Value, len(axes))
+	field = make([]int, len(axes))
 	for j, a := range axes {
 		field[j] = requestFields()[a.Field]
 		for _, v := range a.Values {
@@ -99,108 +152,64 @@ func Sweep(ctx context.Context, base Request, axes []Axis) ([]SweepRow, error) {
 			set[j] = append(set[j], reflect.ValueOf(r).Field(field[j]))
 		}
 	}
+	return set, field
+}
+
+// engineAxisClear is, for a sweep with an engine axis, what plans each row
+// with the inputs its engine takes, as a comparison does: it clears the
+// inputs of the row's request that its engine does not take but another
+// listed engine does (an input no listed engine takes stays, and its rows
+// say so). Nil without an engine axis.
+func engineAxisClear(axes []Axis) func(*Request) {
 	var axisEngines []string
-	engineAxis := false
 	for _, a := range axes {
 		if a.Field == "engine" {
-			engineAxis = true
 			for _, v := range a.Values {
 				axisEngines = append(axisEngines, strings.ToLower(strings.TrimSpace(v)))
 			}
 		}
 	}
-	// Build every request first (cheap, deterministic), then plan them.
-	idx := make([]int, len(axes))
-	for i := range rows {
-		for j, a := range axes {
-			if a.Field != "tp_size" && a.Field != "tensor_parallel_size" {
-				groups[i] = groups[i]*len(a.Values) + idx[j]
+	if axisEngines == nil {
+		return nil
+	}
+	return func(req *Request) {
+		eng := req.Normalized().Engine
+		for _, f := range flagTable {
+			if !f.Accepts(eng) && slices.ContainsFunc(axisEngines, f.Accepts) {
+				_ = clearField(req, f.Key)
 			}
-		}
-		rows[i].Request = base
-		req := &rows[i].Request
-		rv := reflect.ValueOf(req).Elem()
-		vals := make(map[string]string, len(axes))
-		for j, a := range axes {
-			vals[a.Field] = a.Values[idx[j]]
-			rv.Field(field[j]).Set(set[j][idx[j]])
-		}
-		rows[i].Values = vals
-		if engineAxis {
-			// An engine axis plans each row with the inputs its engine
-			// takes, as a comparison does; an input no listed engine takes
-			// stays, and its rows say so.
-			eng := req.Normalized().Engine
-			for _, f := range flagTable {
-				if !f.Accepts(eng) && slices.ContainsFunc(axisEngines, f.Accepts) {
-					_ = clearField(req, f.Key)
-				}
-			}
-		}
-		if m, ok := models[req.Model]; ok {
-			req.Model, req.Resolved = m.Name, m
-		}
-		for j := len(axes) - 1; j >= 0; j-- {
-			idx[j]++
-			if idx[j] < len(axes[j].Values) {
-				break
-			}
-			idx[j] = 0
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), n)
-	opts := runOpts{advise: true, memo: newFitMemo(n)}
-	// Plan the larger TP sizes first: each row records whether it fits, and
-	// the TP advice of a smaller TP size of its group then finds the answer
-	// instead of planning it again.
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int {
-		return cmp.Compare(rowTP(&rows[b].Request), rowTP(&rows[a].Request))
-	})
+}
+
+// planRows builds and plans every row on GOMAXPROCS goroutines, each
+// reusing one configurator, without the advice search, until done or ctx
+// ends.
+func planRows(ctx context.Context, rows []SweepRow, b *sweepBuilder) {
+	n := len(rows)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
-			o := opts
-			o.scratch = new(scratch)
+			o := runOpts{scratch: new(scratch)}
+			idx := make([]int, len(b.axes))
 			for {
-				k := int(next.Add(1) - 1)
-				if k >= n || ctx.Err() != nil {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				i := int(order[k])
 				r := &rows[i]
-				o.group = groups[i]
+				b.build(r, i, idx)
 				rep, err := run(ctx, r.Request, o)
 				r.Report = rep
 				if err != nil {
 					r.Error = err.Error()
 					r.Infeasible = errors.Is(err, ErrInfeasible)
 				}
-				// An invalid request says nothing about the plan the advice
-				// runs (that skips Validate), so only planned rows count.
-				if ctx.Err() == nil && (err == nil || r.Infeasible) {
-					opts.memo.store(groups[i], rowTP(&r.Request), err == nil && rep != nil && rep.MaxTotalNumTokens > 0)
-				}
 			}
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
-// rowTP is the TP size a sweep row plans with.
-func rowTP(r *Request) int {
-	if r.TPSize != 0 {
-		return r.TPSize
-	}
-	return max(r.TensorParallelSize, 1)
 }
 
 // sweepModels resolves every model the sweep names (the base model and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,7 +62,8 @@ func TestSweepKnownAnswers(t *testing.T) {
 	if d := cmp.Diff(want, out); d != "" {
 		t.Errorf("sweep rows (-want +got):\n%s", d)
 	}
-	// Every row is exactly plan.Run of its request.
+	// Every row is exactly plan.Run of its request (these plans serve:
+	// no advice either way).
 	for _, r := range rows {
 		rep, err := plan.Run(context.Background(), r.Request)
 		if err != nil {
@@ -268,8 +270,8 @@ func TestSweepOrder(t *testing.T) {
 }
 
 // Every row of a sweep is plan.Run of its request with the model given by
-// name, infeasible rows (whose TP advice a sweep shares between rows)
-// included: report and error alike. (mamba2-130m's config has a NaN, which
+// name and without the advice search (NoAdvice), infeasible rows included:
+// report and error alike. (mamba2-130m's config has a NaN, which
 // model.Parse reads but encoding/json does not.)
 func TestSweepRowsAreRun(t *testing.T) {
 	axes := []plan.Axis{
@@ -287,6 +289,7 @@ func TestSweepRowsAreRun(t *testing.T) {
 		// The request as the command line gives it: the model by name.
 		req := r.Request
 		req.Resolved, req.Config = nil, nil
+		req.NoAdvice = true
 		rep, err := plan.Run(context.Background(), req)
 		msg := ""
 		if err != nil {
@@ -298,12 +301,72 @@ func TestSweepRowsAreRun(t *testing.T) {
 		if d := cmp.Diff(rep, r.Report); d != "" {
 			t.Errorf("%v: sweep row differs from plan.Run (-run +sweep):\n%s", r.Values, d)
 		}
-		if rep != nil && rep.FixFlag == "--tp-size" && rep.FixValue != "" {
+		if r.Report != nil && len(r.Report.FixArgs) > 0 {
+			t.Errorf("%v: a sweep row has re-planned fix args %q: the advice search ran", r.Values, r.Report.FixArgs)
+		}
+		// The same request with advice (kvcfg plan of the row) says which
+		// TP size fits.
+		req.NoAdvice = false
+		if rep, _ := plan.Run(context.Background(), req); rep != nil && rep.FixFlag == "--tp-size" && rep.FixValue != "" && len(rep.FixArgs) > 0 {
 			advised++
 		}
 	}
 	// The 70B and Kimi-K2 rows on small TP sizes carry a TP size that fits.
 	if advised < 8 {
 		t.Errorf("only %d rows advise a TP size", advised)
+	}
+}
+
+// The advice search (re-planning to find the change that serves) runs for
+// the plan a caller gets back, not for each infeasible plan of a sweep.
+func TestSweepRunsNoAdvice(t *testing.T) {
+	ctx := context.Background()
+	axes := []plan.Axis{
+		{Field: "gpu", Values: []string{"L4", "H100"}},
+		{Field: "tp_size", Values: []string{"1"}},
+	}
+	base := plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"}
+	before := plan.AdviceSearches()
+	rows, err := plan.Sweep(ctx, base, axes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := plan.AdviceSearches() - before; n != 0 {
+		t.Errorf("a sweep ran %d advice searches, want none", n)
+	}
+	for _, r := range rows {
+		if !r.Infeasible || r.Report == nil {
+			t.Fatalf("%v: Llama-3.1-70B plans (%q): the test needs infeasible rows", r.Values, r.Error)
+		}
+		if len(r.Report.FixArgs) > 0 || strings.Contains(r.Report.FixHint, "re-planned") || strings.Contains(r.Report.FixHint, "kvcfg tried") {
+			t.Errorf("%v: sweep row carries advice: %q %q", r.Values, r.Report.FixArgs, r.Report.FixHint)
+		}
+	}
+	// A single Run of a row's request (H100, TP 1) searches once and
+	// fills the fix.
+	one := rows[1].Request
+	if one.GPU != "H100" {
+		t.Fatalf("row 1 is %v", rows[1].Values)
+	}
+	before = plan.AdviceSearches()
+	rep, err := plan.Run(ctx, one)
+	if !errors.Is(err, plan.ErrInfeasible) || rep == nil {
+		t.Fatalf("plan.Run: %v", err)
+	}
+	if n := plan.AdviceSearches() - before; n != 1 {
+		t.Errorf("plan.Run ran %d advice searches, want 1", n)
+	}
+	if len(rep.FixArgs) == 0 || !strings.Contains(rep.FixHint, "re-planned") {
+		t.Errorf("plan.Run's fix %q %q: want the re-planned advice", rep.FixArgs, rep.FixHint)
+	}
+	// NoAdvice turns it off for a single plan too.
+	before = plan.AdviceSearches()
+	req := one
+	req.NoAdvice = true
+	if _, err := plan.Run(ctx, req); !errors.Is(err, plan.ErrInfeasible) {
+		t.Fatal(err)
+	}
+	if n := plan.AdviceSearches() - before; n != 0 {
+		t.Errorf("plan.Run with NoAdvice ran %d advice searches", n)
 	}
 }

@@ -5,10 +5,11 @@
 // free memory it derives the server-args defaults, profiles the KV budget,
 // sizes the pools and resolves max_running_requests — and reports what the
 // engine would log. Next to it: the KV dtype rules (ResolveKV), the version
-// profiles and attention-backend choice that change the defaults, the
-// pre-load free-memory model, and the glue that builds package pool's pools
-// from a result (PoolConfig, NewPools, ResizePools). The pure pool formulas
-// live in engine/sglang/sizing.
+// profiles and attention-backend choice that change the defaults, and the
+// pre-load free-memory model. The pure pool formulas live in
+// engine/sglang/sizing; engine/sglang/pools builds package pool's pools
+// from a result (pools.Config, pools.New, pools.Resize), apart from this
+// package so that what imports it (plan) links neither pool nor quant.
 //
 // It keeps the engine contract (package engine): Plan (New, then
 // Configure), ResolveProfile, AcceptedKVDTypes, MaxConcurrency and

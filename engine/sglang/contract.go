@@ -33,7 +33,7 @@ func Plan(spec *model.Spec, in Input) (*Result, error) {
 // the era whose releases include it. Versions before 0.4.0 use Era04, the
 // oldest profile, and say so.
 func ResolveProfile(version string) (Profile, string, error) {
-	p, err := resolveProfile(version)
+	p, err := cachedProfile(version)
 	return p, p.Reason, err
 }
 

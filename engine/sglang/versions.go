@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // ErrUnknownVersion reports an SGLang version string that names no release.
@@ -213,10 +215,39 @@ var versionGates = []struct {
 var defaultProfile = Profile{Era: DefaultEra, rules: eraRules(DefaultEra, nil),
 	Reason: fmt.Sprintf("no --sglang-version: sized with the newest profile, %s (%s)", DefaultEra, eraSpan(DefaultEra))}
 
-// resolveProfile maps a version string to a profile (ResolveProfile). "" gives DefaultEra;
+// cachedProfile maps a version string to a profile (ResolveProfile). "" gives DefaultEra;
 // "latest", "main" and "nightly" give EraLatest; an era's own name gives
 // that era; any other version maps to the era whose releases include it.
-// Versions before 0.4.0 use Era04, the oldest profile, and say so.
+// Versions before 0.4.0 use Era04, the oldest profile, and say so. A
+// version resolved before is not parsed again (a server plans the same few
+// pinned releases again and again).
+func cachedProfile(version string) (Profile, error) {
+	if version == "" {
+		return defaultProfile, nil
+	}
+	if p, ok := profiles.Load(version); ok {
+		return p.(Profile), nil
+	}
+	p, err := resolveProfile(version)
+	if err == nil && profilesCount.Load() < maxProfiles {
+		if _, loaded := profiles.LoadOrStore(version, p); !loaded {
+			profilesCount.Add(1)
+		}
+	}
+	return p, err
+}
+
+// profiles holds the profiles resolved so far by version string as given,
+// at most maxProfiles of them (versions come from requests: the bound keeps
+// a stream of distinct strings from growing it without end).
+var (
+	profiles      sync.Map // string → Profile
+	profilesCount atomic.Int32
+)
+
+const maxProfiles = 256
+
+// resolveProfile is cachedProfile without the cache.
 func resolveProfile(version string) (Profile, error) {
 	s := strings.ToLower(strings.TrimSpace(version))
 	switch s {

@@ -52,6 +52,23 @@ func TestResolveProfileEras(t *testing.T) {
 	}
 }
 
+// A version resolved again gives the same profile (from the cache), and an
+// unknown one its error each time.
+func TestResolveProfileAgain(t *testing.T) {
+	for _, v := range []string{"0.5.3", " 0.5.3", "latest", "0.3.6"} {
+		a, _, errA := sglang.ResolveProfile(v)
+		b, _, errB := sglang.ResolveProfile(v)
+		if errA != nil || errB != nil || a.Era != b.Era || a.Version != b.Version || a.Reason != b.Reason || a.Version != v {
+			t.Errorf("%q: %+v (%v), then %+v (%v)", v, a, errA, b, errB)
+		}
+	}
+	for range 2 {
+		if _, _, err := sglang.ResolveProfile("0.x"); !errors.Is(err, sglang.ErrUnknownVersion) {
+			t.Errorf("0.x: err %v, want ErrUnknownVersion", err)
+		}
+	}
+}
+
 func TestVersionOrder(t *testing.T) {
 	order := []string{"0.4.6.post5", "0.4.7", "0.4.7.post1", "0.4.10", "0.5.3rc0", "0.5.3rc1", "0.5.3", "0.5.3.post1", "0.5.10"}
 	for i := 1; i < len(order); i++ {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Profile names a generation of TensorRT-LLM whose KV sizing and startup log
@@ -38,8 +40,43 @@ func Profiles() []Profile { return []Profile{Engine, V10, V11, Latest} }
 // the version was not a profile name: "", "latest", "main" and "nightly" give
 // Latest; "0.x" (or any 0.y.z) gives Engine, the engine-build path that was
 // the 0.x default; 1.0.z gives 1.0; 1.1.z gives 1.1; 1.2 and newer give
-// Latest (the rounding change was read on main, not in a 1.2 tag).
+// Latest (the rounding change was read on main, not in a 1.2 tag). A version
+// resolved before is not parsed again.
 func ResolveProfile(version string) (p Profile, note string, err error) {
+	if version == "" {
+		return Latest, "", nil
+	}
+	if r, ok := resolvedVersions.Load(version); ok {
+		r := r.(resolvedVersion)
+		return r.p, r.note, nil
+	}
+	p, note, err = resolveProfile(version)
+	if err == nil && resolvedCount.Load() < maxResolved {
+		if _, loaded := resolvedVersions.LoadOrStore(version, resolvedVersion{p, note}); !loaded {
+			resolvedCount.Add(1)
+		}
+	}
+	return p, note, err
+}
+
+// resolvedVersion is what ResolveProfile gives for one version string.
+type resolvedVersion struct {
+	p    Profile
+	note string
+}
+
+// resolvedVersions holds the versions resolved so far by the string as
+// given, at most maxResolved of them (versions come from requests: the
+// bound keeps a stream of distinct strings from growing it without end).
+var (
+	resolvedVersions sync.Map // string → resolvedVersion
+	resolvedCount    atomic.Int32
+)
+
+const maxResolved = 256
+
+// resolveProfile is ResolveProfile without the cache.
+func resolveProfile(version string) (p Profile, note string, err error) {
 	v := strings.ToLower(strings.TrimSpace(version))
 	v = strings.TrimPrefix(v, "v")
 	switch v {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Profile names a range of vLLM releases whose KV sizing and startup log
@@ -117,8 +119,46 @@ func ResolveProfile(version string) (p Profile, note string, err error) {
 	return p, note, err
 }
 
-// resolve is ResolveProfile with the release the version names.
+// resolve is ResolveProfile with the release the version names. A version
+// resolved before is not parsed again: validation and planning each
+// resolve it, and a server plans the same few pinned releases again and
+// again.
 func resolve(version string) (Profile, release, string, error) {
+	if version == "" {
+		return Latest, newest, "", nil
+	}
+	if r, ok := resolvedVersions.Load(version); ok {
+		r := r.(resolvedVersion)
+		return r.p, r.rel, r.note, nil
+	}
+	p, rel, note, err := resolveNew(version)
+	if err == nil && resolvedCount.Load() < maxResolved {
+		if _, loaded := resolvedVersions.LoadOrStore(version, resolvedVersion{p, rel, note}); !loaded {
+			resolvedCount.Add(1)
+		}
+	}
+	return p, rel, note, err
+}
+
+// resolvedVersion is what resolve gives for one version string.
+type resolvedVersion struct {
+	p    Profile
+	rel  release
+	note string
+}
+
+// resolvedVersions holds the versions resolved so far by the string as
+// given, at most maxResolved of them (versions come from requests: the
+// bound keeps a stream of distinct strings from growing it without end).
+var (
+	resolvedVersions sync.Map // string → resolvedVersion
+	resolvedCount    atomic.Int32
+)
+
+const maxResolved = 256
+
+// resolveNew is resolve without the cache.
+func resolveNew(version string) (Profile, release, string, error) {
 	v := strings.ToLower(strings.TrimSpace(version))
 	v = strings.TrimPrefix(v, "v")
 	switch v {

@@ -9,7 +9,7 @@
 #
 # Sections: codecs (bf16 codecs at 64 MiB, 1 and 2 workers, default level
 # and AVX2), pools (SetKV/GetKey, three rounds per level), plan (in-process
-# plans), http (PlanHandler, then kvcfg-loadgen on all cores and, where
+# plans, pinned versions, the catalog sweep), http (PlanHandler, then kvcfg-loadgen on all cores and, where
 # taskset exists, on two), startup (ProcessStartup, default and static).
 set -eu
 
@@ -49,7 +49,12 @@ for s in $sections; do
 		;;
 	plan)
 		header plan
-		"$here/plan.test" -test.run '^$' -test.bench 'RunDefault$|RunFile|ReportJSON' -test.benchmem -test.count 5 >>"$out/plan.txt" 2>&1
+		"$here/plan.test" -test.run '^$' -test.bench 'RunDefault$|RunFile|RunPinned|RunVLLM|RunTRTLLM|ReportJSON' -test.benchmem -test.count 5 >>"$out/plan.txt" 2>&1
+		# The catalog sweep against a default plan, in the same process.
+		for _ in 1 2 3 4 5; do
+			"$here/plan.test" -test.run '^$' -test.bench 'RunDefault$|SweepCatalog' -test.benchtime 1x >>"$out/plan.txt" 2>&1
+			"$here/plan.test" -test.run '^$' -test.bench 'RunDefault$' -test.benchtime 20000x >>"$out/plan.txt" 2>&1
+		done
 		;;
 	http)
 		header http

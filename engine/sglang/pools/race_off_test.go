@@ -1,5 +1,5 @@
 //go:build !race
 
-package sglang_test
+package pools_test
 
 const raceOn = false

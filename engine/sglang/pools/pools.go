@@ -1,23 +1,30 @@
-package sglang
+// Package pools builds the pools an SGLang configurator result sizes: the
+// glue between engine/sglang (sizing) and package pool (building). With
+// sglang.New and Configure it takes an engine from (model, measured free
+// memory) to a ready request table, allocator, KV buffers and Mamba state.
+// It sits beside engine/sglang so that the planner, which imports
+// engine/sglang, links neither pool nor the codecs of quant.
+package pools
 
 import (
 	"fmt"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/pool"
 	"github.com/kvcfg/kvcfg/prefix"
 )
 
-// PoolConfig turns a configurator's result into the Config of
+// Config turns a configurator's result into the Config of
 // the rank's pools: the glue between sizing and building. in is the input
 // the configurator was built from (for the model's layer kinds and heads).
 //
 // Not covered: pipeline parallelism (build one Config per stage yourself),
 // DeepSeek sparse attention (the DSA indexer cache and fp8 656-byte row),
 // DeepSeek-V4 and MiniMax sparse pools; they return ErrConfig.
-func PoolConfig(in Input, c *Configurator, res *Result) (pool.Config, error) {
+func Config(in sglang.Input, c *sglang.Configurator, res *sglang.Result) (pool.Config, error) {
 	s := in.Spec
 	if s == nil || c == nil || res == nil {
 		return pool.Config{}, fmt.Errorf("%w: configurator input, configurator and result are required", pool.ErrConfig)
@@ -88,11 +95,11 @@ func PoolConfig(in Input, c *Configurator, res *Result) (pool.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// NewPools builds the pools a configurator's result sizes: with
-// New + Configure it takes an engine from (model, measured
-// free memory) to ready request table, allocator and KV buffers.
-func NewPools(in Input, c *Configurator, res *Result) (*pool.Pools, error) {
-	cfg, err := PoolConfig(in, c, res)
+// New builds the pools a configurator's result sizes (Config, then
+// pool.New): with sglang.New and Configure it takes an engine from (model,
+// measured free memory) to ready request table, allocator and KV buffers.
+func New(in sglang.Input, c *sglang.Configurator, res *sglang.Result) (*pool.Pools, error) {
+	cfg, err := Config(in, c, res)
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +119,11 @@ func elemDType(size int) dtype.DType {
 	}
 }
 
-// ResizePools applies a post-capture result (PostCaptureResize,
+// Resize applies a post-capture result (sglang's PostCaptureResize,
 // docs/sglang.md#post-capture-resize) to the pools: the allocator and KV buffers shrink to its token
 // counts, keeping live allocations (ErrLiveOutside otherwise, with nothing
 // changed). Pass p.Bytes().KV() as PostCaptureResize's backedBytes.
-func ResizePools(p *pool.Pools, res *Result) error {
+func Resize(p *pool.Pools, res *sglang.Result) error {
 	if res == nil {
 		return fmt.Errorf("%w: no result", pool.ErrConfig)
 	}

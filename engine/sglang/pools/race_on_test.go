@@ -1,6 +1,6 @@
 //go:build race
 
-package sglang_test
+package pools_test
 
 // raceOn reports a -race build: tests that only move large buffers skip.
 const raceOn = true

@@ -1,4 +1,4 @@
-package sglang_test
+package pools_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/pools"
 	"github.com/kvcfg/kvcfg/engine/sglang/sizing"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/pool"
@@ -113,7 +114,7 @@ func layerKinds(n int, f func(i int) model.LayerKind) []model.LayerKind {
 }
 
 // TestReadyPoolsInTwoCalls goes from (model, free memory) to ready pools
-// with sglang.Configure and pool.NewFromConfigurator, and checks that
+// with sglang.Configure and pools.New, and checks that
 // the built KV pools occupy the configured budget within one page per pool,
 // and the state pool exactly what the configurator charged.
 func TestReadyPoolsInTwoCalls(t *testing.T) {
@@ -172,7 +173,7 @@ func TestReadyPoolsInTwoCalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Call 2: build the pools.
-			p, err := sglang.NewPools(in, c, res)
+			p, err := pools.New(in, c, res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,7 +350,7 @@ func TestPostCaptureResize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := sglang.NewPools(in, c, res)
+			p, err := pools.New(in, c, res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,7 +369,7 @@ func TestPostCaptureResize(t *testing.T) {
 				t.Fatalf("post-capture result did not shrink: %d -> %d", res.MaxTotalNumTokens, shrunk.MaxTotalNumTokens)
 			}
 			before := p.Bytes()
-			if err := sglang.ResizePools(p, shrunk); !errors.Is(err, pool.ErrLiveOutside) {
+			if err := pools.Resize(p, shrunk); !errors.Is(err, pool.ErrLiveOutside) {
 				t.Fatalf("resize with live pages beyond: err = %v, want ErrLiveOutside", err)
 			}
 			if diff := cmp.Diff(before, p.Bytes()); diff != "" {
@@ -377,7 +378,7 @@ func TestPostCaptureResize(t *testing.T) {
 			if err := p.Allocator.Free(live); err != nil {
 				t.Fatal(err)
 			}
-			if err := sglang.ResizePools(p, shrunk); err != nil {
+			if err := pools.Resize(p, shrunk); err != nil {
 				t.Fatal(err)
 			}
 			page := int64(c.Derived().PageSize)

@@ -1,10 +1,11 @@
-package sglang_test
+package pools_test
 
 import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/sglang/pools"
 )
 
 // TestCatalogModelsReadyPools builds pools for real model configs (the
@@ -47,7 +48,7 @@ func TestCatalogModelsReadyPools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := sglang.NewPools(in, c, res)
+			p, err := pools.New(in, c, res)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,4 @@
+package plan
+
+// AdviceSearches is how many advice searches have run in this process.
+func AdviceSearches() int64 { return adviceSearches.Load() }
