@@ -3,7 +3,11 @@ package sglang
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
@@ -90,20 +94,55 @@ func checkTensorParallel(in *Input) error {
 	if s.Attention == model.MLA || s.Attention == model.DSA {
 		kv = 0 // the latent cache is not sharded
 	}
+	if heads%tp == 0 && kvSplits(kv, tp) {
+		return nil
+	}
+	k := tpKey{heads: heads, kv: kv, tp: tp, attnDP: p.AttnDP()}
+	r, ok := tpRefusals.Load(k)
+	if !ok {
+		r = newTPRefusal(k)
+		if tpRefusalsCount.Load() < maxTPRefusals {
+			if _, loaded := tpRefusals.LoadOrStore(k, r); !loaded {
+				tpRefusalsCount.Add(1)
+			}
+		}
+	}
+	// Each caller gets its own copies: a refusal is the caller's to keep.
+	fe := *r.(*engine.Refusal)
+	e := *fe.Err.(*TPError)
+	e.ValidSizes = slices.Clone(e.ValidSizes)
+	fe.Err = &e
+	return &fe
+}
+
+// tpKey is what SGLang's TP refusal depends on: the heads, the attention
+// TP size and the attention DP size (the flag's value is their product).
+type tpKey struct{ heads, kv, tp, attnDP int }
+
+// tpRefusals holds the refusals built so far by tpKey, at most
+// maxTPRefusals of them: a sweep refuses the same few layouts again and
+// again, and formatting each refusal anew was a sixth of its time.
+var (
+	tpRefusals      sync.Map // tpKey → *engine.Refusal
+	tpRefusalsCount atomic.Int32
+)
+
+const maxTPRefusals = 4096
+
+// newTPRefusal builds the refusal of k, whose heads do not split.
+func newTPRefusal(k tpKey) *engine.Refusal {
+	heads, kv, tp := k.heads, k.kv, k.tp
 	var msg string
 	kvHeads := 0 // the error's KVHeads: set when the KV heads do not split
-	switch {
-	case heads%tp != 0:
+	if heads%tp != 0 {
 		msg = fmt.Sprintf("AssertionError: assert self.total_num_heads %% attn_tp_size == 0 (%d attention heads, attention TP size %d)", heads, tp)
-	case !kvSplits(kv, tp):
+	} else {
 		kvHeads = kv
 		cond := "self.total_num_kv_heads % attn_tp_size == 0"
 		if kv < tp {
 			cond = "attn_tp_size % self.total_num_kv_heads == 0"
 		}
 		msg = fmt.Sprintf("AssertionError: assert %s (%d KV heads, attention TP size %d)", cond, kv, tp)
-	default:
-		return nil
 	}
 	var valid []int
 	for t := 1; t <= heads && t <= 1024; t++ {
@@ -114,10 +153,10 @@ func checkTensorParallel(in *Input) error {
 	e := &TPError{AttentionTPSize: tp, AttentionHeads: heads, KVHeads: kvHeads, ValidSizes: valid, Message: msg}
 	fe := refusal(engine.Refusal{Err: e, Flag: "--tp-size"})
 	if n := e.Nearest(); n > 0 {
-		fe.Value = fmt.Sprint(n * p.AttnDP())
+		fe.Value = strconv.Itoa(n * k.attnDP)
 		sizes := make([]string, len(valid))
 		for i, v := range valid {
-			sizes[i] = fmt.Sprint(v)
+			sizes[i] = strconv.Itoa(v)
 		}
 		fe.Hint = fmt.Sprintf("the attention heads do not split over attention TP %d; use --tp-size %s; attention TP sizes that work: %s",
 			tp, fe.Value, strings.Join(sizes, ", "))
