@@ -249,6 +249,11 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 	res.BlockSize = block
 
+	if !r.v0 {
+		// A KV connector may turn the hybrid KV cache manager off.
+		c.DisableHybridKVCacheManager = hybridManagerOff(res, r, c)
+	}
+
 	// Budget.
 	if err := budget(res, s, c, r, tp, pp); err != nil {
 		return res, err
@@ -767,13 +772,7 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		}
 		return res, err
 	}
-	batches := 1
-	if r.asyncBatches {
-		batches = 2
-		if pp > 1 {
-			batches = pp
-		}
-	}
+	batches := maxConcurrentBatches(r, c, pp)
 	enc := c.MaxNumEncoderInputTokens
 	if enc == 0 {
 		enc = res.MaxNumBatchedTokens
@@ -913,25 +912,8 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		res.LogLines = append(res.LogLines,
 			fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
 			fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(int64(L)), res.MaxConcurrency))
-	} else if r.combinedLine {
-		if perReq > 0 {
-			res.MaxConcurrency = float64(nb) / float64(perReq)
-		}
-		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
-		res.LogLines = append(res.LogLines, fmt.Sprintf("GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
-			commas(res.KVCacheSizeTokens), commas(int64(L)), res.MaxConcurrency))
 	} else {
-		if d := cdiv(sumMax, groups[0].PageBytes); d > 0 {
-			res.MaxConcurrency = float64(nb) / float64(d)
-		}
-		res.KVCacheSizeTokens = nb / int64(len(groups)) * int64(minBlock)
-		res.LogLines = append(res.LogLines,
-			fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
-			fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(int64(L)), res.MaxConcurrency))
-		if len(groups) > 1 && res.TokenCapacity != res.KVCacheSizeTokens {
-			res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s logs \"GPU KV cache size\" as num_blocks // %d groups × %d; a request of %d tokens needs %d blocks across the groups, so the group-aware capacity is %d tokens (vllm#40691)",
-				res.Profile, len(groups), minBlock, L, perReq, res.TokenCapacity))
-		}
+		reportLines(res, r, nb, perReq, sumMax, minBlock, int64(L))
 	}
 	if block := res.BlockSize; block > 16 && slices.ContainsFunc(groups, func(g Group) bool { return g.Kind == Mamba }) {
 		res.Notes = append(res.Notes, fmt.Sprintf("attention blocks are inflated to %d tokens to hold a Mamba state page; prefix caching works in %d-token units (vllm#54458)", block, block))
@@ -948,6 +930,55 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		}
 	}
 	return res, nil
+}
+
+// maxConcurrentBatches is the number of scheduled batches whose tokens a
+// sliding-window or chunked-local layer must hold beyond its window: 1 up
+// to 0.26 (max_num_batched_tokens); from 0.27 vLLM's max_concurrent_batches
+// (config/vllm.py: 2 with async scheduling at PP = 1, else PP), which
+// times max_num_batched_tokens is max_in_flight_tokens.
+func maxConcurrentBatches(r rules, c Input, pp int) int {
+	switch {
+	case !r.inFlight:
+		return 1
+	case pp > 1 || c.NoAsyncScheduling:
+		return pp
+	}
+	return 2
+}
+
+// reportLines is _report_kv_cache_config: "GPU KV cache size" and
+// "Maximum concurrency" in the release's form (rules.report), with kvcfg's
+// note when the logged size is not the group-aware capacity.
+func reportLines(res *Result, r rules, nb, perReq, sumMax int64, minBlock int, L int64) {
+	groups := res.Groups
+	if perReq > 0 {
+		res.MaxConcurrency = float64(nb) / float64(perReq)
+	}
+	switch r.report {
+	case "combined":
+		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
+		res.LogLines = append(res.LogLines, fmt.Sprintf("GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+			commas(res.KVCacheSizeTokens), commas(L), res.MaxConcurrency))
+		return
+	case "concurrency":
+		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
+	default:
+		// get_max_concurrency_for_kv_cache_config divides by the padded
+		// layers' blocks: cdiv(Σ max_memory_usage_bytes, page).
+		res.MaxConcurrency = 0
+		if d := cdiv(sumMax, groups[0].PageBytes); d > 0 {
+			res.MaxConcurrency = float64(nb) / float64(d)
+		}
+		res.KVCacheSizeTokens = nb / int64(len(groups)) * int64(minBlock)
+	}
+	res.LogLines = append(res.LogLines,
+		fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
+		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(L), res.MaxConcurrency))
+	if len(groups) > 1 && res.TokenCapacity != res.KVCacheSizeTokens && r.report == "floor" {
+		res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s logs \"GPU KV cache size\" as num_blocks // %d groups × %d; a request of %d tokens needs %d blocks across the groups, so the group-aware capacity is %d tokens (vllm#40691)",
+			r.rel, len(groups), minBlock, L, perReq, res.TokenCapacity))
+	}
 }
 
 // admissionMessage is check_enough_kv_cache_memory's refusal in the

@@ -203,17 +203,22 @@ type rules struct {
 	ceilRequested bool
 	// nullBlock reserves one block per tensor before admission and auto-fit.
 	nullBlock bool
-	// combinedLine prints tokens and concurrency on one line, tokens being
-	// int(concurrency × max_model_len).
-	combinedLine bool
+	// report selects the "GPU KV cache size" rule of the hybrid-allocator
+	// releases: "floor" (0.9.2 to 0.21: num_blocks // groups × the
+	// smallest block, two lines), "concurrency" (0.22 to 0.27:
+	// int(concurrency × max_model_len), two lines), "combined" (0.28 on:
+	// the same tokens and the concurrency on one line).
+	report string
 	// groupAdmission checks admission on the groups (with padding) rather
 	// than on the per-layer sum.
 	groupAdmission bool
 	// autoFit allows max_model_len = -1.
 	autoFit bool
-	// asyncBatches makes sliding-window and chunked layers pay for two
-	// scheduled batches at PP = 1 (PP batches otherwise).
-	asyncBatches bool
+	// inFlight makes sliding-window and chunked layers pay for
+	// max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens
+	// (0.27 on: two batches with async scheduling at PP = 1, PP batches
+	// otherwise); before, they pay for max_num_batched_tokens.
+	inFlight bool
 	// mambaMode is the default mamba_cache_mode.
 	mambaMode string
 	// hybridWithChunked keeps the hybrid manager on with chunked local
@@ -294,6 +299,7 @@ func rulesFor(p Profile, rel release) rules {
 			tokenConcurrency:   !rel.atLeast(0, 9, 2),
 			availLine:          rel.atLeast(0, 9, 1),
 			hybridAlign:        "16",
+			report:             "floor",
 		}
 		switch {
 		case !rel.atLeast(0, 8, 5):
@@ -319,6 +325,7 @@ func rulesFor(p Profile, rel release) rules {
 			msg:                "v011",
 			batchDefaults:      "mem70-a100",
 			hybridAlign:        "fixed",
+			report:             "floor",
 		}
 		if !rel.atLeast(0, 11, 1) {
 			r.hybridAlign = "16"
@@ -330,10 +337,8 @@ func rulesFor(p Profile, rel release) rules {
 			defaultUtil:        0.92,
 			ceilRequested:      true,
 			nullBlock:          true,
-			combinedLine:       true,
 			groupAdmission:     true,
 			autoFit:            true,
-			asyncBatches:       true,
 			mambaMode:          "align",
 			hybridWithChunked:  true,
 			padPages:           true,
@@ -347,14 +352,19 @@ func rulesFor(p Profile, rel release) rules {
 			batchDefaults:      "mem70-a100",
 			backendCheck:       true,
 			hybridAlign:        "fixed",
+			report:             "floor",
 			dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
 		}
+		if rel.atLeast(0, 22, 0) {
+			r.report = "concurrency"
+		}
+		r.inFlight = rel.atLeast(0, 27, 0)
 		switch p {
 		case V018:
 			r.backendBlocks, r.hybridAlign = true, "backend"
 			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"}
 		case Latest:
-			r.backendBlocks, r.hybridAlign, r.batchDefaults = true, "backend-mla128", "mem160"
+			r.backendBlocks, r.hybridAlign, r.batchDefaults, r.report = true, "backend-mla128", "mem160", "combined"
 			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla", "nvfp4",
 				"int8_per_token_head", "fp8_per_token_head"}
 		}

@@ -1,0 +1,69 @@
+package vllm
+
+import (
+	"fmt"
+	"slices"
+)
+
+// hmaConnectors are the KV connectors that subclass SupportsHMA in the
+// releases that keep the hybrid KV cache manager on for them (0.22 on,
+// vllm PR #41847): NixlConnector (PR #35758), MooncakeConnector,
+// SimpleCPUOffloadConnector and LMCache's multi-process connector.
+// LMCacheConnectorV1 and OffloadingConnector do not (vLLM 0.22.1 logs
+// "connector LMCacheConnectorV1 does not subclass `SupportsHMA`").
+var hmaConnectors = []string{"NixlConnector", "MooncakeConnector", "SimpleCPUOffloadConnector", "LMCacheMPConnector"}
+
+// ConnectorSupportsHMA reports whether the connector keeps the hybrid KV
+// cache manager on from vLLM 0.22 (KVConnectorFactory.supports_hma_config):
+// a connector that subclasses SupportsHMA, or a MultiConnector all of whose
+// children do (none is not enough).
+func ConnectorSupportsHMA(connector string, children []string) bool {
+	if connector == "MultiConnector" {
+		if len(children) == 0 {
+			return false
+		}
+		for _, c := range children {
+			if !ConnectorSupportsHMA(c, nil) {
+				return false
+			}
+		}
+		return true
+	}
+	return slices.Contains(hmaConnectors, connector)
+}
+
+// hybridManagerOff reports whether the launch runs without the hybrid KV
+// cache manager, every sliding-window and chunked layer then cached as full
+// attention (unify_hybrid_kv_cache_specs), and logs on res the warning
+// vLLM logs for a connector (VllmConfig.__post_init__).
+func hybridManagerOff(res *Result, r rules, c Input) bool {
+	off, warning := connectorRule(r, c)
+	if warning != "" {
+		res.LogLines = append(res.LogLines, warning)
+	}
+	return off
+}
+
+// connectorRule is hybridManagerOff's decision and warning.
+// --disable-hybrid-kv-cache-manager always turns the manager off. A
+// connector turns it off in every release with the hybrid manager up to
+// 0.21; from 0.22 only a connector that does not support it.
+func connectorRule(r rules, c Input) (bool, string) {
+	if c.KVConnector == "" || !r.hybridGroups {
+		return c.DisableHybridKVCacheManager, ""
+	}
+	rel := r.rel
+	switch {
+	case rel.atLeast(0, 22, 0):
+		if ConnectorSupportsHMA(c.KVConnector, c.KVConnectorChildren) {
+			return c.DisableHybridKVCacheManager, ""
+		}
+		return true, fmt.Sprintf("Turning off hybrid kv cache manager because connector %s does not subclass `SupportsHMA`. This will reduce performance on models with sliding window or Mamba attention.", c.KVConnector)
+	case rel.atLeast(0, 13, 0):
+		return true, connectorWarning + " and use --no-disable-hybrid-kv-cache-manager to start vLLM."
+	}
+	return true, connectorWarning + "."
+}
+
+// connectorWarning is the start of the warning up to 0.21.
+const connectorWarning = "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. If you are a developer of kv connector, please consider supporting hybrid kv cache manager for your connector by making sure your connector is a subclass of `SupportsHMA` defined in kv_connector/v1/base.py"
