@@ -34,19 +34,25 @@ const (
 	// groups, "GPU KV cache size" = num_blocks // groups × block_size,
 	// admission before serving, gpu_memory_utilization default 0.9.
 	V011 Profile = "0.11"
-	// V013 is vLLM 0.13 to 0.17: group-aware token capacity on one combined
-	// log line, one null block reserved before admission, util default 0.92
-	// with requested = ceil(total × util), async scheduling (two batches in
-	// flight) for sliding windows, Mamba "align" cache mode, MLA block sizes
-	// forced by the platform (FlashMLA 64, CUTLASS MLA 128 on Blackwell).
+	// V013 is vLLM 0.13 to 0.17: one null block reserved before admission,
+	// util default 0.92 with requested = ceil(total × util), Mamba "align"
+	// cache mode, MLA block sizes forced by the platform (FlashMLA 64,
+	// CUTLASS MLA 128 on Blackwell). "GPU KV cache size" is still
+	// num_blocks // groups × block size on its own line, and sliding
+	// windows pay for max_num_batched_tokens.
 	V013 Profile = "0.13"
 	// V018 is vLLM 0.18 to 0.27: the KV block size comes from the attention
 	// backend's preferred kernel block (Platform.update_block_size_for_backend)
-	// and hybrid Mamba models align on max(kernel block, --block-size).
+	// and hybrid Mamba models align on max(kernel block, --block-size). From
+	// 0.22 "GPU KV cache size" is int(concurrency × max_model_len) and KV
+	// connectors with hybrid support keep the hybrid manager; from 0.27
+	// sliding windows pay for max_in_flight_tokens (two batches with async
+	// scheduling).
 	V018 Profile = "0.18"
 	// Latest is vLLM 0.28 and the newest main: 16384 batched tokens by
-	// default on GPUs of 160 GiB or more, and MLA hybrids align their
-	// attention block on at least 128 tokens.
+	// default on GPUs of 160 GiB or more, MLA hybrids align their attention
+	// block on at least 128 tokens, and tokens and concurrency share one
+	// log line.
 	Latest Profile = "latest"
 )
 
@@ -148,11 +154,11 @@ func profileRange(p Profile) string {
 	case V011:
 		return "0.11.x and 0.12.x: V1 with per-group reporting"
 	case V013:
-		return "0.13 to 0.17: group-aware capacity, null block, platform-forced MLA block sizes"
+		return "0.13 to 0.17: null block, platform-forced MLA block sizes"
 	case V018:
-		return "0.18 to 0.27: block size from the attention backend"
+		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" and connectors with hybrid support from 0.22, in-flight tokens from 0.27"
 	default:
-		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens"
+		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens, one combined KV log line"
 	}
 }
 
