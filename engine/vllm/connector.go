@@ -61,8 +61,13 @@ func connectorRule(r rules, c Input) (bool, string) {
 		return true, fmt.Sprintf("Turning off hybrid kv cache manager because connector %s does not subclass `SupportsHMA`. This will reduce performance on models with sliding window or Mamba attention.", c.KVConnector)
 	case rel.atLeast(0, 13, 0):
 		return true, connectorWarning + " and use --no-disable-hybrid-kv-cache-manager to start vLLM."
+	case rel.atLeast(0, 11, 1):
+		// vLLM PR #27592 added the warning.
+		return true, connectorWarning + "."
 	}
-	return true, connectorWarning + "."
+	// "Hybrid KV cache manager is not compatible with KV transfer": off
+	// without a word.
+	return true, ""
 }
 
 // connectorWarning is the start of the warning up to 0.21.

@@ -81,6 +81,7 @@ func TestKVConnectorTurnsHybridManagerOff(t *testing.T) {
 		warning   string // the start of the warning, "" for none
 	}{
 		{"no connector 0.13", "0.13", "", nil, false, false, ""},
+		{"nixl 0.10", "0.10.2", "NixlConnector", nil, false, true, ""},
 		{"nixl 0.11", "0.11", "NixlConnector", nil, false, true, "Turning off hybrid kv cache manager because `--kv-transfer-config` is set."},
 		{"nixl 0.13", "0.13.0", "NixlConnector", nil, false, true, "Turning off hybrid kv cache manager because `--kv-transfer-config` is set."},
 		{"lmcache 0.21", "0.21.0", "LMCacheConnectorV1", nil, false, true, "Turning off hybrid kv cache manager because `--kv-transfer-config` is set."},
