@@ -172,3 +172,47 @@ func TestMaxInFlightTokensInSlidingWindowCharge(t *testing.T) {
 		}
 	}
 }
+
+// When page unification gives the KV cache groups different block sizes
+// (full layers with half the sliding layers' KV bytes get 32-token blocks
+// next to 16), vLLM's cache_config.block_size becomes the smallest group's
+// after initialisation (v1/engine/core.py _initialize_kv_caches, 0.28.0
+// and main), the scheduler and prefix-cache hits align on the LCM of the
+// block sizes and block hashes are computed on their GCD
+// (kv_cache_utils.py resolve_kv_cache_block_sizes). Earlier profiles keep
+// the fields unset (not read in their source).
+func TestBlockSizeIsSmallestGroupBlock(t *testing.T) {
+	s := gemma3_27B()
+	s.SWANumKVHeads, s.SWAHeadDim = 16, 128
+	s.NumKVHeads = 8 // full layers: half the sliding layers' page
+	tests := []struct {
+		version         string
+		scheduler, hash int
+	}{
+		{"latest", 32, 16},
+		{"0.28.0", 32, 16},
+		{"0.27.0", 0, 0},
+		{"0.13", 0, 0},
+	}
+	for _, tt := range tests {
+		res, err := vllm.Plan(s, vllm.Input{Version: tt.version, MaxModelLen: 32768, Memory: vllm.Memory{AvailableKVBytes: 40 << 30}})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.version, err)
+		}
+		var sizes []int
+		for _, g := range res.Groups {
+			sizes = append(sizes, g.BlockSize)
+		}
+		if slices.Min(sizes) != 16 || slices.Max(sizes) != 32 || res.BlockSize != slices.Min(sizes) {
+			t.Errorf("%s: group block sizes %v, block_size %d; want 16 and 32, block_size the smallest", tt.version, sizes, res.BlockSize)
+		}
+		if res.SchedulerBlockSize != tt.scheduler || res.HashBlockSize != tt.hash {
+			t.Errorf("%s: scheduler block %d, hash block %d; want %d and %d", tt.version, res.SchedulerBlockSize, res.HashBlockSize, tt.scheduler, tt.hash)
+		}
+	}
+	// One block size: nothing to align.
+	res, err := vllm.Plan(gptOSS(24), vllm.Input{MaxModelLen: 32768, Memory: vllm.Memory{AvailableKVBytes: 40 << 30}})
+	if err != nil || res.SchedulerBlockSize != 0 || res.HashBlockSize != 0 {
+		t.Errorf("gpt-oss: scheduler block %d, hash block %d, %v; want none", res.SchedulerBlockSize, res.HashBlockSize, err)
+	}
+}

@@ -29,8 +29,15 @@ type Result struct {
 	// KVCacheDType is the resolved cache dtype.
 	KVCacheDType CacheDType `json:"kv_cache_dtype"`
 	// BlockSize is the attention block size in tokens (after Mamba
-	// inflation).
+	// inflation): the smallest group's, which vLLM sets as
+	// cache_config.block_size after initialisation.
 	BlockSize int `json:"block_size"`
+	// SchedulerBlockSize and HashBlockSize are set (latest) when the KV
+	// cache groups have different block sizes: the scheduler and prefix-
+	// cache hits align on their LCM, block hashes are computed on their GCD
+	// (resolve_kv_cache_block_sizes).
+	SchedulerBlockSize int `json:"scheduler_block_size,omitempty"`
+	HashBlockSize      int `json:"hash_block_size,omitempty"`
 	// MaxModelLen is the effective max_model_len (after auto-fit).
 	MaxModelLen int `json:"max_model_len"`
 	// MaxNumSeqs and MaxNumBatchedTokens are the effective scheduler limits.
@@ -915,6 +922,9 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 	} else {
 		reportLines(res, r, nb, perReq, sumMax, minBlock, int64(L))
 	}
+	if r.report == "combined" {
+		groupBlockSizes(res, mode)
+	}
 	if block := res.BlockSize; block > 16 && slices.ContainsFunc(groups, func(g Group) bool { return g.Kind == Mamba }) {
 		res.Notes = append(res.Notes, fmt.Sprintf("attention blocks are inflated to %d tokens to hold a Mamba state page; prefix caching works in %d-token units (vllm#54458)", block, block))
 	}
@@ -930,6 +940,43 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		}
 	}
 	return res, nil
+}
+
+// groupBlockSizes records, when the KV cache groups have different block
+// sizes (page unification grows the block of the smaller pages), the
+// scheduler block (their LCM, on which prefix-cache hits align) and the hash
+// block (their GCD), as resolve_kv_cache_block_sizes does; vLLM's
+// cache_config.block_size becomes the smallest (EngineCore
+// ._initialize_kv_caches). Mamba groups without prefix caching (mode none,
+// one block of max_model_len) take no part.
+func groupBlockSizes(res *Result, mode string) {
+	var sizes []int
+	for _, g := range res.Groups {
+		if g.Kind == Mamba && mode == "none" {
+			continue
+		}
+		if !slices.Contains(sizes, g.BlockSize) {
+			sizes = append(sizes, g.BlockSize)
+		}
+	}
+	if len(sizes) < 2 {
+		return
+	}
+	slices.Sort(sizes)
+	l, g := sizes[0], sizes[0]
+	for _, b := range sizes[1:] {
+		l = l / gcd(l, b) * b
+		g = gcd(g, b)
+	}
+	res.SchedulerBlockSize, res.HashBlockSize = l, g
+	res.Notes = append(res.Notes, fmt.Sprintf("the KV cache groups have block sizes %v: vLLM's block_size becomes the smallest, %d; scheduling and prefix-cache hits align on their LCM, %d tokens, block hashes on their GCD, %d", sizes, sizes[0], l, g))
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // maxConcurrentBatches is the number of scheduled batches whose tokens a
