@@ -14,11 +14,12 @@ import (
 const gptOSS20BAtTP2 = 323_972*12*16_384 + 100_000
 
 // "GPU KV cache size" of a hybrid model is num_blocks // groups × the
-// smallest block size from the hybrid allocator (0.9.2) to 0.21
+// smallest block size from the hybrid allocator (0.9.2) to 0.20
 // (kv_cache_utils.py _report_kv_cache_config, vllm#40691 on 0.19.0): real
 // 0.13 and 0.19 runs of gpt-oss-20b at TP 2 with 323,972 blocks in 2 groups
-// print 2,591,776. From 0.22 it is int(concurrency × max_model_len) on its
-// own line, from 0.28 on one line with the concurrency.
+// print 2,591,776. From 0.21 it is int(concurrency × max_model_len) on its
+// own line (a 0.22.0 run logs 622,408 tokens and 2.37x at 262,144), from
+// 0.28 on one line with the concurrency.
 func TestGPUKVCacheSizeIsBlocksPerGroupTimesBlockSize(t *testing.T) {
 	base := vllm.Input{TensorParallelSize: 2, MaxModelLen: 131072, MaxNumBatchedTokens: 8192,
 		Memory: vllm.Memory{AvailableKVBytes: gptOSS20BAtTP2}}
@@ -29,13 +30,13 @@ func TestGPUKVCacheSizeIsBlocksPerGroupTimesBlockSize(t *testing.T) {
 		tokens  int64
 		lines   []string
 	}{
-		// Concurrency up to 0.21: cdiv(12·Σ maxmem, 12·page) = 8192 + 521.
+		// Concurrency up to 0.20: cdiv(12·Σ maxmem, 12·page) = 8192 + 521.
 		{"0.10.2", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		{"0.11.0", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		{"0.13.0", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		{"0.19.0", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
-		{"0.21.0", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
-		{"0.22.0", int64(323972.0 / float64(8192+swa8192) * 131072), []string{"GPU KV cache size: 4,873,597 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
+		{"0.20.2", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
+		{"0.21.0", int64(323972.0 / float64(8192+swa8192) * 131072), []string{"GPU KV cache size: 4,873,597 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		// 0.27 on: two batches in flight (async scheduling).
 		{"0.27.0", int64(323972.0 / float64(8192+swa16384) * 131072), []string{"GPU KV cache size: 4,603,106 tokens", "Maximum concurrency for 131,072 tokens per request: 35.12x"}},
 		{"latest", int64(323972.0 / float64(8192+swa16384) * 131072), []string{"GPU KV cache size: 4,603,106 tokens, Maximum concurrency for 131,072 tokens per request: 35.12x"}},

@@ -44,8 +44,8 @@ const (
 	// V018 is vLLM 0.18 to 0.27: the KV block size comes from the attention
 	// backend's preferred kernel block (Platform.update_block_size_for_backend)
 	// and hybrid Mamba models align on max(kernel block, --block-size). From
-	// 0.22 "GPU KV cache size" is int(concurrency × max_model_len) and KV
-	// connectors with hybrid support keep the hybrid manager; from 0.27
+	// 0.21 "GPU KV cache size" is int(concurrency × max_model_len), from
+	// 0.22 KV connectors with hybrid support keep the hybrid manager; from 0.27
 	// sliding windows pay for max_in_flight_tokens (two batches with async
 	// scheduling).
 	V018 Profile = "0.18"
@@ -156,7 +156,7 @@ func profileRange(p Profile) string {
 	case V013:
 		return "0.13 to 0.17: null block, platform-forced MLA block sizes"
 	case V018:
-		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" and connectors with hybrid support from 0.22, in-flight tokens from 0.27"
+		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" from 0.21, connectors with hybrid support from 0.22, in-flight tokens from 0.27"
 	default:
 		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens, one combined KV log line"
 	}
@@ -210,8 +210,8 @@ type rules struct {
 	// nullBlock reserves one block per tensor before admission and auto-fit.
 	nullBlock bool
 	// report selects the "GPU KV cache size" rule of the hybrid-allocator
-	// releases: "floor" (0.9.2 to 0.21: num_blocks // groups × the
-	// smallest block, two lines), "concurrency" (0.22 to 0.27:
+	// releases: "floor" (0.9.2 to 0.20: num_blocks // groups × the
+	// smallest block, two lines), "concurrency" (0.21 to 0.27:
 	// int(concurrency × max_model_len), two lines), "combined" (0.28 on:
 	// the same tokens and the concurrency on one line).
 	report string
@@ -361,7 +361,7 @@ func rulesFor(p Profile, rel release) rules {
 			report:             "floor",
 			dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
 		}
-		if rel.atLeast(0, 22, 0) {
+		if rel.atLeast(0, 21, 0) {
 			r.report = "concurrency"
 		}
 		r.inFlight = rel.atLeast(0, 27, 0)
