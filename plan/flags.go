@@ -249,7 +249,7 @@ var flagTable = []Flag{
 		Help:     "vLLM: cache sliding-window and chunked layers as full attention (no hybrid KV cache manager)",
 		Spelling: sp(EngineVLLM, "--disable-hybrid-kv-cache-manager")},
 	{Key: "no_async_scheduling", Name: "--no-async-scheduling", Kind: KindBool, Engines: vllmOnly,
-		Help:     "vLLM: no async scheduling; from 0.27 sliding-window layers then hold one batch in flight (PP batches) instead of two",
+		Help:     "vLLM: no async scheduling; from 0.26 sliding-window layers then hold one batch in flight (PP batches) instead of two",
 		Spelling: sp(EngineVLLM, "--no-async-scheduling")},
 	{Key: "vllm_version", Name: "--vllm-version", Kind: KindString, Engines: vllmOnly, Role: "version",
 		Help: "vLLM: sizing rules to follow: 0.6, 0.11 or latest (default); a version number such as 0.10.2 maps to its profile"},

@@ -175,7 +175,7 @@ type Request struct {
 	// --disable-hybrid-kv-cache-manager: sliding-window and chunked layers
 	// are cached as full attention.
 	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
-	// NoAsyncScheduling is vLLM's --no-async-scheduling (from 0.27 it
+	// NoAsyncScheduling is vLLM's --no-async-scheduling (from 0.26 it
 	// halves the in-flight tokens sliding-window layers pay for at PP 1).
 	NoAsyncScheduling bool `json:"no_async_scheduling,omitempty"`
 

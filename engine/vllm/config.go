@@ -68,7 +68,7 @@ type Input struct {
 	// KVConnectorChildren are a MultiConnector's connectors
 	// (kv_connector_extra_config.connectors[].kv_connector).
 	KVConnectorChildren []string `json:"kv_connector_children,omitempty"`
-	// NoAsyncScheduling is --no-async-scheduling: from 0.27 sliding-window
+	// NoAsyncScheduling is --no-async-scheduling: from 0.26 sliding-window
 	// and chunked layers then pay for PP batches in flight instead of two.
 	NoAsyncScheduling bool `json:"no_async_scheduling,omitempty"`
 	// MambaCacheMode is --mamba-cache-mode (none, align, all); empty takes

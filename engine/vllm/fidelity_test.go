@@ -37,8 +37,8 @@ func TestGPUKVCacheSizeIsBlocksPerGroupTimesBlockSize(t *testing.T) {
 		{"0.19.0", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		{"0.20.2", 2_591_776, []string{"GPU KV cache size: 2,591,776 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
 		{"0.21.0", int64(323972.0 / float64(8192+swa8192) * 131072), []string{"GPU KV cache size: 4,873,597 tokens", "Maximum concurrency for 131,072 tokens per request: 37.18x"}},
-		// 0.27 on: two batches in flight (async scheduling).
-		{"0.27.0", int64(323972.0 / float64(8192+swa16384) * 131072), []string{"GPU KV cache size: 4,603,106 tokens", "Maximum concurrency for 131,072 tokens per request: 35.12x"}},
+		// 0.26 on: two batches in flight (async scheduling).
+		{"0.26.0", int64(323972.0 / float64(8192+swa16384) * 131072), []string{"GPU KV cache size: 4,603,106 tokens", "Maximum concurrency for 131,072 tokens per request: 35.12x"}},
 		{"latest", int64(323972.0 / float64(8192+swa16384) * 131072), []string{"GPU KV cache size: 4,603,106 tokens, Maximum concurrency for 131,072 tokens per request: 35.12x"}},
 	}
 	for _, tt := range tests {
@@ -130,11 +130,11 @@ func TestKVConnectorTurnsHybridManagerOff(t *testing.T) {
 	}
 }
 
-// From 0.27 sliding-window and chunked-local layers pay for
+// From 0.26 sliding-window and chunked-local layers pay for
 // max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens
 // (config/vllm.py: 2 with async scheduling at PP = 1, else PP) in
 // SlidingWindowSpec.max_admission_blocks_per_request, hence in admission
-// and in "Maximum concurrency"; up to 0.26 they pay for
+// and in "Maximum concurrency"; up to 0.25 they pay for
 // max_num_batched_tokens (kv_cache_interface.py SlidingWindowSpec).
 func TestMaxInFlightTokensInSlidingWindowCharge(t *testing.T) {
 	tests := []struct {
@@ -144,9 +144,9 @@ func TestMaxInFlightTokensInSlidingWindowCharge(t *testing.T) {
 		swa     int64 // blocks a request needs in each sliding-window group
 	}{
 		{"0.13.0", 1, false, 137}, // ceil((127 + 2048)/16) + 1
-		{"0.26.0", 1, false, 137},
-		{"0.26.0", 2, false, 137},
-		{"0.27.0", 1, false, 265}, // ceil((127 + 2·2048)/16) + 1
+		{"0.25.1", 1, false, 137},
+		{"0.25.1", 2, false, 137},
+		{"0.26.0", 1, false, 265}, // ceil((127 + 2·2048)/16) + 1
 		{"latest", 1, false, 265},
 		{"latest", 1, true, 137},
 		{"latest", 2, false, 265}, // PP batches

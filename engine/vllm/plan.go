@@ -981,7 +981,7 @@ func gcd(a, b int) int {
 
 // maxConcurrentBatches is the number of scheduled batches whose tokens a
 // sliding-window or chunked-local layer must hold beyond its window: 1 up
-// to 0.26 (max_num_batched_tokens); from 0.27 vLLM's max_concurrent_batches
+// to 0.25 (max_num_batched_tokens); from 0.26 vLLM's max_concurrent_batches
 // (config/vllm.py: 2 with async scheduling at PP = 1, else PP), which
 // times max_num_batched_tokens is max_in_flight_tokens.
 func maxConcurrentBatches(r rules, c Input, pp int) int {

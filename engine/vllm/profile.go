@@ -45,7 +45,7 @@ const (
 	// backend's preferred kernel block (Platform.update_block_size_for_backend)
 	// and hybrid Mamba models align on max(kernel block, --block-size). From
 	// 0.21 "GPU KV cache size" is int(concurrency × max_model_len), from
-	// 0.22 KV connectors with hybrid support keep the hybrid manager; from 0.27
+	// 0.22 KV connectors with hybrid support keep the hybrid manager; from 0.26
 	// sliding windows pay for max_in_flight_tokens (two batches with async
 	// scheduling).
 	V018 Profile = "0.18"
@@ -156,7 +156,7 @@ func profileRange(p Profile) string {
 	case V013:
 		return "0.13 to 0.17: null block, platform-forced MLA block sizes"
 	case V018:
-		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" from 0.21, connectors with hybrid support from 0.22, in-flight tokens from 0.27"
+		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" from 0.21, connectors with hybrid support from 0.22, in-flight tokens from 0.26"
 	default:
 		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens, one combined KV log line"
 	}
@@ -222,7 +222,7 @@ type rules struct {
 	autoFit bool
 	// inFlight makes sliding-window and chunked layers pay for
 	// max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens
-	// (0.27 on: two batches with async scheduling at PP = 1, PP batches
+	// (0.26 on: two batches with async scheduling at PP = 1, PP batches
 	// otherwise); before, they pay for max_num_batched_tokens.
 	inFlight bool
 	// mambaMode is the default mamba_cache_mode.
@@ -364,7 +364,7 @@ func rulesFor(p Profile, rel release) rules {
 		if rel.atLeast(0, 21, 0) {
 			r.report = "concurrency"
 		}
-		r.inFlight = rel.atLeast(0, 27, 0)
+		r.inFlight = rel.atLeast(0, 26, 0)
 		switch p {
 		case V018:
 			r.backendBlocks, r.hybridAlign = true, "backend"
