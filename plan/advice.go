@@ -144,18 +144,27 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 		ch = append(base[:len(base):len(base)], ch...)
 		rep.FixArgs = rep.FixArgs[:0]
 		words := make([]string, 0, len(ch))
+		verb := "set "
 		for _, c := range ch {
 			f := k.flag(c.key)
+			if d, ok := dropFix(req, f); ok && d == c {
+				// Nothing to add: the flag goes.
+				words, verb = append(words, f), "drop "
+				continue
+			}
 			rep.FixArgs = append(rep.FixArgs, f, c.value)
 			words = append(words, f+" "+c.value)
 		}
-		rep.FixFlag, rep.FixValue = rep.FixArgs[0], rep.FixArgs[1]
+		rep.FixFlag, rep.FixValue = k.flag(ch[0].key), ch[0].value
+		if len(rep.FixArgs) == 0 {
+			rep.FixArgs = nil
+		}
 		reqs := "requests"
 		if rp.MaxConcurrencyAtContextLength == 1 {
 			reqs = "request"
 		}
-		rep.FixHint = fmt.Sprintf("set %s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
-			strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
+		rep.FixHint = fmt.Sprintf("%s%s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
+			verb, strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
 		if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
 			rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
 		}
@@ -176,6 +185,13 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 				found(rp, change{key, rep.FixValue})
 				return
 			}
+		}
+	} else if c, ok := dropFix(req, rep.FixFlag); ok {
+		// The engine's fix drops a switch or setting the launch gave
+		// (vLLM's --disable-hybrid-kv-cache-manager, --kv-transfer-config).
+		if rp, ok := try(c); ok {
+			found(rp, c)
+			return
 		}
 	}
 	// 2. The running-request cap, when the pools hold the target.
@@ -277,6 +293,26 @@ func advise(ctx context.Context, req Request, m *catalog.Model, rep *Report, pla
 		// the unverified value.
 		rep.FixValue = ""
 	}
+}
+
+// dropFix is the change that drops flag from req when flag is a switch or
+// a string setting req gives (the zero value: false, or empty); false when
+// it is not.
+func dropFix(req Request, flag string) (change, bool) {
+	f, ok := LookupFlag(flag)
+	if !ok || flag == "" {
+		return change{}, false
+	}
+	v, _ := req.FieldString(f.Key)
+	switch {
+	case v == "" || v == "false":
+		return change{}, false
+	case f.Kind == KindBool:
+		return change{f.Key, "false"}, true
+	case f.Kind == KindString:
+		return change{f.Key, ""}, true
+	}
+	return change{}, false
 }
 
 // keyOfFlag is the request key an engine flag sets ("--tp-size" →

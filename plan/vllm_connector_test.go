@@ -102,3 +102,30 @@ func TestKVTransferConfigEngineArgsRoundTrip(t *testing.T) {
 		t.Errorf("read back %+v, %v", back, err)
 	}
 }
+
+// When the hybrid manager is off and a Mamba hybrid cannot start, the fix
+// is to drop the switch or the connector: kvcfg re-plans without it and
+// says so, with no flags to add.
+func TestDropFixReplansWithoutTheFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		req  plan.Request
+		flag string
+	}{
+		{"disable flag", plan.Request{DisableHybridKVCacheManager: true}, "--disable-hybrid-kv-cache-manager"},
+		{"connector 0.21", plan.Request{VLLMVersion: "0.21", KVTransferConfig: "LMCacheConnectorV1"}, "--kv-transfer-config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req
+			req.Engine, req.Model, req.GPU, req.TPSize, req.MaxModelLen = "vllm", "Qwen/Qwen3-Next-80B-A3B-Instruct", "H200", 4, 32768
+			rep, err := plan.Run(context.Background(), req)
+			if !errors.Is(err, plan.ErrInfeasible) || rep == nil {
+				t.Fatalf("err %v, want a refusal", err)
+			}
+			if rep.FixFlag != tt.flag || !strings.HasPrefix(rep.FixHint, "drop "+tt.flag+": re-planned, ") || rep.FixArgs != nil {
+				t.Errorf("fix %s %q %q, want %s dropped and re-planned", rep.FixFlag, rep.FixHint, rep.FixArgs, tt.flag)
+			}
+		})
+	}
+}

@@ -3,6 +3,9 @@ package vllm
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/kvcfg/kvcfg/engine"
 )
 
 // hmaConnectors are the KV connectors that subclass SupportsHMA in the
@@ -72,3 +75,21 @@ func connectorRule(r rules, c Input) (bool, string) {
 
 // connectorWarning is the start of the warning up to 0.21.
 const connectorWarning = "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. If you are a developer of kv connector, please consider supporting hybrid kv cache manager for your connector by making sure your connector is a subclass of `SupportsHMA` defined in kv_connector/v1/base.py"
+
+// hmaOffFix names the fix of a hybrid model refused because the hybrid KV
+// cache manager is off (unifyFailed): drop --disable-hybrid-kv-cache-manager
+// when it was given, else the connector's part: from 0.22 a connector with
+// hybrid support, before 0.22 no connector at all.
+func hmaOffFix(re *engine.Refusal, r rules, c Input, kinds string) {
+	why := "this model's " + kinds + " layers cannot be cached as one type without the hybrid KV cache manager"
+	switch {
+	case c.DisableHybridKVCacheManager:
+		fix(re, "--disable-hybrid-kv-cache-manager", "", "drop --disable-hybrid-kv-cache-manager: "+why)
+	case r.rel.atLeast(0, 22, 0):
+		fix(re, "--kv-transfer-config", "", fmt.Sprintf("use a KV connector with hybrid support (%s) or drop --kv-transfer-config: %s turns the hybrid KV cache manager off, and %s",
+			strings.Join(hmaConnectors, ", "), c.KVConnector, why))
+	default:
+		fix(re, "--kv-transfer-config", "", fmt.Sprintf("drop --kv-transfer-config, or run vLLM 0.22 or newer with a KV connector with hybrid support (%s): up to 0.21 any connector turns the hybrid KV cache manager off, and %s",
+			strings.Join(hmaConnectors, ", "), why))
+	}
+}

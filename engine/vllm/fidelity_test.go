@@ -1,10 +1,12 @@
 package vllm_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 )
 
@@ -215,5 +217,42 @@ func TestBlockSizeIsSmallestGroupBlock(t *testing.T) {
 	res, err := vllm.Plan(gptOSS(24), vllm.Input{MaxModelLen: 32768, Memory: vllm.Memory{AvailableKVBytes: 40 << 30}})
 	if err != nil || res.SchedulerBlockSize != 0 || res.HashBlockSize != 0 {
 		t.Errorf("gpt-oss: scheduler block %d, hash block %d, %v; want none", res.SchedulerBlockSize, res.HashBlockSize, err)
+	}
+}
+
+// A Mamba hybrid cannot be cached as one type, so with the hybrid KV cache
+// manager off vLLM refuses to start (as 0.19.1 and 0.21.0 do with LMCache
+// and Qwen3.5/3.6); the refusal names the switch or the connector that
+// turned the manager off, not a vLLM version.
+func TestKVConnectorRefusalNamesTheConnector(t *testing.T) {
+	tests := []struct {
+		name      string
+		version   string
+		connector string
+		disable   bool
+		flag      string
+		hint      string
+	}{
+		{"flag", "latest", "", true, "--disable-hybrid-kv-cache-manager", "drop --disable-hybrid-kv-cache-manager: this model's mamba + full_attention layers cannot be cached as one type"},
+		{"lmcache 0.21", "0.21.0", "LMCacheConnectorV1", false, "--kv-transfer-config", "drop --kv-transfer-config, or run vLLM 0.22 or newer with a KV connector with hybrid support (NixlConnector"},
+		{"lmcache 0.22", "0.22.1", "LMCacheConnectorV1", false, "--kv-transfer-config", "use a KV connector with hybrid support (NixlConnector, MooncakeConnector, SimpleCPUOffloadConnector, LMCacheMPConnector) or drop --kv-transfer-config: LMCacheConnectorV1 turns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := vllm.Plan(qwen3Next(), vllm.Input{Version: tt.version, KVConnector: tt.connector, DisableHybridKVCacheManager: tt.disable,
+				TensorParallelSize: 4, MaxModelLen: 32768, Memory: vllm.Memory{AvailableKVBytes: 40 << 30}})
+			var re *engine.Refusal
+			if !errors.As(err, &re) || re.Message != "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type." {
+				t.Fatalf("error %v, want the unify refusal", err)
+			}
+			if re.Flag != tt.flag || !strings.HasPrefix(re.Hint, tt.hint) {
+				t.Errorf("fix %s %q, want %s %q…", re.Flag, re.Hint, tt.flag, tt.hint)
+			}
+		})
+	}
+	// With NixlConnector from 0.22 the manager stays on and it starts.
+	if _, err := vllm.Plan(qwen3Next(), vllm.Input{Version: "0.22.1", KVConnector: "NixlConnector", TensorParallelSize: 4, MaxModelLen: 32768,
+		Memory: vllm.Memory{AvailableKVBytes: 40 << 30}}); err != nil {
+		t.Errorf("NixlConnector on 0.22.1: %v", err)
 	}
 }

@@ -256,10 +256,8 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 	res.BlockSize = block
 
-	if !r.v0 {
-		// A KV connector may turn the hybrid KV cache manager off.
-		c.DisableHybridKVCacheManager = hybridManagerOff(res, r, c)
-	}
+	// A KV connector may turn the hybrid KV cache manager off.
+	hmaOff := !r.v0 && hybridManagerOff(res, r, c)
 
 	// Budget.
 	if err := budget(res, s, c, r, tp, pp); err != nil {
@@ -270,7 +268,7 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	if r.v0 {
 		return res, planV0(res, layers, c, pp, avail, r.v0Label)
 	}
-	return planV1(res, layers, c, r, pp, avail, autoFit)
+	return planV1(res, layers, c, r, pp, avail, autoFit, hmaOff)
 }
 
 // refuse records vLLM's refusal message on the result and returns the
@@ -744,7 +742,7 @@ func planV0(res *Result, layers []LayerSpec, c Input, pp int, avail int64, label
 
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
-func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
+func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit, hmaOff bool) (*Result, error) {
 	mode := c.MambaCacheMode
 	if mode == "" {
 		mode = r.mambaMode
@@ -772,10 +770,13 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 			return nil, fmt.Errorf("%w: vLLM %s supports models with one KV cache type only (its V1 engine raises NotImplementedError for %s)", ErrUnsupportedModel, r.rel, kindsOf(layers))
 		}
 	}
-	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
+	groups, _, err := groupLayers(layers, r, hmaOff, &res.LogLines)
 	if err != nil {
 		if re, ok := err.(*engine.Refusal); ok {
 			res.Error = re.Message
+			if hmaOff && re.Message == unifyFailed {
+				hmaOffFix(re, r, c, kindsOf(layers))
+			}
 		}
 		return res, err
 	}
