@@ -1,6 +1,8 @@
 package fit
 
 import (
+	"strings"
+
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -36,6 +38,9 @@ func PlanArgs(req plan.Request) []string {
 		case v == "":
 		case f.Kind == plan.KindBool:
 			out = append(out, f.Name)
+		case strings.ContainsAny(v, "\"{} "):
+			// A JSON value (--kv-transfer-config), single-quoted for a shell.
+			out = append(out, f.Name, "'"+v+"'")
 		default:
 			out = append(out, f.Name, v)
 		}

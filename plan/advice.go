@@ -216,18 +216,27 @@ func (a *adviser) found(rp *Report, ch ...change) {
 	ch = append(a.base[:len(a.base):len(a.base)], ch...)
 	rep.FixArgs = rep.FixArgs[:0]
 	words := make([]string, 0, len(ch))
+	verb := "set "
 	for _, c := range ch {
 		f := a.k.flag(c.key)
+		if d, ok := dropFix(a.req, f); ok && d == c {
+			// Nothing to add: the flag goes.
+			words, verb = append(words, f), "drop "
+			continue
+		}
 		rep.FixArgs = append(rep.FixArgs, f, c.value)
 		words = append(words, f+" "+c.value)
 	}
-	rep.FixFlag, rep.FixValue = rep.FixArgs[0], rep.FixArgs[1]
+	rep.FixFlag, rep.FixValue = a.k.flag(ch[0].key), ch[0].value
+	if len(rep.FixArgs) == 0 {
+		rep.FixArgs = nil
+	}
 	reqs := "requests"
 	if rp.MaxConcurrencyAtContextLength == 1 {
 		reqs = "request"
 	}
-	rep.FixHint = fmt.Sprintf("set %s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
-		strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
+	rep.FixHint = fmt.Sprintf("%s%s: re-planned, %s %s of %s tokens then fit at once (%s tokens per GPU)",
+		verb, strings.Join(words, " and "), group3(rp.MaxConcurrencyAtContextLength), reqs, group3(int64(rp.ContextLength)), group3(rp.MaxTotalNumTokens))
 	if rep.Verdict == VerdictRefuses && rep.WeightsBytes > 0 && rep.Breakdown.TotalBytes > 0 && rep.Breakdown.PostLoadFreeBytes <= 0 {
 		rep.FixHint = fmt.Sprintf("the weights (%s per GPU) do not fit at this layout; %s", units.FormatBytes(rep.WeightsBytes), rep.FixHint)
 	}
@@ -242,11 +251,16 @@ func (a *adviser) engineFix() bool {
 	if len(a.base) > 0 {
 		return a.tryFound()
 	}
-	if a.rep.FixFlag == "" || a.rep.FixValue == "" {
-		return false
+	if a.rep.FixFlag != "" && a.rep.FixValue != "" {
+		key := keyOfFlag(a.rep.FixFlag)
+		return key != "" && a.tryFound(change{key, a.rep.FixValue})
 	}
-	key := keyOfFlag(a.rep.FixFlag)
-	return key != "" && a.tryFound(change{key, a.rep.FixValue})
+	// The engine's fix drops a switch or setting the launch gave (vLLM's
+	// --disable-hybrid-kv-cache-manager, --kv-transfer-config).
+	if c, ok := dropFix(a.req, a.rep.FixFlag); ok {
+		return a.tryFound(c)
+	}
+	return false
 }
 
 // requestCap tries the running-request cap at the target, when the pools
@@ -342,6 +356,26 @@ func (a *adviser) nothingInReach() {
 		// the unverified value.
 		rep.FixValue = ""
 	}
+}
+
+// dropFix is the change that drops flag from req when flag is a switch or
+// a string setting req gives (the zero value: false, or empty); false when
+// it is not.
+func dropFix(req Request, flag string) (change, bool) {
+	f, ok := LookupFlag(flag)
+	if !ok || flag == "" {
+		return change{}, false
+	}
+	v, _ := req.FieldString(f.Key)
+	switch {
+	case v == "" || v == "false":
+		return change{}, false
+	case f.Kind == KindBool:
+		return change{f.Key, "false"}, true
+	case f.Kind == KindString:
+		return change{f.Key, ""}, true
+	}
+	return change{}, false
 }
 
 // keyOfFlag is the request key an engine flag sets ("--tp-size" →

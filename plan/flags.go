@@ -107,7 +107,8 @@ var (
 			"speculative_algorithm", "speculative_num_draft_tokens"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
 			"tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
-			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager"}},
+			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager",
+			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
 			"tp_size", "pp_size", "enable_dp_attention", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
@@ -283,6 +284,15 @@ var flagTable = []Flag{
 	{Key: "num_gpu_blocks_override", Name: "--num-gpu-blocks-override", Kind: KindInt, Engines: vllmOnly, NonZero: true, Role: "token_cap",
 		Help:     "vLLM: number of KV blocks, overriding the profiled count",
 		Spelling: sp(EngineVLLM, "--num-gpu-blocks-override")},
+	{Key: "kv_transfer_config", Name: "--kv-transfer-config", Kind: KindString, Engines: vllmOnly,
+		Help:     "vLLM: the KV connector's JSON ({\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}) or its name; up to 0.21 any connector, from 0.22 one without hybrid support (LMCacheConnectorV1, OffloadingConnector, ...), caches sliding-window layers as full attention",
+		Spelling: sp(EngineVLLM, "--kv-transfer-config")},
+	{Key: "disable_hybrid_kv_cache_manager", Name: "--disable-hybrid-kv-cache-manager", Kind: KindBool, Engines: vllmOnly,
+		Help:     "vLLM: cache sliding-window and chunked layers as full attention (no hybrid KV cache manager)",
+		Spelling: sp(EngineVLLM, "--disable-hybrid-kv-cache-manager")},
+	{Key: "no_async_scheduling", Name: "--no-async-scheduling", Kind: KindBool, Engines: vllmOnly,
+		Help:     "vLLM: no async scheduling; from 0.26 sliding-window layers then hold one batch in flight (PP batches) instead of two",
+		Spelling: sp(EngineVLLM, "--no-async-scheduling")},
 	{Key: "vllm_version", Name: "--vllm-version", Kind: KindString, Engines: vllmOnly, Role: "version",
 		Help: "vLLM: sizing rules to follow: " + orList(vllmProfileNames()) + " (default); a version number such as 0.10.2 maps to its profile"},
 
@@ -504,6 +514,10 @@ func EngineArgs(r Request, full bool) []string {
 			out = append(out, name+"="+v)
 		case v == "true":
 			out = append(out, name)
+		case strings.ContainsAny(v, "\"{} "):
+			// A JSON value (--kv-transfer-config) prints single-quoted,
+			// ready for a shell.
+			out = append(out, name, "'"+v+"'")
 		default:
 			out = append(out, name, v)
 		}
@@ -532,6 +546,9 @@ func ParseEngineArgs(base Request, args []string) (Request, error) {
 				val = args[i+1]
 				i++
 			}
+		}
+		if len(val) >= 2 && strings.HasPrefix(val, "'") && strings.HasSuffix(val, "'") {
+			val = val[1 : len(val)-1]
 		}
 		if err := r.SetField(f.Key, strings.Trim(val, "[]")); err != nil {
 			return r, err

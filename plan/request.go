@@ -167,6 +167,18 @@ type Request struct {
 	EnforceEager bool `json:"enforce_eager,omitempty"`
 	// NumGPUBlocksOverride is vLLM's --num-gpu-blocks-override.
 	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
+	// KVTransferConfig is vLLM's --kv-transfer-config: its JSON
+	// ({"kv_connector":"NixlConnector","kv_role":"kv_both"}) or just the
+	// connector's name. Up to vLLM 0.21 any connector, from 0.22 one
+	// without hybrid support, turns the hybrid KV cache manager off.
+	KVTransferConfig string `json:"kv_transfer_config,omitempty"`
+	// DisableHybridKVCacheManager is vLLM's
+	// --disable-hybrid-kv-cache-manager: sliding-window and chunked layers
+	// are cached as full attention.
+	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
+	// NoAsyncScheduling is vLLM's --no-async-scheduling (from 0.26 it
+	// halves the in-flight tokens sliding-window layers pay for at PP 1).
+	NoAsyncScheduling bool `json:"no_async_scheduling,omitempty"`
 
 	// TensorRT-LLM names (KvCacheConfig keys and trtllm-serve arguments).
 	// TRTLLMVersion is --trtllm-version (0.x engine builds, 1.0, 1.1,
@@ -373,6 +385,11 @@ func (r *Request) checkCounts(p *problems) {
 // checkChoices checks the names of versions, platforms, dtypes and
 // algorithms; withEngine adds what the request's engine does not take.
 func (r *Request) checkChoices(p *problems, withEngine bool) {
+	if r.KVTransferConfig != "" {
+		if _, _, err := ParseKVTransferConfig(r.KVTransferConfig); err != nil {
+			*p = append(*p, &FieldError{Field: "kv_transfer_config", Err: err})
+		}
+	}
 	if r.SGLangVersion != "" && r.Engine == EngineSGLang {
 		if _, _, err := sglang.ResolveProfile(r.SGLangVersion); err != nil {
 			*p = append(*p, &FieldError{Field: "sglang_version", Err: err})

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -88,6 +89,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 		KVCacheMemoryBytes:   int64(req.KVCacheMemoryBytes),
 		NumGPUBlocksOverride: req.NumGPUBlocksOverride,
 		EnforceEager:         req.EnforceEager,
+		NoAsyncScheduling:    req.NoAsyncScheduling,
 		GPUName:              g.Name,
 		GPUSM:                g.SM,
 		Memory: vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
@@ -96,6 +98,9 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = req.ContextLength
 	}
+	cfg.DisableHybridKVCacheManager = req.DisableHybridKVCacheManager
+	// Request.check has parsed it already.
+	cfg.KVConnector, cfg.KVConnectorChildren, _ = ParseKVTransferConfig(req.KVTransferConfig)
 	if req.DisableRadixCache {
 		// SGLang's prefix-cache switch; vLLM's --no-enable-prefix-caching
 		// keeps one Mamba state per request.
@@ -241,4 +246,40 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// ParseKVTransferConfig reads vLLM's --kv-transfer-config: the JSON object
+// (its kv_connector, and a MultiConnector's
+// kv_connector_extra_config.connectors[].kv_connector) or a bare connector
+// name. The empty string is no connector.
+func ParseKVTransferConfig(s string) (connector string, children []string, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil, nil
+	}
+	if !strings.HasPrefix(s, "{") {
+		if strings.ContainsAny(s, " \t\"'}[]") {
+			return "", nil, fmt.Errorf("plan: %q is neither --kv-transfer-config's JSON nor a connector name such as NixlConnector", s)
+		}
+		return s, nil, nil
+	}
+	type conn struct {
+		KVConnector string `json:"kv_connector"`
+	}
+	var cfg struct {
+		KVConnector string `json:"kv_connector"`
+		Extra       struct {
+			Connectors []conn `json:"connectors"`
+		} `json:"kv_connector_extra_config"`
+	}
+	if err := json.Unmarshal([]byte(s), &cfg); err != nil {
+		return "", nil, fmt.Errorf("plan: --kv-transfer-config is not JSON (%w); pass it as vLLM takes it, e.g. {\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}", err)
+	}
+	if cfg.KVConnector == "" {
+		return "", nil, fmt.Errorf("plan: --kv-transfer-config names no kv_connector; add one, e.g. \"kv_connector\":\"NixlConnector\"")
+	}
+	for _, c := range cfg.Extra.Connectors {
+		children = append(children, c.KVConnector)
+	}
+	return cfg.KVConnector, children, nil
 }

@@ -55,8 +55,22 @@ type Input struct {
 	// EnforceEager is --enforce-eager: no CUDA graphs, nothing subtracted
 	// for them.
 	EnforceEager bool `json:"enforce_eager,omitempty"`
-	// DisableHybridKVCacheManager is --disable-hybrid-kv-cache-manager.
+	// DisableHybridKVCacheManager is --disable-hybrid-kv-cache-manager:
+	// every sliding-window or chunked layer of a hybrid model is cached as
+	// full attention.
 	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
+	// KVConnector is the kv_connector of --kv-transfer-config
+	// ("NixlConnector", "LMCacheConnectorV1", "MultiConnector", ...);
+	// empty when no connector is set. Up to 0.21 any connector turns the
+	// hybrid KV cache manager off; from 0.22 only one that does not support
+	// it (see ConnectorSupportsHMA).
+	KVConnector string `json:"kv_connector,omitempty"`
+	// KVConnectorChildren are a MultiConnector's connectors
+	// (kv_connector_extra_config.connectors[].kv_connector).
+	KVConnectorChildren []string `json:"kv_connector_children,omitempty"`
+	// NoAsyncScheduling is --no-async-scheduling: from 0.26 sliding-window
+	// and chunked layers then pay for PP batches in flight instead of two.
+	NoAsyncScheduling bool `json:"no_async_scheduling,omitempty"`
 	// MambaCacheMode is --mamba-cache-mode (none, align, all); empty takes
 	// the profile's default.
 	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
@@ -148,6 +162,14 @@ func (c Input) Validate() error {
 	}
 	if c.GPUSM < 0 || c.GPUSM > 199 {
 		bad("gpu_sm %d must be a compute capability × 10 such as 90", c.GPUSM)
+	}
+	if c.KVConnector == "" && len(c.KVConnectorChildren) > 0 {
+		bad("kv_connector_children need kv_connector MultiConnector")
+	}
+	for _, name := range append([]string{c.KVConnector}, c.KVConnectorChildren...) {
+		if strings.ContainsAny(name, " \t\n\"'{}") {
+			bad("kv_connector %q is not a connector class name such as NixlConnector", name)
+		}
 	}
 	if c.MambaCacheMode != "" && !slices.Contains([]string{"none", "align", "all"}, c.MambaCacheMode) {
 		bad("mamba_cache_mode %q (accepted: none, align, all)", c.MambaCacheMode)

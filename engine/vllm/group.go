@@ -5,6 +5,10 @@ import (
 	"slices"
 )
 
+// unifyFailed is vLLM's refusal of a hybrid model whose layers cannot be
+// cached as one type without the hybrid KV cache manager.
+const unifyFailed = "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+
 // unifyHint is the fix of a model whose page sizes this version cannot unify.
 const unifyHint = "this vLLM version cannot unify the model's page sizes; try --vllm-version latest"
 
@@ -110,7 +114,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			}
 		}
 		if !allEqual(specs) && !sameType(specs) {
-			return nil, specs, fix(refusal("Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."), "", "", unifyHint)
+			return nil, specs, fix(refusal(unifyFailed), "", "", unifyHint)
 		}
 	}
 	if allEqual(specs) {

@@ -29,8 +29,15 @@ type Result struct {
 	// KVCacheDType is the resolved cache dtype.
 	KVCacheDType CacheDType `json:"kv_cache_dtype"`
 	// BlockSize is the attention block size in tokens (after Mamba
-	// inflation).
+	// inflation): the smallest group's, which vLLM sets as
+	// cache_config.block_size after initialisation.
 	BlockSize int `json:"block_size"`
+	// SchedulerBlockSize and HashBlockSize are set (latest) when the KV
+	// cache groups have different block sizes: the scheduler and prefix-
+	// cache hits align on their LCM, block hashes are computed on their GCD
+	// (resolve_kv_cache_block_sizes).
+	SchedulerBlockSize int `json:"scheduler_block_size,omitempty"`
+	HashBlockSize      int `json:"hash_block_size,omitempty"`
 	// MaxModelLen is the effective max_model_len (after auto-fit).
 	MaxModelLen int `json:"max_model_len"`
 	// MaxNumSeqs and MaxNumBatchedTokens are the effective scheduler limits.
@@ -249,6 +256,9 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 	res.BlockSize = block
 
+	// A KV connector may turn the hybrid KV cache manager off.
+	hmaOff := !r.v0 && hybridManagerOff(res, r, c)
+
 	// Budget.
 	if err := budget(res, s, c, r, tp, pp); err != nil {
 		return res, err
@@ -258,7 +268,7 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	if r.v0 {
 		return res, planV0(res, layers, c, pp, avail, r.v0Label)
 	}
-	return planV1(res, layers, c, r, pp, avail, autoFit)
+	return planV1(res, layers, c, r, pp, avail, autoFit, hmaOff)
 }
 
 // refuse records vLLM's refusal message on the result and returns the
@@ -732,7 +742,7 @@ func planV0(res *Result, layers []LayerSpec, c Input, pp int, avail int64, label
 
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
-func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit bool) (*Result, error) {
+func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit, hmaOff bool) (*Result, error) {
 	mode := c.MambaCacheMode
 	if mode == "" {
 		mode = r.mambaMode
@@ -760,20 +770,17 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 			return nil, fmt.Errorf("%w: vLLM %s supports models with one KV cache type only (its V1 engine raises NotImplementedError for %s)", ErrUnsupportedModel, r.rel, kindsOf(layers))
 		}
 	}
-	groups, _, err := groupLayers(layers, r, c.DisableHybridKVCacheManager, &res.LogLines)
+	groups, _, err := groupLayers(layers, r, hmaOff, &res.LogLines)
 	if err != nil {
 		if re, ok := err.(*engine.Refusal); ok {
 			res.Error = re.Message
+			if hmaOff && re.Message == unifyFailed {
+				hmaOffFix(re, r, c, kindsOf(layers))
+			}
 		}
 		return res, err
 	}
-	batches := 1
-	if r.asyncBatches {
-		batches = 2
-		if pp > 1 {
-			batches = pp
-		}
-	}
+	batches := maxConcurrentBatches(r, c, pp)
 	enc := c.MaxNumEncoderInputTokens
 	if enc == 0 {
 		enc = res.MaxNumBatchedTokens
@@ -913,25 +920,11 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		res.LogLines = append(res.LogLines,
 			fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
 			fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(int64(L)), res.MaxConcurrency))
-	} else if r.combinedLine {
-		if perReq > 0 {
-			res.MaxConcurrency = float64(nb) / float64(perReq)
-		}
-		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
-		res.LogLines = append(res.LogLines, fmt.Sprintf("GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
-			commas(res.KVCacheSizeTokens), commas(int64(L)), res.MaxConcurrency))
 	} else {
-		if d := cdiv(sumMax, groups[0].PageBytes); d > 0 {
-			res.MaxConcurrency = float64(nb) / float64(d)
-		}
-		res.KVCacheSizeTokens = nb / int64(len(groups)) * int64(minBlock)
-		res.LogLines = append(res.LogLines,
-			fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
-			fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(int64(L)), res.MaxConcurrency))
-		if len(groups) > 1 && res.TokenCapacity != res.KVCacheSizeTokens {
-			res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s logs \"GPU KV cache size\" as num_blocks // %d groups × %d; a request of %d tokens needs %d blocks across the groups, so the group-aware capacity is %d tokens (vllm#40691)",
-				res.Profile, len(groups), minBlock, L, perReq, res.TokenCapacity))
-		}
+		reportLines(res, r, nb, perReq, sumMax, minBlock, int64(L))
+	}
+	if r.report == "combined" {
+		groupBlockSizes(res, mode)
 	}
 	if block := res.BlockSize; block > 16 && slices.ContainsFunc(groups, func(g Group) bool { return g.Kind == Mamba }) {
 		res.Notes = append(res.Notes, fmt.Sprintf("attention blocks are inflated to %d tokens to hold a Mamba state page; prefix caching works in %d-token units (vllm#54458)", block, block))
@@ -948,6 +941,92 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		}
 	}
 	return res, nil
+}
+
+// groupBlockSizes records, when the KV cache groups have different block
+// sizes (page unification grows the block of the smaller pages), the
+// scheduler block (their LCM, on which prefix-cache hits align) and the hash
+// block (their GCD), as resolve_kv_cache_block_sizes does; vLLM's
+// cache_config.block_size becomes the smallest (EngineCore
+// ._initialize_kv_caches). Mamba groups without prefix caching (mode none,
+// one block of max_model_len) take no part.
+func groupBlockSizes(res *Result, mode string) {
+	var sizes []int
+	for _, g := range res.Groups {
+		if g.Kind == Mamba && mode == "none" {
+			continue
+		}
+		if !slices.Contains(sizes, g.BlockSize) {
+			sizes = append(sizes, g.BlockSize)
+		}
+	}
+	if len(sizes) < 2 {
+		return
+	}
+	slices.Sort(sizes)
+	l, g := sizes[0], sizes[0]
+	for _, b := range sizes[1:] {
+		l = l / gcd(l, b) * b
+		g = gcd(g, b)
+	}
+	res.SchedulerBlockSize, res.HashBlockSize = l, g
+	res.Notes = append(res.Notes, fmt.Sprintf("the KV cache groups have block sizes %v: vLLM's block_size becomes the smallest, %d; scheduling and prefix-cache hits align on their LCM, %d tokens, block hashes on their GCD, %d", sizes, sizes[0], l, g))
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// maxConcurrentBatches is the number of scheduled batches whose tokens a
+// sliding-window or chunked-local layer must hold beyond its window: 1 up
+// to 0.25 (max_num_batched_tokens); from 0.26 vLLM's max_concurrent_batches
+// (config/vllm.py: 2 with async scheduling at PP = 1, else PP), which
+// times max_num_batched_tokens is max_in_flight_tokens.
+func maxConcurrentBatches(r rules, c Input, pp int) int {
+	switch {
+	case !r.inFlight:
+		return 1
+	case pp > 1 || c.NoAsyncScheduling:
+		return pp
+	}
+	return 2
+}
+
+// reportLines is _report_kv_cache_config: "GPU KV cache size" and
+// "Maximum concurrency" in the release's form (rules.report), with kvcfg's
+// note when the logged size is not the group-aware capacity.
+func reportLines(res *Result, r rules, nb, perReq, sumMax int64, minBlock int, L int64) {
+	groups := res.Groups
+	if perReq > 0 {
+		res.MaxConcurrency = float64(nb) / float64(perReq)
+	}
+	switch r.report {
+	case "combined":
+		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
+		res.LogLines = append(res.LogLines, fmt.Sprintf("GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+			commas(res.KVCacheSizeTokens), commas(L), res.MaxConcurrency))
+		return
+	case "concurrency":
+		res.KVCacheSizeTokens = int64(res.MaxConcurrency * float64(L))
+	default:
+		// get_max_concurrency_for_kv_cache_config divides by the padded
+		// layers' blocks: cdiv(Σ max_memory_usage_bytes, page).
+		res.MaxConcurrency = 0
+		if d := cdiv(sumMax, groups[0].PageBytes); d > 0 {
+			res.MaxConcurrency = float64(nb) / float64(d)
+		}
+		res.KVCacheSizeTokens = nb / int64(len(groups)) * int64(minBlock)
+	}
+	res.LogLines = append(res.LogLines,
+		fmt.Sprintf("GPU KV cache size: %s tokens", commas(res.KVCacheSizeTokens)),
+		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(L), res.MaxConcurrency))
+	if len(groups) > 1 && res.TokenCapacity != res.KVCacheSizeTokens && r.report == "floor" {
+		res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s logs \"GPU KV cache size\" as num_blocks // %d groups × %d; a request of %d tokens needs %d blocks across the groups, so the group-aware capacity is %d tokens (vllm#40691)",
+			r.rel, len(groups), minBlock, L, perReq, res.TokenCapacity))
+	}
 }
 
 // admissionMessage is check_enough_kv_cache_memory's refusal in the

@@ -36,19 +36,25 @@ const (
 	// groups, "GPU KV cache size" = num_blocks // groups × block_size,
 	// admission before serving, gpu_memory_utilization default 0.9.
 	V011 Profile = "0.11"
-	// V013 is vLLM 0.13 to 0.17: group-aware token capacity on one combined
-	// log line, one null block reserved before admission, util default 0.92
-	// with requested = ceil(total × util), async scheduling (two batches in
-	// flight) for sliding windows, Mamba "align" cache mode, MLA block sizes
-	// forced by the platform (FlashMLA 64, CUTLASS MLA 128 on Blackwell).
+	// V013 is vLLM 0.13 to 0.17: one null block reserved before admission,
+	// util default 0.92 with requested = ceil(total × util), Mamba "align"
+	// cache mode, MLA block sizes forced by the platform (FlashMLA 64,
+	// CUTLASS MLA 128 on Blackwell). "GPU KV cache size" is still
+	// num_blocks // groups × block size on its own line, and sliding
+	// windows pay for max_num_batched_tokens.
 	V013 Profile = "0.13"
 	// V018 is vLLM 0.18 to 0.27: the KV block size comes from the attention
 	// backend's preferred kernel block (Platform.update_block_size_for_backend)
-	// and hybrid Mamba models align on max(kernel block, --block-size).
+	// and hybrid Mamba models align on max(kernel block, --block-size). From
+	// 0.21 "GPU KV cache size" is int(concurrency × max_model_len), from
+	// 0.22 KV connectors with hybrid support keep the hybrid manager; from 0.26
+	// sliding windows pay for max_in_flight_tokens (two batches with async
+	// scheduling).
 	V018 Profile = "0.18"
 	// Latest is vLLM 0.28 and the newest main: 16384 batched tokens by
-	// default on GPUs of 160 GiB or more, and MLA hybrids align their
-	// attention block on at least 128 tokens.
+	// default on GPUs of 160 GiB or more, MLA hybrids align their attention
+	// block on at least 128 tokens, and tokens and concurrency share one
+	// log line.
 	Latest Profile = "latest"
 )
 
@@ -188,11 +194,11 @@ func profileRange(p Profile) string {
 	case V011:
 		return "0.11.x and 0.12.x: V1 with per-group reporting"
 	case V013:
-		return "0.13 to 0.17: group-aware capacity, null block, platform-forced MLA block sizes"
+		return "0.13 to 0.17: null block, platform-forced MLA block sizes"
 	case V018:
-		return "0.18 to 0.27: block size from the attention backend"
+		return "0.18 to 0.27: block size from the attention backend; group-aware \"GPU KV cache size\" from 0.21, connectors with hybrid support from 0.22, in-flight tokens from 0.26"
 	default:
-		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens"
+		return "0.28 and newer: 16384 batched tokens on GPUs of 160 GiB or more, MLA hybrids aligned on 128 tokens, one combined KV log line"
 	}
 }
 
@@ -243,17 +249,22 @@ type rules struct {
 	ceilRequested bool
 	// nullBlock reserves one block per tensor before admission and auto-fit.
 	nullBlock bool
-	// combinedLine prints tokens and concurrency on one line, tokens being
-	// int(concurrency × max_model_len).
-	combinedLine bool
+	// report selects the "GPU KV cache size" rule of the hybrid-allocator
+	// releases: "floor" (0.9.2 to 0.20: num_blocks // groups × the
+	// smallest block, two lines), "concurrency" (0.21 to 0.27:
+	// int(concurrency × max_model_len), two lines), "combined" (0.28 on:
+	// the same tokens and the concurrency on one line).
+	report string
 	// groupAdmission checks admission on the groups (with padding) rather
 	// than on the per-layer sum.
 	groupAdmission bool
 	// autoFit allows max_model_len = -1.
 	autoFit bool
-	// asyncBatches makes sliding-window and chunked layers pay for two
-	// scheduled batches at PP = 1 (PP batches otherwise).
-	asyncBatches bool
+	// inFlight makes sliding-window and chunked layers pay for
+	// max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens
+	// (0.26 on: two batches with async scheduling at PP = 1, PP batches
+	// otherwise); before, they pay for max_num_batched_tokens.
+	inFlight bool
 	// mambaMode is the default mamba_cache_mode.
 	mambaMode string
 	// hybridWithChunked keeps the hybrid manager on with chunked local
@@ -334,6 +345,7 @@ func rulesFor(p Profile, rel release) rules {
 			tokenConcurrency:   !rel.atLeast(0, 9, 2),
 			availLine:          rel.atLeast(0, 9, 1),
 			hybridAlign:        "16",
+			report:             "floor",
 		}
 		switch {
 		case !rel.atLeast(0, 8, 5):
@@ -359,6 +371,7 @@ func rulesFor(p Profile, rel release) rules {
 			msg:                "v011",
 			batchDefaults:      "mem70-a100",
 			hybridAlign:        "fixed",
+			report:             "floor",
 		}
 		if !rel.atLeast(0, 11, 1) {
 			r.hybridAlign = "16"
@@ -370,10 +383,8 @@ func rulesFor(p Profile, rel release) rules {
 			defaultUtil:        0.92,
 			ceilRequested:      true,
 			nullBlock:          true,
-			combinedLine:       true,
 			groupAdmission:     true,
 			autoFit:            true,
-			asyncBatches:       true,
 			mambaMode:          "align",
 			hybridWithChunked:  true,
 			padPages:           true,
@@ -387,14 +398,19 @@ func rulesFor(p Profile, rel release) rules {
 			batchDefaults:      "mem70-a100",
 			backendCheck:       true,
 			hybridAlign:        "fixed",
+			report:             "floor",
 			dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
 		}
+		if rel.atLeast(0, 21, 0) {
+			r.report = "concurrency"
+		}
+		r.inFlight = rel.atLeast(0, 26, 0)
 		switch p {
 		case V018:
 			r.backendBlocks, r.hybridAlign = true, "backend"
 			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"}
 		case Latest:
-			r.backendBlocks, r.hybridAlign, r.batchDefaults = true, "backend-mla128", "mem160"
+			r.backendBlocks, r.hybridAlign, r.batchDefaults, r.report = true, "backend-mla128", "mem160", "combined"
 			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla", "nvfp4",
 				"int8_per_token_head", "fp8_per_token_head"}
 		}

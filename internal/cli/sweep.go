@@ -47,9 +47,9 @@ type listValue struct {
 }
 
 // Set accepts one value, or a comma list whose every element the wrapped
-// Value accepts.
+// Value accepts. A JSON object (vLLM's --kv-transfer-config) is one value.
 func (v *listValue) Set(s string) error {
-	if !strings.Contains(s, ",") {
+	if !strings.Contains(s, ",") || strings.HasPrefix(strings.TrimSpace(s), "{") {
 		v.forget()
 		return v.Value.Set(s)
 	}
