@@ -206,6 +206,7 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	rep.MaxMambaCacheSize = res.MaxMambaCacheSize
 	rep.MambaStateBytesPerRequest = res.MambaPerRequest
 	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
+	rep.IndexerBytes, rep.DSV4 = res.IndexerBytes, res.DSV4
 	if ownLogs && len(rep.LogLines) == 0 && res.Logs != nil {
 		rep.LogLines = res.Logs
 	} else {
