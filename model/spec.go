@@ -200,6 +200,9 @@ type Params struct {
 	// decoder layer each plus the projection and its embedding/head copies);
 	// it is not part of Total.
 	MTP int64 `json:"mtp"`
+	// FP4Experts is the part of Quantizable the checkpoint stores as FP4
+	// whatever its quantization_config says (DeepSeek-V4's routed experts).
+	FP4Experts int64 `json:"fp4_experts,omitempty"`
 }
 
 // LayerIDs returns the ids of layers of kind k, in order.

@@ -227,6 +227,9 @@ func (c *Configurator) Reset(in Input) error {
 		return err
 	}
 	c.deriveSpeculative()
+	if err := c.deriveDSV4Args(); err != nil {
+		return err
+	}
 
 	// Attention backend (--attention-backend or SGLang's default choice).
 	if err := c.resolveBackend(); err != nil {

@@ -40,8 +40,40 @@ type DSV4Pools struct {
 // DSV4PoolConfigurator.
 func (c *Configurator) isDSV4() bool { return c.in.Spec.Compressed != nil }
 
-// deriveDSV4 applies DeepSeek-V4's server-args defaults: page 256 and SWA
-// ratio 0.1 unless given.
+// deriveDSV4Args applies apply_deepseek_v4_defaults (SGLang's
+// deepseek_v4_hook.py) to the server args before the KV dtype and page are
+// derived: attention backend dsv4, page 256, KV dtype auto → fp8_e4m3 (fp8_e4m3
+// or bfloat16 only), max_running_requests 256 when not given, SWA ratio 0.1
+// when not given, EAGLE (top-k 1) as the only speculative algorithm.
+func (c *Configurator) deriveDSV4Args() error {
+	if !c.isDSV4() {
+		return nil
+	}
+	a, arch := &c.in.Args, c.in.Spec.Architecture
+	if a.PageSize != 0 && a.PageSize != dsv4PageSize {
+		c.notes = append(c.notes, fmt.Sprintf("Use dsv4 attention backend for %s, setting page_size to %d (requested %d).", arch, dsv4PageSize, a.PageSize))
+	}
+	a.PageSize = dsv4PageSize
+	if kv := strings.ToLower(strings.TrimSpace(a.KVCacheDType)); kv == "" || kv == "auto" {
+		a.KVCacheDType = "fp8_e4m3"
+		c.notes = append(c.notes, fmt.Sprintf("Setting KV cache dtype to fp8_e4m3 for %s.", arch))
+	} else if kv != "fp8_e4m3" && kv != "bfloat16" {
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: AssertionError: %s is not supported for %s", ErrInvalid, a.KVCacheDType, arch),
+			Flag: "--kv-cache-dtype", Value: "fp8_e4m3", Hint: "DeepSeek-V4 takes --kv-cache-dtype fp8_e4m3 (default) or bfloat16"})
+	}
+	if a.MaxRunningRequests == 0 {
+		a.MaxRunningRequests = 256
+		c.notes = append(c.notes, fmt.Sprintf("Setting max_running_requests to 256 for %s.", arch))
+	}
+	if algo := c.d.SpeculativeAlgo; algo != "" && algo != "EAGLE" {
+		return refusal(engine.Refusal{Err: fmt.Errorf("%w: AssertionError: Only EAGLE speculative algorithm is supported for %s", ErrInvalid, arch),
+			Flag: "--speculative-algorithm", Value: "EAGLE", Hint: "use EAGLE (MTP, top-k 1) with DeepSeek-V4"})
+	}
+	return nil
+}
+
+// deriveDSV4 sets the derived pool settings of DeepSeek-V4: hybrid SWA
+// with the 128-token window, SWA ratio 0.1 unless given, page 256.
 func (c *Configurator) deriveDSV4() {
 	if !c.isDSV4() {
 		return
@@ -52,9 +84,7 @@ func (c *Configurator) deriveDSV4() {
 	if a.SWAFullTokensRatio == 0 {
 		d.SWAFullTokensRatio = dsv4SWARatio
 	}
-	if a.PageSize == 0 {
-		d.PageSize = dsv4PageSize
-	}
+	d.PageSize = dsv4PageSize
 }
 
 // dsv4StateElem resolves SGLANG_DSV4_COMPRESS_STATE_DTYPE with SGLang's
@@ -80,12 +110,6 @@ func (c *Configurator) dsv4(r [2]int) (sizing.DSV4, error) {
 		return sizing.DSV4{}, refusal(engine.Refusal{
 			Err:  fmt.Errorf("%w: --disable-hybrid-swa-memory sends DeepSeek-V4 to the default configurator, which kvcfg does not model for compressed attention", ErrInvalid),
 			Flag: "--disable-hybrid-swa-memory", Hint: "leave --disable-hybrid-swa-memory out for DeepSeek-V4",
-		})
-	}
-	if p := c.d.PageSize; c.in.Hardware.Platform == "cuda" && p%128 == 0 && p != dsv4PageSize {
-		return sizing.DSV4{}, refusal(engine.Refusal{
-			Err:  fmt.Errorf("%w: AssertionError: the system hardcodes page_size=256 (DeepSeek-V4 attention backend, page_size %d)", ErrInvalid, p),
-			Flag: "--page-size", Value: "256", Hint: "leave --page-size out (256) for DeepSeek-V4 on CUDA",
 		})
 	}
 	elem, _, err := dsv4StateElem(a.DSV4CompressStateDType)

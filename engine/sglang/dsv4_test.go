@@ -89,14 +89,15 @@ func TestDSV4Refusals(t *testing.T) {
 		flag string
 		val  string
 	}{
-		{"page 512 on CUDA", sglang.ServerArgs{PageSize: 512}, 60 * giB, "AssertionError: the system hardcodes page_size=256", "--page-size", "256"},
-		{"page 64", sglang.ServerArgs{PageSize: 64}, 60 * giB, "page_size must be multiple of 128 for compressed attention", "--page-size", "256"},
+		{"kv dtype", sglang.ServerArgs{KVCacheDType: "fp8_e5m2"}, 60 * giB, "AssertionError: fp8_e5m2 is not supported for DeepseekV4ForCausalLM", "--kv-cache-dtype", "fp8_e4m3"},
+		{"speculative", sglang.ServerArgs{SpeculativeAlgorithm: "NGRAM"}, 60 * giB, "AssertionError: Only EAGLE speculative algorithm is supported for DeepseekV4ForCausalLM", "--speculative-algorithm", "EAGLE"},
 		{"state dtype", sglang.ServerArgs{DSV4CompressStateDType: "fp16"}, 60 * giB,
 			"Unsupported SGLANG_DSV4_COMPRESS_STATE_DTYPE='fp16'. Expected one of: float32, fp32, bfloat16, bf16.", "SGLANG_DSV4_COMPRESS_STATE_DTYPE", "float32"},
 		// Capped at 4096 tokens the ratio-0.1 SWA pool is 256 tokens < 768.
 		{"swa floor", sglang.ServerArgs{MaxTotalTokens: 4096}, 60 * giB, "DSV4 SWA pool (256 tokens) is below the admission floor: minimum=768", "--swa-full-tokens-ratio", "0.1875"},
-		// 10.5 GiB after load leaves 0.5 GiB: below the 3.92 GiB fixed term.
-		{"fixed term eats the budget", sglang.ServerArgs{MaxRunningRequests: 256}, 10*giB + giB/2, "Not enough memory", "--mem-fraction-static", ""},
+		// 10.5 GiB after load leaves 0.5 GiB: below the 3.92 GiB fixed term
+		// of the default 256 requests.
+		{"fixed term eats the budget", sglang.ServerArgs{}, 10*giB + giB/2, "Not enough memory", "--mem-fraction-static", ""},
 		// Weights leave nothing: minimum viable fraction.
 		{"no room", sglang.ServerArgs{}, 5 * giB, "Loaded weights leave no GPU memory for the KV cache", "--mem-fraction-static", ""},
 	}
@@ -173,4 +174,30 @@ func mustFloat(t *testing.T, s string) float64 {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// SGLang's apply_deepseek_v4_defaults: page 256 whatever was asked, KV
+// dtype fp8_e4m3 for auto, 256 running requests when not given.
+func TestDSV4Defaults(t *testing.T) {
+	c, res, err := configureCatalog(t, "deepseek-ai/DeepSeek-V4-Flash", 8, sglang.ServerArgs{PageSize: 512}, "", 100*giB, 60*giB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Derived().PageSize != 256 || c.KV().Format.Name != "fp8_e4m3" || res.MaxRunningRequests != 256 || res.DSV4.C128StateFixedBytes != (257*128+128+1+127)/128*128*4096*20 {
+		t.Errorf("page %d, kv %s, requests %d, fixed %d", c.Derived().PageSize, c.KV().Format.Name, res.MaxRunningRequests, res.DSV4.C128StateFixedBytes)
+	}
+	notes := strings.Join(res.Warnings, "\n")
+	for _, w := range []string{"setting page_size to 256 (requested 512)", "Setting KV cache dtype to fp8_e4m3 for DeepseekV4ForCausalLM.", "Setting max_running_requests to 256 for DeepseekV4ForCausalLM."} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("no %q in %q", w, notes)
+		}
+	}
+	// MTP (EAGLE): rings 16 / 256, cell × 44/43.
+	_, res, err = configureCatalog(t, "deepseek-ai/DeepSeek-V4-Flash", 8, sglang.ServerArgs{SpeculativeAlgorithm: "EAGLE"}, "", 100*giB, 60*giB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DSV4.C4Ring != 16 || res.DSV4.C128Ring != 256 || res.DSV4.Bytes.Draft <= 0 {
+		t.Errorf("MTP rings %d/%d, draft %d", res.DSV4.C4Ring, res.DSV4.C128Ring, res.DSV4.Bytes.Draft)
+	}
 }
