@@ -165,3 +165,38 @@ func (c *Configurator) dsv4Stage(sp *stagePlan, r [2]int) error {
 	return nil
 }
 
+
+// adviseDSV4SWAFloor reads the DeepSeek-V4 SWA admission floor
+// (docs/sglang.md#dsv4).
+func adviseDSV4SWAFloor(n map[string]float64, _ []string) engine.Advice {
+	var a engine.Advice
+	a.Meaning = fmt.Sprintf("DeepSeek-V4's sliding-window pool is swa_full_tokens_ratio × the full pool; it got %.0f tokens, below the %.0f tokens (three pages) a prefill needs to be admitted.", n["swa_tokens"], n["minimum"])
+	a.Knob = "swa_full_tokens_ratio"
+	if r := n["min_ratio"]; r > 0 && r <= 1 {
+		a.Value = fmt.Sprintf("%.4g", r)
+		a.Text = fmt.Sprintf("Raise --swa-full-tokens-ratio to %s or more (DeepSeek-V4's default is 0.1), or give the KV cache more memory.", a.Value)
+	} else {
+		a.Text = "Raise --swa-full-tokens-ratio (DeepSeek-V4's default is 0.1) or give the KV cache more memory (--mem-fraction-static, more GPUs)."
+	}
+	a.Alternatives = []string{"--mem-fraction-static", "--max-total-tokens"}
+	return a
+}
+
+// adviseDSV4StateDType reads SGLang's ValueError for the compress-state dtype.
+func adviseDSV4StateDType(map[string]float64, []string) engine.Advice {
+	return engine.Advice{
+		Meaning: "SGLANG_DSV4_COMPRESS_STATE_DTYPE sets DeepSeek-V4's compress-state dtype and takes only float32/fp32 or bfloat16/bf16.",
+		Knob:    "dsv4_compress_state_dtype", Value: "float32",
+		Text: "Unset SGLANG_DSV4_COMPRESS_STATE_DTYPE (float32) or set it to bf16, which halves the compress state.",
+	}
+}
+
+// adviseMiniMaxModelDType reads the AttributeError of SGLang 0.5.10–0.5.18
+// on MiniMax sparse models (docs/sglang.md#minimax-sparse).
+func adviseMiniMaxModelDType(map[string]float64, []string) engine.Advice {
+	return engine.Advice{
+		Meaning: "This SGLang's KV cache configurator sizes MiniMax sparse attention's indexer pool in kvc.model_dtype, a field its KVCacheConfigurator lacks: the release cannot serve MiniMax-M3.",
+		Knob:    "sglang_version", Value: "latest",
+		Text: "Upgrade SGLang (0.5.19 or main) to serve MiniMax sparse-attention models.",
+	}
+}

@@ -201,3 +201,31 @@ func TestDSV4Defaults(t *testing.T) {
 		t.Errorf("MTP rings %d/%d, draft %d", res.DSV4.C4Ring, res.DSV4.C128Ring, res.DSV4.Bytes.Draft)
 	}
 }
+
+// explain reads kvcfg's DSV4 floor refusal (and the words of SGLang's unit
+// test) and names the ratio that passes.
+func TestDSV4FloorPattern(t *testing.T) {
+	_, _, err := configureCatalog(t, "deepseek-ai/DeepSeek-V4-Pro", 8, sglang.ServerArgs{MaxTotalTokens: 4096}, "", 100*giB, 60*giB)
+	var re *engine.Refusal
+	if !errors.As(err, &re) {
+		t.Fatal(err)
+	}
+	for _, p := range sglang.Patterns() {
+		if p.Name != "dsv4_swa_floor" {
+			continue
+		}
+		m := p.Regexp.FindStringSubmatch(re.Message)
+		if m == nil {
+			t.Fatalf("pattern does not match %q", re.Message)
+		}
+		n := map[string]float64{}
+		for i, g := range p.Groups {
+			n[g] = mustFloat(t, m[i+1])
+		}
+		if a := p.Advise(n, nil); a.Knob != "swa_full_tokens_ratio" || a.Value != "0.1875" {
+			t.Errorf("advice %+v", a)
+		}
+		return
+	}
+	t.Fatal("no dsv4_swa_floor pattern")
+}
