@@ -165,7 +165,6 @@ func (c *Configurator) dsv4Stage(sp *stagePlan, r [2]int) error {
 	return nil
 }
 
-
 // adviseDSV4SWAFloor reads the DeepSeek-V4 SWA admission floor
 // (docs/sglang.md#dsv4).
 func adviseDSV4SWAFloor(n map[string]float64, _ []string) engine.Advice {
