@@ -16,8 +16,8 @@ import (
 
 func TestNames(t *testing.T) {
 	names := catalog.Names()
-	if len(names) != 36 {
-		t.Errorf("len(Names()) = %d, want 36", len(names))
+	if len(names) != 39 {
+		t.Errorf("len(Names()) = %d, want 39", len(names))
 	}
 	if !slices.IsSorted(names) {
 		t.Errorf("Names() not sorted: %v", names)

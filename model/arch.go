@@ -30,6 +30,8 @@ const (
 	famMiniMax
 	famGemma4
 	famStep3p5
+	famDeepseekV4 // DeepSeek-V4 compressed attention (docs/sglang.md#dsv4)
+	famMiniMaxM3  // MiniMax-M3 sparse attention (docs/sglang.md#minimax-sparse)
 )
 
 // knownArchs maps architectures[0] to its family.
@@ -69,6 +71,8 @@ var knownArchs = map[string]family{
 	"NemotronHForCausalLM":             famNemotronH,
 	"Mamba2ForCausalLM":                famMamba2,
 	"MiniMaxM2ForCausalLM":             famMiniMax,
+	"DeepseekV4ForCausalLM":            famDeepseekV4,
+	"MiniMaxM3SparseForCausalLM":       famMiniMaxM3,
 	"Step3p5ForCausalLM":               famStep3p5,
 	"Step3p5MTP":                       famStep3p5,
 }
@@ -101,6 +105,8 @@ var modelTypeArch = map[string]string{
 	"mamba2":       "Mamba2ForCausalLM",
 	"kimi_linear":  "KimiLinearForCausalLM",
 	"minimax_m2":   "MiniMaxM2ForCausalLM",
+	"deepseek_v4":  "DeepseekV4ForCausalLM",
+	"minimax_m3":   "MiniMaxM3SparseForCausalLM",
 }
 
 // mlaArchs are SGLang's MLA architectures (model_config.py attention_arch).

@@ -110,6 +110,13 @@ func TestFamilies(t *testing.T) {
 		{"XiaomiMiMo/MiMo-V2-Flash", shape{Arch: "MiMoV2FlashForCausalLM", Layers: 48, Full: 9, SWA: 39, Heads: 64, KVHeads: 4, HeadDim: 192, VHeadDim: 128, Attention: model.MHA, Window: 128, EngineWindow: 128, HybridPool: true, Context: 262144, ModelDType: bf16}},
 		// MiniMax-M2.7 has no lightning-indexer fields: plain GQA.
 		{"MiniMaxAI/MiniMax-M2.7", shape{Arch: "MiniMaxM2ForCausalLM", Layers: 62, Full: 62, Heads: 48, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 204800, ModelDType: bf16}},
+		// MiniMax-M3: 60 GQA layers (4 KV heads); 3 dense + 57 sparse layers,
+		// every sparse layer's lightning indexer K-only.
+		{"MiniMaxAI/MiniMax-M3", shape{Arch: "MiniMaxM3SparseForCausalLM", Layers: 60, Full: 60, Heads: 64, KVHeads: 4, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 524288, ModelDType: bf16}},
+		// DeepSeek-V4: one KV head of 512 (448 NoPE + 64 RoPE), 128-token window;
+		// yarn has original_max_position_embeddings, so the context is 1M as written.
+		{"deepseek-ai/DeepSeek-V4-Flash", shape{Arch: "DeepseekV4ForCausalLM", Layers: 43, Full: 43, Heads: 64, KVHeads: 1, HeadDim: 512, VHeadDim: 512, Attention: model.MHA, QKRope: 64, IndexHeadDim: 128, Window: 128, EngineWindow: 128, Context: 1048576, ModelDType: bf16}},
+		{"deepseek-ai/DeepSeek-V4-Pro", shape{Arch: "DeepseekV4ForCausalLM", Layers: 61, Full: 61, Heads: 128, KVHeads: 1, HeadDim: 512, VHeadDim: 512, Attention: model.MHA, QKRope: 64, IndexHeadDim: 128, Window: 128, EngineWindow: 128, Context: 1048576, ModelDType: bf16}},
 		// Nemotron-H-56B: 118 layers = 54 Mamba2 + 10 attention + 54 MLP.
 		{"nvidia/Nemotron-H-56B-Base-8K", shape{Arch: "NemotronHForCausalLM", Layers: 118, Full: 10, Linear: 54, None: 54, Heads: 64, KVHeads: 8, HeadDim: 128, VHeadDim: 128, Attention: model.MHA, Context: 8192, ModelDType: bf16}},
 		// mamba2-130m: no architectures, all 24 layers are Mamba2, fp32 config dtype absent => fp16.

@@ -48,6 +48,11 @@ func (p *parser) readLayers() {
 				}
 			}
 		}
+	case famDeepseekV4:
+		p.compressedLayers()
+		return
+	case famMiniMaxM3:
+		p.sparseIndexLayers()
 	case famMiMo:
 		if pat, ok := t.ints("hybrid_layer_pattern"); ok {
 			if len(pat) != n {

@@ -78,6 +78,17 @@ func (p *parser) estimateParams() {
 		Quantizable: round(sum.quant),
 		MTP:         round(mtp.total),
 	}
+	if p.fam == famDeepseekV4 {
+		// DeepSeek-V4 ships its routed experts as FP4 (two values per int8,
+		// a UE8M0 scale per 32), the rest of the linears as FP8.
+		n := 0.0
+		for i := range s.LayerKinds {
+			if lc.m.isMoE(i) {
+				n++
+			}
+		}
+		s.Params.FP4Experts = round(n * lc.m.experts * mul * h * lc.m.expertInter)
+	}
 }
 
 // tiedEmbeddings reports whether the output head shares the input

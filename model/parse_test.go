@@ -3,6 +3,7 @@ package model_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/kvcfg/kvcfg/catalog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -482,5 +483,35 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := model.LoadFS(fsys, "empty"); !errors.Is(err, model.ErrNoConfig) {
 		t.Errorf("LoadFS(empty) = %v, want ErrNoConfig", err)
+	}
+}
+
+func TestCompressedAndSparseIndex(t *testing.T) {
+	pro, err := catalog.Load("deepseek-ai/DeepSeek-V4-Pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pro.Compressed
+	// 62 compress_ratios entries, cut to 61 layers: 128,128, then 4,128 × 29, then 4.
+	if c == nil || len(c.Ratios) != 61 || c.CountRatio(4) != 30 || c.CountRatio(128) != 31 || c.Window != 128 || pro.QKNopeHeadDim != 448 {
+		t.Errorf("V4-Pro compressed %+v, nope %d", c, pro.QKNopeHeadDim)
+	}
+	m3, err := catalog.Load("MiniMaxAI/MiniMax-M3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := m3.SparseIndex
+	if si == nil || si.IndexDim != 128 || len(si.DenseLayerIDs) != 3 || len(si.SparseLayerIDs) != 57 || len(si.KOnlyLayerIDs) != 57 || si.SparseLayerIDs[0] != 3 {
+		t.Errorf("M3 sparse index %+v", si)
+	}
+	for _, bad := range []string{
+		`{"architectures":["DeepseekV4ForCausalLM"],"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":1,"head_dim":512,"qk_rope_head_dim":64,"index_head_dim":128,"sliding_window":128,"compress_ratios":[4]}`,
+		`{"architectures":["DeepseekV4ForCausalLM"],"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":1,"head_dim":512,"qk_rope_head_dim":64,"index_head_dim":128,"sliding_window":128,"compress_ratios":[4,8]}`,
+		`{"architectures":["DeepseekV4ForCausalLM"],"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":1,"head_dim":512,"qk_rope_head_dim":64,"index_head_dim":128,"compress_ratios":[4,128]}`,
+		`{"architectures":["MiniMaxM3SparseForCausalLM"],"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":1,"head_dim":64,"sparse_attention_config":{"sparse_index_dim":128,"sparse_attention_freq":[0,1,1]}}`,
+	} {
+		if _, err := model.Parse([]byte(bad), "bad"); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
 	}
 }

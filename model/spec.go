@@ -109,6 +109,14 @@ type Spec struct {
 	// have sliding layers but get a full-size pool.
 	HybridSWAPool bool `json:"hybrid_swa_pool"`
 
+	// Compressed is DeepSeek-V4's compressed attention (docs/sglang.md#dsv4);
+	// nil for other models. Attention is mha for it: the engines size its
+	// pools with their own configurators, not a head count.
+	Compressed *CompressedSpec `json:"compressed_attention,omitempty"`
+	// SparseIndex is MiniMax-M3's lightning-indexer layout
+	// (docs/sglang.md#minimax-sparse); nil for other models.
+	SparseIndex *SparseIndexSpec `json:"sparse_index,omitempty"`
+
 	// Linear is the linear-attention / Mamba state description of a hybrid
 	// (or pure) state-space model; nil otherwise.
 	Linear *LinearSpec `json:"linear_attention,omitempty"`
@@ -192,6 +200,9 @@ type Params struct {
 	// decoder layer each plus the projection and its embedding/head copies);
 	// it is not part of Total.
 	MTP int64 `json:"mtp"`
+	// FP4Experts is the part of Quantizable the checkpoint stores as FP4
+	// whatever its quantization_config says (DeepSeek-V4's routed experts).
+	FP4Experts int64 `json:"fp4_experts,omitempty"`
 }
 
 // LayerIDs returns the ids of layers of kind k, in order.
@@ -222,4 +233,42 @@ func (s *Spec) CountLayers(k LayerKind) int {
 type VisionSpec struct {
 	Layers int `json:"num_hidden_layers,omitempty"`
 	Hidden int `json:"hidden_size,omitempty"`
+}
+
+// CompressedSpec is DeepSeek-V4's per-layer compressed attention: every
+// layer keeps a sliding window of raw KV rows, and layers with compress
+// ratio 4 (c4, with a lightning indexer) or 128 (c128) also keep one
+// compressed row per 4 or 128 tokens.
+type CompressedSpec struct {
+	// Ratios is compress_ratios cut to the decoder layers: 0 (window only),
+	// 4 or 128 per layer.
+	Ratios []int `json:"compress_ratios"`
+	// Window is the sliding window (config sliding_window), which SGLang
+	// also uses as the SWA page of the compress-state rings.
+	Window int `json:"window"`
+}
+
+// CountRatio counts the layers with compress ratio r.
+func (c *CompressedSpec) CountRatio(r int) int {
+	n := 0
+	for _, v := range c.Ratios {
+		if v == r {
+			n++
+		}
+	}
+	return n
+}
+
+// SparseIndexSpec is MiniMax-M3's sparse attention: dense layers, sparse
+// layers with a lightning-indexer cache of one head of IndexDim, whose
+// value part is dropped on KOnlyLayerIDs (sparse_disable_index_value).
+type SparseIndexSpec struct {
+	// IndexDim is sparse_index_dim.
+	IndexDim int `json:"sparse_index_dim"`
+	// DenseLayerIDs and SparseLayerIDs split the decoder layers by
+	// sparse_attention_freq.
+	DenseLayerIDs  []int `json:"dense_layer_ids"`
+	SparseLayerIDs []int `json:"sparse_layer_ids"`
+	// KOnlyLayerIDs are the sparse layers whose indexer keeps K only.
+	KOnlyLayerIDs []int `json:"k_only_layer_ids"`
 }

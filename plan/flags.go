@@ -248,6 +248,8 @@ var flagTable = []Flag{
 	{Key: "mamba_ssm_dtype", Name: "--mamba-ssm-dtype", Kind: KindString, Engines: sglangOnly,
 		Help:     "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)",
 		Spelling: sp(EngineSGLang, "--mamba-ssm-dtype")},
+	{Key: "dsv4_compress_state_dtype", Name: "--dsv4-compress-state-dtype", Kind: KindString, Engines: sglangOnly,
+		Help: "DeepSeek-V4 compress-state dtype, SGLang's environment variable SGLANG_DSV4_COMPRESS_STATE_DTYPE: float32 (default) or bf16"},
 	{Key: "sglang_version", Name: "--sglang-version", Kind: KindString, Engines: sglangOnly, Role: "version",
 		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the newest profile; pin a run's release, e.g. 0.5.3)"},
 

@@ -1,6 +1,9 @@
 package plan
 
-import "github.com/kvcfg/kvcfg/engine/trtllm"
+import (
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/trtllm"
+)
 
 // Report is the outcome of a plan. Byte counts and token counts are per
 // rank (and, with DP attention, per DP worker), as the engine logs them.
@@ -111,6 +114,13 @@ type Pools struct {
 	MambaStateBytesPerRequest int64 `json:"mamba_state_bytes_per_request,omitempty"`
 	KSizeBytes                int64 `json:"k_size_bytes"`
 	VSizeBytes                int64 `json:"v_size_bytes"`
+	// IndexerBytes is the indexer cache of one rank: DeepSeek sparse
+	// attention's, MiniMax-M3's lightning indexer, DeepSeek-V4's c4 indexer.
+	IndexerBytes int64 `json:"indexer_bytes,omitempty"`
+	// DSV4 is DeepSeek-V4's compressed sub-pools (SGLang's DSV4PoolConfigurator:
+	// tokens and bytes of the full, swa, c4, c128, c4_state and c128_state
+	// pools, the fixed c128-state term); nil for other models.
+	DSV4 *sglang.DSV4Pools `json:"dsv4_pools,omitempty"`
 	// ReqToTokenBytes is the request-to-token table SGLang allocates next
 	// to the pools: (max_running_requests+1) × (context_length + 4 + draft
 	// tokens) × 4 B. It is not budgeted; it comes out of the reserved slack.

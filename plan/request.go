@@ -133,6 +133,8 @@ type Request struct {
 	MambaFullMemoryRatio      float64 `json:"mamba_full_memory_ratio,omitempty"`
 	MaxMambaCacheSize         int     `json:"max_mamba_cache_size,omitempty"`
 	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
+	// DSV4CompressStateDType is SGLANG_DSV4_COMPRESS_STATE_DTYPE (DeepSeek-V4).
+	DSV4CompressStateDType string `json:"dsv4_compress_state_dtype,omitempty"`
 	// SGLangVersion is --sglang-version: the SGLang release whose sizing
 	// rules to follow ("0.4.6", "0.5.2", "latest"); "" is the default
 	// profile. The report's sglang_profile names the profile used and why.

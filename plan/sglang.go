@@ -70,6 +70,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
 			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
+			DSV4CompressStateDType: req.DSV4CompressStateDType,
 		},
 		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
 		PostLoadFreeBytes: mem.post,
@@ -172,6 +173,7 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	rep.MaxMambaCacheSize = res.MaxMambaCacheSize
 	rep.MambaStateBytesPerRequest = res.MambaPerRequest
 	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
+	rep.IndexerBytes, rep.DSV4 = res.IndexerBytes, res.DSV4
 	if ownLogs && len(rep.LogLines) == 0 && res.Logs != nil {
 		rep.LogLines = res.Logs
 	} else {

@@ -189,15 +189,45 @@ func (r *Report) summaryRows() [][2]string {
 	if r.MaxMambaCacheSize > 0 {
 		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", digits(r.MaxMambaCacheSize), units.FormatBytes(r.MambaStateBytesPerRequest))})
 	}
-	return append(rows,
+	rows = append(rows,
 		[2]string{"max concurrency at context length", digits(r.MaxConcurrencyAtContextLength)},
 		r.kvSizeRow(),
 	)
+	if r.IndexerBytes > 0 && r.DSV4 == nil {
+		rows = append(rows, [2]string{"indexer cache", units.FormatBytes(r.IndexerBytes)})
+	}
+	return append(rows, r.dsv4Rows()...)
+}
+
+// dsv4Rows are DeepSeek-V4's sub-pools: tokens as SGLang logs them, and
+// their bytes on one rank.
+func (r *Report) dsv4Rows() [][2]string {
+	d := r.DSV4
+	if d == nil {
+		return nil
+	}
+	b := units.FormatBytes
+	t, y := d.Tokens, d.Bytes
+	rows := [][2]string{
+		{"dsv4 pools (tokens)", fmt.Sprintf("full %s, swa %s, c4 %s, c128 %s, c4_state %s, c128_state %s",
+			digits(t.Full), digits(t.SWA), digits(t.C4), digits(t.C128), digits(t.C4State), digits(t.C128State))},
+		{"dsv4 pools (bytes)", fmt.Sprintf("swa %s, c4 %s, c128 %s, indexer %s, c4_state %s, c128_state %s",
+			b(y.SWA), b(y.C4), b(y.C128), b(y.Indexer), b(y.C4State), b(y.C128State))},
+		{"c128_state fixed term", fmt.Sprintf("%s (taken off the budget before dividing; compress state %s, rings c4 %d / c128 %d)",
+			b(d.C128StateFixedBytes), d.CompressStateDType, d.C4Ring, d.C128Ring)},
+	}
+	if y.Draft > 0 {
+		rows = append(rows, [2]string{"mtp draft pools", b(y.Draft)})
+	}
+	return rows
 }
 
 // kvSizeRow shows the pool size as the engine logs it: one latent buffer
 // ("KV size") for MLA/DSA pools, else separate K and V sizes.
 func (r *Report) kvSizeRow() [2]string {
+	if r.DSV4 != nil {
+		return [2]string{"KV size (all dsv4 pools)", units.FormatBytes(r.KSizeBytes)}
+	}
 	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
 		return [2]string{"KV size", units.FormatBytes(r.KSizeBytes)}
 	}

@@ -82,7 +82,8 @@ func Total(s *model.Spec) (int64, error) {
 	}
 	quant := min(p.Quantizable, p.Total)
 	rest := p.Total - quant
-	b := float64(quant)*(float64(q.WeightBits)/8+scaleBytesPerWeight(q)) + float64(rest)*el
+	fp4 := min(max(p.FP4Experts, 0), quant) // packed FP4, a UE8M0 scale per 32
+	b := float64(quant-fp4)*(float64(q.WeightBits)/8+scaleBytesPerWeight(q)) + float64(fp4)*(0.5+1.0/32) + float64(rest)*el
 	return int64(b), nil
 }
 

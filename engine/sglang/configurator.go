@@ -95,6 +95,12 @@ type ServerArgs struct {
 	MambaSSMDType             string
 	// SWAEvictionInterval is SGLANG_SWA_EVICTION_INTERVAL (128 when 0).
 	SWAEvictionInterval int
+	// DSV4CompressStateDType is SGLANG_DSV4_COMPRESS_STATE_DTYPE ("" =
+	// float32; bf16 halves DeepSeek-V4's compress state).
+	DSV4CompressStateDType string
+	// HiSparseHostToDeviceRatio is HiSparse's host_to_device_ratio (0 or 1
+	// = HiSparse off): it shrinks DeepSeek-V4's c4 pool.
+	HiSparseHostToDeviceRatio int
 	// AttentionBackend is --attention-backend ("" = SGLang's default
 	// choice for the platform and model, see DefaultAttentionBackend).
 	AttentionBackend string
@@ -222,6 +228,9 @@ func (c *Configurator) Reset(in Input) error {
 		return err
 	}
 	c.deriveSpeculative()
+	if err := c.deriveDSV4Args(); err != nil {
+		return err
+	}
 
 	// Attention backend (--attention-backend or SGLang's default choice).
 	if err := c.resolveBackend(); err != nil {
@@ -233,6 +242,7 @@ func (c *Configurator) Reset(in Input) error {
 		return err
 	}
 	c.derivePageSize(platform)
+	c.deriveDSV4()
 	c.deriveMemory()
 	return c.deriveMambaState()
 }

@@ -55,6 +55,9 @@ type Result struct {
 	KSizeBytes   int64 `json:"k_size_bytes"`
 	VSizeBytes   int64 `json:"v_size_bytes"`
 	IndexerBytes int64 `json:"indexer_bytes,omitempty"`
+	// DSV4 is DeepSeek-V4's compressed sub-pools (docs/sglang.md#dsv4); nil
+	// for other models. KSizeBytes then is their sum.
+	DSV4 *DSV4Pools `json:"dsv4_pools,omitempty"`
 	// KVPoolBytes is what the configurator charges the budget for the
 	// pools: tokens × cell.
 	KVPoolBytes int64 `json:"kv_pool_bytes"`
@@ -136,6 +139,7 @@ type stagePlan struct {
 	layers int // full-pool KV layers (Default) or F (hybrid)
 	attn   sizing.Attention
 	hybrid *sizing.HybridSWA
+	dsv4   *sizing.DSV4
 	mamba  int // mamba layers of the stage
 }
 
@@ -198,6 +202,12 @@ func (c *Configurator) plans(dst []stagePlan, maxTotal int64) ([]stagePlan, erro
 	}
 	for i := range out {
 		sp := &out[i]
+		if c.isDSV4() {
+			if err := c.dsv4Stage(sp, stageRange(c.in.Spec.NumLayers, pp, i)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if c.d.HybridSWA {
 			h, err := c.hybridSWA()
 			if err != nil {
@@ -214,6 +224,9 @@ func (c *Configurator) plans(dst []stagePlan, maxTotal int64) ([]stagePlan, erro
 			continue
 		}
 		sp.attn = c.attention(sp.layers)
+		if err := c.miniMaxStage(sp, stageRange(c.in.Spec.NumLayers, pp, i)); err != nil {
+			return nil, err
+		}
 		cell, err := sp.attn.Cell()
 		if err != nil {
 			return nil, fmt.Errorf("sglang: %w", err)
@@ -377,6 +390,7 @@ func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	if err != nil {
 		return err
 	}
+	c.dsv4Finish(res, plans[idx], cfg)
 	if err := c.checkAdmission(res, plans[idx]); err != nil {
 		return err
 	}
@@ -541,6 +555,9 @@ func (c *Configurator) notEnoughMemoryError(p stagePlan, pre, avail float64, res
 // tokens of p's pool, or more GPUs when no fraction below 0.99 does.
 func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *Result, tokens int64) error {
 	need := p.cfgr.CellSize() * float64(sizing.CeilPage(tokens, c.d.PageSize)) / gib
+	if p.dsv4 != nil { // the fixed c128-state term comes off the budget first
+		need += float64(p.dsv4.FixedBytes(int64(need*gib))) / gib
+	}
 	extra := res.MultimodalGiB + float64(res.MambaStateBytes+res.MambaSpecBytes)/gib
 	want := 1 - (avail-extra-need)/pre
 	fe := refusal(engine.Refusal{Err: msg, Flag: "--mem-fraction-static"})
@@ -557,6 +574,17 @@ func (c *Configurator) mfsFix(msg error, p stagePlan, pre, avail float64, res *R
 // poolError attaches the fixing flag to a configurator error.
 func (c *Configurator) poolError(err error, p stagePlan, cfg sizing.PoolConfig, budget int64) error {
 	switch {
+	case errors.Is(err, sizing.ErrSWAFloor) && p.dsv4 != nil:
+		fe := refusal(engine.Refusal{Err: err, Flag: "--swa-full-tokens-ratio"})
+		if r := p.dsv4.MinRatio(cfg.FullMaxTotalNumTokens, c.d.PageSize); r > 0 && r <= 1 {
+			fe.Value = fmt.Sprintf("%.4g", r)
+			fe.Hint = fmt.Sprintf("set --swa-full-tokens-ratio %s or higher, or give the KV cache more memory", fe.Value)
+		} else {
+			fe.Flag, fe.Hint = "--mem-fraction-static", "the full pool is too small for a 3-page SWA pool: give the KV cache more memory"
+		}
+		return fe
+	case errors.Is(err, sizing.ErrDSV4):
+		return refusal(engine.Refusal{Err: err, Flag: "--page-size", Value: "256", Hint: "leave --page-size out (256) for DeepSeek-V4"})
 	case errors.Is(err, sizing.ErrSWAFloor) && p.hybrid != nil:
 		fe := refusal(engine.Refusal{Err: err, Flag: "--swa-full-tokens-ratio"})
 		if r := p.hybrid.MinRatio(cfg.FullMaxTotalNumTokens, c.d.PageSize); r > 0 {

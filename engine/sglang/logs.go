@@ -72,6 +72,8 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) {
 	}
 	a := p.attn
 	switch {
+	case p.dsv4 != nil:
+		// DeepSeekV4TokenToKVPool: the configurator's two lines carry the sizes.
 	case p.hybrid != nil:
 		h := p.hybrid
 		tp := c.in.Parallel.AttnTP()
@@ -118,6 +120,9 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) {
 		k, v := rows*pt.KRow(), rows*pt.VRow()
 		res.KSizeBytes, res.VSizeBytes = k, v
 		res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
+		if a.MiniMax != nil {
+			c.miniMaxLogs(res, a.MiniMax)
+		}
 	}
 }
 

@@ -75,6 +75,10 @@ func checkModel(s *model.Spec) error {
 		}
 	}
 	switch {
+	case s.Compressed != nil:
+		return fmt.Errorf("%w: %s uses DeepSeek-V4 compressed attention; TensorRT-LLM sizes it with KV cache manager V2 (the default for the DeepSeek family: per-layer-group pools, the SWA window as a fixed CacheCost intercept, a byte quota from max_gpu_total_bytes), which kvcfg does not model", ErrUnsupportedModel, s.Name)
+	case s.SparseIndex != nil:
+		return fmt.Errorf("%w: %s uses MiniMax-M3 sparse attention; TensorRT-LLM keeps its lightning-indexer K cache in a separate pool, which kvcfg does not model", ErrUnsupportedModel, s.Name)
 	case s.Attention == model.DSA:
 		return fmt.Errorf("%w: %s uses DeepSeek sparse attention; TensorRT-LLM sizes it with the DSA cache manager (indexer K cache, 64-token blocks), which kvcfg does not model", ErrUnsupportedModel, s.Name)
 	case s.Linear != nil || s.CountLayers(model.LinearAttention) > 0:

@@ -1,6 +1,8 @@
 package vllm_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kvcfg/kvcfg/catalog"
@@ -60,6 +62,24 @@ func TestCatalogAllProfiles(t *testing.T) {
 					t.Errorf("%s %s %s: %v", n, p, dt, err)
 				}
 			}
+		}
+	}
+}
+
+// DeepSeek-V4 and MiniMax-M3 are refused, naming what vLLM builds for them.
+func TestNewPoolKindsRefused(t *testing.T) {
+	for model, want := range map[string]string{
+		"deepseek-ai/DeepSeek-V4-Flash": "584-byte slots",
+		"deepseek-ai/DeepSeek-V4-Pro":   "576-byte alignment",
+		"MiniMaxAI/MiniMax-M3":          "lightning-indexer K cache",
+	} {
+		s, err := catalog.Load(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = vllm.Plan(s, vllm.Input{Memory: vllm.Memory{AvailableKVBytes: 60 * gib}})
+		if !errors.Is(err, vllm.ErrUnsupportedModel) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", model, err)
 		}
 	}
 }

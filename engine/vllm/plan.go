@@ -147,6 +147,10 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 		return nil, fmt.Errorf("%w: vLLM %s does not register DeepseekV3ForCausalLM (\"Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.\"); it runs from 0.6.6", ErrUnsupportedModel, rel)
 	}
 
+	if err := checkNewPoolKinds(s); err != nil {
+		return nil, err
+	}
+
 	tp, pp := max(c.TensorParallelSize, 1), max(c.PipelineParallelSize, 1)
 	res.TensorParallelSize, res.PipelineParallelSize = tp, pp
 	block := c.BlockSize

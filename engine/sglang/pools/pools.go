@@ -38,6 +38,9 @@ func Config(in sglang.Input, c *sglang.Configurator, res *sglang.Result) (pool.C
 	if res.Configurator == sizing.KindDSV4 {
 		return pool.Config{}, fmt.Errorf("%w: DeepSeek-V4 compressed pools are not built by this package", pool.ErrConfig)
 	}
+	if s.SparseIndex != nil {
+		return pool.Config{}, fmt.Errorf("%w: MiniMax sparse pools (lightning-indexer cache) are not built by this package", pool.ErrConfig)
+	}
 	d, kv := c.Derived(), c.KV()
 	cfg := pool.Config{
 		PageSize:           d.PageSize,

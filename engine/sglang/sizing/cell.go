@@ -43,6 +43,23 @@ type Attention struct {
 	DCP int
 	// IndexerRatio is the HiSparse host_to_device_ratio (1 when off).
 	IndexerRatio int
+	// MiniMax is MiniMax-M3's lightning indexer (docs/sglang.md#minimax-sparse);
+	// nil for other models. Layers then counts the dense and sparse layers
+	// of the main pool.
+	MiniMax *MiniMaxIndexer
+}
+
+// MiniMaxIndexer is the indexer pool of SGLang's MiniMaxSparseKVPool on one
+// PP stage: one head of Dim elements of ElementSize bytes (the model dtype,
+// whatever the KV cache dtype), K and V on KVLayers, K only on KOnlyLayers.
+type MiniMaxIndexer struct {
+	KVLayers, KOnlyLayers int
+	Dim, ElementSize      int
+}
+
+// Bytes is the indexer's bytes per token: (2·kv + k_only)·dim·elem.
+func (m *MiniMaxIndexer) Bytes() int64 {
+	return int64(2*m.KVLayers+m.KOnlyLayers) * int64(m.Dim) * int64(m.ElementSize)
 }
 
 // KVHeadsPerRank is get_num_kv_heads(tp, dcp) = max(1, kv // max(1, tp//dcp)):
@@ -189,6 +206,12 @@ func (a Attention) PerToken() (PerToken, error) {
 	}
 	if a.MLA || a.DSA {
 		return a.mlaPerToken(), nil
+	}
+	if a.MiniMax != nil {
+		// SGLang sums the main and indexer pools and applies no FP4 or
+		// MXFP8 scale term to MiniMax sparse models.
+		h, d, l, s := int64(a.KVHeads), int64(a.HeadDim), int64(a.Layers), int64(a.ElementSize)
+		return PerToken{K: l * h * d * s, V: l * h * d * s, Indexer: a.MiniMax.Bytes()}, nil
 	}
 	return a.mhaPerToken(), nil
 }

@@ -51,6 +51,8 @@ type PoolConfig struct {
 	SWAMaxTotalNumTokens  int64 `json:"swa_max_total_num_tokens,omitempty"`
 	// Hybrid reports a hybrid SWA split (Full/SWA meaningful).
 	Hybrid bool `json:"hybrid,omitempty"`
+	// DSV4 holds DeepSeek-V4's compressed sub-pools (DSV4 only).
+	DSV4 *DSV4Sizes `json:"dsv4,omitempty"`
 	// Logs are the info lines the configurator prints.
 	Logs []string `json:"logs,omitempty"`
 }

@@ -152,6 +152,42 @@
     ["unused_bytes", "Unused", "#c7e3c0"],
   ];
 
+  // dsv4Segments split DeepSeek-V4's KV pool into its sub-pools
+  // (report.dsv4_pools.bytes, SGLang's DSV4PoolConfigurator): they stand in
+  // for the one "KV cache" segment and add up to it.
+  const dsv4Segments = [
+    ["swa_bytes", "SWA window KV", "#59a14f"],
+    ["c4_bytes", "c4 compressed KV", "#8cd17d"],
+    ["c128_bytes", "c128 compressed KV", "#b6992d"],
+    ["indexer_bytes", "c4 indexer", "#f1ce63"],
+    ["c4_state_bytes", "c4 compress state", "#86bcb6"],
+    ["c128_state_bytes", "c128 compress state (fixed)", "#499894"],
+    ["draft_bytes", "MTP draft pools", "#d37295"],
+  ];
+
+  // segmentsOf returns [value, name, color] of each budget part of rep.
+  function segmentsOf(rep) {
+    const bd = rep.breakdown || {};
+    const out = [];
+    for (const [key, name, color] of budgetSegments) {
+      const sub = rep.dsv4_pools && rep.dsv4_pools.bytes;
+      if (key === "kv_pool_bytes" && sub) {
+        let sum = 0;
+        for (const [k, n, c] of dsv4Segments) {
+          if (sub[k] > 0) {
+            out.push([sub[k], n, c]);
+            sum += sub[k];
+          }
+        }
+        // Rounding of the fractional cell: keep the total exact.
+        if (bd.kv_pool_bytes > sum) out.push([bd.kv_pool_bytes - sum, "KV cache (rest)", "#59a14f"]);
+        continue;
+      }
+      out.push([bd[key], name, color]);
+    }
+    return out;
+  }
+
   function drawBudget(rep) {
     const bd = rep.breakdown || {};
     const datasets = [];
@@ -160,8 +196,7 @@
     // launch needs beyond it (weights that do not fit, say) is one red
     // segment past the total.
     let room = bd.total_bytes > 0 ? bd.total_bytes : Infinity;
-    for (const [key, name, color] of budgetSegments) {
-      const v = bd[key];
+    for (const [v, name, color] of segmentsOf(rep)) {
       if (typeof v !== "number" || v <= 0) continue;
       stacked += v;
       const inside = Math.min(v, room);
@@ -277,7 +312,15 @@
       if (Array.isArray(v)) continue;
       if (v && typeof v === "object") {
         for (const [k2, v2] of Object.entries(v)) {
-          if (!Array.isArray(v2) && (v2 === null || typeof v2 !== "object")) add(`${k}.${k2}`, v2);
+          if (Array.isArray(v2)) continue;
+          if (v2 && typeof v2 === "object") {
+            // One level deeper: dsv4_pools.tokens.* and dsv4_pools.bytes.*.
+            for (const [k3, v3] of Object.entries(v2)) {
+              if (v3 === null || typeof v3 !== "object") add(`${k}.${k2}.${k3}`, v3);
+            }
+            continue;
+          }
+          add(`${k}.${k2}`, v2);
         }
         continue;
       }
