@@ -121,6 +121,15 @@ func (e *sglang) check() error {
 			return fmt.Errorf("waiting request %d holds %d slots", r.id, len(r.locs))
 		}
 	}
+	live := 0
+	for _, r := range e.run {
+		if !r.done {
+			live++
+		}
+	}
+	if live != e.live {
+		return fmt.Errorf("%d running requests, counter says %d", live, e.live)
+	}
 	if private != e.held {
 		return fmt.Errorf("requests hold %d private tokens, counter says %d", private, e.held)
 	}

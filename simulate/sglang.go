@@ -34,6 +34,7 @@ type sglang struct {
 
 	waitq    queue
 	run      []*req // running batch (finished requests stay until filtered)
+	live     int    // requests of run not finished
 	chunked  *req
 	latch    bool
 	latchWhy string
@@ -82,16 +83,10 @@ func (e *sglang) kvUsed() int       { return e.alloc.Size() - e.alloc.Available(
 func (e *sglang) kvCached() int     { return e.evictable() }
 
 func (e *sglang) running() int {
-	n := 0
-	for _, r := range e.run {
-		if !r.done {
-			n++
-		}
-	}
 	if e.chunked != nil {
-		n++
+		return e.live + 1
 	}
-	return n
+	return e.live
 }
 
 func (e *sglang) evictable() int {
@@ -203,7 +198,9 @@ func (e *sglang) budgetState(a *adder) int {
 // match sets r's prefix from the tree (init_next_round_input): fill_ids
 // capped at len-1, whole pages.
 func (e *sglang) match(r *req) {
-	e.s.materialize(r)
+	if e.tree != nil { // token ids only key the radix tree
+		e.s.materialize(r)
+	}
 	if cap(r.locs) < r.P+r.M {
 		r.locs = make([]int32, 0, r.P+r.M)
 	}
@@ -429,7 +426,19 @@ func (e *sglang) allocBatch(st *stepInfo, batch []*req) {
 	}
 	e.evictFor(need)
 	var err error
-	e.slots, err = e.alloc.AllocExtend(e.slots[:0], e.extends)
+	if e.ps == 1 {
+		// alloc_extend with page size 1 takes each request's slots from
+		// the front of the free list in batch order: straight into its
+		// own slots, one copy less per token.
+		for i, r := range batch {
+			x := e.extends[i]
+			if r.locs, err = e.alloc.Alloc(r.locs, x.SeqLen-x.PrefixLen); err != nil {
+				break
+			}
+		}
+	} else {
+		e.slots, err = e.alloc.AllocExtend(e.slots[:0], e.extends)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("simulate: sglang prefill allocation failed after admission: %v", err))
 	}
@@ -439,7 +448,9 @@ func (e *sglang) allocBatch(st *stepInfo, batch []*req) {
 	for i, r := range batch {
 		x := e.extends[i]
 		n := x.SeqLen - x.PrefixLen
-		r.locs = append(r.locs, e.slots[off:off+n]...)
+		if e.ps > 1 {
+			r.locs = append(r.locs, e.slots[off:off+n]...)
+		}
 		off += n
 		e.held += n
 		st.newTokens += n
@@ -471,6 +482,7 @@ func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 		}
 		e.cacheUnfinished(r)
 		e.run = append(e.run, r)
+		e.live++
 	}
 	if shrank {
 		e.latch = false
@@ -582,12 +594,14 @@ func (e *sglang) checkDecodeMem(rs []*req) bool {
 func (e *sglang) decode() stepInfo {
 	var st stepInfo
 	k := 0
-	for _, r := range e.run {
+	for i, r := range e.run {
 		if r.done {
 			e.s.recycle(r)
 			continue
 		}
-		e.run[k] = r
+		if k != i { // a pointer write costs a GC write barrier
+			e.run[k] = r
+		}
 		k++
 	}
 	if k < len(e.run) {
@@ -609,16 +623,21 @@ func (e *sglang) decode() stepInfo {
 			return st
 		}
 	}
-	e.decs = e.decs[:0]
-	for _, r := range e.run {
-		d := pool.Decode{SeqLen: len(r.locs) + 1, LastLoc: -1}
-		if len(r.locs) > 0 {
-			d.LastLoc = r.locs[len(r.locs)-1]
-		}
-		e.decs = append(e.decs, d)
-	}
 	var err error
-	e.slots, err = e.alloc.AllocDecode(e.slots[:0], e.decs)
+	if e.ps == 1 {
+		// prepare_for_decode: alloc_token_slots(batch size)
+		e.slots, err = e.alloc.Alloc(e.slots[:0], len(e.run))
+	} else {
+		e.decs = e.decs[:0]
+		for _, r := range e.run {
+			d := pool.Decode{SeqLen: len(r.locs) + 1, LastLoc: -1}
+			if len(r.locs) > 0 {
+				d.LastLoc = r.locs[len(r.locs)-1]
+			}
+			e.decs = append(e.decs, d)
+		}
+		e.slots, err = e.alloc.AllocDecode(e.slots[:0], e.decs)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("simulate: sglang decode allocation failed after its memory check: %v", err))
 	}
@@ -630,6 +649,7 @@ func (e *sglang) decode() stepInfo {
 		r.out++
 		if r.out >= r.M {
 			e.cacheFinished(r)
+			e.live--
 		}
 	}
 	e.held += len(e.run)
@@ -678,15 +698,18 @@ func (e *sglang) retract() {
 	}
 	k := 0
 	var outSum, mSum int
-	for _, r := range e.run {
+	for i, r := range e.run {
 		if r.done {
 			continue
 		}
-		e.run[k] = r
+		if k != i {
+			e.run[k] = r
+		}
 		k++
 		outSum += r.out
 		mSum += r.M
 	}
+	e.live = k
 	clear(e.run[k:])
 	e.run = e.run[:k]
 	for _, v := range e.victims {

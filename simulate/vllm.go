@@ -126,7 +126,9 @@ func fastBlockHash(parent hashT, tokens []uint32) hashT {
 // computedBlocks is get_computed_blocks: cached full blocks from the
 // start, stopping at the first miss, capped so one token is computed.
 func (e *vllm) computedBlocks(r *req) []int32 {
-	e.s.materialize(r)
+	if e.caching { // token ids only make the block hashes
+		e.s.materialize(r)
+	}
 	if nb := cdiv(r.P+r.M, e.bs); cap(r.blocks) < nb {
 		r.blocks = make([]int32, 0, nb)
 		if e.caching {
@@ -338,9 +340,11 @@ func (e *vllm) execute(st *stepInfo) {
 	}
 	if finished {
 		k := 0
-		for _, r := range e.run {
+		for i, r := range e.run {
 			if !r.done {
-				e.run[k] = r
+				if k != i { // a pointer write costs a GC write barrier
+					e.run[k] = r
+				}
 				k++
 			}
 		}
