@@ -165,3 +165,20 @@ func BenchmarkSimulatePeakMemory(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(ms.Sys)/(1<<20), "sys-MB")
 }
+
+// The run baseline.py replays: these counts are the ones it prints for the
+// same trace (TestWriteBenchTrace), the check that both do the same
+// bookkeeping.
+func TestBenchNoRadixCountsMatchPythonBaseline(t *testing.T) {
+	cfg := benchNoRadix
+	cfg.Time.ConstantStepS = 0.02
+	src, _ := benchWorkload().Source()
+	sum, err := Run(context.Background(), cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 7761 || sum.RequestSteps != 402541 || sum.RequestsCompleted != 2000 || *sum.Retractions != 4 || sum.UnservableRequests != 0 {
+		t.Errorf("steps %d request-steps %d completed %d retractions %d unservable %d, want 7761, 402541, 2000, 4, 0 (baseline.py's)",
+			sum.Steps, sum.RequestSteps, sum.RequestsCompleted, *sum.Retractions, sum.UnservableRequests)
+	}
+}
