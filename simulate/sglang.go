@@ -590,9 +590,9 @@ func (e *sglang) checkDecodeMem(rs []*req) bool {
 	return e.alloc.Available() >= need
 }
 
-// decode is update_running_batch plus the forward.
-func (e *sglang) decode() stepInfo {
-	var st stepInfo
+// compact drops the finished requests from the running batch, recycling
+// them, and returns how many stay (it leaves the tail for decode to clear).
+func (e *sglang) compact() int {
 	k := 0
 	for i, r := range e.run {
 		if r.done {
@@ -603,6 +603,16 @@ func (e *sglang) decode() stepInfo {
 			e.run[k] = r
 		}
 		k++
+	}
+	return k
+}
+
+// decode is update_running_batch plus the forward.
+func (e *sglang) decode() stepInfo {
+	var st stepInfo
+	k := len(e.run)
+	if e.live < k { // some finished: drop them
+		k = e.compact()
 	}
 	if k < len(e.run) {
 		clear(e.run[k:])

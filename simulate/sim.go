@@ -237,10 +237,17 @@ type sim struct {
 
 // req is one request inside the simulator.
 type req struct {
+	// The fields every decode step reads come first: one cache line.
+	out      int
+	P, M     int
+	done     bool
+	admitted bool // admitted at least once
+	locs     []int32 // SGLang: slots of tokens[:len(locs)]
+	computed int     // vLLM
+	blocks   []int32 // vLLM
+
 	id      int64
 	arrival float64
-	P, M    int
-	out     int
 	tokens  []uint32 // P+M token ids (outputs included: they are fixed); made at first admission
 
 	// where the token ids come from (materialize)
@@ -249,22 +256,17 @@ type req struct {
 	ids        []uint32
 
 	// SGLang
-	locs    []int32 // slots of tokens[:len(locs)]
-	treeLen int     // leading tokens owned by the radix tree
-	node    *rnode  // locked tree node (nil: none)
-	prefix  int     // prefix matched at the last admission
+	treeLen int    // leading tokens owned by the radix tree
+	node    *rnode // locked tree node (nil: none)
+	prefix  int    // prefix matched at the last admission
 
 	// vLLM
-	blocks   []int32
-	computed int
-	hashes   []hashT
-	hashed   int // tokens covered by hashes
-	cachedB  int // blocks registered in the cache
+	hashes  []hashT
+	hashed  int // tokens covered by hashes
+	cachedB int // blocks registered in the cache
 
-	lost     int  // computed tokens lost at the last retraction/preemption
-	admitted bool // admitted at least once
-	done     bool
-	firstT   float64
+	lost   int // computed tokens lost at the last retraction/preemption
+	firstT float64
 }
 
 // Token streams: tokens of a prefix group, a session or a request.
