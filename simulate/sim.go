@@ -241,7 +241,7 @@ type req struct {
 	out      int
 	P, M     int
 	done     bool
-	admitted bool // admitted at least once
+	admitted bool    // admitted at least once
 	locs     []int32 // SGLang: slots of tokens[:len(locs)]
 	computed int     // vLLM
 	blocks   []int32 // vLLM
