@@ -362,12 +362,12 @@ func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable 
 	admitted := 0
 	idleServer := e.running() == 0 && cont == nil
 	for i := 0; i < e.waitq.len(); i++ {
-		r := e.s.take(e.waitq.at(i))
 		if len(batch) >= allocatable {
 			e.latch, e.latchWhy = true, LimitMaxRunning
 			st.blocked = LimitMaxRunning
 			break
 		}
+		r := e.s.take(e.waitq.at(i)) // made from its description when first considered
 		e.match(r)
 		res, ext, ok := e.addOne(a, r, len(batch))
 		if ok {
