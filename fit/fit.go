@@ -74,7 +74,8 @@ type Options struct {
 	// serves it when the simulation of the workload on its plan (package
 	// simulate, as `kvcfg simulate` runs it) meets Criteria. The search
 	// sizes for the peak running requests of the workload on an unbounded
-	// pool; ContextLength defaults to its longest request. Workload
+	// pool; ContextLength defaults to its longest request (SGLang: what
+	// simulate.SGLangContextLength gives it, 2 more). Workload
 	// generates the requests, Trace lists them, Source opens them afresh
 	// for each simulation (a trace file; library callers only).
 	Workload *simulate.Generator             `json:"workload,omitempty"`
@@ -364,7 +365,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // settleTarget settles a workload target: it scans the workload (nil when the
-// target is Concurrency), defaults ContextLength to its longest request,
+// target is Concurrency), defaults ContextLength to its longest request
+// (for SGLang the context that serves it in full),
 // and checks the context length against the workload and the model.
 func (o *Options) settleTarget(ctx context.Context, spec *model.Spec) (*workload, error) {
 	var wl *workload
@@ -376,6 +378,15 @@ func (o *Options) settleTarget(ctx context.Context, spec *model.Spec) (*workload
 		switch {
 		case o.ContextLength == 0:
 			o.ContextLength = wl.maxTokens
+			if o.Base.Engine == "" || o.Base.Engine == plan.EngineSGLang {
+				// SGLang serves prompt + outputs in full only within
+				// context - 2 (init_req_max_new_tokens), never more
+				// than the model's context.
+				o.ContextLength = wl.sglangContext
+				if spec.ContextLength > 0 {
+					o.ContextLength = max(min(wl.sglangContext, spec.ContextLength), wl.maxTokens)
+				}
+			}
 		case o.ContextLength < wl.maxTokens:
 			return nil, fmt.Errorf("%w: context_length: %d is shorter than the workload's longest request (%d tokens): raise it or leave it out", ErrInvalid, o.ContextLength, wl.maxTokens)
 		}
@@ -386,6 +397,9 @@ func (o *Options) settleTarget(ctx context.Context, spec *model.Spec) (*workload
 			what = fmt.Sprintf("workload: its longest request (%d tokens)", wl.maxTokens)
 		}
 		return nil, fmt.Errorf("%w: %s exceeds the model's context length %d", ErrInvalid, what, spec.ContextLength)
+	}
+	if wl != nil {
+		wl.context = o.ContextLength
 	}
 	return wl, nil
 }

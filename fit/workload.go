@@ -134,13 +134,16 @@ type workload struct {
 	open     func() (simulate.Source, error)
 	opts     simulate.Options
 	criteria Criteria
-	// requests, maxTokens, meanTokens and sumTokens describe the requests.
-	requests    int64
-	maxTokens   int
-	meanTokens  int
-	sumTokens   int64
-	target      *WorkloadTarget
-	simulations int
+	// requests, maxTokens, meanTokens and sumTokens describe the requests;
+	// sglangContext is the context SGLang needs to serve them in full.
+	requests      int64
+	maxTokens     int
+	sglangContext int
+	context       int // the target's context length (settleTarget)
+	meanTokens    int
+	sumTokens     int64
+	target        *WorkloadTarget
+	simulations   int
 }
 
 // workloads counts the workloads o gives.
@@ -221,6 +224,7 @@ func scanWorkload(ctx context.Context, o Options) (*workload, error) {
 		n := max(r.PromptTokens, len(r.PromptIDs)) + r.OutputTokens
 		w.requests++
 		w.maxTokens = max(w.maxTokens, n)
+		w.sglangContext = max(w.sglangContext, simulate.SGLangContextLength(n-r.OutputTokens, r.OutputTokens))
 		w.sumTokens += int64(n)
 	}
 	if w.requests == 0 {
@@ -253,7 +257,7 @@ func (s *search) demand(ctx context.Context, dtype string, maxGPUs int) error {
 				if layoutReason(s.spec, c.tp, c.pp) != "" {
 					continue
 				}
-				req, rep, err := s.probe(ctx, c, 1, w.maxTokens)
+				req, rep, err := s.probe(ctx, c, 1, max(w.context, w.maxTokens))
 				// A layout that does not start at the engine's default share
 				// (an 8B model on a 24 GB card) may at its safe maximum: the
 				// reference only needs a plan that starts, its pool is

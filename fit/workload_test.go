@@ -54,7 +54,7 @@ func TestFitWorkloadNeedsTwoGPUs(t *testing.T) {
 			}
 			w := res.Target.Workload
 			if w == nil || w.Requests != 16 || w.MaxRequestTokens != 4200 || w.MeanRequestTokens != 1125 || w.PeakRunning != 5 ||
-				res.Target.Concurrency != 5 || res.Target.ContextLength != 4200 {
+				res.Target.Concurrency != 5 || res.Target.ContextLength != map[string]int{plan.EngineSGLang: 4202, plan.EngineVLLM: 4200}[engine] {
 				t.Fatalf("target %+v workload %+v", res.Target, w)
 			}
 			if len(res.Configurations) != 1 {

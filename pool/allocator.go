@@ -282,6 +282,33 @@ func (a *PagedAllocator) pushBack(v int32) {
 	a.n++
 }
 
+// takeFront moves the first len(out) free pages (page size 1: slots) of
+// the ring to out, in order, and marks them used.
+func (a *PagedAllocator) takeFront(out []int32) {
+	k := len(out)
+	n := copy(out, a.ring[a.head:min(a.head+k, len(a.ring))])
+	copy(out[n:], a.ring[:k-n])
+	a.head += k
+	if a.head >= len(a.ring) {
+		a.head -= len(a.ring)
+	}
+	a.n -= k
+	for _, pg := range out {
+		a.state[pg] = pageUsed
+	}
+}
+
+// putBack appends pages to the back of the ring, in order.
+func (a *PagedAllocator) putBack(pages []int32) {
+	i := a.head + a.n
+	if i >= len(a.ring) {
+		i -= len(a.ring)
+	}
+	n := copy(a.ring[i:], pages)
+	copy(a.ring, pages[n:])
+	a.n += len(pages)
+}
+
 // mergeAndSort is SGLang's merge_and_sort_free: free = sort(free ∪ release).
 func (a *PagedAllocator) mergeAndSort() {
 	if len(a.release) == 0 {
@@ -345,6 +372,12 @@ func (a *PagedAllocator) Alloc(dst []int32, n int) ([]int32, error) {
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
 	out := dst[start:]
+	if a.p == 1 {
+		a.takeFront(out)
+		a.took()
+		a.verify()
+		return dst, nil
+	}
 	for i := range k {
 		pg := a.popFront()
 		a.state[pg] = pageUsed
@@ -420,6 +453,12 @@ func (a *PagedAllocator) AllocExtend(dst []int32, reqs []Extend) ([]int32, error
 	start := len(dst)
 	dst = slices.Grow(dst, tokens)[:start+tokens]
 	out := dst[start:]
+	if a.p == 1 { // every token takes the next free slot
+		a.takeFront(out)
+		a.took()
+		a.verify()
+		return dst, nil
+	}
 	p, o := a.p, 0
 	for _, r := range reqs {
 		first := ceilDiv(r.PrefixLen, p) * p // first position on a new page
@@ -469,6 +508,14 @@ func (a *PagedAllocator) AllocDecode(dst []int32, reqs []Decode) ([]int32, error
 	if pages > a.n {
 		return dst, a.fail(pages * a.p)
 	}
+	if a.p == 1 { // every request takes the next free slot
+		start := len(dst)
+		dst = slices.Grow(dst, len(reqs))[:start+len(reqs)]
+		a.takeFront(dst[start:])
+		a.took()
+		a.verify()
+		return dst, nil
+	}
 	dst = slices.Grow(dst, len(reqs))
 	for _, r := range reqs {
 		if (r.SeqLen-1)%a.p == 0 {
@@ -501,7 +548,31 @@ func (a *PagedAllocator) Free(locs []int32) error {
 		a.group = append(a.group, locs...)
 		return nil
 	}
+	if a.p == 1 && !a.needSort && a.ev == nil && a.freeTokens(locs) {
+		return nil
+	}
 	return a.free(locs)
+}
+
+// freeTokens is free for page size 1 without need_sort or events: slots
+// are pages, appended to the back in the given order. It frees nothing and
+// returns false when a slot is not allocated (free then says why).
+func (a *PagedAllocator) freeTokens(locs []int32) bool {
+	for i, l := range locs {
+		// A slot seen twice is free the second time: the check fails
+		// and every slot before it was in use.
+		if l < 1 || int(l) > a.capPages || a.state[l] != pageUsed {
+			for _, m := range locs[:i] {
+				a.state[m] = pageUsed
+			}
+			return false
+		}
+		a.state[l] = pageFree
+	}
+	a.putBack(locs)
+	a.stats.Frees++
+	a.verify()
+	return true
 }
 
 func (a *PagedAllocator) free(locs []int32) error {

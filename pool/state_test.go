@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +122,41 @@ func TestStatePool(t *testing.T) {
 	}
 	if err := (pool.StateConfig{Size: 1, Layers: 1, Temporal: []int{0}}).Validate(); !errors.Is(err, pool.ErrConfig) {
 		t.Errorf("bad temporal shape: err = %v", err)
+	}
+}
+
+// Page size 1 frees through a fast path: a bad slot anywhere in the call
+// (a duplicate, an unallocated slot, one beyond the pool) fails the whole
+// call with the slow path's error and frees nothing.
+func TestTokenFreeFastPathIsAllOrNothing(t *testing.T) {
+	a, err := pool.NewTokenAllocator(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs, err := a.Alloc(nil, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]int32{
+		{locs[0], locs[1], locs[0]},
+		{locs[0], locs[1], 15},
+		{locs[2], 17},
+		{locs[3], 0},
+	} {
+		if err := a.Free(bad); !errors.Is(err, pool.ErrBadLocation) {
+			t.Errorf("Free(%v): %v, want ErrBadLocation", bad, err)
+		}
+		if a.Available() != 10 {
+			t.Fatalf("Free(%v) changed the pool: %d available, want 10", bad, a.Available())
+		}
+	}
+	if err := a.Free(locs); err != nil || a.Available() != 16 {
+		t.Fatalf("Free(all): %v, %d available", err, a.Available())
+	}
+	// FIFO: the freed slots come back after the never-used ones, in order.
+	got, _ := a.Alloc(nil, 16)
+	want := append([]int32{7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, locs...)
+	if !slices.Equal(got, want) {
+		t.Errorf("free order %v, want %v", got, want)
 	}
 }

@@ -25,6 +25,17 @@ func check(e engine, s *sim) error {
 	return nil
 }
 
+// reqs yields the waiting requests already made from their descriptions.
+func (q *queue) reqs() func(yield func(*req) bool) {
+	return func(yield func(*req) bool) {
+		for i := range q.len() {
+			if r := q.at(i).r; r != nil && !yield(r) {
+				return
+			}
+		}
+	}
+}
+
 func (e *sglang) check() error {
 	ps := e.ps
 	owner := map[int]string{} // page -> owner
@@ -105,10 +116,19 @@ func (e *sglang) check() error {
 			}
 		}
 	}
-	for _, r := range e.waitq {
+	for r := range e.waitq.reqs() {
 		if len(r.locs) != 0 || r.node != nil {
 			return fmt.Errorf("waiting request %d holds %d slots", r.id, len(r.locs))
 		}
+	}
+	live := 0
+	for _, r := range e.run {
+		if !r.done {
+			live++
+		}
+	}
+	if live != e.live {
+		return fmt.Errorf("%d running requests, counter says %d", live, e.live)
 	}
 	if private != e.held {
 		return fmt.Errorf("requests hold %d private tokens, counter says %d", private, e.held)
@@ -145,7 +165,7 @@ func (e *vllm) check() error {
 	if free != e.bp.NumFree() {
 		return fmt.Errorf("free queue %d blocks, %d unreferenced", e.bp.NumFree(), free)
 	}
-	for _, r := range e.waitq {
+	for r := range e.waitq.reqs() {
 		if len(r.blocks) != 0 || r.computed != 0 {
 			return fmt.Errorf("waiting request %d holds %d blocks", r.id, len(r.blocks))
 		}
@@ -261,18 +281,25 @@ func TestBigPoolNeverRetracts(t *testing.T) {
 }
 
 // A pool smaller than one request reports it unservable and finishes.
+// SGLang clips max_new_tokens to max_req_len - prompt - 1 = 99 - 60 - 1 =
+// 38 (init_req_max_new_tokens), so P60 M60 is served with 38 outputs
+// unless a page of 4 makes its admission total 60 + 38 + 4 = 102 > 100.
 func TestPoolSmallerThanOneRequest(t *testing.T) {
 	reqs := []Request{{PromptTokens: 10, OutputTokens: 5}, {PromptTokens: 200, OutputTokens: 100}, {PromptTokens: 60, OutputTokens: 60}, {PromptTokens: 10, OutputTokens: 5}}
-	for _, cfg := range []Config{
-		{Engine: EngineSGLang, MaxTotalNumTokens: 100},
-		{Engine: EngineSGLang, MaxTotalNumTokens: 100, ChunkedPrefillSize: 16},
-		{Engine: EngineSGLang, MaxTotalNumTokens: 100, PageSize: 4},
-		{Engine: EngineVLLM, NumGPUBlocks: 7, BlockSize: 16},
+	for _, c := range []struct {
+		cfg                            Config
+		completed, unservable, clipped int64
+	}{
+		{Config{Engine: EngineSGLang, MaxTotalNumTokens: 100}, 3, 1, 1},
+		{Config{Engine: EngineSGLang, MaxTotalNumTokens: 100, ChunkedPrefillSize: 16}, 3, 1, 1},
+		{Config{Engine: EngineSGLang, MaxTotalNumTokens: 100, PageSize: 4}, 2, 2, 1},
+		{Config{Engine: EngineVLLM, NumGPUBlocks: 7, BlockSize: 16}, 2, 2, 0},
 	} {
-		cfg.Time.ConstantStepS = 0.01
-		sum := runChecked(t, cfg, reqs)
-		if sum.UnservableRequests != 2 || sum.RequestsCompleted != 2 {
-			t.Errorf("%s: completed %d unservable %d, want 2 and 2", cfg.Engine, sum.RequestsCompleted, sum.UnservableRequests)
+		c.cfg.Time.ConstantStepS = 0.01
+		sum := runChecked(t, c.cfg, reqs)
+		if sum.UnservableRequests != c.unservable || sum.RequestsCompleted != c.completed || sum.ClippedRequests != c.clipped {
+			t.Errorf("%+v: completed %d unservable %d clipped %d, want %d, %d and %d", c.cfg, sum.RequestsCompleted, sum.UnservableRequests,
+				sum.ClippedRequests, c.completed, c.unservable, c.clipped)
 		}
 	}
 }

@@ -32,8 +32,9 @@ type sglang struct {
 
 	initRatio, minRatio, decay, ratio float64
 
-	waitq    []*req
+	waitq    queue
 	run      []*req // running batch (finished requests stay until filtered)
+	live     int    // requests of run not finished
 	chunked  *req
 	latch    bool
 	latchWhy string
@@ -45,7 +46,8 @@ type sglang struct {
 	slots   []int32
 	order   []int
 	victims []*req
-	held    int // tokens held by live requests (not the tree)
+	ended   []*req // finished at prefill: recycled at the next step
+	held    int    // tokens held by live requests (not the tree)
 
 	retractions int64
 }
@@ -75,22 +77,16 @@ func newSGLang(cfg Config, s *sim) (*sglang, error) {
 }
 
 func (e *sglang) poolTokens() int64 { return int64(e.alloc.Size()) }
-func (e *sglang) busy() bool        { return len(e.waitq) > 0 || len(e.run) > 0 || e.chunked != nil }
-func (e *sglang) waiting() int      { return len(e.waitq) }
+func (e *sglang) busy() bool        { return e.waitq.len() > 0 || len(e.run) > 0 || e.chunked != nil }
+func (e *sglang) waiting() int      { return e.waitq.len() }
 func (e *sglang) kvUsed() int       { return e.alloc.Size() - e.alloc.Available() - e.evictable() }
 func (e *sglang) kvCached() int     { return e.evictable() }
 
 func (e *sglang) running() int {
-	n := 0
-	for _, r := range e.run {
-		if !r.done {
-			n++
-		}
-	}
 	if e.chunked != nil {
-		n++
+		return e.live + 1
 	}
-	return n
+	return e.live
 }
 
 func (e *sglang) evictable() int {
@@ -109,24 +105,45 @@ func (e *sglang) finish(s *Summary) {
 func floorTo(x, p int) int { return x / p * p }
 func ceilTo(x, p int) int  { return (x + p - 1) / p * p }
 
-// arrive validates a request against the server's limits
-// (docs/simulate.md#unservable-requests) and queues it.
-func (e *sglang) arrive(r Request, id int64) {
-	p := r.promptLen()
-	limit := e.alloc.Size() - 1
+// SGLang's request limits (tp_worker.py, scheduler.py): max_req_len =
+// min(context_len - 1, pool - 1); a prompt of max_req_input_len =
+// max_req_len - 5 tokens or more is refused (validate_input_length tests
+// >=); max_new_tokens is clipped to max_req_len - prompt - 1
+// (init_req_max_new_tokens). docs/simulate.md#request-limits.
+const sglInputMargin = 5
+
+// SGLangContextLength is the least context length with which SGLang
+// serves a request of prompt tokens and output tokens in full: the prompt
+// must stay under max_req_len - 5 and the outputs within max_req_len -
+// prompt - 1, with max_req_len = context - 1, so max(prompt + output + 2,
+// prompt + 7) (docs/simulate.md#request-limits).
+func SGLangContextLength(prompt, output int) int {
+	return max(prompt+output+2, prompt+sglInputMargin+2)
+}
+
+// maxReqLen is SGLang's max_req_len.
+func (e *sglang) maxReqLen() int {
+	n := e.alloc.Size() - 1
 	if e.cfg.ContextLength > 0 {
-		limit = min(limit, e.cfg.ContextLength-1)
+		n = min(n, e.cfg.ContextLength-1)
 	}
-	if p > limit {
+	return n
+}
+
+// arrive validates a request against the server's limits
+// (docs/simulate.md#request-limits) and queues its description.
+func (e *sglang) arrive(r Request, id int64) {
+	p, maxLen := r.promptLen(), e.maxReqLen()
+	if p >= maxLen-sglInputMargin {
 		e.s.sum.UnservableRequests++
 		return
 	}
 	m := r.OutputTokens
-	if e.cfg.ContextLength > 0 && p+m > e.cfg.ContextLength {
-		m = e.cfg.ContextLength - p
+	if clip := maxLen - p - 1; m > clip {
+		m = clip
 		e.s.sum.ClippedRequests++
 	}
-	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
+	e.waitq.pushBack(qent{d: describe(r, id, m)})
 }
 
 // evictFor evicts the tree when fewer than n slots are free
@@ -181,7 +198,9 @@ func (e *sglang) budgetState(a *adder) int {
 // match sets r's prefix from the tree (init_next_round_input): fill_ids
 // capped at len-1, whole pages.
 func (e *sglang) match(r *req) {
-	e.s.materialize(r)
+	if e.tree != nil { // token ids only key the radix tree
+		e.s.materialize(r)
+	}
 	if cap(r.locs) < r.P+r.M {
 		r.locs = make([]int32, 0, r.P+r.M)
 	}
@@ -263,6 +282,11 @@ func (e *sglang) addChunked(a *adder, r *req) int {
 }
 
 func (e *sglang) step(now float64) stepInfo {
+	for i, r := range e.ended {
+		e.s.recycle(r)
+		e.ended[i] = nil
+	}
+	e.ended = e.ended[:0]
 	p, ok := e.prefill()
 	if ok {
 		return p
@@ -276,8 +300,8 @@ func (e *sglang) step(now float64) stepInfo {
 // process_batch_result_prefill.
 func (e *sglang) prefill() (stepInfo, bool) {
 	var st stepInfo
-	if (e.latch || len(e.waitq) == 0) && e.chunked == nil {
-		if len(e.waitq) > 0 {
+	if (e.latch || e.waitq.len() == 0) && e.chunked == nil {
+		if e.waitq.len() > 0 {
 			st.blocked = e.latchWhy
 		}
 		return st, false
@@ -337,12 +361,13 @@ func (e *sglang) newAdder() adder {
 func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable int, cont *req) (_ []*req, stalled bool) {
 	admitted := 0
 	idleServer := e.running() == 0 && cont == nil
-	for _, r := range e.waitq {
+	for i := 0; i < e.waitq.len(); i++ {
 		if len(batch) >= allocatable {
 			e.latch, e.latchWhy = true, LimitMaxRunning
 			st.blocked = LimitMaxRunning
 			break
 		}
+		r := e.s.take(e.waitq.at(i)) // made from its description when first considered
 		e.match(r)
 		res, ext, ok := e.addOne(a, r, len(batch))
 		if ok {
@@ -368,7 +393,7 @@ func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable 
 			if !ok && admitted == 0 && idleServer {
 				// Nothing runs and nothing else holds memory: the
 				// engine would stall its queue on this request forever.
-				e.waitq = slices.Delete(e.waitq, 0, 1)
+				e.waitq.popFront(1)
 				e.s.sum.UnservableRequests++
 				e.s.recycle(r)
 				e.latch = false
@@ -382,8 +407,8 @@ func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable 
 			break
 		}
 	}
-	e.waitq = e.waitq[admitted:] // amortized: append reallocates when the front is used up
-	if len(e.waitq) == 0 {
+	e.waitq.popFront(admitted)
+	if e.waitq.len() == 0 {
 		st.blocked = ""
 	}
 	return batch, false
@@ -401,7 +426,19 @@ func (e *sglang) allocBatch(st *stepInfo, batch []*req) {
 	}
 	e.evictFor(need)
 	var err error
-	e.slots, err = e.alloc.AllocExtend(e.slots[:0], e.extends)
+	if e.ps == 1 {
+		// alloc_extend with page size 1 takes each request's slots from
+		// the front of the free list in batch order: straight into its
+		// own slots, one copy less per token.
+		for i, r := range batch {
+			x := e.extends[i]
+			if r.locs, err = e.alloc.Alloc(r.locs, x.SeqLen-x.PrefixLen); err != nil {
+				break
+			}
+		}
+	} else {
+		e.slots, err = e.alloc.AllocExtend(e.slots[:0], e.extends)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("simulate: sglang prefill allocation failed after admission: %v", err))
 	}
@@ -411,7 +448,9 @@ func (e *sglang) allocBatch(st *stepInfo, batch []*req) {
 	for i, r := range batch {
 		x := e.extends[i]
 		n := x.SeqLen - x.PrefixLen
-		r.locs = append(r.locs, e.slots[off:off+n]...)
+		if e.ps > 1 {
+			r.locs = append(r.locs, e.slots[off:off+n]...)
+		}
 		off += n
 		e.held += n
 		st.newTokens += n
@@ -437,11 +476,13 @@ func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 		}
 		if r.out >= r.M {
 			e.cacheFinished(r)
+			e.ended = append(e.ended, r)
 			shrank = true
 			continue
 		}
 		e.cacheUnfinished(r)
 		e.run = append(e.run, r)
+		e.live++
 	}
 	if shrank {
 		e.latch = false
@@ -549,17 +590,29 @@ func (e *sglang) checkDecodeMem(rs []*req) bool {
 	return e.alloc.Available() >= need
 }
 
-// decode is update_running_batch plus the forward.
-func (e *sglang) decode() stepInfo {
-	var st stepInfo
+// compact drops the finished requests from the running batch, recycling
+// them, and returns how many stay (it leaves the tail for decode to clear).
+func (e *sglang) compact() int {
 	k := 0
-	for _, r := range e.run {
+	for i, r := range e.run {
 		if r.done {
 			e.s.recycle(r)
 			continue
 		}
-		e.run[k] = r
+		if k != i { // a pointer write costs a GC write barrier
+			e.run[k] = r
+		}
 		k++
+	}
+	return k
+}
+
+// decode is update_running_batch plus the forward.
+func (e *sglang) decode() stepInfo {
+	var st stepInfo
+	k := len(e.run)
+	if e.live < k { // some finished: drop them
+		k = e.compact()
 	}
 	if k < len(e.run) {
 		clear(e.run[k:])
@@ -580,16 +633,21 @@ func (e *sglang) decode() stepInfo {
 			return st
 		}
 	}
-	e.decs = e.decs[:0]
-	for _, r := range e.run {
-		d := pool.Decode{SeqLen: len(r.locs) + 1, LastLoc: -1}
-		if len(r.locs) > 0 {
-			d.LastLoc = r.locs[len(r.locs)-1]
-		}
-		e.decs = append(e.decs, d)
-	}
 	var err error
-	e.slots, err = e.alloc.AllocDecode(e.slots[:0], e.decs)
+	if e.ps == 1 {
+		// prepare_for_decode: alloc_token_slots(batch size)
+		e.slots, err = e.alloc.Alloc(e.slots[:0], len(e.run))
+	} else {
+		e.decs = e.decs[:0]
+		for _, r := range e.run {
+			d := pool.Decode{SeqLen: len(r.locs) + 1, LastLoc: -1}
+			if len(r.locs) > 0 {
+				d.LastLoc = r.locs[len(r.locs)-1]
+			}
+			e.decs = append(e.decs, d)
+		}
+		e.slots, err = e.alloc.AllocDecode(e.slots[:0], e.decs)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("simulate: sglang decode allocation failed after its memory check: %v", err))
 	}
@@ -601,6 +659,7 @@ func (e *sglang) decode() stepInfo {
 		r.out++
 		if r.out >= r.M {
 			e.cacheFinished(r)
+			e.live--
 		}
 	}
 	e.held += len(e.run)
@@ -634,6 +693,7 @@ func (e *sglang) retract() {
 				e.order = e.order[:0]
 				e.s.sum.UnservableRequests++
 				r.done = true
+				e.ended = append(e.ended, r)
 			}
 			break
 		}
@@ -648,28 +708,31 @@ func (e *sglang) retract() {
 	}
 	k := 0
 	var outSum, mSum int
-	for _, r := range e.run {
+	for i, r := range e.run {
 		if r.done {
 			continue
 		}
-		e.run[k] = r
+		if k != i {
+			e.run[k] = r
+		}
 		k++
 		outSum += r.out
 		mSum += r.M
 	}
+	e.live = k
 	clear(e.run[k:])
 	e.run = e.run[:k]
 	for _, v := range e.victims {
 		v.done = false
-		e.waitq = append(e.waitq, v)
+		e.waitq.pushBack(qent{r: v})
 	}
 	clear(e.victims)
 	e.victims = e.victims[:0]
 	e.retractions += int64(retracted)
 	e.latch = false
-	if mSum > 0 {
-		e.ratio = min(1, float64(outSum+sglRetractDecodeSteps*k)/float64(mSum))
-	}
+	// retract_decode: the survivors' progress estimate over their
+	// max_new_tokens + 1 (current releases; docs/simulate.md#retraction).
+	e.ratio = min(1, float64(outSum+sglRetractDecodeSteps*k)/float64(mSum+1))
 }
 
 // survivors returns the running requests still in e.order.

@@ -51,8 +51,11 @@ type Config struct {
 	// LegacyAdmission drops the per-request page overhead from SGLang's
 	// admission test (releases before the PrefillBudget rewrite).
 	LegacyAdmission bool `json:"legacy_admission,omitempty"`
-	// ContextLength is SGLang's context length (0: no limit): longer
-	// prompts are refused, max_new_tokens is clipped to fit.
+	// ContextLength is SGLang's context length (0: the pool's size is the
+	// limit): with the pool it sets max_req_len = min(context - 1, pool -
+	// 1); prompts of max_req_len - 5 tokens or more are refused and
+	// max_new_tokens is clipped to max_req_len - prompt - 1
+	// (docs/simulate.md#request-limits).
 	ContextLength int `json:"context_length,omitempty"`
 
 	// NumGPUBlocks is vLLM's num_gpu_blocks (the null block included).
@@ -94,6 +97,9 @@ func (c Config) Validate() error {
 		}
 		if c.MaxTotalNumTokens < ps {
 			errs = append(errs, fmt.Errorf("max_total_num_tokens %d must be at least one page (%d tokens)", c.MaxTotalNumTokens, ps))
+		}
+		if n := min(c.MaxTotalNumTokens, c.ContextLength) - 1 - sglInputMargin; c.ContextLength > 0 && n <= 0 || c.MaxTotalNumTokens-1-sglInputMargin <= 0 {
+			errs = append(errs, fmt.Errorf("max_total_num_tokens %d and context_length %d leave no prompt length: SGLang needs min(context_length, max_total_num_tokens) - 6 > 0 (\"Memory pool size is too small\")", c.MaxTotalNumTokens, c.ContextLength))
 		}
 		if c.MaxRunningRequests < 0 || c.MaxPrefillTokens < 0 || c.ContextLength < 0 {
 			errs = append(errs, fmt.Errorf("max_running_requests %d, max_prefill_tokens %d and context_length %d must not be negative", c.MaxRunningRequests, c.MaxPrefillTokens, c.ContextLength))
@@ -141,14 +147,16 @@ type Point struct {
 type Summary struct {
 	Engine string `json:"engine"`
 	// PoolTokens is the KV pool in tokens (vLLM: usable blocks x block size).
-	PoolTokens         int64   `json:"pool_tokens"`
-	RequestsRead       int64   `json:"requests_read"`
-	RequestsCompleted  int64   `json:"requests_completed"`
-	UnservableRequests int64   `json:"unservable_requests"`
-	ClippedRequests    int64   `json:"clipped_requests,omitempty"`
-	PeakRunning        int     `json:"peak_running"`
-	MeanRunning        float64 `json:"mean_running"`
-	PeakWaiting        int     `json:"peak_waiting"`
+	PoolTokens         int64 `json:"pool_tokens"`
+	RequestsRead       int64 `json:"requests_read"`
+	RequestsCompleted  int64 `json:"requests_completed"`
+	UnservableRequests int64 `json:"unservable_requests"`
+	// ClippedRequests were served with fewer outputs than asked: SGLang
+	// clips max_new_tokens to max_req_len - prompt - 1.
+	ClippedRequests int64   `json:"clipped_requests,omitempty"`
+	PeakRunning     int     `json:"peak_running"`
+	MeanRunning     float64 `json:"mean_running"`
+	PeakWaiting     int     `json:"peak_waiting"`
 	// Retractions (SGLang) or Preemptions (vLLM): only the engine's key is
 	// present.
 	Retractions *int64 `json:"retractions,omitempty"`
@@ -230,7 +238,8 @@ type engine interface {
 type sim struct {
 	sum      *Summary
 	now      float64
-	free     []*req
+	free     []*req // finished requests, their buffers kept for reuse
+	live     int    // requests made by take and not yet recycled
 	firsts   []*req // got their first token this step
 	dones    []*req // finished this step
 	ttftSum  float64
@@ -245,10 +254,17 @@ type sim struct {
 
 // req is one request inside the simulator.
 type req struct {
+	// The fields every decode step reads come first: one cache line.
+	out      int
+	P, M     int
+	done     bool
+	admitted bool    // admitted at least once
+	locs     []int32 // SGLang: slots of tokens[:len(locs)]
+	computed int     // vLLM
+	blocks   []int32 // vLLM
+
 	id      int64
 	arrival float64
-	P, M    int
-	out     int
 	tokens  []uint32 // P+M token ids (outputs included: they are fixed); made at first admission
 
 	// where the token ids come from (materialize)
@@ -257,22 +273,17 @@ type req struct {
 	ids        []uint32
 
 	// SGLang
-	locs    []int32 // slots of tokens[:len(locs)]
-	treeLen int     // leading tokens owned by the radix tree
-	node    *rnode  // locked tree node (nil: none)
-	prefix  int     // prefix matched at the last admission
+	treeLen int    // leading tokens owned by the radix tree
+	node    *rnode // locked tree node (nil: none)
+	prefix  int    // prefix matched at the last admission
 
 	// vLLM
-	blocks   []int32
-	computed int
-	hashes   []hashT
-	hashed   int // tokens covered by hashes
-	cachedB  int // blocks registered in the cache
+	hashes  []hashT
+	hashed  int // tokens covered by hashes
+	cachedB int // blocks registered in the cache
 
-	lost     int  // computed tokens lost at the last retraction/preemption
-	admitted bool // admitted at least once
-	done     bool
-	firstT   float64
+	lost   int // computed tokens lost at the last retraction/preemption
+	firstT float64
 }
 
 // Token streams: tokens of a prefix group, a session or a request.
@@ -289,21 +300,44 @@ const (
 	keyOwn     = 3 << 60
 )
 
-func (s *sim) newReq(r Request, id int64, m int) *req {
+// describe is what a waiting request holds: its description, m outputs
+// (after the engine's clip).
+func describe(r Request, id int64, m int) desc {
+	d := desc{arrival: r.ArrivalS, id: id, own: uint64(keyOwn) | uint64(id), P: int32(r.promptLen()), M: int32(m),
+		group: int32(r.PrefixGroup), prefix: int32(r.PrefixTokens)}
+	if r.Session > 0 { // session 0 is no session
+		d.own = uint64(keySession) | uint64(r.Session)
+	}
+	if len(r.PromptIDs) > 0 {
+		ids := r.PromptIDs
+		d.ids = &ids
+	}
+	return d
+}
+
+// take returns the waiting request w, making it from its description
+// (reusing a finished request's buffers) the first time it is considered.
+func (s *sim) take(w *qent) *req {
+	if w.r != nil {
+		return w.r
+	}
 	var q *req
 	if k := len(s.free); k > 0 {
 		q = s.free[k-1]
+		s.free[k-1] = nil
 		s.free = s.free[:k-1]
 		*q = req{tokens: q.tokens[:0], locs: q.locs[:0], blocks: q.blocks[:0], hashes: q.hashes[:0]}
 	} else {
 		q = &req{}
 	}
-	q.id, q.arrival, q.P, q.M = id, r.ArrivalS, r.promptLen(), m
-	q.own = uint64(keyOwn) | uint64(id)
-	if r.Session > 0 {
-		q.own = uint64(keySession) | uint64(r.Session)
+	s.live++
+	d := &w.d
+	q.id, q.arrival, q.P, q.M = d.id, d.arrival, int(d.P), int(d.M)
+	q.own, q.group, q.groupLen = d.own, uint64(keyGroup)|uint64(d.group), int(d.prefix)
+	if d.ids != nil {
+		q.ids = *d.ids
 	}
-	q.group, q.groupLen, q.ids = uint64(keyGroup)|uint64(r.PrefixGroup), r.PrefixTokens, r.PromptIDs
+	w.r = q
 	return q
 }
 
@@ -335,7 +369,15 @@ func (s *sim) materialize(q *req) {
 	q.tokens, q.ids = t, nil
 }
 
-func (s *sim) recycle(q *req) { s.free = append(s.free, q) }
+// recycle returns a finished request to the free list, which keeps at
+// most as many requests as are live (plus a few), so that the buffers kept
+// for reuse stay proportional to the running requests, not to all of them.
+func (s *sim) recycle(q *req) {
+	s.live--
+	if len(s.free) < s.live+64 {
+		s.free = append(s.free, q)
+	}
+}
 
 // Run replays src through the engine cfg describes and returns the
 // summary. It stops early with ctx's error when ctx is done.

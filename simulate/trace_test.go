@@ -114,18 +114,18 @@ func TestSGLangS2RetractionRatioReset(t *testing.T) {
 		t.Fatalf("It22: available %d ratio %v, want 0 and 0.067993", e.alloc.Available(), e.ratio)
 	}
 	iter(e, s) // It23: retract B
-	if e.retractions != 1 || len(e.run) != 1 || e.run[0].id != 0 || len(e.waitq) != 1 || e.waitq[0].out != 21 {
-		t.Fatalf("It23: retractions %d running %d waiting %d, want B retracted with 21 outputs", e.retractions, len(e.run), len(e.waitq))
+	if e.retractions != 1 || len(e.run) != 1 || e.run[0].id != 0 || e.waitq.len() != 1 || e.waitq.at(0).r.out != 21 {
+		t.Fatalf("It23: retractions %d running %d waiting %d, want B retracted with 21 outputs", e.retractions, len(e.run), e.waitq.len())
 	}
-	if !near(e.ratio, 41.0/60) {
-		t.Errorf("ratio after retraction %v, want (21+20)/60 = 0.683333", e.ratio)
+	if !near(e.ratio, 41.0/61) {
+		t.Errorf("ratio after retraction %v, want (21+20)/(60+1) = 0.672131", e.ratio)
 	}
 	if e.alloc.Available() != 19 || e.tree.evictable != 30 {
 		t.Errorf("It23: available %d evictable %d, want 19 and B's 30-token prompt", e.alloc.Available(), e.tree.evictable)
 	}
-	st = iter(e, s) // It24: B refused (31 >= 23.03), A decodes
-	if st.prefill || st.blocked != LimitKVPool || !e.latch || !near(e.ratio, 41.0/60-(0.07-0.0098)/600) {
-		t.Fatalf("It24: %+v latch %v ratio %v, want B refused and ratio 0.683233", st, e.latch, e.ratio)
+	st = iter(e, s) // It24: B refused (31 >= 19 - 38 x 41/61 = -6.54), A decodes
+	if st.prefill || st.blocked != LimitKVPool || !e.latch || !near(e.ratio, 41.0/61-(0.07-0.0098)/600) {
+		t.Fatalf("It24: %+v latch %v ratio %v, want B refused and ratio 0.672031", st, e.latch, e.ratio)
 	}
 	// Run to the end: B is re-prefilled in full after A finishes.
 	for i := 0; e.busy() && i < 200; i++ {
@@ -184,7 +184,7 @@ func TestSGLangS4ChunkedReservesUpFront(t *testing.T) {
 	}
 	it := 3
 	for ; it < 20; it++ {
-		if len(e.waitq) == 0 {
+		if e.waitq.len() == 0 {
 			break
 		}
 		iter(e, s)
@@ -214,15 +214,15 @@ func TestVLLMV1V2BudgetPreemptionRecompute(t *testing.T) {
 		t.Fatalf("step 9: A %d B %d, want 48 47", A.computed, B.computed)
 	}
 	iter(e, s) // step 10: A needs a 4th block, B preempted
-	if e.preemptions != 1 || len(e.run) != 1 || len(e.waitq) != 1 || e.waitq[0] != B || B.computed != 0 || e.bp.NumFree() != 2 {
-		t.Fatalf("step 10: preemptions %d running %d waiting %d free %d", e.preemptions, len(e.run), len(e.waitq), e.bp.NumFree())
+	if e.preemptions != 1 || len(e.run) != 1 || e.waitq.len() != 1 || e.waitq.at(0).r != B || B.computed != 0 || e.bp.NumFree() != 2 {
+		t.Fatalf("step 10: preemptions %d running %d waiting %d free %d", e.preemptions, len(e.run), e.waitq.len(), e.bp.NumFree())
 	}
 	if B.P+B.out != 48 {
 		t.Errorf("B tokens %d, want 48", B.P+B.out)
 	}
 	for k := 11; k <= 20; k++ {
 		st := iter(e, s)
-		if k < 20 && (st.blocked != LimitKVPool || len(e.waitq) != 1) {
+		if k < 20 && (st.blocked != LimitKVPool || e.waitq.len() != 1) {
 			t.Fatalf("step %d: %+v, want B refused (needs 3 blocks, 2 free)", k, st)
 		}
 	}
@@ -314,7 +314,7 @@ func TestSGLangRadixHitAfterEvictingOtherBranch(t *testing.T) {
 	xa, xb := append(slices.Clone(x), a...), append(slices.Clone(x), b...)
 	hit := func(p []uint32) int64 {
 		before := s.sum.CachedPromptTokens
-		e.arrive(Request{PromptIDs: slices.Clone(p), OutputTokens: 1}, int64(len(e.waitq))+s.sum.RequestsCompleted+100)
+		e.arrive(Request{PromptIDs: slices.Clone(p), OutputTokens: 1}, int64(e.waitq.len())+s.sum.RequestsCompleted+100)
 		for i := 0; i < 5 && e.busy(); i++ {
 			iter(e, s)
 		}

@@ -3,7 +3,6 @@ package simulate
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/kvcfg/kvcfg/pool"
 	"github.com/kvcfg/kvcfg/prefix"
@@ -36,7 +35,7 @@ type vllm struct {
 	seed    hashT
 	hasher  prefix.TokenHasher
 
-	waitq   []*req
+	waitq   queue
 	run     []*req
 	sched   []vsched
 	hits    []int32
@@ -67,9 +66,9 @@ func newVLLM(cfg Config, s *sim) (*vllm, error) {
 
 func (e *vllm) usable() int          { return e.bp.NumBlocks() - 1 }
 func (e *vllm) poolTokens() int64    { return int64(e.usable()) * int64(e.bs) }
-func (e *vllm) busy() bool           { return len(e.waitq) > 0 || len(e.run) > 0 }
+func (e *vllm) busy() bool           { return e.waitq.len() > 0 || len(e.run) > 0 }
 func (e *vllm) running() int         { return len(e.run) }
-func (e *vllm) waiting() int         { return len(e.waitq) }
+func (e *vllm) waiting() int         { return e.waitq.len() }
 func (e *vllm) kvUsed() int          { return (e.usable() - e.bp.NumFree()) * e.bs }
 func (e *vllm) kvCached() int        { return e.bp.NumFreeCached() * e.bs }
 func (e *vllm) finish(s *Summary)    { n := e.preemptions; s.Preemptions = &n }
@@ -82,7 +81,7 @@ func (e *vllm) arrive(r Request, id int64) {
 		e.s.sum.UnservableRequests++
 		return
 	}
-	e.waitq = append(e.waitq, e.s.newReq(r, id, m))
+	e.waitq.pushBack(qent{d: describe(r, id, m)})
 }
 
 // ensureHashes hashes r's full blocks among its first upto tokens
@@ -127,7 +126,9 @@ func fastBlockHash(parent hashT, tokens []uint32) hashT {
 // computedBlocks is get_computed_blocks: cached full blocks from the
 // start, stopping at the first miss, capped so one token is computed.
 func (e *vllm) computedBlocks(r *req) []int32 {
-	e.s.materialize(r)
+	if e.caching { // token ids only make the block hashes
+		e.s.materialize(r)
+	}
 	if nb := cdiv(r.P+r.M, e.bs); cap(r.blocks) < nb {
 		r.blocks = make([]int32, 0, nb)
 		if e.caching {
@@ -209,7 +210,7 @@ func (e *vllm) preempt(r *req) {
 	e.freeBlocks(r)
 	r.lost = r.computed
 	r.computed = 0
-	e.waitq = slices.Insert(e.waitq, 0, r)
+	e.waitq.pushFront(qent{r: r})
 	e.preemptions++
 }
 
@@ -221,7 +222,7 @@ func (e *vllm) step(now float64) stepInfo {
 	var st stepInfo
 	e.sched = e.sched[:0]
 	budget, preempted := e.scheduleRunning(e.budget)
-	if len(e.waitq) > 0 && preempted {
+	if e.waitq.len() > 0 && preempted {
 		st.blocked = LimitKVPool
 	}
 	if !preempted {
@@ -275,21 +276,21 @@ func (e *vllm) scheduleRunning(budget int) (int, bool) {
 // budget tokens and returns what stopped it while requests still wait
 // ("" when the queue emptied).
 func (e *vllm) scheduleWaiting(budget int) string {
-	for len(e.waitq) > 0 {
+	for e.waitq.len() > 0 {
 		if budget <= 0 {
 			return LimitTokenBudget
 		}
 		if len(e.run) >= e.maxSeqs {
 			return LimitMaxRunning
 		}
-		r := e.waitq[0]
+		r := e.s.take(e.waitq.at(0))
 		hits := e.computedBlocks(r)
 		hitTok := len(hits) * e.bs
 		n := min(e.numTokens(r)-hitTok, budget)
 		if !e.allocate(r, n, hits) {
 			return LimitKVPool
 		}
-		e.waitq = e.waitq[1:]
+		e.waitq.popFront(1)
 		e.run = append(e.run, r)
 		r.computed = hitTok
 		if !r.admitted {
@@ -339,9 +340,11 @@ func (e *vllm) execute(st *stepInfo) {
 	}
 	if finished {
 		k := 0
-		for _, r := range e.run {
+		for i, r := range e.run {
 			if !r.done {
-				e.run[k] = r
+				if k != i { // a pointer write costs a GC write barrier
+					e.run[k] = r
+				}
 				k++
 			}
 		}

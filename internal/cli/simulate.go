@@ -367,10 +367,16 @@ func simRows(s *simulate.Summary, both bool) [][2]string {
 	rows := [][2]string{
 		{"requests completed", d(s.RequestsCompleted)},
 		{"unservable requests", d(s.UnservableRequests)},
+	}
+	if s.ClippedRequests > 0 {
+		// SGLang's init_req_max_new_tokens: served with fewer outputs.
+		rows = append(rows, [2]string{"clipped requests (fewer outputs)", d(s.ClippedRequests)})
+	}
+	rows = append(rows, [][2]string{
 		{"peak running", strconv.Itoa(s.PeakRunning)},
 		{"mean running", f2(s.MeanRunning)},
 		{"peak waiting", strconv.Itoa(s.PeakWaiting)},
-	}
+	}...)
 	if s.Retractions != nil {
 		rows = append(rows, [2]string{"retractions", d(*s.Retractions)})
 	} else if both {

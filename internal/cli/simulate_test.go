@@ -60,6 +60,27 @@ func TestSimulateTraceAndExitCodes(t *testing.T) {
 	}
 }
 
+// SGLang serves a request longer than context - 2 with fewer outputs
+// (init_req_max_new_tokens): exit 0 and a clipped row, not exit 3; a prompt
+// of context - 6 tokens is refused (validate_input_length).
+func TestSimulateSGLangClipsMaxNewTokens(t *testing.T) {
+	trace := `{"arrival_s": 0, "prompt_tokens": 1000, "output_tokens": 200}
+{"arrival_s": 0, "prompt_tokens": 100, "output_tokens": 20}
+`
+	out, errs, code := runKV(t, trace, "simulate", "--context-length", "1100", "--trace", "-", "--step-time", "0.01", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"clipped_requests": 1`) || !strings.Contains(out, `"output_tokens": 118`) {
+		t.Errorf("exit %d, stderr %q, stdout %q; want 1 clipped request and 98 + 20 outputs", code, errs, out)
+	}
+	out, _, code = runKV(t, trace, "simulate", "--context-length", "1100", "--trace", "-", "--step-time", "0.01")
+	if code != 0 || !strings.Contains(out, "clipped requests (fewer outputs)") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	_, errs, code = runKV(t, `{"arrival_s": 0, "prompt_tokens": 1094, "output_tokens": 1}`+"\n", "simulate", "--context-length", "1100", "--trace", "-", "--step-time", "0.01")
+	if code != 3 || !strings.Contains(errs, "1 of 1 requests could never be served") {
+		t.Errorf("prompt 1094 of context 1100: exit %d %s, want 3", code, errs)
+	}
+}
+
 func TestSimulateCompare(t *testing.T) {
 	out, errs, code := runKV(t, "", "simulate", "--engine", "sglang,vllm", "--requests", "100", "--rate", "10", "--prompt-len", "500",
 		"--output-len", "50", "--compare", "-o", "json")
