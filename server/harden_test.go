@@ -312,3 +312,44 @@ func TestBodyReadErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestManyHeavyRequests: a burst of real simulations and fits, small and
+// of the maximum size, with plans among them: every client gets an answer
+// (200, 503 or 504) before the write timeout, none hangs, and plans are
+// served meanwhile.
+func TestManyHeavyRequests(t *testing.T) {
+	url := serveLoopback(t, server.Config{WriteTimeout: 3 * time.Second, RequestTimeout: time.Second})
+	big := `{"requests": 200000, "prompt": {"mean": 2000}, "output": {"mean": 500}, "seed": 1}`
+	reqs := []struct{ path, body string }{
+		{"/api/v1/plan", `{}`},
+		{"/api/v1/simulate", `{"plan": {}, "workload": ` + big + `}`},
+		{"/api/v1/fit", `{"base": {}, "workload": ` + big + `}`},
+		{"/api/v1/simulate", simBody},
+	}
+	type answer struct {
+		i, status int
+		body      string
+	}
+	answers := make(chan answer)
+	n := 16
+	for i := range n {
+		go func() {
+			r := reqs[i%len(reqs)]
+			st, _, body := post(url, r.path, r.body, 10*time.Second)
+			answers <- answer{i, st, body}
+		}()
+	}
+	counts := map[int]int{}
+	for range n {
+		a := <-answers
+		counts[a.status]++
+		r := reqs[a.i%len(reqs)]
+		switch {
+		case r.path == "/api/v1/plan" && a.status != http.StatusOK,
+			a.status != http.StatusOK && a.status != http.StatusServiceUnavailable && a.status != http.StatusGatewayTimeout,
+			a.status != http.StatusOK && !strings.HasPrefix(a.body, `{"error":`):
+			t.Errorf("%s: %d %.300s", r.path, a.status, a.body)
+		}
+	}
+	t.Logf("statuses: %v", counts)
+}
