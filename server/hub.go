@@ -37,10 +37,12 @@ func (s *Server) pinModel(ctx context.Context, req *plan.Request) error {
 	if !catalog.ValidHFID(id) {
 		return &plan.FieldError{Field: "model", Err: errors.New("server: " + quote(req.Model) + " is neither a catalog name nor a Hugging Face id (org/name)")}
 	}
-	// The request's own context: its deadline (Config.RequestTimeout) ends
+	// The request's own context, with its deadline (Config.RequestTimeout): it ends
 	// the read before the write timeout closes the connection. The client
 	// shares concurrent reads of one id, keeps models by commit within its
 	// memory budget and remembers failures briefly (hub.Options).
+	ctx, cancel := s.withDeadline(ctx)
+	defer cancel()
 	m, err := s.cfg.Hub.Resolve(ctx, id, rev)
 	if err != nil {
 		return hubError(err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // Error kinds of the server's own limits.
@@ -28,6 +29,20 @@ var errBusy = &apiError{status: http.StatusServiceUnavailable, kind: kindBusy, r
 // errStepBudget cancels a simulation past Config.MaxSimSteps.
 var errStepBudget = errors.New("server: step budget reached")
 
+// withDeadline returns ctx ending at the request's deadline: RequestTimeout
+// after its handler began (ctx carries the middleware's requestInfo; without
+// it, from now). Work that may take long (a Hub read, a simulation, a fit)
+// runs under it, so that it ends, and its client gets a 504, before the
+// write timeout closes the connection unanswered; a plan, well under a
+// millisecond, does not pay for the timer.
+func (s *Server) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	start := time.Now()
+	if info, ok := ctx.Value(infoKey{}).(*requestInfo); ok && !info.start.IsZero() {
+		start = info.start
+	}
+	return context.WithDeadline(ctx, start.Add(s.cfg.RequestTimeout))
+}
+
 // heavy wraps a simulation or fit endpoint: it runs fn in one of the
 // server's Config.HeavyConcurrency slots (none free: 503 with Retry-After,
 // at once), in a goroutine of its own so that the client is answered when
@@ -46,6 +61,8 @@ func heavy[Req, Resp any](s *Server, fn func(context.Context, Req) (Resp, error)
 		default:
 			return zero, errBusy
 		}
+		ctx, cancel := s.withDeadline(ctx)
+		defer cancel()
 		done := make(chan result, 1)
 		go func() {
 			defer func() { <-s.heavy }()

@@ -16,8 +16,9 @@ type infoKey struct{}
 // requestInfo carries what a handler learned about an error back to the
 // observing middleware.
 type requestInfo struct {
-	kind string
-	err  error
+	kind  string
+	err   error
+	start time.Time // when the handler began: the request deadline counts from it
 }
 
 // statusWriter records the status code written through it.
@@ -58,11 +59,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			requestInfo
 		}{statusWriter: statusWriter{ResponseWriter: w}}
 		info, sw := &st.requestInfo, &st.statusWriter
-		// The request deadline (Config.RequestTimeout) ends a request's
-		// work before the write timeout closes the connection unanswered.
-		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), infoKey{}, info), s.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
+		info.start = start
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
