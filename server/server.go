@@ -185,9 +185,10 @@ func (c Config) withDefaults() Config {
 }
 
 // defaultRequestTimeout is the request deadline under the write timeout
-// wt: DefaultRequestTimeout, at most wt less 5 s, and at most 3/4 of wt.
+// wt: DefaultRequestTimeout, at most wt less 5 s, or 3/4 of wt when that
+// is longer (below a 20 s write timeout).
 func defaultRequestTimeout(wt time.Duration) time.Duration {
-	return min(DefaultRequestTimeout, wt-5*time.Second, wt*3/4)
+	return min(DefaultRequestTimeout, max(wt-5*time.Second, wt*3/4))
 }
 
 // Server serves the kvcfg API and page. Create it with New; it is safe for
