@@ -85,8 +85,9 @@ type Config struct {
 	// models and inline configs only.
 	Hub catalog.Resolver `json:"-"`
 
-	// RequestTimeout bounds the work of one API request (its Hub read,
-	// simulation or fit included): past it the client gets 504. It must
+	// RequestTimeout bounds the long work of one API request (a Hub read,
+	// a simulation, a fit), counted from the start of its handler: past it
+	// the client gets 504. It must
 	// be below WriteTimeout, after which net/http closes the connection
 	// unanswered; 0 means DefaultRequestTimeout, or WriteTimeout less
 	// 5 s when that is shorter (WriteTimeout*3/4 below 20 s).
