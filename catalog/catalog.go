@@ -152,13 +152,29 @@ func looksLikePath(ref string) bool {
 
 // unknown builds the error for a name not in the catalog.
 func unknown(name string) error {
-	return fmt.Errorf("%w %q: not in the catalog; %s", ErrUnknownModel, name, hint(name))
+	return fmt.Errorf("%w %q: not in the catalog; %s", ErrUnknownModel, clipName(name), hint(name))
+}
+
+// maxEcho is how many bytes of a name an error repeats.
+const maxEcho = 256
+
+// clipName cuts name to maxEcho bytes (at a rune boundary) with an
+// ellipsis, so that an error does not repeat a megabyte of input.
+func clipName(name string) string {
+	if len(name) <= maxEcho {
+		return name
+	}
+	i := maxEcho
+	for i > 0 && name[i]&0xC0 == 0x80 {
+		i--
+	}
+	return name[:i] + "…"
 }
 
 // unknownRef builds Resolve's error for a reference found nowhere.
 func unknownRef(ref string) error {
 	return fmt.Errorf("%w %q: not an existing file or directory, not in the catalog, not in the HuggingFace cache (%s); %s",
-		ErrUnknownModel, ref, HFCacheDir(), hint(ref))
+		ErrUnknownModel, clipName(ref), HFCacheDir(), hint(ref))
 }
 
 func hint(name string) string {
@@ -169,11 +185,18 @@ func hint(name string) string {
 	return h
 }
 
+// maxSuggestLen is the longest name Suggest looks for close names to:
+// catalog names are under 64 bytes, and a longer reference is no typo of
+// one (a megabyte-long name would cost seconds of edit distance).
+const maxSuggestLen = 128
+
 // Suggest returns up to n catalog names close to name: names containing it
-// (or its model part) first, then the nearest by edit distance.
+// (or its model part) first, then the nearest by edit distance. Names
+// longer than 128 bytes get none; the work is bounded by the catalog's
+// size whatever name is given.
 func Suggest(name string, n int) []string {
 	k := strings.ToLower(strings.TrimSpace(name))
-	if k == "" || n <= 0 {
+	if k == "" || n <= 0 || len(k) > maxSuggestLen {
 		return nil
 	}
 	_, short, hasOrg := strings.Cut(k, "/")
@@ -185,16 +208,17 @@ func Suggest(name string, n int) []string {
 		d    int
 	}
 	var cands []cand
+	limit := max(3, len(short)/3)
 	for id, e := range entries() {
 		_, idShort, _ := strings.Cut(id, "/")
-		d := edit.Distance(k, id)
-		if d2 := edit.Distance(short, idShort); d2 < d {
-			d = d2
+		d, ok := edit.Within(k, id, limit)
+		if d2, ok2 := edit.Within(short, idShort, limit); ok2 && (!ok || d2 < d) {
+			d, ok = d2, true
 		}
 		if strings.Contains(id, short) || strings.Contains(short, idShort) {
-			d = -1
+			d, ok = -1, true
 		}
-		if d <= max(3, len(short)/3) {
+		if ok {
 			cands = append(cands, cand{e.name, d})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -129,5 +130,39 @@ func TestResolvePath(t *testing.T) {
 	s, err := catalog.Resolve("qwen/qwen3-8b")
 	if err != nil || s.Name != "Qwen/Qwen3-8B" {
 		t.Errorf("Resolve(qwen/qwen3-8b) = %v, %v", s, err)
+	}
+}
+
+// TestSuggestLongName: a name of a megabyte gets no suggestion and costs
+// what a short one costs (11 s of edit distance before the bound); the
+// error repeats a few hundred bytes of it.
+func TestSuggestLongName(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	start := time.Now()
+	if got := catalog.Suggest(long, 3); got != nil {
+		t.Errorf("Suggest(1 MiB) = %v", got)
+	}
+	_, err := catalog.OpenEntry("org/" + long)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("1 MiB name: %v", el)
+	}
+	if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "…") {
+		t.Errorf("1 MiB name: %d-byte error", len(err.Error()))
+	}
+	// Typos of catalog names are still found.
+	if got := catalog.Suggest("Qwen/Qwen3-8", 3); len(got) == 0 || got[0] != "Qwen/Qwen3-8B" {
+		t.Errorf("Suggest(Qwen/Qwen3-8) = %v", got)
+	}
+}
+
+func BenchmarkSuggest(b *testing.B) {
+	for _, tc := range []struct {
+		name, ref string
+	}{{"typo", "meta-llama/Llama-3.1-8B-Instrct"}, {"128B", strings.Repeat("x", 128)}, {"1MiB", strings.Repeat("x", 1<<20)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				catalog.Suggest(tc.ref, 3)
+			}
+		})
 	}
 }

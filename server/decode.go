@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -23,9 +24,29 @@ import (
 func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) ([]zeroKey, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
-		return nil, err
+		return nil, bodyReadError(err)
 	}
 	return decodeStrict(body, v)
+}
+
+// bodyReadError words a failed body read as the client's mistake, without
+// the socket addresses of the underlying error: a body that came too
+// slowly (the server's read timeout) is 408, one that ended before its
+// Content-Length or broke off 400; an oversized one stays the
+// *http.MaxBytesError that classify maps to 413.
+func bodyReadError(err error) error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		return &apiError{status: http.StatusRequestTimeout, kind: kindBodyRead,
+			body: ErrorBody{Error: "request body too slow: it did not arrive within the server's read timeout; send the whole body at once"}}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest(kindBodyRead, "", "request body truncated: the connection ended before the body's Content-Length; send the whole body")
+	}
+	return badRequest(kindBodyRead, "", "request body unreadable: the connection broke off while it was read; send it again")
 }
 
 // decodeStrict decodes body, which must hold exactly one JSON object, into
@@ -258,20 +279,77 @@ func jsonError(err error, body []byte, v any) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return badRequest(kindMalformedBody, "", "invalid JSON: unexpected end of input")
 	case errors.As(err, &te):
-		field := te.Field
+		field := jsonPath(reflect.TypeOf(v), te.Field)
 		if field == "" {
 			field = culprit(body, v)
 		}
 		return badRequest(kindInvalidInput, field, "%s: expected %s, got JSON %s", orBody(field), jsonKind(te.Type), te.Value)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
+		name = clip(strings.Trim(name, `"`))
 		return badRequest(kindInvalidInput, name, "unknown field %q (accepted: %s)", name, strings.Join(jsonKeys(reflect.TypeOf(v)), ", "))
 	}
 	// An error from a field's own UnmarshalJSON (a bad size string, say)
 	// carries no field name: find the key that fails on its own.
 	field := culprit(body, v)
 	return badRequest(kindInvalidInput, field, "%s: %v", orBody(field), err)
+}
+
+// jsonPath rewrites the field path of an *json.UnmarshalTypeError
+// (Go's "Request.tp_size" for a key of the plan request embedded in a
+// compare request) as the client sends it ("tp_size"): the names of
+// embedded structs without a JSON name of their own are dropped, the rest
+// kept as the JSON keys they are.
+func jsonPath(t reflect.Type, path string) string {
+	if path == "" {
+		return ""
+	}
+	var out []string
+	for part := range strings.SplitSeq(path, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		var next reflect.Type
+		embedded := false
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(part); ok && f.Anonymous && f.Tag.Get("json") == "" {
+				next, embedded = f.Type, true
+			} else if f, ok := fieldByJSONName(t, part); ok {
+				next = f.Type
+			}
+		}
+		if !embedded {
+			out = append(out, part)
+		}
+		t = next
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldByJSONName finds the field of struct t (embedded structs included)
+// whose JSON key is name.
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case key == name:
+			return f, true
+		case key == "" && f.Anonymous:
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if g, ok := fieldByJSONName(et, name); ok {
+					return g, true
+				}
+			}
+		case key == "" && f.Name == name:
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func orBody(field string) string {

@@ -44,9 +44,10 @@ type ErrorBody struct {
 
 // apiError is an error with its HTTP status, metric kind and body.
 type apiError struct {
-	status int
-	kind   string
-	body   ErrorBody
+	status     int
+	kind       string
+	body       ErrorBody
+	retryAfter int // seconds; 0: no Retry-After header
 }
 
 func (e *apiError) Error() string { return e.body.Error }
@@ -96,7 +97,9 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error(), Field: "kv_cache_dtype"}}
 	case errors.Is(err, units.ErrSyntax), errors.Is(err, sglang.ErrInvalidRequest), errors.Is(err, dtype.ErrUnknown):
 		return &apiError{status: http.StatusBadRequest, kind: kindInvalidInput, body: ErrorBody{Error: err.Error()}}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		return timeoutError(err)
+	case errors.Is(err, context.Canceled):
 		return &apiError{status: http.StatusServiceUnavailable, kind: kindCanceled, body: ErrorBody{Error: "request canceled: " + err.Error()}}
 	}
 	return &apiError{status: http.StatusInternalServerError, kind: kindInternal, body: ErrorBody{Error: "internal error: " + err.Error()}}

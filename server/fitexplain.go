@@ -14,16 +14,13 @@ import (
 // /api/v1/simulate bounds them) and answers fit.Result, the JSON of
 // `kvcfg fit -o json`.
 func (s *Server) fit(ctx context.Context, o fit.Options) (*fit.Result, error) {
-	if o.Workload != nil && o.Workload.Requests > maxSimRequests {
-		return nil, badRequest(kindInvalidInput, "workload", "workload.requests %d exceeds this server's limit of %d", o.Workload.Requests, maxSimRequests)
-	}
-	if len(o.Trace) > maxSimRequests {
-		return nil, badRequest(kindInvalidInput, "trace", "%d trace requests exceed this server's limit of %d", len(o.Trace), maxSimRequests)
+	if err := s.checkRequests(o.Workload, o.Trace); err != nil {
+		return nil, err
 	}
 	if err := s.pinModel(ctx, &o.Base); err != nil {
 		return nil, err
 	}
-	return fit.Run(ctx, o)
+	return s.cfg.Fit(ctx, o)
 }
 
 // ExplainRequest is the body of POST /api/v1/explain.

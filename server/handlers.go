@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -42,9 +43,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/plan", cop.Handler(jsonEndpoint(s, "plan", s.plan)))
 	mux.Handle("POST /api/v1/compare", cop.Handler(jsonEndpoint(s, "compare", s.compare)))
-	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", s.fit)))
+	mux.Handle("POST /api/v1/fit", cop.Handler(jsonEndpoint(s, "fit", heavy(s, s.fit))))
 	mux.Handle("POST /api/v1/explain", cop.Handler(jsonEndpoint(s, "explain", s.explain)))
-	mux.Handle("POST /api/v1/simulate", cop.Handler(jsonEndpoint(s, "simulate", s.simulate)))
+	mux.Handle("POST /api/v1/simulate", cop.Handler(jsonEndpoint(s, "simulate", heavy(s, s.simulate))))
 	mux.HandleFunc("GET /api/v1/models", s.handleModels)
 	mux.HandleFunc("GET /api/v1/models/{name...}", s.handleModel)
 	mux.HandleFunc("GET /api/v1/gpus", s.handleGPUs)
@@ -244,8 +245,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			info.err = err
 		}
 	}
-	b, _ := json.Marshal(ae.body)
+	body := ae.body
+	body.Error, body.Field = clipMessage(body.Error), clip(body.Field)
+	b, _ := json.Marshal(body)
 	h := w.Header()
+	if ae.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -310,13 +316,13 @@ var modelList = sync.OnceValue(func() []ModelSummary {
 })
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList(), Hub: s.hub != nil})
+	s.writeJSON(w, http.StatusOK, ModelList{Default: catalog.Default, Models: modelList(), Hub: s.cfg.Hub != nil})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	spec, err := catalog.Load(name)
-	if err != nil && s.hub != nil {
+	if err != nil && s.cfg.Hub != nil {
 		req := plan.Request{Model: name}
 		if err = s.pinModel(r.Context(), &req); err == nil {
 			spec = req.Resolved.Spec
@@ -400,11 +406,11 @@ func (s *Server) page(mux *http.ServeMux) http.Handler {
 			if len(allow) > 0 {
 				w.Header().Set("Allow", strings.Join(allow, ", "))
 				s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, kind: kindMethodNotAllowed,
-					body: ErrorBody{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))}})
+					body: ErrorBody{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", clip(r.Method), clip(r.URL.Path), strings.Join(allow, ", "))}})
 				return
 			}
 			s.writeError(w, r, &apiError{status: http.StatusNotFound, kind: kindNotFound,
-				body: ErrorBody{Error: "no such endpoint: " + r.URL.Path}})
+				body: ErrorBody{Error: "no such endpoint: " + clip(r.URL.Path)}})
 			return
 		}
 		if name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/"); name != "" {

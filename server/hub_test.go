@@ -2,10 +2,15 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +44,7 @@ func hubServer(t *testing.T) (*hubtest.Server, hubtest.Repo, *hub.Client) {
 
 func TestHubIDs(t *testing.T) {
 	fake, repo, c := hubServer(t)
-	ts := newTestServer(t, server.Config{Hub: c, HubConcurrency: 2})
+	ts := newTestServer(t, server.Config{Hub: c})
 
 	// Many clients at once for one id: one read of the Hub.
 	var wg sync.WaitGroup
@@ -142,5 +147,77 @@ func TestBrowserHubID(t *testing.T) {
 	}
 	if !strings.Contains(page, repo.ID) {
 		t.Errorf("the page does not show the plan of %s", repo.ID)
+	}
+}
+
+// stallingHub puts a Hub in front of fake whose answers for ids under
+// acme/slow never come (until the request is cancelled or the test ends).
+func stallingHub(t *testing.T, fake *hubtest.Server) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	target, err := url.Parse(fake.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	end := make(chan struct{})
+	stalled := new(atomic.Int32)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "acme/slow") {
+			stalled.Add(1)
+			select {
+			case <-r.Context().Done():
+			case <-end:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { close(end); ts.Close() })
+	return ts, stalled
+}
+
+// TestSlowHubAnswered: a Hub that never answers is a 504 with a JSON
+// error written before the write timeout closes the connection, even with
+// a Hub deadline longer than it.
+func TestSlowHubAnswered(t *testing.T) {
+	fake, _, _ := hubServer(t)
+	slow, _ := stallingHub(t, fake)
+	c := hub.New(hub.Options{Endpoint: slow.URL, CacheDir: filepath.Join(t.TempDir(), "hub"), HeaderCacheDir: t.TempDir(),
+		Timeout: time.Minute, MemoryBudget: hub.DefaultMemoryBudget})
+	base := serveLoopback(t, server.Config{Hub: c, WriteTimeout: 2 * time.Second, RequestTimeout: 500 * time.Millisecond})
+	start := time.Now()
+	st, _, body := post(base, "/api/v1/plan", `{"model": "acme/slow-model"}`, 10*time.Second)
+	if st != http.StatusGatewayTimeout || !strings.Contains(body, `"field":"model"`) {
+		t.Fatalf("stalled Hub: %d %s after %v (want a 504 before the 2s write timeout)", st, body, time.Since(start))
+	}
+}
+
+// TestSlowHubReadsDoNotBlockOthers: through the server, a read of a
+// model the Hub answers does not wait behind reads the Hub stalls.
+func TestSlowHubReadsDoNotBlockOthers(t *testing.T) {
+	fake, repo, _ := hubServer(t)
+	slow, stalled := stallingHub(t, fake)
+	c := hub.New(hub.Options{Endpoint: slow.URL, CacheDir: filepath.Join(t.TempDir(), "hub"), HeaderCacheDir: t.TempDir(),
+		Timeout: time.Minute, MemoryBudget: hub.DefaultMemoryBudget, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	ts := newTestServer(t, server.Config{Hub: c})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/api/v1/plan", strings.NewReader(fmt.Sprintf(`{"model": "acme/slow-%d"}`, i)))
+			if res, err := ts.Client().Do(req); err == nil {
+				res.Body.Close()
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	for stalled.Load() < 6 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st, _, body := post(ts.URL, "/api/v1/plan", `{"model": "`+repo.ID+`"}`, 10*time.Second)
+	if st != http.StatusOK {
+		t.Fatalf("a model the Hub serves, behind six stalled reads: %d %.300s", st, body)
 	}
 }

@@ -16,8 +16,9 @@ type infoKey struct{}
 // requestInfo carries what a handler learned about an error back to the
 // observing middleware.
 type requestInfo struct {
-	kind string
-	err  error
+	kind  string
+	err   error
+	start time.Time // when the handler began: the request deadline counts from it
 }
 
 // statusWriter records the status code written through it.
@@ -58,13 +59,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			requestInfo
 		}{statusWriter: statusWriter{ResponseWriter: w}}
 		info, sw := &st.requestInfo, &st.statusWriter
+		info.start = start
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.cfg.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				s.cfg.Logger.Error("panic serving request", "method", r.Method, "path", clip(r.URL.Path), "panic", clip(fmt.Sprint(p)), "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					s.writeError(sw, r, &apiError{status: http.StatusInternalServerError, kind: kindPanic, body: ErrorBody{Error: "internal error"}})
 				}
@@ -90,13 +92,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				if status >= 500 {
 					level = slog.LevelError
 				}
-				attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "kind", kind, "elapsed", elapsed}
+				attrs := []any{"method", r.Method, "path", clip(r.URL.Path), "status", status, "kind", kind, "elapsed", elapsed}
 				if info.err != nil {
-					attrs = append(attrs, "err", info.err.Error())
+					attrs = append(attrs, "err", clipMessage(info.err.Error()))
 				}
 				s.cfg.Logger.Log(r.Context(), level, "request failed", attrs...)
 			} else if s.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) { // no argument boxing when off
-				s.cfg.Logger.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "elapsed", elapsed)
+				s.cfg.Logger.Debug("request", "method", r.Method, "path", clip(r.URL.Path), "status", status, "elapsed", elapsed)
 			}
 		}()
 		next.ServeHTTP(sw, r)
@@ -139,9 +141,9 @@ func (s *Server) jsonNotFound(mux *http.ServeMux) http.Handler {
 				w.Header().Set("Allow", allow)
 			}
 			kind := kindForStatus(cw.status)
-			msg := "no such endpoint: " + r.URL.Path
+			msg := "no such endpoint: " + clip(r.URL.Path)
 			if cw.status == http.StatusMethodNotAllowed {
-				msg = fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, cw.header.Get("Allow"))
+				msg = fmt.Sprintf("method %s not allowed on %s (allowed: %s)", clip(r.Method), clip(r.URL.Path), cw.header.Get("Allow"))
 			}
 			s.writeError(w, r, &apiError{status: cw.status, kind: kind, body: ErrorBody{Error: msg}})
 		default: // a redirect to the cleaned path, say: replay it

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/fit"
 	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/simulate"
 )
 
 // DefaultAddr is the listen address of `kvcfg serve` when --addr is not given.
@@ -34,6 +37,18 @@ const (
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultShutdownTimeout   = 10 * time.Second
+	// DefaultRequestTimeout bounds the work of one API request: below the
+	// write timeout, so that a request out of time still gets its 504.
+	DefaultRequestTimeout = 25 * time.Second
+	// DefaultHeavyConcurrency is how many simulations and fits run at
+	// once; more get 503 with Retry-After.
+	DefaultHeavyConcurrency = 2
+	// DefaultMaxSimRequests bounds the requests one simulation (POST
+	// /api/v1/simulate, or each of a fit's) replays.
+	DefaultMaxSimRequests = 200_000
+	// DefaultMaxSimSteps bounds the scheduler steps one POST
+	// /api/v1/simulate runs (beyond them: 422).
+	DefaultMaxSimSteps = 5_000_000
 )
 
 // Config configures a Server. The zero value is usable: zero fields take
@@ -69,9 +84,30 @@ type Config struct {
 	// (`kvcfg serve --hub`; a hub.Client); nil, the default, plans catalog
 	// models and inline configs only.
 	Hub catalog.Resolver `json:"-"`
-	// HubConcurrency bounds the Hub reads in flight; 0 means
-	// DefaultHubConcurrency.
-	HubConcurrency int `json:"hub_concurrency"`
+
+	// RequestTimeout bounds the long work of one API request (a Hub read,
+	// a simulation, a fit), counted from the start of its handler: past it
+	// the client gets 504. It must
+	// be below WriteTimeout, after which net/http closes the connection
+	// unanswered; 0 means DefaultRequestTimeout, or WriteTimeout less
+	// 5 s when that is shorter (WriteTimeout*3/4 below 20 s).
+	RequestTimeout time.Duration `json:"request_timeout"`
+	// HeavyConcurrency bounds the simulations and fits (POST
+	// /api/v1/simulate and /api/v1/fit) running at once, server-wide;
+	// beyond it a request gets 503 with Retry-After at once. 0 means
+	// DefaultHeavyConcurrency.
+	HeavyConcurrency int `json:"heavy_concurrency"`
+	// MaxSimRequests bounds the requests of one simulated workload or
+	// trace (simulate and fit); 0 means DefaultMaxSimRequests.
+	MaxSimRequests int `json:"max_sim_requests"`
+	// MaxSimSteps bounds the scheduler steps of one POST
+	// /api/v1/simulate; 0 means DefaultMaxSimSteps.
+	MaxSimSteps int64 `json:"max_sim_steps"`
+	// Simulate runs a simulation; nil means simulate.Run. Tests
+	// substitute it.
+	Simulate func(context.Context, simulate.Config, simulate.Source) (*simulate.Summary, error) `json:"-"`
+	// Fit runs a fit; nil means fit.Run. Tests substitute it.
+	Fit func(context.Context, fit.Options) (*fit.Result, error) `json:"-"`
 }
 
 // Validate reports every invalid field at once.
@@ -80,8 +116,19 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("server: max_body_bytes %d is negative", c.MaxBodyBytes))
 	}
-	if c.HubConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("server: hub_concurrency %d is negative", c.HubConcurrency))
+	if c.HeavyConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("server: heavy_concurrency %d is negative", c.HeavyConcurrency))
+	}
+	if c.MaxSimRequests < 0 {
+		errs = append(errs, fmt.Errorf("server: max_sim_requests %d is negative", c.MaxSimRequests))
+	}
+	if c.MaxSimSteps < 0 {
+		errs = append(errs, fmt.Errorf("server: max_sim_steps %d is negative", c.MaxSimSteps))
+	}
+	if c.RequestTimeout > 0 {
+		if wt := cmp.Or(c.WriteTimeout, DefaultWriteTimeout); c.RequestTimeout >= wt {
+			errs = append(errs, fmt.Errorf("server: request_timeout %v must be below write_timeout %v (the connection closes then, unanswered)", c.RequestTimeout, wt))
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -92,6 +139,7 @@ func (c Config) Validate() error {
 		{"write_timeout", c.WriteTimeout},
 		{"idle_timeout", c.IdleTimeout},
 		{"shutdown_timeout", c.ShutdownTimeout},
+		{"request_timeout", c.RequestTimeout},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("server: %s %v is negative", d.name, d.v))
@@ -115,6 +163,10 @@ func (c Config) withDefaults() Config {
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&c.RequestTimeout, defaultRequestTimeout(c.WriteTimeout))
+	c.HeavyConcurrency = cmp.Or(c.HeavyConcurrency, DefaultHeavyConcurrency)
+	c.MaxSimRequests = cmp.Or(c.MaxSimRequests, DefaultMaxSimRequests)
+	c.MaxSimSteps = cmp.Or(c.MaxSimSteps, DefaultMaxSimSteps)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -124,7 +176,20 @@ func (c Config) withDefaults() Config {
 	if c.Compare == nil {
 		c.Compare = plan.Compare
 	}
+	if c.Simulate == nil {
+		c.Simulate = simulate.Run
+	}
+	if c.Fit == nil {
+		c.Fit = fit.Run
+	}
 	return c
+}
+
+// defaultRequestTimeout is the request deadline under the write timeout
+// wt: DefaultRequestTimeout, at most wt less 5 s, or 3/4 of wt when that
+// is longer (below a 20 s write timeout).
+func defaultRequestTimeout(wt time.Duration) time.Duration {
+	return min(DefaultRequestTimeout, max(wt-5*time.Second, wt*3/4))
 }
 
 // Server serves the kvcfg API and page. Create it with New; it is safe for
@@ -133,7 +198,7 @@ type Server struct {
 	cfg     Config
 	handler http.Handler
 	metrics *metrics
-	hub     *hubModels // nil unless Config.Hub is set
+	heavy   chan struct{} // a slot per simulation or fit running
 }
 
 // New validates cfg and returns a Server.
@@ -146,9 +211,7 @@ func New(cfg Config) (*Server, error) {
 	if s.metrics, err = newMetrics(cfg.Metrics); err != nil {
 		return nil, err
 	}
-	if cfg.Hub != nil {
-		s.hub = newHubModels(cfg.Hub, cfg.HubConcurrency)
-	}
+	s.heavy = make(chan struct{}, s.cfg.HeavyConcurrency)
 	s.handler = s.routes()
 	return s, nil
 }

@@ -3,13 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/simulate"
 )
-
-// maxSimRequests bounds the requests one POST /api/v1/simulate replays.
-const maxSimRequests = 200_000
 
 // SimulateRequest is the body of POST /api/v1/simulate: the plan (the
 // keys of POST /api/v1/plan), the workload (a generator, or the trace's
@@ -38,8 +37,8 @@ func (s *Server) simulate(ctx context.Context, req SimulateRequest) (*SimulateRe
 	case req.Workload != nil && len(req.Trace) > 0:
 		return nil, badRequest(kindInvalidInput, "trace", "give either workload or trace, not both")
 	case req.Workload != nil:
-		if req.Workload.Requests > maxSimRequests {
-			return nil, badRequest(kindInvalidInput, "workload", "workload.requests %d exceeds this server's limit of %d", req.Workload.Requests, maxSimRequests)
+		if err := s.checkRequests(req.Workload, req.Trace); err != nil {
+			return nil, err
 		}
 		g, err := req.Workload.Source()
 		if err != nil {
@@ -47,8 +46,8 @@ func (s *Server) simulate(ctx context.Context, req SimulateRequest) (*SimulateRe
 		}
 		src = g
 	case len(req.Trace) > 0:
-		if len(req.Trace) > maxSimRequests {
-			return nil, badRequest(kindInvalidInput, "trace", "%d trace requests exceed this server's limit of %d", len(req.Trace), maxSimRequests)
+		if err := s.checkRequests(nil, req.Trace); err != nil {
+			return nil, err
 		}
 		src = &simulate.SliceSource{Reqs: req.Trace}
 	default:
@@ -68,12 +67,32 @@ func (s *Server) simulate(ctx context.Context, req SimulateRequest) (*SimulateRe
 		}
 		return nil, err
 	}
-	sum, err := simulate.Run(ctx, c, src)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c.Progress = stepBudget(s.cfg.MaxSimSteps, cancel)
+	sum, err := s.cfg.Simulate(ctx, c, src)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errStepBudget) {
+			return nil, &apiError{status: http.StatusUnprocessableEntity, kind: kindOverBudget, body: ErrorBody{Field: "workload",
+				Error: fmt.Sprintf("simulation stopped after %d steps, this server's limit (serve --max-sim-steps): simulate fewer requests or shorter ones, or run `kvcfg simulate` locally", s.cfg.MaxSimSteps)}}
+		}
 		if errors.Is(err, simulate.ErrWorkload) {
 			return nil, badRequest(kindInvalidInput, "trace", "%v", err)
 		}
 		return nil, err
 	}
+	c.Progress = nil
 	return &SimulateResponse{Model: rep.Model, GPU: rep.GPU, Config: c, Summary: sum}, nil
+}
+
+// checkRequests refuses a workload or trace over Config.MaxSimRequests.
+func (s *Server) checkRequests(g *simulate.Generator, trace []simulate.Request) error {
+	max := s.cfg.MaxSimRequests
+	if g != nil && g.Requests > max {
+		return badRequest(kindInvalidInput, "workload", "workload.requests %d exceeds this server's limit of %d (serve --max-sim-requests): simulate fewer, or run the kvcfg CLI", g.Requests, max)
+	}
+	if len(trace) > max {
+		return badRequest(kindInvalidInput, "trace", "%d trace requests exceed this server's limit of %d (serve --max-sim-requests): send fewer, or run the kvcfg CLI", len(trace), max)
+	}
+	return nil
 }

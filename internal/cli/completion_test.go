@@ -33,7 +33,7 @@ func TestCompletionBash(t *testing.T) {
 	for _, tt := range []struct{ words, want, not string }{
 		{"kvcfg pl", "plan", "fit"},
 		{"kvcfg plan --tp", "--tp-size", "--output"},
-		{"kvcfg serve --hub", "--hub-concurrency", "--tp-size"},
+		{"kvcfg serve --hub", "--hub-timeout", "--hub-concurrency"}, // deprecated flags are not offered
 		{"kvcfg quant --dt", "--dtype", "--tp-size"},
 		{"kvcfg completion ", "powershell", "plan"},
 		{"kvcfg plan --gpu H20", "H200", "H100-80GB"},

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kvcfg/kvcfg/hub"
+	"github.com/kvcfg/kvcfg/server"
 )
 
 // urlWriter collects log output and hands over the first serving URL.
@@ -108,5 +111,38 @@ func TestServeFlagErrors(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestServeLimits: the Hub deadline of `serve --hub` is below the write
+// timeout and its client keeps models within a budget; limits out of
+// range are input errors that name the flag.
+func TestServeLimits(t *testing.T) {
+	f := newServeCmd().Flags()
+	for flag, want := range map[string]string{"hub-timeout": hub.DefaultServeTimeout.String(), "request-timeout": server.DefaultRequestTimeout.String(),
+		"heavy-concurrency": "2", "max-sim-requests": "200000", "max-sim-steps": "5000000"} {
+		if got := f.Lookup(flag).DefValue; got != want {
+			t.Errorf("--%s defaults to %s, want %s", flag, got, want)
+		}
+	}
+	if hub.DefaultServeTimeout >= server.DefaultRequestTimeout || server.DefaultRequestTimeout >= server.DefaultWriteTimeout {
+		t.Errorf("timeouts out of order: hub %v, request %v, write %v", hub.DefaultServeTimeout, server.DefaultRequestTimeout, server.DefaultWriteTimeout)
+	}
+	c, ok := serveHub(serveOptions{hub: true, hubTimeout: hub.DefaultServeTimeout}).(*hub.Client)
+	if !ok {
+		t.Fatal("serve --hub does not read the Hub with a *hub.Client")
+	}
+	if o := c.Options(); o.MemoryBudget != hub.DefaultMemoryBudget || o.Timeout != hub.DefaultServeTimeout {
+		t.Errorf("serve's Hub client: memory budget %d, timeout %v", o.MemoryBudget, o.Timeout)
+	}
+	for _, args := range [][]string{
+		{"--request-timeout", "30s"}, {"--request-timeout", "0s"}, {"--heavy-concurrency", "0"},
+		{"--max-sim-requests", "-1"}, {"--max-sim-steps", "0"}, {"--hub-timeout", "0s"},
+	} {
+		var stderr bytes.Buffer
+		code := Main(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), args[0]) {
+			t.Errorf("serve %v: exit %d: %s", args, code, stderr.String())
+		}
 	}
 }
