@@ -46,16 +46,22 @@ func dsv4Spec(name string, kind SpecKind, variant string, block, ratio int, toke
 //     fp32 [kv_state, score_state] rows of 2·coff·head_dim, coff = 2 for c4
 //     and 1 for c128, window coff·ratio, blocks of 4 (c4) or 8 (c128);
 //   - a c4 layer's indexer: its K cache (MLAAttentionSpec, 256-token blocks,
-//     compress ratio 4, index_head_dim fp8 + 4 scale bytes per 128) and
-//     its compressor state (2·2·index_head_dim fp32, 4-token blocks).
-func dsv4Layers(s *model.Spec) []LayerSpec {
+//     compress ratio 4, index_head_dim fp8 + 4 scale bytes per 128, or with
+//     the MXFP4 indexer cache index_head_dim/2 + 1 scale byte per 32) and
+//     its compressor state (2·2·index_head_dim fp32, 4-token blocks);
+//   - each MTP draft layer (compress ratio 1): its SWA cache only.
+func dsv4Layers(s *model.Spec, draft int, fp4Indexer bool) []LayerSpec {
 	var out []LayerSpec
 	hd, ihd := int64(s.HeadDim), int64(s.IndexHeadDim)
+	slot := ihd + ihd/128*4
+	if fp4Indexer {
+		slot = ihd/2 + ihd/32
+	}
 	for i, r := range s.Compressed.Ratios {
 		p := fmt.Sprintf("layers.%d.", i)
 		if r == 4 {
 			out = append(out,
-				dsv4Spec(p+"indexer.k_cache", MLAAttention, "c4_indexer", dsv4Block, 4, ihd+ihd/128*4, 0),
+				dsv4Spec(p+"indexer.k_cache", MLAAttention, "c4_indexer", dsv4Block, 4, slot, 0),
 				dsv4Spec(p+"indexer.compressor.state_cache", SlidingWindowMLA, "c4_state", 4, 1, 2*2*ihd*4, 8))
 		}
 		out = append(out, dsv4Spec(p+"swa_cache", SlidingWindowMLA, "swa", dsv4SWABlock, 1, dsv4SlotBytes, s.Compressed.Window))
@@ -68,6 +74,9 @@ func dsv4Layers(s *model.Spec) []LayerSpec {
 				dsv4Spec(p+"attn", MLAAttention, fmt.Sprintf("c%d", r), dsv4Block, r, dsv4SlotBytes, 0),
 				dsv4Spec(p+"compressor.state_cache", SlidingWindowMLA, fmt.Sprintf("c%d_state", r), block, 1, int64(2*coff)*hd*4, coff*r))
 		}
+	}
+	for i := range draft {
+		out = append(out, dsv4Spec(fmt.Sprintf("layers.%d.swa_cache", len(s.Compressed.Ratios)+i), SlidingWindowMLA, "swa", dsv4SWABlock, 1, dsv4SlotBytes, s.Compressed.Window))
 	}
 	return out
 }
@@ -233,8 +242,6 @@ func dsv4Check(c Input) (CacheDType, error) {
 		return CacheDType{}, fmt.Errorf("%w: kvcfg models DeepSeek-V4 with vLLM's %d-token blocks only (--block-size %d)", ErrInvalidConfig, dsv4Block, c.BlockSize)
 	case max(c.PipelineParallelSize, 1) > 1:
 		return CacheDType{}, fmt.Errorf("%w: kvcfg does not model DeepSeek-V4 with pipeline parallelism in vLLM; plan it with --pipeline-parallel-size 1", ErrInvalidConfig)
-	case c.NumSpeculativeTokens > 0 || c.DraftLayers > 0:
-		return CacheDType{}, fmt.Errorf("%w: kvcfg does not model DeepSeek-V4's MTP layer caches in vLLM; plan it without speculative decoding", ErrInvalidConfig)
 	}
 	f, err := dtype.LookupFormat("fp8_e4m3")
 	if err != nil {
@@ -255,7 +262,7 @@ func planDSV4(res *Result, s *model.Spec, c Input, r rules, autoFit bool) (*Resu
 	if cache.Requested != "fp8_ds_mla" {
 		res.LogLines = append(res.LogLines, "Using DeepSeek's fp8_ds_mla KV cache format.")
 	}
-	layers := dsv4Layers(s)
+	layers := dsv4Layers(s, c.DraftLayers, c.FP4IndexerCache)
 	groups, err := dsv4Groups(layers)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func TestDSV4FlashGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := dsv4Groups(dsv4Layers(s))
+	groups, err := dsv4Groups(dsv4Layers(s, 0, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,12 +85,51 @@ func TestDSV4Errors(t *testing.T) {
 		{vllm.Input{KVCacheDType: "bfloat16"}, vllm.ErrUnsupportedDType, "fp8_ds_mla"},
 		{vllm.Input{BlockSize: 64}, vllm.ErrInvalidConfig, "256-token blocks"},
 		{vllm.Input{PipelineParallelSize: 2}, vllm.ErrInvalidConfig, "pipeline parallelism"},
-		{vllm.Input{NumSpeculativeTokens: 1}, vllm.ErrInvalidConfig, "MTP"},
 	} {
 		tc.in.TensorParallelSize, tc.in.KVCacheMemoryBytes = 8, 100<<30
 		_, err := vllm.Plan(s, tc.in)
 		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v", tc.in, err)
 		}
+	}
+}
+
+// With the MXFP4 indexer cache (68 bytes per slot: 64 × 68 = 4,352 → 4,608
+// per page) and the MTP layer's SWA cache (44 SWA layers, still two groups
+// of 22), the compressed group holds 21 × 37,440 + 21 × 4,608 + 20 × 1,728
+// = 917,568 bytes, the block stride. 8 GiB // 917,568 = 9,361 blocks.
+//
+// 2048 batched tokens (4,096 in flight), 1,048,576 tokens: blocks per
+// request 4,096 + 2 × (cdiv(127 + 4,096, 64) + 1 = 67) + (cdiv(7 + 4,096,
+// 4) + 1 = 1,027) + (cdiv(127 + 4,096, 8) + 1 = 529) = 5,786; concurrency
+// 9,361 / 5,786 = 1.6179 → "1.62x", int(1.6179… × 1,048,576) = 1,696,460
+// tokens. Admission: 22 × 5,786 × (37,440 + 4,608 + 1,728 = 43,776) =
+// 5.19 GiB ≤ 8 GiB.
+//
+// At 8192 batched tokens the same launch needs 22 × 10,778 × 43,776 =
+// 9.667 GiB and is refused; the estimate searches 8 GiB less the null
+// block (one stride, vllm#47272): 572,416 (572,672 before that change).
+func TestDSV4FlashFP4IndexerMTP(t *testing.T) {
+	s, err := catalog.Load("deepseek-ai/DeepSeek-V4-Flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := vllm.Input{Version: "latest", TensorParallelSize: 8, KVCacheMemoryBytes: 8 << 30, MaxNumBatchedTokens: 2048,
+		FP4IndexerCache: true, DraftLayers: 1}
+	res, err := vllm.Plan(s, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PageBytes != 917568 || res.NumGPUBlocks != 9361 || res.BlocksPerRequest != 5786 || res.KVCacheSizeTokens != 1696460 {
+		t.Errorf("stride %d, blocks %d, per request %d, tokens %d", res.PageBytes, res.NumGPUBlocks, res.BlocksPerRequest, res.KVCacheSizeTokens)
+	}
+	if n := len(res.Groups); n != 5 || len(res.Groups[1].Layers) != 22 || len(res.Groups[2].Layers) != 22 {
+		t.Errorf("%d groups: %+v", n, res.Groups)
+	}
+	in.MaxNumBatchedTokens = 8192
+	res, err = vllm.Plan(s, in)
+	var re *engine.Refusal
+	if !errors.As(err, &re) || res.NeededBytes != 22*10778*43776 || res.EstimatedMaxModelLen != 572416 {
+		t.Errorf("err %v, needed %d, estimate %d", err, res.NeededBytes, res.EstimatedMaxModelLen)
 	}
 }
