@@ -208,6 +208,21 @@ func dsv4Stride(groups []Group) int64 {
 	return stride
 }
 
+// dsv4Tensors is the number of KVCacheTensors _get_kv_cache_config_packed
+// emits: one per distinct byte offset of a layer page within a block, each
+// group laying its layers out from offset 0.
+func dsv4Tensors(groups []Group) int {
+	offsets := map[int64]bool{}
+	for _, g := range groups {
+		var off int64
+		for _, s := range g.specs {
+			offsets[off] = true
+			off += s.PageBytes()
+		}
+	}
+	return len(offsets)
+}
+
 // dsv4Needed is _max_memory_usage_bytes_from_groups for all-uniform groups:
 // Σ over groups of num_layer_tuples × pages × layer_tuple_bytes, with
 // num_layer_tuples the most over the groups and layer_tuple_bytes the
@@ -274,7 +289,7 @@ func planDSV4(res *Result, s *model.Spec, c Input, r rules, autoFit bool) (*Resu
 	}
 	avail := res.Memory.AvailableKVBytes
 	stride := dsv4Stride(groups)
-	res.PageBytes, res.GroupSize = stride, groupSize(groups)
+	res.PageBytes, res.GroupSize = stride, dsv4Tensors(groups)
 	batched := res.MaxNumBatchedTokens * maxConcurrentBatches(r, c, 1)
 	use := func(L int) usage { return usage{maxModelLen: L, batchedTokens: batched} }
 	need := func(L int) int64 { return dsv4Needed(groups, use(L)) }
