@@ -43,10 +43,10 @@ func Plan(spec *model.Spec, in Input) (*Result, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkModel(spec); err != nil {
+	prof, note, _ := ResolveProfile(in.Version)
+	if err := checkModel(spec, prof); err != nil {
 		return nil, err
 	}
-	prof, note, _ := ResolveProfile(in.Version)
 	p := &planner{in: in, s: spec, r: prof.rules(), res: &Result{Profile: prof, ProfileNote: note}}
 	if note != "" {
 		p.note(note)
@@ -63,9 +63,9 @@ func Plan(spec *model.Spec, in Input) (*Result, error) {
 	return p.res, nil
 }
 
-// checkModel rejects shapes whose cache manager kvcfg does not model and
-// dimensions far outside any real model.
-func checkModel(s *model.Spec) error {
+// checkModel rejects shapes whose cache manager kvcfg does not model under
+// profile p and dimensions far outside any real model.
+func checkModel(s *model.Spec, p Profile) error {
 	if s == nil {
 		return fmt.Errorf("%w: no model", ErrInvalidInput)
 	}
@@ -76,7 +76,7 @@ func checkModel(s *model.Spec) error {
 	}
 	switch {
 	case s.Compressed != nil:
-		return fmt.Errorf("%w: %s uses DeepSeek-V4 compressed attention; TensorRT-LLM sizes it with KV cache manager V2 (the default for the DeepSeek family: per-layer-group pools, the SWA window as a fixed CacheCost intercept, a byte quota from max_gpu_total_bytes), which kvcfg does not model", ErrUnsupportedModel, s.Name)
+		return fmt.Errorf("%w: %s uses DeepSeek-V4 compressed attention; TensorRT-LLM (profile %s) sizes it with KV cache manager V2, on by default for the DeepSeek family since 2026 main (use_kv_cache_manager_v2: per-layer-group pools, the sliding window as a fixed CacheCost intercept, a byte quota from max_gpu_total_bytes); kvcfg models the V1 KVCacheManager only, so it has no TensorRT-LLM figure for this model: plan it with --engine sglang or --engine vllm", ErrUnsupportedModel, s.Name, p)
 	case s.SparseIndex != nil:
 		return fmt.Errorf("%w: %s uses MiniMax-M3 sparse attention; TensorRT-LLM keeps its lightning-indexer K cache in a separate pool, which kvcfg does not model", ErrUnsupportedModel, s.Name)
 	case s.Attention == model.DSA:

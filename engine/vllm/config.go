@@ -79,6 +79,10 @@ type Input struct {
 	// checkpoint's num_nextn_predict_layers). They copy the target's full
 	// attention layer and sit on the last pipeline stage.
 	DraftLayers int `json:"draft_layers,omitempty"`
+	// FP4IndexerCache is vLLM's attention_config.use_fp4_indexer_cache:
+	// DeepSeek-V4's indexer K cache in MXFP4 (68 bytes per slot instead of
+	// fp8's 132).
+	FP4IndexerCache bool `json:"use_fp4_indexer_cache,omitempty"`
 	// NumSpeculativeTokens adds speculative state blocks for Mamba layers.
 	NumSpeculativeTokens int `json:"num_speculative_tokens,omitempty"`
 	// MaxNumEncoderInputTokens sizes cross-attention layers (defaults to

@@ -147,7 +147,7 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 		return nil, fmt.Errorf("%w: vLLM %s does not register DeepseekV3ForCausalLM (\"Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.\"); it runs from 0.6.6", ErrUnsupportedModel, rel)
 	}
 
-	if err := checkNewPoolKinds(s); err != nil {
+	if err := checkNewPoolKinds(s, prof, rel); err != nil {
 		return nil, err
 	}
 
@@ -208,6 +208,9 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 
 	res.MaxNumSeqs, res.MaxNumBatchedTokens = schedulerDefaults(r, c, L)
+	if s.Compressed != nil {
+		return planDSV4(res, s, c, r, autoFit)
+	}
 
 	cache, err := resolveCacheDType(c.KVCacheDType, s, prof, r)
 	if err != nil {

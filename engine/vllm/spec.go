@@ -9,6 +9,7 @@ const (
 	FullAttention         SpecKind = "full_attention"
 	MLAAttention          SpecKind = "mla_attention"
 	SlidingWindow         SpecKind = "sliding_window"
+	SlidingWindowMLA      SpecKind = "sliding_window_mla"
 	ChunkedLocalAttention SpecKind = "chunked_local_attention"
 	Mamba                 SpecKind = "mamba"
 	CrossAttention        SpecKind = "cross_attention"
@@ -44,6 +45,9 @@ type LayerSpec struct {
 	// Variant distinguishes specs of one kind with different shapes
 	// ("indexer" for the DeepSeek-V3.2 indexer).
 	Variant string `json:"variant,omitempty"`
+	// CompressRatio is DeepSeek-V4's compress_ratio: a block of BlockSize
+	// tokens stores BlockSize/CompressRatio slots (storage_block_size).
+	CompressRatio int `json:"compress_ratio,omitempty"`
 }
 
 // PageBytes is page_size_bytes: BlockSize·TokenBytes for attention kinds,
@@ -53,7 +57,7 @@ func (s LayerSpec) PageBytes() int64 {
 	if s.Kind == Mamba {
 		p = s.StateBytes
 	} else {
-		p = int64(s.BlockSize) * s.TokenBytes
+		p = int64(s.BlockSize/max(s.CompressRatio, 1)) * s.TokenBytes
 	}
 	if s.PagePadded > p {
 		p = s.PagePadded
@@ -87,7 +91,7 @@ func (s LayerSpec) blocks(u usage) int64 {
 	b := int64(max(s.BlockSize, 1))
 	L := int64(u.maxModelLen)
 	switch s.Kind {
-	case SlidingWindow:
+	case SlidingWindow, SlidingWindowMLA:
 		n := min(int64(s.Window)-1+int64(u.batchedTokens), L)
 		return cdiv(n, b) + 1
 	case ChunkedLocalAttention:
