@@ -255,10 +255,14 @@ func resolveGPU(req *Request) (gpu.GPU, error) {
 		g = defaultGPU()
 	}
 	if req.GPUMemory > 0 {
+		// The memory the user read is the total every budget starts from.
 		g.MemoryMiB = int64(req.GPUMemory) >> 20
+		g.CUDATotalMiB, g.CUDATotalSource = g.MemoryMiB, "given: --gpu-memory"
 		if g.MemoryMiB == 0 {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}
+	} else if err := g.CheckDiscrete(); err != nil {
+		return g, &FieldError{Field: "gpu", Err: err}
 	}
 	if req.Platform != "" && req.Platform != g.Platform && g.Name != "custom" {
 		vendor := strings.ToUpper(g.Vendor)
