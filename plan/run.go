@@ -143,7 +143,7 @@ func weightsNote(w int64) string {
 	if v, ok := weightsNotes.Load(w); ok {
 		return v.(string)
 	}
-	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype; not counted: vocabulary padding, buffers, MTP draft layers and a vision encoder); pass a model directory or Hub id for the checkpoint's exact bytes, --weights-memory, or the measured free-memory readings"
 	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
 	b = append(b, head...)
 	b = units.AppendBytes(b, w)
@@ -288,6 +288,9 @@ func begin(ctx context.Context, req *Request, engine string) (*catalog.Model, gp
 	if err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
+	if m, err = withLoadDType(req, m); err != nil {
+		return nil, gpu.GPU{}, nil, err
+	}
 	spec := m.Spec
 	g, err := resolveGPU(req)
 	if err != nil {
@@ -381,7 +384,10 @@ func dirHeaders(m *catalog.Model) *dirRead {
 // them): the engine loads them before it reads the free memory.
 func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
-	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
+	l, err := loadLayout(req, spec, tp, pp)
+	if err != nil {
+		return 0, "", "", err
+	}
 	if m.Headers != nil {
 		w := weights.FromHeaders(m.Headers, spec, l)
 		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
@@ -405,7 +411,8 @@ func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src we
 			return w, weights.Safetensors, "", nil
 		}
 	}
-	w, err = weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	l.Draft = false // the estimate leaves MTP layers out (weightsNote says so)
+	w, err = weights.PerRank(spec, l)
 	if err != nil {
 		return 0, "", "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}
