@@ -114,6 +114,16 @@ func (g GPU) ComputeCapabilityString() string {
 // figures are torch.cuda.get_device_properties().total_memory // 2^20 as
 // reported by ROCm; where only the marketing capacity is known the figure is
 // capacity in MiB minus the driver-reserved part and says "nominal".
+//
+// CUDATotalMiB, beside it, is the total CUDA reports to a process, with
+// its source in CUDATotalSource: a torch device-properties print or OOM
+// message ("total capacity of X GiB"), an engine's log (vLLM prints it),
+// ROCm's total (equal to the VRAM total), or, where no public log names
+// the card, an estimate: nvidia-smi's figure less the driver reserve of the
+// closest measured card (H100: 469 MiB, B200: 728, L40S: 582, RTX 5090:
+// 495). A unified-memory device (GB10) is Unified: its memory is the host's.
+// GH200 is its 96 GB of HBM only; the Grace CPU's LPDDR5X, which CUDA can
+// also reach, is never counted as GPU memory.
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
