@@ -432,7 +432,11 @@ func (o Options) searchSpace() (names, dtypes []string, maxGPUs int) {
 		if o.Base.GPU != "" {
 			gpus = []string{o.Base.GPU}
 		} else {
-			gpus = gpu.Names()
+			for _, g := range gpu.All() {
+				if !g.Unified { // a unified-memory device is planned only with its memory given
+					gpus = append(gpus, g.Name)
+				}
+			}
 		}
 	}
 	names = make([]string, 0, len(gpus))

@@ -38,15 +38,16 @@ func rows(cs []fit.Configuration) []row {
 
 // llamaBase is Llama-3.1-8B on H100s with 16 GiB of weights per rank and
 // mem_fraction_static 0.835. The modelled free memory before weight load
-// is 81559 − 1175 = 80384 MiB = 78.5 GiB on one GPU and 81559 − 1687 =
-// 79872 MiB = 78.0 GiB per rank with two or more (gpu.RuntimeOverheadMiB).
+// is the CUDA total less the CUDA context, 81090 − 706 = 80384 MiB = 78.5
+// GiB on one GPU, and less torch.distributed's 195 MiB too, 80189 MiB =
+// 78.31 GiB per rank, with two or more (sglang.PreLoadMemory).
 //
 //	1 GPU:  rest = 78.5 − 16 − 78.5·0.165 = 49.5475 GiB = 53,201,223,024 B
 //	        bf16 cell 8·256·32·2 = 131,072 → 405,893 tokens → 49 × 8192
 //	        fp8  cell 65,536              → 811,786 tokens → 99 × 8192
-//	2 GPUs: rest = 78.0 − 16 − 78.0·0.165 = 49.13 GiB = 52,752,935,813 B
+//	2 GPUs: rest = 78.31 − 16 − 78.31·0.165 = 49.39 GiB
 //	        TP2: 4 KV heads/rank, PP2: 16 layers/stage: both 65,536 B/token
-//	        → 804,945 tokens → 98 × 8192
+//	        → 809,181 tokens → 98 × 8192
 //	        DP2: two one-GPU replicas of 49 × 8192 each, 30 requests each
 func llamaBase() plan.Request {
 	return plan.Request{
@@ -76,9 +77,9 @@ func TestFitKnownAnswers(t *testing.T) {
 			want: []row{
 				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
 					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
-				{"H100-80GB", 2, 2, 1, 1, "auto", 804945, 60, 98,
+				{"H100-80GB", 2, 2, 1, 1, "auto", 809181, 60, 98,
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
-				{"H100-80GB", 2, 1, 2, 1, "auto", 804945, 60, 98,
+				{"H100-80GB", 2, 1, 2, 1, "auto", 809181, 60, 98,
 					[]string{"--tp-size", "1", "--pp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
 			},
 		},
@@ -163,7 +164,7 @@ func TestFitHeadroom(t *testing.T) {
 }
 
 // 200 requests of 8k do not fit two H100s: the best two-GPU layout holds
-// 98 of them (804,945 tokens), or 200 requests of ⌊804,945/200⌋ = 4,024
+// 98 of them (809,181 tokens), or 200 requests of ⌊809,181/200⌋ = 4,045
 // tokens.
 func TestFitClosestMiss(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 200, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2})
@@ -185,7 +186,7 @@ func TestFitClosestMiss(t *testing.T) {
 		FlagsRunning string
 	}
 	got := miss{m.GPU, m.GPUCount, m.TPSize, m.MaxConcurrency, m.MaxContextLength, m.CapacityAtContextLength, flagValue(m.Flags, "--max-running-requests")}
-	want := miss{"H100-80GB", 2, 2, 98, 4024, 98, "98"}
+	want := miss{"H100-80GB", 2, 2, 98, 4045, 98, "98"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("closest miss (-want +got):\n%s", d)
 	}
@@ -414,7 +415,7 @@ func BenchmarkFitAllGPUs(b *testing.B) {
 // to the smallest 0.01 step that does; every row re-plans from its flags.
 // The first case is issue 13's: Llama-3.1-70B (65.71 GiB of bf16 weights
 // per rank at TP2) holds one 32k request on two H100s only above SGLang's
-// default 0.834; with fp8 KV --mem-fraction-static 0.88 holds 38,426
+// default 0.834; with fp8 KV --mem-fraction-static 0.88 holds 41,997
 // tokens (`kvcfg plan ... --tp-size 2 --kv-cache-dtype fp8_e4m3
 // --mem-fraction-static 0.88 --context-length 32768`).
 func TestFitRaisesMemoryShare(t *testing.T) {
@@ -437,10 +438,10 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			opts: fit.Options{Base: plan.Request{Model: llama70}, Concurrency: 1, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
 				KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
 			want: []share{
-				{row{"H100-80GB", 2, 2, 1, 1, "auto", 34548, 1, 1,
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 36395, 1, 1,
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.91", "--max-running-requests", "1"}},
 					0.91, 0.828, "mem_fraction_static", true},
-				{row{"H100-80GB", 2, 2, 1, 1, "fp8_e4m3", 38426, 1, 1,
+				{row{"H100-80GB", 2, 2, 1, 1, "fp8_e4m3", 41997, 1, 1,
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "32768", "--mem-fraction-static", "0.88", "--max-running-requests", "1"}},
 					0.88, 0.828, "mem_fraction_static", true},
 			},
@@ -525,8 +526,8 @@ func TestFitCollapsesGPUAliases(t *testing.T) {
 	for _, c := range res.Configurations {
 		got = append(got, append([]string{c.GPU}, c.SameAs...))
 	}
-	// A100-80GB has 81920 MiB against the H100s' 81559: more headroom.
-	want := [][]string{{"A100-80GB"}, {"H100-80GB", "H800", "H100-PCIe"}}
+	// The H100s have 81090 MiB CUDA-visible against A100-80GB's 81050: more headroom.
+	want := [][]string{{"H100-80GB", "H800", "H100-PCIe"}, {"A100-80GB"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)
 	}

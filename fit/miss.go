@@ -238,7 +238,7 @@ func largerGPUs(searched []string, k int) []string {
 	}
 	var more []gpu.GPU
 	for _, o := range gpu.All() {
-		if l, ok := largest[o.Platform]; ok && o.MemoryMiB*10 >= l*11 {
+		if l, ok := largest[o.Platform]; ok && o.MemoryMiB*10 >= l*11 && !o.Unified {
 			more = append(more, o)
 		}
 	}

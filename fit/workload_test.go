@@ -28,13 +28,12 @@ func traceSource(t *testing.T) func() (simulate.Source, error) {
 	return func() (simulate.Source, error) { return simulate.NewTraceReader(strings.NewReader(string(b))), nil }
 }
 
-// workloadBase is Llama-3.1-8B on H100s cut to 20 GiB, with the memory
-// share fixed at 0.9: one GPU holds 16,463 tokens (SGLang) or 14,144
-// (vLLM), less than the four long requests reach, so it retracts or
-// preempts; two GPUs (TP2: half the weights and half the KV heads per
+// workloadBase is Llama-3.1-8B on H100s cut to 19.5 GiB, with the memory
+// share fixed at 0.9: one GPU holds 16,154 tokens (SGLang), less than the
+// four long requests reach (16,792), so it retracts, or none (vLLM); two GPUs (TP2: half the weights and half the KV heads per
 // GPU) hold about 148,000.
 func workloadBase(engine string) plan.Request {
-	r := plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", Engine: engine, GPUMemory: units.Size(20 * gib)}
+	r := plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", Engine: engine, GPUMemory: units.Size(39 * gib / 2)}
 	if engine == plan.EngineVLLM {
 		r.GPUMemoryUtilization = 0.9
 	} else {

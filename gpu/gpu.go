@@ -39,6 +39,23 @@ type GPU struct {
 	// (memory.total) or torch (total_memory // 2^20) reports it. This is
 	// what SGLang's server-args heuristics read.
 	MemoryMiB int64 `json:"memory_mib"`
+	// CUDATotalMiB is the total memory CUDA (HIP on AMD) gives a process,
+	// in MiB: torch.cuda.get_device_properties().total_memory // 2^20, the
+	// second value of torch.cuda.mem_get_info. It is smaller than
+	// nvidia-smi's MemoryMiB by the driver's reserve (H100 80GB HBM3: 81090
+	// against 81559), and it is what the engines' budgets start from:
+	// vLLM's requested memory is gpu_memory_utilization × this total, and
+	// SGLang's free memory before weights is this total less the CUDA
+	// context. CUDATotalBytes falls back to MemoryMiB where it is 0.
+	CUDATotalMiB int64 `json:"cuda_total_mib"`
+	// CUDATotalSource says how CUDATotalMiB was derived: a torch log or
+	// device-properties print ("torch ..."), an engine's log ("vLLM logs
+	// ..."), ROCm (equal to the VRAM total), or "estimate: ...".
+	CUDATotalSource string `json:"cuda_total_source"`
+	// Unified marks a device that shares its memory with the CPU (GB10):
+	// what an engine may take depends on the host, so a plan refuses it
+	// unless the memory is given (ErrUnified).
+	Unified bool `json:"unified,omitempty"`
 	// FNUZ marks AMD hardware whose fp8 type is float8_e4m3fnuz.
 	FNUZ bool `json:"fnuz,omitempty"`
 	// Description is a one-line human description.
@@ -49,8 +66,31 @@ type GPU struct {
 	SMINames []string `json:"smi_names,omitempty"`
 }
 
-// MemoryBytes returns the total memory in bytes.
+// MemoryBytes returns the total memory in bytes as nvidia-smi reports it.
 func (g GPU) MemoryBytes() int64 { return g.MemoryMiB << 20 }
+
+// CUDATotalBytes returns the total memory CUDA reports (CUDATotalMiB) in
+// bytes; MemoryBytes where the catalog has no CUDA figure (a custom GPU
+// given by its memory).
+func (g GPU) CUDATotalBytes() int64 {
+	if g.CUDATotalMiB > 0 {
+		return g.CUDATotalMiB << 20
+	}
+	return g.MemoryBytes()
+}
+
+// ErrUnified reports a unified-memory device planned without a memory
+// figure: its memory is the host's, so no catalog total applies.
+var ErrUnified = errors.New("gpu: unified-memory device")
+
+// CheckDiscrete returns nil for a discrete GPU and an error wrapping
+// ErrUnified, saying what to pass instead, for a unified-memory one.
+func (g GPU) CheckDiscrete() error {
+	if !g.Unified {
+		return nil
+	}
+	return fmt.Errorf("%w: the %s (%s) shares its memory with the CPU, so the memory an engine can take depends on what the host uses and kvcfg does not plan it as a discrete card; pass --gpu-memory with the memory the engine may use (and --pre-load-free-memory from the engine's log for exact numbers)", ErrUnified, g.Name, g.Description)
+}
 
 // ComputeCapability returns the CUDA compute capability as
 // torch.cuda.get_device_capability reports it (9, 0 for Hopper; 10, 3 for
@@ -74,67 +114,82 @@ func (g GPU) ComputeCapabilityString() string {
 // figures are torch.cuda.get_device_properties().total_memory // 2^20 as
 // reported by ROCm; where only the marketing capacity is known the figure is
 // capacity in MiB minus the driver-reserved part and says "nominal".
+//
+// CUDATotalMiB, beside it, is the total CUDA reports to a process, with
+// its source in CUDATotalSource: a torch device-properties print or OOM
+// message ("total capacity of X GiB"), an engine's log (vLLM prints it),
+// ROCm's total (equal to the VRAM total), or, where no public log names
+// the card, an estimate: nvidia-smi's figure less the driver reserve of the
+// closest measured card (H100: 469 MiB, B200: 728, L40S: 582, RTX 5090:
+// 495). A unified-memory device (GB10) is Unified: its memory is the host's.
+// GH200 is its 96 GB of HBM only; the Grace CPU's LPDDR5X, which CUDA can
+// also reach, is never counted as GPU memory.
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "torch get_device_properties: total_memory=81090MB (79.19 GiB in vLLM 0.19 logs)", Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
 	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
+		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: the SXM5 part's 81090 MiB (same 80GB and nvidia-smi figure)", Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
 	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 95830, Description: "NVIDIA H100 NVL 94GB HBM3", SMINames: []string{"NVIDIA H100 NVL"}}, // nvidia-smi 95830MiB
+		MemoryMiB: 95830, CUDATotalMiB: 95334, CUDATotalSource: "torch OOM message: total capacity of 93.10 GiB", Description: "NVIDIA H100 NVL 94GB HBM3", SMINames: []string{"NVIDIA H100 NVL"}}, // nvidia-smi 95830MiB
 	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
+		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: H100 SXM5's 81090 MiB (same board memory)", Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
 	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "vLLM logs: 139.81 GiB", Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
 	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
+		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "estimate: H200 SXM's 139.81 GiB (same HBM stack)", Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
 	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 97871, Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
+		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve", Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
 	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 97871, Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)", SMINames: []string{"NVIDIA GH200 480GB"}}, // nvidia-smi 97871MiB on the 96GB part
+		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve (the HBM only)", Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)", SMINames: []string{"NVIDIA GH200 480GB"}}, // nvidia-smi 97871MiB on the 96GB part
 	// Blackwell.
 	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
-		MemoryMiB: 183359, Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
+		MemoryMiB: 183359, CUDATotalMiB: 182631, CUDATotalSource: "torch get_device_properties: total_memory=182631MB", Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
 	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
-		MemoryMiB: 189471, Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
+		MemoryMiB: 189471, CUDATotalMiB: 188743, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
 	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103,
-		MemoryMiB: 275040, Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
+		MemoryMiB: 275040, CUDATotalMiB: 274312, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
 	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
-		MemoryMiB: 97887, Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
+		MemoryMiB: 97887, CUDATotalMiB: 97250, CUDATotalSource: "torch get_device_properties: total_memory=97250MB (Server Edition); OOM messages 94.97 GiB", Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
+	{Name: "RTX-5080", Aliases: []string{"5080", "RTX5080", "GeForce-RTX-5080"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+		MemoryMiB: 16303, CUDATotalMiB: 15808, CUDATotalSource: "estimate: nvidia-smi minus RTX 5090's 495 MiB driver reserve", Description: "NVIDIA GeForce RTX 5080 16GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5080"}}, // nvidia-smi 16303MiB
+	{Name: "GB10", Aliases: []string{"DGX-Spark", "GB10-128GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 121,
+		MemoryMiB: 122572, CUDATotalMiB: 122572, CUDATotalSource: "estimate: 119.7 GiB of the 128 GB LPDDR5x that CUDA reports, shared with the CPU", Unified: true,
+		Description: "NVIDIA GB10 Grace Blackwell (DGX Spark) 128GB unified LPDDR5x", SMINames: []string{"NVIDIA GB10"}}, // nvidia-smi prints no memory.total: the memory is the host's
 	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
-		MemoryMiB: 32607, Description: "NVIDIA GeForce RTX 5090 32GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5090"}}, // nvidia-smi 32607MiB
+		MemoryMiB: 32607, CUDATotalMiB: 32112, CUDATotalSource: "torch OOM messages: total capacity of 31.36 GiB", Description: "NVIDIA GeForce RTX 5090 32GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5090"}}, // nvidia-smi 32607MiB
 	// Ampere.
 	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 40960, Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
+		MemoryMiB: 40960, CUDATotalMiB: 40536, CUDATotalSource: "torch get_device_properties: total_memory=40536MB", Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
 	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 81920, Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
+		MemoryMiB: 81920, CUDATotalMiB: 81050, CUDATotalSource: "torch OOM messages: total capacity of 79.15 GiB", Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
 	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 23028, Description: "NVIDIA A10 / A10G 24GB GDDR6", SMINames: []string{"NVIDIA A10", "NVIDIA A10G"}}, // nvidia-smi 23028MiB (A10G on AWS g5)
+		MemoryMiB: 23028, CUDATotalMiB: 22589, CUDATotalSource: "torch OOM message on an A10G: total capacity of 22.06 GiB", Description: "NVIDIA A10 / A10G 24GB GDDR6", SMINames: []string{"NVIDIA A10", "NVIDIA A10G"}}, // nvidia-smi 23028MiB (A10G on AWS g5)
 	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 49140, Description: "NVIDIA RTX A6000 48GB GDDR6", SMINames: []string{"NVIDIA RTX A6000"}}, // nvidia-smi 49140MiB
+		MemoryMiB: 49140, CUDATotalMiB: 48556, CUDATotalSource: "estimate: nvidia-smi minus L40S's 584 MiB driver reserve (48GB GDDR6)", Description: "NVIDIA RTX A6000 48GB GDDR6", SMINames: []string{"NVIDIA RTX A6000"}}, // nvidia-smi 49140MiB
 	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 24576, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
+		MemoryMiB: 24576, CUDATotalMiB: 24146, CUDATotalSource: "vLLM logs: 23.58 GiB", Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
 	// Ada Lovelace.
 	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 46068, Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
+		MemoryMiB: 46068, CUDATotalMiB: 45486, CUDATotalSource: "vLLM logs: 44.42 GiB", Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
 	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 46068, Description: "NVIDIA L40 48GB GDDR6", SMINames: []string{"NVIDIA L40"}}, // nvidia-smi 46068MiB
+		MemoryMiB: 46068, CUDATotalMiB: 45486, CUDATotalSource: "estimate: L40S's 44.42 GiB (same board memory)", Description: "NVIDIA L40 48GB GDDR6", SMINames: []string{"NVIDIA L40"}}, // nvidia-smi 46068MiB
 	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 23034, Description: "NVIDIA L4 24GB GDDR6", SMINames: []string{"NVIDIA L4"}}, // nvidia-smi 23034MiB
+		MemoryMiB: 23034, CUDATotalMiB: 22559, CUDATotalSource: "estimate: torch OOM messages of 22.03 GiB on 24GB cards, nvidia-smi minus 475 MiB", Description: "NVIDIA L4 24GB GDDR6", SMINames: []string{"NVIDIA L4"}}, // nvidia-smi 23034MiB
 	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 49140, Description: "NVIDIA RTX 6000 Ada 48GB GDDR6", SMINames: []string{"NVIDIA RTX 6000 Ada Generation"}}, // nvidia-smi 49140MiB
+		MemoryMiB: 49140, CUDATotalMiB: 48556, CUDATotalSource: "estimate: nvidia-smi minus L40S's 584 MiB driver reserve (48GB GDDR6)", Description: "NVIDIA RTX 6000 Ada 48GB GDDR6", SMINames: []string{"NVIDIA RTX 6000 Ada Generation"}}, // nvidia-smi 49140MiB
 	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 24564, Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 4090"}}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
+		MemoryMiB: 24564, CUDATotalMiB: 24207, CUDATotalSource: "torch OOM messages on RTX 4090: total capacity of 23.64 GiB", Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 4090"}}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
 	// Turing.
 	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75,
-		MemoryMiB: 15360, Description: "NVIDIA T4 16GB GDDR6", SMINames: []string{"Tesla T4"}}, // nvidia-smi 15360MiB
+		MemoryMiB: 15360, CUDATotalMiB: 15104, CUDATotalSource: "torch OOM messages: total capacity of 14.75 GiB", Description: "NVIDIA T4 16GB GDDR6", SMINames: []string{"Tesla T4"}}, // nvidia-smi 15360MiB
 	// AMD Instinct (ROCm).
 	{Name: "MI300X", Aliases: []string{"MI300", "MI300X-192GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 196288, FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3", SMINames: []string{"AMD Instinct MI300X"}}, // torch total_memory / rocm-smi VRAM Total 205822885888 B = 196288MiB
+		MemoryMiB: 196288, CUDATotalMiB: 196288, CUDATotalSource: "ROCm: torch total_memory equals the VRAM total", FNUZ: true, Description: "AMD Instinct MI300X 192GB HBM3", SMINames: []string{"AMD Instinct MI300X"}}, // torch total_memory / rocm-smi VRAM Total 205822885888 B = 196288MiB
 	{Name: "MI325X", Aliases: []string{"MI325", "MI325X-256GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,
-		MemoryMiB: 261824, FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)", SMINames: []string{"AMD Instinct MI325X"}}, // nominal: 256GiB minus the 320MiB the MI300X (same gfx942) reserves
+		MemoryMiB: 261824, CUDATotalMiB: 261824, CUDATotalSource: "ROCm: torch total_memory equals the VRAM total (nominal)", FNUZ: true, Description: "AMD Instinct MI325X 256GB HBM3e (nominal)", SMINames: []string{"AMD Instinct MI325X"}}, // nominal: 256GiB minus the 320MiB the MI300X (same gfx942) reserves
 	{Name: "MI355X", Aliases: []string{"MI355", "MI355X-288GB", "MI350X"}, Vendor: "amd", Platform: "hip", Arch: "cdna4", SM: 0,
-		MemoryMiB: 294896, Description: "AMD Instinct MI355X 288GB HBM3e (OCP fp8)", SMINames: []string{"AMD Instinct MI355X"}}, // torch total_memory / rocm-smi VRAM Total 309220868096 B = 294896MiB
+		MemoryMiB: 294896, CUDATotalMiB: 294896, CUDATotalSource: "ROCm: torch total_memory equals the VRAM total", Description: "AMD Instinct MI355X 288GB HBM3e (OCP fp8)", SMINames: []string{"AMD Instinct MI355X"}}, // torch total_memory / rocm-smi VRAM Total 309220868096 B = 294896MiB
 }
 
 // Lookup returns the GPU named name (case-insensitive; aliases and

@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,7 +114,7 @@ func TestComputeCapability(t *testing.T) {
 	want := map[string]string{
 		"H100-80GB": "9.0", "H100-PCIe": "9.0", "H100-NVL": "9.0", "H800": "9.0", "H200": "9.0", "H200-NVL": "9.0",
 		"H20": "9.0", "GH200": "9.0", "B200": "10.0", "GB200": "10.0", "B300": "10.3", "RTX-PRO-6000": "12.0",
-		"RTX-5090": "12.0", "A100-40GB": "8.0", "A100-80GB": "8.0", "A10": "8.6", "A6000": "8.6", "RTX-3090": "8.6",
+		"RTX-5090": "12.0", "RTX-5080": "12.0", "GB10": "12.1", "A100-40GB": "8.0", "A100-80GB": "8.0", "A10": "8.6", "A6000": "8.6", "RTX-3090": "8.6",
 		"L40S": "8.9", "L40": "8.9", "L4": "8.9", "RTX-6000-Ada": "8.9", "RTX-4090": "8.9", "T4": "7.5",
 		"MI300X": "", "MI325X": "", "MI355X": "",
 	}
@@ -168,6 +169,81 @@ func TestNoteAmbiguous(t *testing.T) {
 	for _, name := range []string{"A100-80GB", "H100", "A100-40GB", "", "nope"} {
 		if n := gpu.Note(name); n != "" {
 			t.Errorf("Note(%q) = %q, want none", name, n)
+		}
+	}
+}
+
+// The total CUDA reports, beside nvidia-smi's: the figures engines' logs
+// print (vLLM's "total_memory", torch's device properties), and for every
+// GPU a labelled figure no larger than nvidia-smi's.
+func TestCUDATotal(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		mib     int64
+		gib     string // as torch and vLLM print it
+		smiMiB  int64
+		sources string
+	}{
+		{"H100-80GB", 81090, "79.19", 81559, "torch"},
+		{"H200", 143165, "139.81", 143771, "vLLM logs"},
+		{"L40S", 45486, "44.42", 46068, "vLLM logs"},
+		{"RTX-3090", 24146, "23.58", 24576, "vLLM logs"},
+		{"A100-40GB", 40536, "39.59", 40960, "torch"},
+		{"B200", 182631, "178.35", 183359, "torch"},
+		{"MI300X", 196288, "191.69", 196288, "ROCm"},
+	} {
+		g, err := gpu.Lookup(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.CUDATotalMiB != tt.mib || g.MemoryMiB != tt.smiMiB || g.CUDATotalBytes() != tt.mib<<20 {
+			t.Errorf("%s: CUDA total %d MiB (nvidia-smi %d), want %d (%d)", tt.name, g.CUDATotalMiB, g.MemoryMiB, tt.mib, tt.smiMiB)
+		}
+		if got := fmt.Sprintf("%.2f", float64(g.CUDATotalMiB)/1024); got != tt.gib {
+			t.Errorf("%s: %s GiB, want %s", tt.name, got, tt.gib)
+		}
+		if !strings.HasPrefix(g.CUDATotalSource, tt.sources) {
+			t.Errorf("%s: source %q, want it to start %q", tt.name, g.CUDATotalSource, tt.sources)
+		}
+	}
+	for _, g := range gpu.All() {
+		if g.CUDATotalMiB <= 0 || g.CUDATotalMiB > g.MemoryMiB || g.CUDATotalSource == "" {
+			t.Errorf("%s: CUDA total %d MiB (%q) against nvidia-smi %d MiB", g.Name, g.CUDATotalMiB, g.CUDATotalSource, g.MemoryMiB)
+		}
+		if g.Vendor == "nvidia" && !g.Unified && g.CUDATotalMiB == g.MemoryMiB {
+			t.Errorf("%s: the CUDA total equals nvidia-smi's: the driver's reserve is missing", g.Name)
+		}
+	}
+	if got := (gpu.GPU{MemoryMiB: 1000}).CUDATotalBytes(); got != 1000<<20 {
+		t.Errorf("custom GPU: %d, want its memory", got)
+	}
+}
+
+// The GPUs operators plan on (issue 29) are all in the catalog.
+func TestCatalogCoversPlannedGPUs(t *testing.T) {
+	for _, name := range []string{"RTX 3090", "RTX 4090", "RTX 5080", "RTX 5090", "RTX PRO 6000 Blackwell", "L4", "L40S", "A10",
+		"A100-40GB", "A100-80GB", "H100 PCIe", "H100 SXM", "H100 NVL", "H200", "H20", "B200", "B300", "GB200",
+		"MI300X", "MI325X", "MI355X", "NVIDIA GeForce RTX 5080", "GB10", "DGX Spark"} {
+		if _, err := gpu.Lookup(name); err != nil {
+			t.Errorf("Lookup(%q): %v", name, err)
+		}
+	}
+}
+
+// A unified-memory device is refused with what to pass instead; a
+// discrete one is not.
+func TestCheckDiscrete(t *testing.T) {
+	g, err := gpu.Lookup("GB10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.CheckDiscrete()
+	if !errors.Is(err, gpu.ErrUnified) || !strings.Contains(err.Error(), "--gpu-memory") || !strings.HasPrefix(err.Error(), "gpu: ") {
+		t.Errorf("GB10: %v", err)
+	}
+	for _, g := range gpu.All() {
+		if err := g.CheckDiscrete(); (err != nil) != g.Unified {
+			t.Errorf("%s: CheckDiscrete = %v, unified %v", g.Name, err, g.Unified)
 		}
 	}
 }

@@ -72,8 +72,8 @@ func ExampleReport_WriteText() {
 	// K / V size                         25.29 GiB / 25.29 GiB
 	//
 	// MEMORY PER GPU
-	//   total                                79.65 GiB
-	//   runtime overhead                     1.15 GiB
+	//   total                                79.19 GiB
+	//   runtime overhead                     706.00 MiB
 	//   free before weights                  78.50 GiB
 	//   weights                              14.96 GiB (measured)
 	//   free after weights                   63.54 GiB

@@ -100,17 +100,17 @@ var (
 	vllmTRTLLM    = []string{EngineVLLM, EngineTRTLLM}
 	engineColumns = []EngineColumn{
 		{Engine: EngineSGLang, Label: "SGLang", Native: true, Keys: []string{
-			"tp_size", "pp_size", "dp_size", "enable_dp_attention", "kv_cache_dtype", "context_length",
+			"tp_size", "pp_size", "dp_size", "enable_dp_attention", "dtype", "quantization", "kv_cache_dtype", "context_length",
 			"mem_fraction_static", "max_running_requests", "max_total_tokens", "page_size",
 			"swa_full_tokens_ratio", "disable_hybrid_swa_memory", "max_mamba_cache_size", "mamba_full_memory_ratio",
-			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache",
+			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "enforce_eager", "disable_radix_cache",
 			"speculative_algorithm", "speculative_num_draft_tokens"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
-			"tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+			"tp_size", "pp_size", "dp_size", "dtype", "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
 			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager",
 			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
-			"tp_size", "pp_size", "enable_dp_attention", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
+			"tp_size", "pp_size", "enable_dp_attention", "dtype", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
 			"max_attention_window", "host_cache_size", "max_input_len", "enable_chunked_prefill",
 			"disable_overlap_scheduler", "max_draft_len"}},
@@ -198,6 +198,12 @@ var flagTable = []Flag{
 		Help:     "data-parallel attention (attention TP = tp / dp)",
 		Spelling: sp(EngineSGLang, "--enable-dp-attention", EngineTRTLLM, "enable_attention_dp")},
 
+	{Key: "dtype", Name: "--dtype", Kind: KindString, Engines: allEngines,
+		Help:     "model dtype: auto (the config's; float32 checkpoints run in float16, Gemma in bfloat16), half or float16, bfloat16, float or float32; the weights and the auto KV cache dtype follow it",
+		Spelling: sp(EngineSGLang, "--dtype", EngineVLLM, "--dtype", EngineTRTLLM, "dtype")},
+	{Key: "quantization", Name: "--quantization", Kind: KindString, Engines: sglangVLLM,
+		Help:     "weight quantization: fp8 quantizes an unquantized checkpoint's linear layers to one byte a weight after loading (embeddings, LM head, norms and routers stay at --dtype); a quantized checkpoint's own method is accepted as it is",
+		Spelling: sp(EngineSGLang, "--quantization", EngineVLLM, "--quantization")},
 	{Key: "kv_cache_dtype", Name: "--kv-cache-dtype", Kind: KindString, Engines: allEngines,
 		Help:     "KV cache dtype: auto, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16, ...; any engine's spelling (fp8 = fp8_e4m3) plans as the engine's own",
 		Spelling: sp(EngineSGLang, "--kv-cache-dtype", EngineVLLM, "--kv-cache-dtype", EngineTRTLLM, "kv_cache_config.dtype")},
@@ -280,9 +286,10 @@ var flagTable = []Flag{
 		Spelling: sp(EngineVLLM, "--kv-cache-memory-bytes")},
 	{Key: "kv_cache_memory", Name: "--kv-cache-memory", Kind: KindSize, Engines: vllmTRTLLM, NonZero: true,
 		Help: "vLLM and TensorRT-LLM: the KV memory a run logged (vLLM's \"Available KV cache memory\", e.g. 51.63GiB; TensorRT-LLM's \"available KV cache memory when calculating max tokens\"), replacing the budget estimate"},
-	{Key: "enforce_eager", Name: "--enforce-eager", Kind: KindBool, Engines: vllmOnly,
-		Help:     "vLLM: no CUDA graphs (nothing set aside for them)",
-		Spelling: sp(EngineVLLM, "--enforce-eager")},
+	{Key: "enforce_eager", Name: "--enforce-eager", Aliases: []Alias{{"--disable-cuda-graph", "SGLang's name"}},
+		Kind: KindBool, Engines: sglangVLLM,
+		Help:     "no CUDA graphs: nothing set aside for them (vLLM's --enforce-eager; SGLang's --disable-cuda-graph drops the decode-graph reserve of the default mem_fraction_static)",
+		Spelling: sp(EngineSGLang, "--disable-cuda-graph", EngineVLLM, "--enforce-eager")},
 	{Key: "num_gpu_blocks_override", Name: "--num-gpu-blocks-override", Kind: KindInt, Engines: vllmOnly, NonZero: true, Role: "token_cap",
 		Help:     "vLLM: number of KV blocks, overriding the profiled count",
 		Spelling: sp(EngineVLLM, "--num-gpu-blocks-override")},

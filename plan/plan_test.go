@@ -100,7 +100,7 @@ func TestDefaultPlan(t *testing.T) {
 	if r.Model != "meta-llama/Llama-3.1-8B-Instruct" || r.GPU != "H100-80GB" || r.Engine != "sglang" || r.KVCacheDType != "auto" || r.ResolvedKVCacheDType != "bf16" {
 		t.Errorf("inputs: %+v", r)
 	}
-	// Modelled: pre = 81559 − 1175 MiB = 78.50 GiB; weights ≈ 14.96 GiB.
+	// Modelled: pre = 81090 (CUDA total) − 706 MiB (CUDA context) = 78.50 GiB; weights ≈ 14.96 GiB.
 	if !r.WeightsEstimated || r.Measured || r.PreLoadFreeBytes != 785<<30/10 {
 		t.Errorf("memory model: %+v", r.Breakdown)
 	}
@@ -341,6 +341,48 @@ func TestPinnedPlanAllocs(t *testing.T) {
 		})
 		if n > 6 {
 			t.Errorf("a plan pinned to SGLang %s allocates %v times, want at most 6 (a default plan's)", v, n)
+		}
+	}
+}
+
+// Without readings SGLang's free memory before weights starts from the
+// total CUDA reports, less the CUDA context and, with more than one rank,
+// torch.distributed's initialisation (sglang.PreLoadMemory); the report's
+// breakdown starts from the same total.
+func TestSGLangPreLoadFromCUDATotal(t *testing.T) {
+	for _, tt := range []struct {
+		gpu          string
+		tp, pp       int
+		total, preMi int64 // MiB
+	}{
+		{"H100", 1, 1, 81090, 81090 - 706},
+		{"H100", 2, 1, 81090, 81090 - 706 - 195},
+		{"L4", 4, 1, 22559, 22559 - 706 - 195},
+		{"RTX-3090", 1, 2, 24146, 24146 - 706 - 195},
+		{"RTX-5080", 1, 1, 15808, 15808 - 706},
+	} {
+		r, err := plan.Run(context.Background(), plan.Request{Model: "Qwen/Qwen3-8B", GPU: tt.gpu, TPSize: tt.tp, PPSize: tt.pp, WeightsMemory: units.Size(1 << 30)})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.gpu, err)
+		}
+		if r.PreLoadFreeBytes != tt.preMi<<20 || r.Breakdown.TotalBytes != tt.total<<20 || r.Breakdown.RuntimeOverheadBytes != (tt.total-tt.preMi)<<20 {
+			t.Errorf("%s TP %d PP %d: pre %d, breakdown %+v; want pre %d MiB of %d", tt.gpu, tt.tp, tt.pp, r.PreLoadFreeBytes>>20, r.Breakdown, tt.preMi, tt.total)
+		}
+	}
+}
+
+// A unified-memory device is refused unless its memory is given; with
+// --gpu-memory it plans from that figure.
+func TestUnifiedGPURefused(t *testing.T) {
+	for _, engine := range []string{plan.EngineSGLang, plan.EngineVLLM, plan.EngineTRTLLM} {
+		_, err := plan.Run(context.Background(), plan.Request{Engine: engine, Model: "Qwen/Qwen3-8B", GPU: "GB10"})
+		var fe *plan.FieldError
+		if !errors.As(err, &fe) || fe.Field != "gpu" || !strings.Contains(err.Error(), "--gpu-memory") || !strings.Contains(err.Error(), "shares its memory with the CPU") {
+			t.Errorf("%s: GB10 without --gpu-memory: %v", engine, err)
+		}
+		r, err := plan.Run(context.Background(), plan.Request{Engine: engine, Model: "Qwen/Qwen3-8B", GPU: "GB10", GPUMemory: units.Size(100 << 30)})
+		if err != nil || r.GPUMemory != 100<<30 {
+			t.Errorf("%s: GB10 with --gpu-memory 100GiB: %v", engine, err)
 		}
 	}
 }

@@ -116,6 +116,15 @@ type Request struct {
 	DPSize            int  `json:"dp_size,omitempty"`
 	EnableDPAttention bool `json:"enable_dp_attention,omitempty"`
 
+	// DType is --dtype (every engine; TensorRT-LLM's LLM-API dtype):
+	// auto, half or float16, bfloat16, float or float32. The weights and
+	// the auto KV cache dtype follow it.
+	DType string `json:"dtype,omitempty"`
+	// Quantization is --quantization (SGLang, vLLM): fp8 quantizes an
+	// unquantized checkpoint's linear layers after loading; a quantized
+	// checkpoint's own method is accepted as it is.
+	Quantization string `json:"quantization,omitempty"`
+
 	KVCacheDType              string  `json:"kv_cache_dtype,omitempty"`
 	MemFractionStatic         float64 `json:"mem_fraction_static,omitempty"`
 	PageSize                  int     `json:"page_size,omitempty"`
@@ -164,8 +173,9 @@ type Request struct {
 	// (measured mode): it replaces vLLM's whole budget computation, and
 	// wins over kv_cache_memory_bytes.
 	KVCacheMemory units.Size `json:"kv_cache_memory,omitempty"`
-	// EnforceEager is vLLM's --enforce-eager: no CUDA graphs, so nothing
-	// is set aside for them.
+	// EnforceEager is vLLM's --enforce-eager and SGLang's
+	// --disable-cuda-graph (a flag alias): no CUDA graphs,
+	// so nothing is set aside for them.
 	EnforceEager bool `json:"enforce_eager,omitempty"`
 	// NumGPUBlocksOverride is vLLM's --num-gpu-blocks-override.
 	NumGPUBlocksOverride int64 `json:"num_gpu_blocks_override,omitempty"`
@@ -401,6 +411,9 @@ func (r *Request) checkChoices(p *problems, withEngine bool) {
 	case "", "cuda", "hip":
 	default:
 		p.add("platform", "unknown platform %q (accepted: cuda, hip)", r.Platform)
+	}
+	if _, err := loadDType(r.DType); err != nil {
+		p.add("dtype", "%v", err)
 	}
 	switch strings.ToLower(r.MambaSSMDType) {
 	case "", "float32", "bfloat16":

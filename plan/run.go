@@ -143,7 +143,7 @@ func weightsNote(w int64) string {
 	if v, ok := weightsNotes.Load(w); ok {
 		return v.(string)
 	}
-	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype); pass --weights-memory or the measured free-memory readings for exact numbers"
+	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype; not counted: vocabulary padding, buffers, MTP draft layers and a vision encoder); pass a model directory or Hub id for the checkpoint's exact bytes, --weights-memory, or the measured free-memory readings"
 	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
 	b = append(b, head...)
 	b = units.AppendBytes(b, w)
@@ -255,10 +255,14 @@ func resolveGPU(req *Request) (gpu.GPU, error) {
 		g = defaultGPU()
 	}
 	if req.GPUMemory > 0 {
+		// The memory the user read is the total every budget starts from.
 		g.MemoryMiB = int64(req.GPUMemory) >> 20
+		g.CUDATotalMiB, g.CUDATotalSource = g.MemoryMiB, "given: --gpu-memory"
 		if g.MemoryMiB == 0 {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}
+	} else if err := g.CheckDiscrete(); err != nil {
+		return g, &FieldError{Field: "gpu", Err: err}
 	}
 	if req.Platform != "" && req.Platform != g.Platform && g.Name != "custom" {
 		vendor := strings.ToUpper(g.Vendor)
@@ -282,6 +286,9 @@ func resolveGPU(req *Request) (gpu.GPU, error) {
 func begin(ctx context.Context, req *Request, engine string) (*catalog.Model, gpu.GPU, *Report, error) {
 	m, err := openModel(ctx, req)
 	if err != nil {
+		return nil, gpu.GPU{}, nil, err
+	}
+	if m, err = withLoadDType(req, m); err != nil {
 		return nil, gpu.GPU{}, nil, err
 	}
 	spec := m.Spec
@@ -377,7 +384,10 @@ func dirHeaders(m *catalog.Model) *dirRead {
 // them): the engine loads them before it reads the free memory.
 func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src weights.Source, note string, err error) {
 	spec := m.Spec
-	l := weights.Layout{TP: tp, PP: pp, Draft: draftsWithMTP(req, spec)}
+	l, err := loadLayout(req, spec, tp, pp)
+	if err != nil {
+		return 0, "", "", err
+	}
 	if m.Headers != nil {
 		w := weights.FromHeaders(m.Headers, spec, l)
 		return w, weights.HubSafetensors + weights.Source(":"+m.Name+"@"+m.Revision), "", nil
@@ -401,7 +411,8 @@ func weightsPerRank(m *catalog.Model, req *Request, tp, pp int) (w int64, src we
 			return w, weights.Safetensors, "", nil
 		}
 	}
-	w, err = weights.PerRank(spec, weights.Layout{TP: tp, PP: pp})
+	l.Draft = false // the estimate leaves MTP layers out (weightsNote says so)
+	w, err = weights.PerRank(spec, l)
 	if err != nil {
 		return 0, "", "", &FieldError{Field: "weights_memory", Err: fmt.Errorf("%w (pass --weights-memory)", err)}
 	}

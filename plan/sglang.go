@@ -47,7 +47,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	rep.WeightsBytes, rep.WeightsEstimated, rep.WeightsSource = mem.weights, mem.source == weights.Estimated, string(mem.source)
 	rep.PreLoadFreeBytes, rep.PostLoadFreeBytes, rep.Measured = mem.pre, mem.post, mem.source == weights.Measured
 	b := &rep.Breakdown
-	b.TotalBytes = g.MemoryBytes()
+	b.TotalBytes = g.CUDATotalBytes() // the total SGLang's free-memory readings start from
 	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
 	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
 
@@ -66,7 +66,8 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
 			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
 			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
-			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS, DisableRadixCache: req.DisableRadixCache,
+			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS,
+			DisableCudaGraph: req.EnforceEager, DisableRadixCache: req.DisableRadixCache,
 			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
 			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
@@ -207,19 +208,19 @@ type memory struct {
 func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *Report) (memory, error) {
 	spec := m.Spec
 	var mm memory
-	world := tp * pp
 	mm.pre = int64(req.PreLoadFreeMemory)
 	if mm.pre == 0 {
-		mm.pre = sglang.PreLoadFreeBytes(g.MemoryMiB, world)
+		p := sglang.PreLoadMemory(g, tp, pp)
+		mm.pre = p.FreeBytes
 		if req.PostLoadFreeMemory == 0 {
-			rep.warn(overheadNote(world))
+			rep.warn(overheadNote(p))
 		}
 	}
 	if mm.pre <= 0 {
 		return mm, fieldErr("gpu_memory", "the GPU has no memory left after the runtime overhead")
 	}
-	if int64(req.PreLoadFreeMemory) > g.MemoryBytes() && g.MemoryBytes() > 0 {
-		return mm, fieldErr("pre_load_free_memory", "%s exceeds the GPU's total memory %s", req.PreLoadFreeMemory, units.Size(g.MemoryBytes()))
+	if total := g.CUDATotalBytes(); int64(req.PreLoadFreeMemory) > total && total > 0 {
+		return mm, fieldErr("pre_load_free_memory", "%s exceeds the GPU's total memory %s", req.PreLoadFreeMemory, units.Size(total))
 	}
 	switch {
 	case req.PostLoadFreeMemory > 0:
@@ -257,19 +258,20 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 	return mm, nil
 }
 
-// overheadNotes are the modelled-overhead notes of one rank and of more
-// than one (gpu.RuntimeOverheadMiB has two values), built once.
-var overheadNotes = sync.OnceValue(func() [2]string {
-	var out [2]string
-	for i, world := range []int{1, 2} {
-		out[i] = fmt.Sprintf("free memory before weight load is modelled as total − %d MiB runtime overhead (CUDA context, NCCL); pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", gpu.RuntimeOverheadMiB(world))
+// overheadNotes are the modelled pre-load notes, one per value of the
+// torch.distributed term (none, CUDA, ROCm), built once.
+var overheadNotes = sync.OnceValue(func() map[int64]string {
+	out := map[int64]string{}
+	for _, mib := range []int64{0, sglang.DistributedInitMiB, sglang.DistributedInitHIPMiB} {
+		dist := ""
+		if mib > 0 {
+			dist = fmt.Sprintf(" − %d MiB torch.distributed/NCCL initialisation (TP × PP > 1)", mib)
+		}
+		out[mib] = fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %d MiB CUDA context%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.CUDAContextMiB, dist)
 	}
 	return out
 })
 
-func overheadNote(world int) string {
-	if world > 1 {
-		return overheadNotes()[1]
-	}
-	return overheadNotes()[0]
+func overheadNote(p sglang.PreLoad) string {
+	return overheadNotes()[p.DistributedBytes>>20]
 }

@@ -80,14 +80,29 @@ func FromHeaders(hdrs []safetensors.Header, s *model.Spec, l Layout) int64 {
 	tp, pp := max(l.TP, 1), max(l.PP, 1)
 	stageOf := stageMap(s, pp)
 	stages := make([]float64, pp)
+	var embed float64
+	head := false
 	for _, hdr := range hdrs {
 		for _, t := range hdr.Tensors {
 			st, skip := tensorStage(t.Name, s, stageOf, pp, l.Draft)
 			if skip {
 				continue
 			}
-			stages[st] += perRankBytes(t, s, tp)
+			b := perRankBytes(t, s, tp, l)
+			stages[st] += b
+			switch lower := strings.ToLower(t.Name); {
+			case strings.Contains(lower, "lm_head"):
+				head = true
+			case st == 0 && len(t.Shape) == 2 && isInputEmbedding(lower):
+				embed += b
+			}
 		}
+	}
+	if pp > 1 && !head {
+		// Tied embeddings: the last stage builds its own LM head from
+		// the embedding (vLLM and SGLang create embed_tokens on the
+		// last rank too when tie_word_embeddings is set).
+		stages[pp-1] += embed
 	}
 	var m float64
 	for _, b := range stages {
@@ -236,16 +251,86 @@ func tensorStage(name string, s *model.Spec, stageOf []int, pp int, draft bool) 
 	return 0, false
 }
 
-func perRankBytes(t safetensors.TensorInfo, s *model.Spec, tp int) float64 {
-	b := float64(t.Bytes())
+func perRankBytes(t safetensors.TensorInfo, s *model.Spec, tp int, l Layout) float64 {
+	b := loadedBytes(t, l)
 	if len(t.Shape) < 2 {
 		return b
 	}
 	lower := strings.ToLower(t.Name)
+	if isRouter(lower) {
+		return b // a MoE router (ReplicatedLinear) is whole on every rank
+	}
 	if (strings.Contains(lower, "k_proj") || strings.Contains(lower, "v_proj")) && s.NumKVHeads > 0 && s.NumKVHeads < tp {
 		return b / float64(s.NumKVHeads)
 	}
+	if rows := t.Shape[0]; len(t.Shape) == 2 && rows > 0 && !isVision(lower) && (strings.Contains(lower, "lm_head") || isInputEmbedding(lower)) {
+		// VocabParallelEmbedding and ParallelLMHead pad the vocabulary to
+		// a multiple of 64 and give each rank an equal share of it.
+		padded := (rows + vocabPadding - 1) / vocabPadding * vocabPadding
+		share := (padded + int64(tp) - 1) / int64(tp)
+		return b / float64(rows) * float64(share)
+	}
 	return b / float64(tp)
+}
+
+// isRouter reports whether a (lower-case) tensor name is a MoE router's
+// or a shared-expert gate's weight ("mlp.gate.weight", "router.weight").
+func isRouter(lower string) bool {
+	return strings.HasSuffix(lower, ".gate.weight") || strings.HasSuffix(lower, "expert_gate.weight") || strings.Contains(lower, "router")
+}
+
+// vocabPadding is vLLM's and SGLang's DEFAULT_VOCAB_PADDING_SIZE.
+const vocabPadding = 64
+
+// isInputEmbedding reports whether a (lower-case) tensor name is the token
+// embedding of the language model.
+func isInputEmbedding(lower string) bool {
+	return strings.Contains(lower, "embed_tokens") || strings.HasSuffix(lower, "wte.weight") || strings.HasSuffix(lower, "word_embeddings.weight")
+}
+
+// floatBytes are the element sizes of the floating-point dtypes an engine
+// converts to its load dtype.
+var floatBytes = map[string]float64{"F16": 2, "BF16": 2, "F32": 4}
+
+// loadedBytes is the bytes the engine holds for t: a floating-point tensor
+// at l.DType (one byte an element for a linear layer's weight under
+// l.RuntimeFP8), anything else (fp8, packed integers, scales) as stored.
+func loadedBytes(t safetensors.TensorInfo, l Layout) float64 {
+	b := float64(t.Bytes())
+	el, ok := floatBytes[strings.ToUpper(t.DType)]
+	if !ok || strings.Contains(strings.ToLower(t.Name), "scale") {
+		return b // quantization scales keep their dtype (fp8 block scales stay float32)
+	}
+	n := b / el
+	if l.RuntimeFP8 && runtimeQuantized(t) {
+		return n
+	}
+	if d := l.DType.Size(); d > 0 {
+		return n * float64(d)
+	}
+	return b
+}
+
+// runtimeQuantized reports whether runtime --quantization fp8 quantizes t:
+// the 2-D weight of a linear layer (attention, MLP, experts, Mamba
+// projections), not an embedding, the LM head, a norm, a MoE router or a
+// vision tower.
+func runtimeQuantized(t safetensors.TensorInfo) bool {
+	lower := strings.ToLower(t.Name)
+	if len(t.Shape) != 2 && !(len(t.Shape) == 3 && strings.Contains(lower, "experts")) {
+		return false
+	}
+	if !strings.HasSuffix(lower, ".weight") && !strings.Contains(lower, "experts") {
+		return false
+	}
+	if isRouter(lower) {
+		return false // MoE routers stay unquantized
+	}
+	switch kindOf(t, 0) { // MTP layers' linears are quantized as the rest
+	case "attention", "mlp", "experts":
+		return true
+	}
+	return false
 }
 
 // ErrPartial is wrapped by a *PartialError.

@@ -126,26 +126,147 @@ func TestFromHeadersVisionAndMTP(t *testing.T) {
 		ti("model.norm.weight", "BF16", 40, 20),
 		ti("lm_head.weight", "BF16", 4000, 100, 20),
 	)...)
-	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1}), int64(32000+4000+1200+40+4000); got != want {
+	// The vocabulary of 100 is padded to 128 rows (5,120 B) in the
+	// embedding and the LM head, as VocabParallelEmbedding allocates it.
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1}), int64(32000+5120+1200+40+5120); got != want {
 		t.Errorf("TP 1: %d, want %d", got, want)
 	}
 	// PP 2: stage 0 holds the vision tower, the embedding and layer 0.
-	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2}), int64(32000+4000+600); got != want {
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2}), int64(32000+5120+600); got != want {
 		t.Errorf("PP 2: %d, want %d", got, want)
 	}
 	// Drafting with the MTP layer (speculative EAGLE/NEXTN) loads it, on
 	// the last stage.
-	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, Draft: true}), int64(32000+4000+1800+40+4000); got != want {
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, Draft: true}), int64(32000+5120+1800+40+5120); got != want {
 		t.Errorf("TP 1 with the draft: %d, want %d", got, want)
 	}
 	// With PP 2 the draft joins the last stage (5,240 B), and the first
 	// (vision, embedding, layer 0) stays the most loaded.
-	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2, Draft: true}), int64(32000+4000+600); got != want {
+	if got, want := weights.FromHeaders([]safetensors.Header{h}, s, weights.Layout{TP: 1, PP: 2, Draft: true}), int64(32000+5120+600); got != want {
 		t.Errorf("PP 2 with the draft: %d, want %d", got, want)
 	}
 	tot := weights.Sum([]safetensors.Header{h}, s)
 	want := map[string]int64{"vision": 32000, "embedding": 4000, "mlp": 1200, "mtp": 600, "norm_bias": 40, "lm_head": 4000}
 	if !reflect.DeepEqual(tot.ByKind, want) || tot.ByDType["F8_E4M3"] != 1800 || tot.Bytes != 41840 || tot.Tensors != 38 {
 		t.Errorf("sum %+v", tot)
+	}
+}
+
+// toyHeaders is a two-layer bf16 checkpoint (vocab 128, hidden 16) with an
+// MoE router and experts in layer 1; head says whether it ships an LM head
+// (false: tied embeddings).
+func toyHeaders(dt string, el int64, head bool) []safetensors.Header {
+	ts := []safetensors.TensorInfo{ti("model.embed_tokens.weight", dt, 128*16*el, 128, 16)}
+	for i := range 2 {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		ts = append(ts,
+			ti(p+"self_attn.qkv_proj.weight", dt, 32*16*el, 32, 16),
+			ti(p+"self_attn.o_proj.weight", dt, 16*16*el, 16, 16),
+			ti(p+"mlp.gate.weight", dt, 4*16*el, 4, 16),
+			ti(p+"mlp.experts.0.down_proj.weight", dt, 16*32*el, 16, 32),
+			ti(p+"input_layernorm.weight", dt, 16*el, 16),
+		)
+	}
+	ts = append(ts, ti("model.norm.weight", dt, 16*el, 16))
+	if head {
+		ts = append(ts, ti("lm_head.weight", dt, 128*16*el, 128, 16))
+	}
+	return []safetensors.Header{hdr(ts...)}
+}
+
+// The load dtype (--dtype, or auto's float16 for a float32 checkpoint)
+// converts every floating-point tensor; runtime --quantization fp8 holds
+// the linear layers' weights at one byte and leaves the embedding, the LM
+// head, the norms and the router at the load dtype.
+func TestFromHeadersLoadDType(t *testing.T) {
+	s := &model.Spec{Name: "toy", NumLayers: 2, NumKVHeads: 2, ModelDType: dtype.BFloat16}
+	const (
+		embed  = 128 * 16 // elements
+		linear = 2 * (32*16 + 16*16 + 16*32)
+		router = 2 * 4 * 16
+		norms  = 3 * 16
+		all    = 2*embed + linear + router + norms
+	)
+	bf16, f32 := toyHeaders("BF16", 2, true), toyHeaders("F32", 4, true)
+	for _, tt := range []struct {
+		name string
+		h    []safetensors.Header
+		l    weights.Layout
+		want int64
+	}{
+		{"bf16 as stored", bf16, weights.Layout{}, 2 * all},
+		{"bf16 --dtype bfloat16", bf16, weights.Layout{DType: dtype.BFloat16}, 2 * all},
+		{"bf16 --dtype float32", bf16, weights.Layout{DType: dtype.Float32}, 4 * all},
+		{"f32 checkpoint, auto = float16", f32, weights.Layout{DType: dtype.Float16}, 2 * all},
+		{"bf16 --quantization fp8", bf16, weights.Layout{RuntimeFP8: true}, 2*(2*embed+router+norms) + linear},
+		{"f32 --dtype float32 --quantization fp8", f32, weights.Layout{DType: dtype.Float32, RuntimeFP8: true}, 4*(2*embed+router+norms) + linear},
+		{"bf16 fp8 TP 2: the router whole on each rank", bf16, weights.Layout{TP: 2, RuntimeFP8: true}, (2*2*embed+linear)/2 + 2*router + 2*norms},
+	} {
+		if got := weights.FromHeaders(tt.h, s, tt.l); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	// An fp8 tensor is held as stored whatever the load dtype.
+	h := []safetensors.Header{hdr(ti("model.layers.0.mlp.down_proj.weight", "F8_E4M3", 512, 16, 32))}
+	if got := weights.FromHeaders(h, s, weights.Layout{DType: dtype.Float32, RuntimeFP8: true}); got != 512 {
+		t.Errorf("fp8 tensor: %d, want 512", got)
+	}
+}
+
+// Tied embeddings with pipeline parallelism: the last stage builds its LM
+// head from a copy of the embedding. An untied checkpoint's last stage
+// holds its own LM head.
+func TestFromHeadersTiedEmbeddingPP(t *testing.T) {
+	s := &model.Spec{Name: "toy", NumLayers: 2, NumKVHeads: 2, ModelDType: dtype.BFloat16}
+	const (
+		embed = 128 * 16 * 2
+		layer = 2 * (32*16 + 16*16 + 4*16 + 16*32 + 16)
+		norm  = 16 * 2
+	)
+	if got, want := weights.FromHeaders(toyHeaders("BF16", 2, false), s, weights.Layout{PP: 2}), int64(layer+norm+embed); got != want {
+		t.Errorf("tied, PP 2: %d, want %d (the last stage's copy of the embedding)", got, want)
+	}
+	if got, want := weights.FromHeaders(toyHeaders("BF16", 2, false), s, weights.Layout{}), int64(embed+2*layer+norm); got != want {
+		t.Errorf("tied, PP 1: %d, want %d (one embedding)", got, want)
+	}
+	if got, want := weights.FromHeaders(toyHeaders("BF16", 2, true), s, weights.Layout{PP: 2}), int64(layer+norm+embed); got != want {
+		t.Errorf("untied, PP 2: %d, want %d", got, want)
+	}
+}
+
+// The vocabulary is padded to a multiple of 64 and split evenly: 32,001
+// rows are 32,064, 16,032 a rank at TP 2 (vLLM's pad_vocab_size).
+func TestFromHeadersVocabPadding(t *testing.T) {
+	s := &model.Spec{Name: "toy", NumLayers: 1, ModelDType: dtype.BFloat16}
+	h := []safetensors.Header{hdr(ti("model.embed_tokens.weight", "BF16", 32001*8*2, 32001, 8), ti("lm_head.weight", "BF16", 32001*8*2, 32001, 8))}
+	if got, want := weights.FromHeaders(h, s, weights.Layout{TP: 2}), int64(2*16032*8*2); got != want {
+		t.Errorf("TP 2: %d, want %d", got, want)
+	}
+}
+
+// The config estimate follows the load dtype and runtime fp8 too:
+// quantizable parameters at one byte, the rest at the dtype.
+func TestPerRankLoadDType(t *testing.T) {
+	s := &model.Spec{Name: "toy", NumLayers: 2, ModelDType: dtype.BFloat16, Params: model.Params{Total: 1000, Embedding: 200, Quantizable: 700}}
+	for _, tt := range []struct {
+		l    weights.Layout
+		want int64
+	}{
+		{weights.Layout{}, 2000},
+		{weights.Layout{DType: dtype.Float32}, 4000},
+		{weights.Layout{RuntimeFP8: true}, 700 + 2*300},
+		{weights.Layout{DType: dtype.Float32, RuntimeFP8: true, TP: 2}, (700 + 4*300) / 2},
+	} {
+		if got, err := weights.PerRank(s, tt.l); err != nil || got != tt.want {
+			t.Errorf("%+v: %d, %v; want %d", tt.l, got, err, tt.want)
+		}
+	}
+	// A checkpoint already quantized keeps its own bits.
+	q := *s
+	q.Quant = &model.QuantSpec{Method: "awq", WeightBits: 4}
+	a, _ := weights.PerRank(&q, weights.Layout{})
+	b, _ := weights.PerRank(&q, weights.Layout{RuntimeFP8: true})
+	if a != b {
+		t.Errorf("awq checkpoint: %d with runtime fp8, %d without", b, a)
 	}
 }

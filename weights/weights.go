@@ -41,6 +41,19 @@ type Layout struct {
 	// stage: speculative decoding drafts with them (safetensors sums only;
 	// the config estimate leaves them out).
 	Draft bool
+	// DType is the dtype the engine holds floating-point weights in: the
+	// resolved --dtype (auto: the config's dtype, float32 checkpoints run
+	// in float16 or bfloat16). Header sums convert every F16/BF16/F32
+	// tensor to it; the estimate counts unquantized parameters at it.
+	// dtype.Invalid keeps the stored dtype (headers) or Spec.ModelDType.
+	DType dtype.DType
+	// RuntimeFP8 is --quantization fp8 on a checkpoint without a weight
+	// quantization (vLLM's and SGLang's Fp8LinearMethod and Fp8MoEMethod
+	// quantize after loading): the weights of linear layers (attention,
+	// MLP, experts, Mamba projections) are held at one byte each;
+	// embeddings, the LM head, norms, MoE routers and vision towers keep
+	// DType.
+	RuntimeFP8 bool
 }
 
 // scaleBytesPerWeight is the block-scale overhead per quantized weight of
@@ -64,7 +77,10 @@ func scaleBytesPerWeight(q *model.QuantSpec) float64 {
 // Total returns the whole checkpoint's weight bytes estimated from s.Params:
 // quantizable parameters at the quantization's weight bits plus block
 // scales, the rest at the model dtype.
-func Total(s *model.Spec) (int64, error) {
+func Total(s *model.Spec) (int64, error) { return total(s, Layout{}) }
+
+// total is Total with l's load dtype and runtime quantization.
+func total(s *model.Spec, l Layout) (int64, error) {
 	if s == nil {
 		return 0, fmt.Errorf("%w: no model spec", ErrInvalid)
 	}
@@ -72,12 +88,13 @@ func Total(s *model.Spec) (int64, error) {
 	if p.Total <= 0 {
 		return 0, fmt.Errorf("%w: model %s has no parameter count", ErrInvalid, s.Name)
 	}
-	el := float64(s.ModelDType.Size())
-	if el == 0 {
-		el = float64(dtype.BFloat16.Size())
-	}
+	el := elemBytes(s, l)
 	q := s.Quant
-	if q == nil || q.WeightBits <= 0 || q.WeightBits >= 16 || p.Quantizable <= 0 {
+	quantized := q != nil && q.WeightBits > 0 && q.WeightBits < 16 && p.Quantizable > 0
+	if !quantized && l.RuntimeFP8 && p.Quantizable > 0 {
+		q, quantized = &model.QuantSpec{Method: "fp8", WeightBits: 8}, true
+	}
+	if !quantized {
 		return int64(float64(p.Total) * el), nil
 	}
 	quant := min(p.Quantizable, p.Total)
@@ -87,6 +104,17 @@ func Total(s *model.Spec) (int64, error) {
 	return int64(b), nil
 }
 
+// elemBytes is the bytes of an unquantized parameter: l.DType, else the
+// model dtype, else bfloat16's.
+func elemBytes(s *model.Spec, l Layout) float64 {
+	for _, d := range []dtype.DType{l.DType, s.ModelDType, dtype.BFloat16} {
+		if d.Size() > 0 {
+			return float64(d.Size())
+		}
+	}
+	return 2
+}
+
 // PerRank returns the estimated weight bytes of the most loaded rank:
 // everything is sharded over TP (vocab-parallel embeddings and LM head,
 // column/row-parallel linears, experts; replicated norms are negligible),
@@ -94,7 +122,7 @@ func Total(s *model.Spec) (int64, error) {
 // plus, on the first and last stage, the embedding and LM head — counted
 // as half of Params.Embedding each, exact for untied embeddings.
 func PerRank(s *model.Spec, l Layout) (int64, error) {
-	total, err := Total(s)
+	total, err := total(s, l)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +130,7 @@ func PerRank(s *model.Spec, l Layout) (int64, error) {
 	if pp == 1 || s.NumLayers <= 0 {
 		return total / int64(tp), nil
 	}
-	el := float64(max(s.ModelDType.Size(), 2))
+	el := elemBytes(s, l)
 	emb := float64(s.Params.Embedding) * el
 	layers := float64(total) - emb
 	if layers < 0 {

@@ -74,17 +74,21 @@ func (p Parallel) AttnTP() int { return max(p.TP/p.AttnDP(), 1) }
 // ServerArgs are the SGLang server arguments the KV configuration reads.
 // Zero values mean "not given" (SGLang's None).
 type ServerArgs struct {
-	KVCacheDType              string
-	MemFractionStatic         float64
-	PageSize                  int
-	ContextLength             int
-	MaxTotalTokens            int64
-	MaxRunningRequests        int
-	SWAFullTokensRatio        float64
-	DisableHybridSWAMemory    bool
-	ChunkedPrefillSize        int // < 0 disables chunking
-	MaxPrefillTokens          int
-	CudaGraphMaxBS            int
+	KVCacheDType           string
+	MemFractionStatic      float64
+	PageSize               int
+	ContextLength          int
+	MaxTotalTokens         int64
+	MaxRunningRequests     int
+	SWAFullTokensRatio     float64
+	DisableHybridSWAMemory bool
+	ChunkedPrefillSize     int // < 0 disables chunking
+	MaxPrefillTokens       int
+	CudaGraphMaxBS         int
+	// DisableCudaGraph is --disable-cuda-graph: no decode CUDA graph, so
+	// the newest profile's reserve (reserve_for_graph_mb) has no
+	// cuda_graph_max_bs × 2 term; earlier profiles reserve it regardless.
+	DisableCudaGraph          bool
 	DisableRadixCache         bool
 	DisableOverlapSchedule    bool
 	SpeculativeAlgorithm      string
@@ -424,10 +428,14 @@ func (c *Configurator) deriveMemory() {
 	d.MemFractionStatic = a.MemFractionStatic
 	if d.MemFractionStatic == 0 {
 		d.MemFractionDerived = true
+		graphBS := d.CudaGraphMaxBS
+		if a.DisableCudaGraph && c.prof.Era == EraLatest && !(p.EnableDPAttention && p.DP > 1) {
+			graphBS = 0 // the decode graph's term only; DP attention's padding terms read the batch size regardless
+		}
 		d.MemFractionStatic = c.prof.MemFraction(MemFractionInput{
 			GPUMemoryMiB: in.Hardware.MemoryMiB, TPSize: p.TP, PPSize: p.PP, DPSize: p.DP,
 			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
-			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: d.CudaGraphMaxBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
+			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: graphBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
 			MLA: c.attnMLA, DisablePrefillGraph: a.DisablePiecewiseCudaGraph,
 		})
 		if s.Multimodal && !in.NoVisionConfig && c.prof.vlmAdjust {

@@ -33,6 +33,7 @@ const DSMLATokenBytes = 512 + 4*4 + 64*2
 var vllmToFormat = map[string]string{
 	"bfloat16":            "bf16",
 	"float16":             "fp16",
+	"float32":             "fp32", // auto under --dtype float32 only (not a --kv-cache-dtype choice)
 	"fp8":                 "fp8_e4m3",
 	"fp8_e4m3":            "fp8_e4m3",
 	"fp8_e5m2":            "fp8_e5m2",
@@ -134,8 +135,10 @@ func modelCacheName(s *model.Spec) string {
 	case dtype.Float16:
 		return "float16"
 	case dtype.Float32:
-		// vLLM serves fp32 checkpoints in half precision by default.
-		return "float16"
+		// --dtype float32 (the spec's model dtype already maps an fp32
+		// checkpoint under auto to half precision): the auto cache dtype
+		// is the model's, float32.
+		return "float32"
 	default:
 		return "bfloat16"
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // fitTraceArgs fit the trace of testdata/fit-retract.jsonl (four long
-// requests that outgrow one 20 GiB H100's KV pool, twelve short ones; see
+// requests that outgrow one 19.5 GiB H100's KV pool, twelve short ones; see
 // fit's TestFitWorkloadNeedsTwoGPUs) with SGLang on up to two H100s.
-var fitTraceArgs = []string{"fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--gpu-memory", "20GiB",
+var fitTraceArgs = []string{"fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--gpu-memory", "19.5GiB",
 	"--mem-fraction-static", "0.9", "--trace", "testdata/fit-retract.jsonl", "--step-time", "0.01"}
 
 func TestFitCommandTrace(t *testing.T) {
@@ -123,7 +123,7 @@ func TestFitTraceRowResimulates(t *testing.T) {
 	for _, engine := range []string{"sglang", "vllm"} {
 		t.Run(engine, func(t *testing.T) {
 			share := map[string]string{"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization"}[engine]
-			args := []string{"fit", "--engine", engine, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--gpu-memory", "20GiB",
+			args := []string{"fit", "--engine", engine, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100", "--gpu-memory", "19.5GiB",
 				share, "0.9", "--trace", "testdata/fit-retract.jsonl", "--step-time", "0.01", "--max-gpus", "2", "-o", "json"}
 			out, errs, code := runKV(t, "", args...)
 			if code != 0 {

@@ -133,19 +133,31 @@ func TestPlanBadInput(t *testing.T) {
 
 func TestGPUs(t *testing.T) {
 	out, _, code := run(t, "gpus")
-	if code != 0 || !strings.Contains(out, "H100-80GB") || !strings.Contains(out, "81,559 MiB") {
-		t.Errorf("table exit %d:\n%s", code, out)
+	// Both totals: nvidia-smi's and the one CUDA reports (what the
+	// engines' budgets start from); a unified-memory device says how to
+	// plan it.
+	for _, want := range []string{"H100-80GB", "81,559 MiB (79.65 GiB)    81,090 MiB (79.19 GiB)", "RTX-5080", "unified memory: plan it with --gpu-memory"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("table exit %d lacks %q:\n%s", code, want, out)
+		}
 	}
 	out, _, code = run(t, "gpus", "-o", "json")
 	var list []struct {
-		Name      string `json:"name"`
-		MemoryMiB int64  `json:"memory_mib"`
+		Name         string `json:"name"`
+		MemoryMiB    int64  `json:"memory_mib"`
+		CUDATotalMiB int64  `json:"cuda_total_mib"`
+		Source       string `json:"cuda_total_source"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 || len(list) < 20 {
 		t.Errorf("json: %v exit %d n %d", err, code, len(list))
 	}
+	for _, g := range list {
+		if g.CUDATotalMiB <= 0 || g.Source == "" {
+			t.Errorf("json: %s has no CUDA total", g.Name)
+		}
+	}
 	out, _, code = run(t, "gpus", "-o", "markdown")
-	if code != 0 || !strings.Contains(out, "| H200 | 143771 |") {
+	if code != 0 || !strings.Contains(out, "| H200 | 143771 | 140.40 | 143165 | 139.81 | vLLM logs: 139.81 GiB |") {
 		t.Errorf("markdown:\n%s", out)
 	}
 	if _, _, code := run(t, "gpus", "-o", "csv"); code != 2 {
