@@ -413,12 +413,16 @@ func (c *Configurator) deriveMemory() {
 	d.MemFractionStatic = a.MemFractionStatic
 	if d.MemFractionStatic == 0 {
 		d.MemFractionDerived = true
+		off, why := c.prefillGraphOff(in.Hardware.Platform)
 		d.MemFractionStatic = c.prof.MemFraction(MemFractionInput{
 			GPUMemoryMiB: in.Hardware.MemoryMiB, TPSize: p.TP, PPSize: p.PP, DPSize: p.DP,
 			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
 			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: d.CudaGraphMaxBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
-			MLA: c.attnMLA, DisablePrefillGraph: a.DisablePiecewiseCudaGraph,
+			MLA: c.attnMLA, DisablePrefillGraph: off, MaxTotalTokens: a.MaxTotalTokens,
 		})
+		if why != "" {
+			c.notes = append(c.notes, fmt.Sprintf("SGLang switches the prefill CUDA graph off (%s): mem_fraction_static reserves nothing for it", why))
+		}
 		if s.Multimodal && !in.NoVisionConfig && c.prof.vlmAdjust {
 			f := VLMMemFractionFactor(in.VisionLayers, in.VisionHidden)
 			d.MemFractionStatic *= f

@@ -96,6 +96,15 @@ type rules struct {
 	blackwellTRTLLM bool
 	// blackwellMHATRTLLM: every MHA model picks trtllm_mha on Blackwell.
 	blackwellMHATRTLLM bool
+	// prefillGraphCompat: the prefill CUDA graph is switched off for the
+	// launches it does not support before the memory defaults run
+	// (cuda_graph_hook.py), so those reserve nothing for it; its capture
+	// sizes stop at --max-total-tokens (memory_hook.py).
+	prefillGraphCompat bool
+	// concurrencyReport: max_running_requests is the smallest of a list of
+	// named limits and the log says which one bound it
+	// (mem_cache/concurrency_limit.py).
+	concurrencyReport bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -273,7 +282,8 @@ func eraRules(era Era, ver *Version) rules {
 	case Era0510:
 		r = rules{fraction: fraction0510, tier: DefaultTier, blackwellTRTLLM: true}
 	default:
-		r = rules{fraction: fractionLatest, tier: tierLatest, blackwellTRTLLM: true, blackwellMHATRTLLM: true}
+		r = rules{fraction: fractionLatest, tier: tierLatest, blackwellTRTLLM: true, blackwellMHATRTLLM: true,
+			prefillGraphCompat: true, concurrencyReport: true}
 	}
 	for _, g := range versionGates {
 		if ver == nil || !ver.Less(g.first) {
