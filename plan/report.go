@@ -46,6 +46,21 @@ type Outcome struct {
 	TargetConcurrency int `json:"target_concurrency"`
 	// Answer says the verdict in one sentence.
 	Answer string `json:"answer"`
+	// BoundBy names the limit that binds how many requests run at once:
+	// the smallest of ConcurrencyLimits (the first of equals). Empty when
+	// the engine refuses.
+	BoundBy string `json:"bound_by,omitempty"`
+	// ConcurrencyLimits are the engine's limits on the requests running at
+	// once, per rank (DP worker), in the engine's order: SGLang's
+	// max_running_requests limits (its log line's) and kv_pool; vLLM's
+	// max_num_seqs, kv_blocks and mamba_groups; TensorRT-LLM's
+	// max_batch_size, kv_blocks and max_seq_len (the window clamp).
+	ConcurrencyLimits []ConcurrencyLimit `json:"concurrency_limits,omitempty"`
+	// Lift is the flag value that raises the binding limit, re-planned;
+	// set on a plan that misses its target when such a change exists.
+	Lift *Lift `json:"lift,omitempty"`
+
+	limits limitState
 }
 
 // Inputs are the request's inputs as resolved: the engine, the model, the

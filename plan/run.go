@@ -60,6 +60,9 @@ func planValid(ctx context.Context, req *Request, o runOpts) (*Report, error) {
 	if o.advise && rep.Verdict != VerdictServes {
 		advise(ctx, *req, m, rep, err, o)
 	}
+	if o.advise && rep.Verdict == VerdictMisses {
+		liftLimit(ctx, *req, m, rep)
+	}
 	return rep, err
 }
 

@@ -108,6 +108,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	if cerr != nil {
 		return rep, sglangRefusal(rep, cerr)
 	}
+	sglangLimits(rep, res, par.AttnDP())
 	return rep, nil
 }
 

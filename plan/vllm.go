@@ -69,6 +69,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		}
 		return nil, vllmInputError(perr)
 	}
+	vllmLimits(rep, res, &req)
 	return rep, nil
 }
 

@@ -298,16 +298,3 @@ func (p Profile) MemFraction(in MemFractionInput) float64 { return p.fraction(in
 
 // Tier is the profile's chunked prefill size and CUDA-graph batch size.
 func (p Profile) Tier(gpuMiB int64, tp int) Tier { return p.tier(gpuMiB, tp) }
-
-// resolveMaxNumReqsPool is max_running_requests before 0.5.3: the request
-// pool has max_num_reqs + 1 rows (max_num_reqs = the user's value or the
-// [2048, 4096] estimate est) and the worker runs min(tokens/2, rows), or
-// min(user/attn_dp, rows) with --max-running-requests (no tokens/2 cap).
-func resolveMaxNumReqsPool(in MaxReqsInput, est int64) (n, requested int64) {
-	dp := int64(max(in.AttnDP, 1))
-	if in.MaxRunningRequests > 0 {
-		requested = int64(in.MaxRunningRequests) / dp
-		return min(requested, int64(in.MaxRunningRequests)+1), requested
-	}
-	return min(in.TokenCapacity/2, est+1), 0
-}
