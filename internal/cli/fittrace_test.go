@@ -95,7 +95,7 @@ func TestFitREADMEWorkloadExample(t *testing.T) {
 	for _, want := range []string{
 		"Demand: peak 28 running and 50,489 KV tokens on an unbounded pool (time model of 8× H100-80GB, tp 8)",
 		"257       0                arrivals  0.398       --tp-size 1 --kv-cache-dtype fp8_e4m3 --context-length 2800 --mem-fraction-static 0.83",
-		"77        0                arrivals  0.398       --tp-size 2 --kv-cache-dtype auto --context-length 2800 --mem-fraction-static 0.828",
+		"77        0                arrivals  0.398       --tp-size 1 --pp-size 2 --kv-cache-dtype auto --context-length 2800 --mem-fraction-static 0.834",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q (update docs/usage.md's fit workload example):\n%s", want, out)
