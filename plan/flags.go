@@ -103,10 +103,10 @@ var (
 			"mem_fraction_static", "max_running_requests", "max_total_tokens", "page_size",
 			"swa_full_tokens_ratio", "disable_hybrid_swa_memory", "max_mamba_cache_size", "mamba_full_memory_ratio",
 			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache",
-			"speculative_algorithm", "speculative_num_draft_tokens"}},
+			"speculative_algorithm", "speculative_num_draft_tokens", "attention_backend"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
 			"tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
-			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager"}},
+			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager", "attention_backend"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
 			"tp_size", "pp_size", "enable_dp_attention", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
@@ -205,6 +205,9 @@ var flagTable = []Flag{
 	{Key: "mamba_ssm_dtype", Name: "--mamba-ssm-dtype", Kind: KindString, Engines: sglangOnly,
 		Help:     "mamba SSM state dtype: float32 or bfloat16 (default: the config's, else float32)",
 		Spelling: sp(EngineSGLang, "--mamba-ssm-dtype")},
+	{Key: "attention_backend", Name: "--attention-backend", Kind: KindString, Engines: sglangVLLM,
+		Help:     "attention backend, overriding the engine's default choice (SGLang: aiter, triton, fa3, flashinfer, flashmla, trtllm_mha, ...; vLLM: FLASH_ATTN, FLASHINFER, ...); it sets the page size and, on ROCm, SGLang's aiter ×0.85 rule",
+		Spelling: sp(EngineSGLang, "--attention-backend", EngineVLLM, "--attention-backend")},
 	{Key: "sglang_version", Name: "--sglang-version", Kind: KindString, Engines: sglangOnly, Role: "version",
 		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the newest profile; pin a run's release, e.g. 0.5.3)"},
 

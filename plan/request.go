@@ -132,6 +132,10 @@ type Request struct {
 	MambaFullMemoryRatio      float64 `json:"mamba_full_memory_ratio,omitempty"`
 	MaxMambaCacheSize         int     `json:"max_mamba_cache_size,omitempty"`
 	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
+	// AttentionBackend is --attention-backend (SGLang's and vLLM's flag):
+	// it overrides the engine's default backend choice, which decides the
+	// page (block) size and, on ROCm, SGLang's ×0.85 aiter rule.
+	AttentionBackend string `json:"attention_backend,omitempty"`
 	// SGLangVersion is --sglang-version: the SGLang release whose sizing
 	// rules to follow ("0.4.6", "0.5.2", "latest"); "" is the default
 	// profile. The report's sglang_profile names the profile used and why.

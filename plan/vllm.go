@@ -79,6 +79,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 	cfg := vllm.Input{
 		Version:              req.VLLMVersion,
 		KVCacheDType:         req.KVCacheDType,
+		AttentionBackend:     req.AttentionBackend,
 		BlockSize:            req.BlockSize,
 		MaxModelLen:          req.MaxModelLen,
 		MaxNumSeqs:           req.MaxNumSeqs,
