@@ -125,8 +125,10 @@ type Pools struct {
 	KSizeBytes                int64 `json:"k_size_bytes"`
 	VSizeBytes                int64 `json:"v_size_bytes"`
 	// ReqToTokenBytes is the request-to-token table SGLang allocates next
-	// to the pools: (max_running_requests+1) × (context_length + 4 + draft
-	// tokens) × 4 B. It is not budgeted; it comes out of the reserved slack.
+	// to the pools: (max_running_requests+1) × (context_length + headroom)
+	// × 4 B, the headroom 4 + draft tokens (the newest SGLang: at least the
+	// decode reservation + page − 1 with speculation and pages). It is not
+	// budgeted; it comes out of the reserved slack.
 	ReqToTokenBytes int64 `json:"req_to_token_bytes,omitempty"`
 	// MaxConcurrencyAtContextLength is how many requests of the full
 	// context length can be resident at once (see Run).

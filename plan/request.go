@@ -132,6 +132,13 @@ type Request struct {
 	MambaFullMemoryRatio      float64 `json:"mamba_full_memory_ratio,omitempty"`
 	MaxMambaCacheSize         int     `json:"max_mamba_cache_size,omitempty"`
 	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
+	// MambaRadixCacheStrategy is SGLang's --mamba-radix-cache-strategy
+	// (--mamba-scheduler-strategy before): no_buffer (default),
+	// extra_buffer or extra_buffer_lazy; MambaSkipDecodeLock is the newest
+	// SGLang's SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK. Both set the Mamba state
+	// slots each running request holds.
+	MambaRadixCacheStrategy string `json:"mamba_radix_cache_strategy,omitempty"`
+	MambaSkipDecodeLock     bool   `json:"mamba_skip_decode_lock,omitempty"`
 	// AttentionBackend is --attention-backend (SGLang's and vLLM's flag):
 	// it overrides the engine's default backend choice, which decides the
 	// page (block) size and, on ROCm, SGLang's ×0.85 aiter rule.

@@ -71,6 +71,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
 			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
+			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
 		},
 		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
 		PostLoadFreeBytes: mem.post,
@@ -215,7 +216,7 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	rep.warn(res.Warnings...)
 	rep.MaxConcurrencyAtContextLength = res.MaxConcurrency(d.ContextLength)
 	if res.MaxRunningRequests > 0 {
-		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+4+d.DraftTokens) * 4
+		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+d.Decode.ReqToTokenExtra) * 4
 	}
 
 	b := &rep.Breakdown

@@ -105,6 +105,13 @@ type rules struct {
 	// named limits and the log says which one bound it
 	// (mem_cache/concurrency_limit.py).
 	concurrencyReport bool
+	// mambaSlotOpts: the lazy extra buffer (one ping-pong slot with the
+	// overlap scheduler) and SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK (one slot
+	// less) count in the Mamba slot ratio (kv_cache_configurator.py).
+	mambaSlotOpts bool
+	// decodeReservation: allocation_sizing.py's decode reservation and
+	// request-to-token headroom with speculation and pages.
+	decodeReservation bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -283,7 +290,7 @@ func eraRules(era Era, ver *Version) rules {
 		r = rules{fraction: fraction0510, tier: DefaultTier, blackwellTRTLLM: true}
 	default:
 		r = rules{fraction: fractionLatest, tier: tierLatest, blackwellTRTLLM: true, blackwellMHATRTLLM: true,
-			prefillGraphCompat: true, concurrencyReport: true}
+			prefillGraphCompat: true, concurrencyReport: true, mambaSlotOpts: true, decodeReservation: true}
 	}
 	for _, g := range versionGates {
 		if ver == nil || !ver.Less(g.first) {
