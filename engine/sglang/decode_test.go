@@ -8,7 +8,7 @@ import (
 )
 
 // TestMambaSlotRatioRule: the state slots one running request holds
-// (kv_cache_configurator.py @ 003fca8; engines-2026-12.md §1.1): 1 without the radix cache; a base of 3 (2 under
+// (kv_cache_configurator.py @ 003fca8; docs/sglang.md#mamba-slot-ratio): 1 without the radix cache; a base of 3 (2 under
 // SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK) plus the extra buffer's 2 with the
 // overlap scheduler, 1 lazily, 1 without overlap, and 1 for no buffer under
 // the env. They bound max_running_requests: Qwen3-Next at TP 4 on an H100
@@ -71,7 +71,7 @@ func TestMambaSlotRatioRule(t *testing.T) {
 
 // TestDecodeReservationRule: the newest SGLang's decode reservation per
 // running request (mem_cache/allocation_sizing.py @ 027bddf,
-// engines-2026-12.md §1.3).
+// docs/sglang.md#decode-reservation).
 func TestDecodeReservationRule(t *testing.T) {
 	tests := []struct {
 		name                      string
