@@ -71,7 +71,7 @@ type Lift struct {
 }
 
 // maxReportLimits is the most limits a report lists.
-const maxReportLimits = 6
+const maxReportLimits = 4
 
 // limitState is what a report keeps to list its limits without an
 // allocation and to lift the binding one.
