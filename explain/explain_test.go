@@ -110,6 +110,17 @@ func TestExplain(t *testing.T) {
 			want{"sglang", "kv_dtype_unsupported", "--kv-cache-dtype", "auto", nil},
 		},
 		{
+			"sglang concurrency report, Mamba bound",
+			"WARNING max_running_requests reduced from the requested 74 to 26 (per dp worker), bound by mamba_state_pool (max_mamba_cache_size=131 per shard / 5 slots per request); other limits: max_running_requests=74, kv_capacity=400. To raise it: try one of: --max-mamba-cache-size 370 (memory permitting), a larger --mamba-full-memory-ratio, or --mamba-ssm-dtype bfloat16.",
+			want{"sglang", "concurrency_reduced", "--max-mamba-cache-size", "370",
+				map[string]float64{"requested": 74, "max_running_requests": 26, "max_mamba_cache_size": 131, "slots_per_request": 5}},
+		},
+		{
+			"sglang concurrency report, KV bound",
+			"max_running_requests reduced from the requested 800 to 500 (per dp worker), bound by kv_capacity (max_total_num_tokens=1000 / 2); other limits: max_running_requests=800. To raise it: raise --mem-fraction-static or lower the context length.",
+			want{"sglang", "concurrency_reduced", "--mem-fraction-static", "", map[string]float64{"requested": 800, "max_running_requests": 500}},
+		},
+		{
 			"sglang reduced requests",
 			"max_running_requests was reduced from the requested 4096 to 1024 (per dp worker) due to the available KV cache capacity.",
 			want{"sglang", "max_running_reduced", "--max-running-requests", "1024", map[string]float64{"requested": 4096, "max_running_requests": 1024}},

@@ -55,6 +55,7 @@ func ExampleReport_WriteText() {
 	}
 	// Output:
 	// Serves: 6 requests of 131,072 tokens fit at once (target 1).
+	// bound by kv_pool: 6 requests at once (other limits: kv_capacity=414,412, heuristic_estimate=3,237); raised by --mem-fraction-static
 	//
 	// engine                             sglang
 	// model                              meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM, gqa attention)

@@ -104,11 +104,11 @@ var (
 			"mem_fraction_static", "max_running_requests", "max_total_tokens", "page_size",
 			"swa_full_tokens_ratio", "disable_hybrid_swa_memory", "max_mamba_cache_size", "mamba_full_memory_ratio",
 			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "enforce_eager", "disable_radix_cache",
-			"speculative_algorithm", "speculative_num_draft_tokens"}},
+			"speculative_algorithm", "speculative_num_draft_tokens", "attention_backend"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
 			"tp_size", "pp_size", "dp_size", "dtype", "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
 			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager",
-			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling"}},
+			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling", "attention_backend"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
 			"tp_size", "pp_size", "enable_dp_attention", "dtype", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
@@ -256,6 +256,14 @@ var flagTable = []Flag{
 		Spelling: sp(EngineSGLang, "--mamba-ssm-dtype")},
 	{Key: "dsv4_compress_state_dtype", Name: "--dsv4-compress-state-dtype", Kind: KindString, Engines: sglangOnly,
 		Help: "DeepSeek-V4 compress-state dtype, SGLang's environment variable SGLANG_DSV4_COMPRESS_STATE_DTYPE: float32 (default) or bf16"},
+	{Key: "mamba_radix_cache_strategy", Name: "--mamba-radix-cache-strategy", Aliases: []Alias{{"--mamba-scheduler-strategy", "older SGLang's name"}}, Kind: KindString, Engines: sglangOnly,
+		Help:     "SGLang: Mamba radix-cache strategy: no_buffer (default), extra_buffer or extra_buffer_lazy (state slots per running request: 3, 5, 4 with the overlap scheduler)",
+		Spelling: sp(EngineSGLang, "--mamba-radix-cache-strategy")},
+	{Key: "mamba_skip_decode_lock", Name: "--mamba-skip-decode-lock", Kind: KindBool, Engines: sglangOnly,
+		Help: "SGLang: the run sets SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK=1 (newest SGLang: one Mamba state slot per running request less with an extra buffer)"},
+	{Key: "attention_backend", Name: "--attention-backend", Kind: KindString, Engines: sglangVLLM,
+		Help:     "attention backend, overriding the engine's default choice (SGLang: aiter, triton, fa3, flashinfer, flashmla, trtllm_mha, ...; vLLM: FLASH_ATTN, FLASHINFER, ...); it sets the page size and, on ROCm, SGLang's aiter ×0.85 rule",
+		Spelling: sp(EngineSGLang, "--attention-backend", EngineVLLM, "--attention-backend")},
 	{Key: "sglang_version", Name: "--sglang-version", Kind: KindString, Engines: sglangOnly, Role: "version",
 		Help: "SGLang: sizing rules of the release to follow (e.g. 0.4.6, 0.5.2, latest; default: the newest profile; pin a run's release, e.g. 0.5.3)"},
 

@@ -248,7 +248,10 @@ func TestVLMInlineConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ratio := 24.0 * 1280 * 1280 / (24 * 1024 * 1024)
-	const base = 0.83                           // the newest profile's H100 TP 1 default (TestDefaultPlan)
+	// The newest profile's H100 TP 1 default without the prefill CUDA-graph
+	// reserve: SGLang switches the graph off for a multimodal model outside
+	// its allowlist (TestPrefillGraphReserveRule); 0.83 with it.
+	const base = 0.835
 	want := base * (0.95 * (1 - 0.1*(ratio-1))) // mfs *= 0.95 * f
 	if r.MemFractionStatic != want || r.Breakdown.MultimodalCacheBytes != 100<<20 || r.Model != "my-vlm" {
 		t.Errorf("mfs %v want %v, mm cache %d", r.MemFractionStatic, want, r.Breakdown.MultimodalCacheBytes)

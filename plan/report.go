@@ -49,6 +49,21 @@ type Outcome struct {
 	TargetConcurrency int `json:"target_concurrency"`
 	// Answer says the verdict in one sentence.
 	Answer string `json:"answer"`
+	// BoundBy names the limit that binds how many requests run at once:
+	// the smallest of ConcurrencyLimits (the first of equals). Empty when
+	// the engine refuses.
+	BoundBy string `json:"bound_by,omitempty"`
+	// ConcurrencyLimits are the engine's limits on the requests running at
+	// once, per rank (DP worker), in the engine's order: SGLang's
+	// max_running_requests limits (its log line's) and kv_pool; vLLM's
+	// max_num_seqs, kv_blocks and mamba_groups; TensorRT-LLM's
+	// max_batch_size, kv_blocks and max_seq_len (the window clamp).
+	ConcurrencyLimits []ConcurrencyLimit `json:"concurrency_limits,omitempty"`
+	// Lift is the flag value that raises the binding limit, re-planned;
+	// set on a plan that misses its target when such a change exists.
+	Lift *Lift `json:"lift,omitempty"`
+
+	limits limitState
 }
 
 // Inputs are the request's inputs as resolved: the engine, the model, the
@@ -122,8 +137,10 @@ type Pools struct {
 	// pools, the fixed c128-state term); nil for other models.
 	DSV4 *sglang.DSV4Pools `json:"dsv4_pools,omitempty"`
 	// ReqToTokenBytes is the request-to-token table SGLang allocates next
-	// to the pools: (max_running_requests+1) × (context_length + 4 + draft
-	// tokens) × 4 B. It is not budgeted; it comes out of the reserved slack.
+	// to the pools: (max_running_requests+1) × (context_length + headroom)
+	// × 4 B, the headroom 4 + draft tokens (the newest SGLang: at least the
+	// decode reservation + page − 1 with speculation and pages). It is not
+	// budgeted; it comes out of the reserved slack.
 	ReqToTokenBytes int64 `json:"req_to_token_bytes,omitempty"`
 	// MaxConcurrencyAtContextLength is how many requests of the full
 	// context length can be resident at once (see Run).

@@ -144,6 +144,17 @@ type Request struct {
 	MambaSSMDType             string  `json:"mamba_ssm_dtype,omitempty"`
 	// DSV4CompressStateDType is SGLANG_DSV4_COMPRESS_STATE_DTYPE (DeepSeek-V4).
 	DSV4CompressStateDType string `json:"dsv4_compress_state_dtype,omitempty"`
+	// MambaRadixCacheStrategy is SGLang's --mamba-radix-cache-strategy
+	// (--mamba-scheduler-strategy before): no_buffer (default),
+	// extra_buffer or extra_buffer_lazy; MambaSkipDecodeLock is the newest
+	// SGLang's SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK. Both set the Mamba state
+	// slots each running request holds.
+	MambaRadixCacheStrategy string `json:"mamba_radix_cache_strategy,omitempty"`
+	MambaSkipDecodeLock     bool   `json:"mamba_skip_decode_lock,omitempty"`
+	// AttentionBackend is --attention-backend (SGLang's and vLLM's flag):
+	// it overrides the engine's default backend choice, which decides the
+	// page (block) size and, on ROCm, SGLang's ×0.85 aiter rule.
+	AttentionBackend string `json:"attention_backend,omitempty"`
 	// SGLangVersion is --sglang-version: the SGLang release whose sizing
 	// rules to follow ("0.4.6", "0.5.2", "latest"); "" is the default
 	// profile. The report's sglang_profile names the profile used and why.

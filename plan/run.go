@@ -64,6 +64,9 @@ func planValid(ctx context.Context, req *Request, o runOpts) (*Report, error) {
 	if o.advise && rep.Verdict != VerdictServes {
 		advise(ctx, *req, m, rep, err)
 	}
+	if o.advise && rep.Verdict == VerdictMisses {
+		liftLimit(ctx, *req, m, rep)
+	}
 	return rep, err
 }
 

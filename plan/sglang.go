@@ -70,7 +70,8 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 			DisableCudaGraph: req.EnforceEager, DisableRadixCache: req.DisableRadixCache,
 			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
 			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
-			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType,
+			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
+			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
 			DSV4CompressStateDType: req.DSV4CompressStateDType,
 		},
 		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
@@ -111,6 +112,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	if cerr != nil {
 		return rep, sglangRefusal(rep, cerr)
 	}
+	sglangLimits(rep, res, par.AttnDP())
 	return rep, nil
 }
 
@@ -183,7 +185,7 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	rep.warn(res.Warnings...)
 	rep.MaxConcurrencyAtContextLength = res.MaxConcurrency(d.ContextLength)
 	if res.MaxRunningRequests > 0 {
-		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+4+d.DraftTokens) * 4
+		rep.ReqToTokenBytes = int64(res.MaxRunningRequests+1) * int64(d.ContextLength+d.Decode.ReqToTokenExtra) * 4
 	}
 
 	b := &rep.Breakdown

@@ -18,6 +18,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	sw := &stickyWriter{w: w}
 	if r.Verdict != "" {
 		fmt.Fprintln(sw, r.Answer) // the answer names the verdict
+		if bound, lift := r.limitsText(); bound != "" {
+			fmt.Fprintln(sw, bound)
+			if lift != "" {
+				fmt.Fprintln(sw, lift)
+			}
+		}
 		if r.Verdict != VerdictServes && r.FixHint != "" {
 			fmt.Fprintln(sw, "fix: "+r.FixHint)
 			if len(r.FixArgs) > 0 {
@@ -69,6 +75,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(sw, "## KV cache plan: %s on %s\n\n", r.Model, r.GPU)
 	if r.Verdict != "" {
 		fmt.Fprintf(sw, "**%s**\n\n", mdEscape(r.Answer))
+		if bound, lift := r.limitsText(); bound != "" {
+			fmt.Fprintf(sw, "%s\n\n", mdEscape(bound))
+			if lift != "" {
+				fmt.Fprintf(sw, "%s\n\n", mdEscape(lift))
+			}
+		}
 		if r.Verdict != VerdictServes && r.FixHint != "" {
 			fmt.Fprintf(sw, "**Fix:** %s\n\n", mdEscape(r.FixHint))
 		}

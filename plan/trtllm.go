@@ -68,6 +68,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		}
 		return nil, trtllmInputError(perr)
 	}
+	trtllmLimits(rep, res)
 	return rep, nil
 }
 

@@ -70,6 +70,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		}
 		return nil, vllmInputError(perr)
 	}
+	vllmLimits(rep, res, &req)
 	return rep, nil
 }
 
@@ -79,6 +80,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 	cfg := vllm.Input{
 		Version:              req.VLLMVersion,
 		KVCacheDType:         req.KVCacheDType,
+		AttentionBackend:     req.AttentionBackend,
 		BlockSize:            req.BlockSize,
 		MaxModelLen:          req.MaxModelLen,
 		MaxNumSeqs:           req.MaxNumSeqs,

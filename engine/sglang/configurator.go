@@ -111,6 +111,13 @@ type ServerArgs struct {
 	// DisablePiecewiseCudaGraph is --disable-piecewise-cuda-graph: no
 	// prefill CUDA-graph reserve where the profile captures them by default.
 	DisablePiecewiseCudaGraph bool
+	// MambaRadixCacheStrategy is --mamba-radix-cache-strategy
+	// (--mamba-scheduler-strategy before): no_buffer (""), extra_buffer or
+	// extra_buffer_lazy; the buffer adds state slots per request.
+	MambaRadixCacheStrategy string
+	// MambaSkipDecodeLock is SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK (the newest
+	// SGLang): one state slot per request less.
+	MambaSkipDecodeLock bool
 }
 
 // Hardware is what the configurator needs to know about the GPU.
@@ -171,6 +178,10 @@ type Derived struct {
 	DraftLayers         int     `json:"draft_layers,omitempty"`
 	DraftTokens         int     `json:"draft_tokens,omitempty"`
 	MultimodalReserveMB int     `json:"multimodal_reserve_mb,omitempty"`
+	// Decode is what each running request reserves for decoding and the
+	// request-to-token row headroom (the newest SGLang's
+	// allocation_sizing.py; before, only the headroom 4 + draft tokens).
+	Decode DecodeReservation `json:"decode_reservation"`
 }
 
 // Configurator is an immutable KV cache configurator.
@@ -247,6 +258,7 @@ func (c *Configurator) Reset(in Input) error {
 	}
 	c.derivePageSize(platform)
 	c.deriveDSV4()
+	c.deriveDecode()
 	c.deriveMemory()
 	return c.deriveMambaState()
 }
@@ -329,14 +341,28 @@ func (c *Configurator) deriveHybrid() {
 		d.DisableRadixCache = true
 	}
 	d.OverlapSchedule = !a.DisableOverlapSchedule
-	if d.Mambaish && !d.DisableRadixCache && d.SpeculativeAlgo == "" {
+	if d.Mambaish && !d.DisableRadixCache && d.SpeculativeAlgo == "" && c.mambaStrategy() == MambaNoBuffer {
 		d.OverlapSchedule = false
 	}
 	if d.Mambaish {
-		d.MambaSlotRatio = 3
-		if d.DisableRadixCache {
-			d.MambaSlotRatio = 1
-		}
+		d.MambaSlotRatio = c.mambaSlotRatio()
+	}
+}
+
+// deriveDecode sets the decode reservation (docs/sglang.md#decode-reservation):
+// the newest SGLang's allocation_sizing.py, with kvcfg's EAGLE defaults
+// of 3 steps and top-k 1; older releases' row headroom is 4 + draft tokens.
+func (c *Configurator) deriveDecode() {
+	d := &c.d
+	spec := d.SpeculativeAlgo != ""
+	if c.prof.decodeReservation {
+		d.Decode = DecodeReservationFor(d.PageSize, spec, 3, 1, d.DraftTokens)
+		return
+	}
+	d.Decode = DecodeReservation{AllocLen: 1, Reserve: 2, ReqToTokenExtra: 4 + d.DraftTokens}
+	if spec {
+		d.Decode.AllocLen = max(3, d.DraftTokens)
+		d.Decode.Reserve = 2 * d.Decode.AllocLen
 	}
 }
 
@@ -432,12 +458,16 @@ func (c *Configurator) deriveMemory() {
 		if a.DisableCudaGraph && c.prof.Era == EraLatest && !(p.EnableDPAttention && p.DP > 1) {
 			graphBS = 0 // the decode graph's term only; DP attention's padding terms read the batch size regardless
 		}
+		off, why := c.prefillGraphOff(in.Hardware.Platform)
 		d.MemFractionStatic = c.prof.MemFraction(MemFractionInput{
 			GPUMemoryMiB: in.Hardware.MemoryMiB, TPSize: p.TP, PPSize: p.PP, DPSize: p.DP,
 			EnableDPAttention: p.EnableDPAttention && p.DP > 1, ChunkedPrefillSize: d.ChunkedPrefillSize,
 			MaxPrefillTokens: d.MaxPrefillTokens, CudaGraphMaxBS: graphBS, SpeculativeAlgorithm: d.SpeculativeAlgo,
-			MLA: c.attnMLA, DisablePrefillGraph: a.DisablePiecewiseCudaGraph,
+			MLA: c.attnMLA, DisablePrefillGraph: off, MaxTotalTokens: a.MaxTotalTokens,
 		})
+		if why != "" {
+			c.notes = append(c.notes, fmt.Sprintf("SGLang switches the prefill CUDA graph off (%s): mem_fraction_static reserves nothing for it", why))
+		}
 		if s.Multimodal && !in.NoVisionConfig && c.prof.vlmAdjust {
 			f := VLMMemFractionFactor(in.VisionLayers, in.VisionHidden)
 			d.MemFractionStatic *= f
@@ -525,6 +555,9 @@ func (in *Input) validate() error {
 	}
 	if a.MambaFullMemoryRatio < 0 || math.IsNaN(a.MambaFullMemoryRatio) || math.IsInf(a.MambaFullMemoryRatio, 0) {
 		bad("mamba_full_memory_ratio %v must be positive", a.MambaFullMemoryRatio)
+	}
+	if err := a.checkMambaStrategy(); err != nil {
+		errs = append(errs, err)
 	}
 	switch strings.ToLower(a.MambaSSMDType) {
 	case "", "float32", "bfloat16", "float16":

@@ -38,6 +38,9 @@ type Result struct {
 	SWAMaxTotalNumTokens  int64 `json:"swa_max_total_num_tokens,omitempty"`
 	Hybrid                bool  `json:"hybrid,omitempty"`
 	MaxRunningRequests    int   `json:"max_running_requests"`
+	// Concurrency is how max_running_requests was resolved: its limits
+	// and the one that bound it.
+	Concurrency Concurrency `json:"concurrency"`
 
 	// Mamba state (mambaish models).
 	MaxMambaCacheSize  int64  `json:"max_mamba_cache_size,omitempty"`
@@ -384,17 +387,31 @@ func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	if cfg.MaxTotalNumTokens <= 0 {
 		return c.notEnoughMemoryError(plans[idx], pre, avail, res)
 	}
-	n, warns, err := ResolveMaxNumReqs(c.maxReqsInput(cfg.MaxTotalNumTokens, res.MaxMambaCacheSize))
-	res.Warnings = append(res.Warnings, warns...)
-	res.MaxRunningRequests = n
+	mr := c.maxReqsInput(cfg.MaxTotalNumTokens, res.MaxMambaCacheSize)
+	mr.deferLine = true
+	err = res.Concurrency.resolve(mr)
+	res.MaxRunningRequests = res.Concurrency.MaxRunningRequests
+	res.Warnings = append(res.Warnings, res.Concurrency.Warnings...)
+	if res.Concurrency.Downgrade {
+		res.Warnings = append(res.Warnings, res.Concurrency.Line)
+	}
 	if err != nil {
+		if mr.Report && res.Concurrency.Line == "" {
+			res.Concurrency.Line = concurrencyLine(&res.Concurrency, mr)
+			res.Logs = append(res.Logs, res.Concurrency.Line)
+		}
 		return err
 	}
 	c.dsv4Finish(res, plans[idx], cfg)
 	if err := c.checkAdmission(res, plans[idx]); err != nil {
 		return err
 	}
-	c.poolLogs(res, plans[idx])
+	var line []byte // the INFO line, logged before the pools'
+	var lineBuf [384]byte
+	if mr.Report && res.Concurrency.Line == "" {
+		line = appendConcurrencyLine(lineBuf[:0], &res.Concurrency, mr)
+	}
+	c.poolLogs(res, plans[idx], line)
 	return nil
 }
 
@@ -402,7 +419,7 @@ func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {
 	return MaxReqsInput{
 		TokenCapacity: tokens, ContextLen: c.d.ContextLength, MaxRunningRequests: c.in.Args.MaxRunningRequests,
 		AttnDP: c.in.Parallel.AttnDP(), Mambaish: c.d.Mambaish, MaxMambaCacheSize: mambaSlots, MambaRatio: c.d.MambaSlotRatio,
-		ReqPoolPlusOne: c.prof.reqPoolPlusOne,
+		ReqPoolPlusOne: c.prof.reqPoolPlusOne, Report: c.prof.concurrencyReport,
 	}
 }
 
@@ -630,58 +647,30 @@ type MaxReqsInput struct {
 	Mambaish           bool
 	MaxMambaCacheSize  int64
 	MambaRatio         int
-	// ReqPoolPlusOne is the rule of SGLang before 0.5.3 (resolveMaxNumReqsPool).
+	// ReqPoolPlusOne is the rule of SGLang before 0.5.3: the request pool
+	// has one row more than max_num_reqs.
 	ReqPoolPlusOne bool
+	// Report is the newest SGLang's concurrency report: one line naming
+	// the binding limit (concurrency_limit.py).
+	Report bool
+	// deferLine leaves an INFO line to the configurator, which builds it
+	// together with the pool's log line.
+	deferLine bool
 }
 
 // ErrNoRequests reports a configuration that can run no request at all.
 var ErrNoRequests = errors.New("sglang: no request fits")
 
-// ResolveMaxNumReqs is resolve_max_num_reqs (docs/sglang.md#max-running-requests; the newest generation).
+// ResolveMaxNumReqs is resolve_max_num_reqs (docs/sglang.md#max-running-requests):
+// ResolveConcurrency's value and warnings (the newest release's line when
+// it is a WARNING, a downgrade).
 func ResolveMaxNumReqs(in MaxReqsInput) (int, []string, error) {
-	var warns []string
-	ctx := max(in.ContextLen, 1)
-	estF := float64(in.TokenCapacity) / float64(ctx) * 512
-	est := int64(math.Min(estF, 1<<40))
-	est = max(min(est, 4096), 2048)
-	dp := int64(max(in.AttnDP, 1))
-	var n, requested int64
-	switch {
-	case in.ReqPoolPlusOne:
-		n, requested = resolveMaxNumReqsPool(in, est)
-	case in.MaxRunningRequests > 0:
-		requested = int64(in.MaxRunningRequests) / dp
-		n = min(requested, in.TokenCapacity/2)
-	default:
-		n = min(est, in.TokenCapacity/2)
+	c, err := ResolveConcurrency(in)
+	warns := c.Warnings
+	if c.Downgrade {
+		warns = append(warns, c.Line)
 	}
-	capped := false
-	if in.Mambaish {
-		ratio := int64(max(in.MambaRatio, 1))
-		cp := in.MaxMambaCacheSize / ratio
-		if cp < n {
-			warns = append(warns, fmt.Sprintf("max_running_requests is capped to %d by the mamba state cache (max_mamba_cache_size=%d, %d state slots per request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16.", cp, in.MaxMambaCacheSize, ratio))
-			n = cp
-			capped = true
-		}
-		if n <= 0 {
-			return 0, warns, refusal(engine.Refusal{
-				Err:  fmt.Errorf("%w: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. max_mamba_cache_size=%d with %d state slots per request", ErrNoRequests, in.MaxMambaCacheSize, ratio),
-				Flag: "--max-mamba-cache-size", Value: fmt.Sprint(ratio * dp),
-				Hint: fmt.Sprintf("set --max-mamba-cache-size %d or more, or raise --mamba-full-memory-ratio", ratio*dp),
-			})
-		}
-	}
-	if requested > 0 && n < requested && !capped {
-		warns = append(warns, fmt.Sprintf("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the available KV cache capacity.", requested, n))
-	}
-	if n <= 0 {
-		return 0, warns, refusal(engine.Refusal{
-			Err:  fmt.Errorf("%w: max_running_request is zero (token capacity %d)", ErrNoRequests, in.TokenCapacity),
-			Flag: "--mem-fraction-static", Hint: "give the KV cache more memory",
-		})
-	}
-	return int(n), warns, nil
+	return c.MaxRunningRequests, warns, err
 }
 
 // maxChunkCapRequests is the largest --max-running-requests whose SWA chunk

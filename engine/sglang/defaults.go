@@ -60,6 +60,9 @@ type MemFractionInput struct {
 	// DisablePrefillGraph is --disable-piecewise-cuda-graph: no prefill
 	// CUDA-graph reserve in the profiles that capture them by default.
 	DisablePrefillGraph bool
+	// MaxTotalTokens is --max-total-tokens (0 = not given): the newest
+	// SGLang captures prefill graphs only up to it.
+	MaxTotalTokens int64
 }
 
 // UnknownGPUMemFraction is the default for a GPU of unknown memory.
@@ -266,12 +269,23 @@ func ReservedMiBLatest(in MemFractionInput) float64 {
 	case in.MLA:
 		reserved += 1.5 * 1024
 	default:
-		reserved += float64(PrefillGraphSizes(in.ChunkedPrefillSize) * 8)
+		reserved += float64(PrefillGraphSizes(prefillGraphMaxTokens(in)) * 8)
 	}
 	if in.GPUMemoryMiB > 60*1024 {
 		reserved = math.Max(reserved, 10*1024)
 	}
 	return reserved
+}
+
+// prefillGraphMaxTokens is the newest SGLang's largest prefill capture
+// size (memory_hook.py): the chunked prefill size, no more than
+// --max-total-tokens.
+func prefillGraphMaxTokens(in MemFractionInput) int {
+	n := in.ChunkedPrefillSize
+	if in.MaxTotalTokens > 0 && int64(n) > in.MaxTotalTokens {
+		n = int(in.MaxTotalTokens)
+	}
+	return n
 }
 
 // fractionLatest is the newest SGLang's default mem_fraction_static.

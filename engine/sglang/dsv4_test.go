@@ -156,7 +156,9 @@ func TestMiniMaxM3Cell(t *testing.T) {
 			t.Errorf("tp %d: %s cell %v, want %v", tt.tp, res.Configurator, res.CellSize, tt.cell)
 		}
 		rows := res.MaxTotalNumTokens + 1
-		if res.IndexerBytes != rows*57*128*2 || len(res.Logs) != 2 || !strings.HasSuffix(res.Logs[1], "V size: 0.00 GB") {
+		// The concurrency report, the main pool's line, the indexer's.
+		if res.IndexerBytes != rows*57*128*2 || len(res.Logs) != 3 || !strings.HasPrefix(res.Logs[0], "max_running_requests=") ||
+			!strings.HasSuffix(res.Logs[2], "V size: 0.00 GB") {
 			t.Errorf("tp %d: indexer %d B, logs %q", tt.tp, res.IndexerBytes, res.Logs)
 		}
 	}

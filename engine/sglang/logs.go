@@ -27,16 +27,17 @@ func (c *Configurator) swaSizes(size int64, layers, heads, dk, dv int) (k, v int
 
 // kvLine is SGLang's MHA pool line "KV Cache is allocated. #tokens: %d,
 // K size: %.2f GB, V size: %.2f GB", built without fmt (it is on every plan).
-func kvLine(size, k, v int64) string {
-	b := make([]byte, 0, 96)
+func kvLine(size, k, v int64) string { return string(appendKVLine(make([]byte, 0, 96), size, k, v)) }
+
+// appendKVLine appends kvLine to b.
+func appendKVLine(b []byte, size, k, v int64) []byte {
 	b = append(b, "KV Cache is allocated. #tokens: "...)
 	b = strconv.AppendInt(b, size, 10)
 	b = append(b, ", K size: "...)
 	b = appendGB(b, k)
 	b = append(b, " GB, V size: "...)
 	b = appendGB(b, v)
-	b = append(b, " GB"...)
-	return string(b)
+	return append(b, " GB"...)
 }
 
 // kvLine is the profile's MHA pool line: before 0.4.9 SGLang printed no
@@ -55,9 +56,15 @@ func (c *Configurator) kvLine(size, k, v int64) string {
 
 // poolLogs fills the K/V sizes of res and appends the pool allocation log
 // lines to res.Logs in SGLang's order (mamba, SWA sub-pool, full pool, SWA
-// wrapper).
-func (c *Configurator) poolLogs(res *Result, p stagePlan) {
+// wrapper), after pre, the concurrency report when there is one (which it
+// also sets as res.Concurrency.Line).
+func (c *Configurator) poolLogs(res *Result, p stagePlan, pre []byte) {
 	s := c.in.Spec
+	a := p.attn
+	if len(pre) > 0 && (c.state != nil || p.hybrid != nil || a.MLA) {
+		res.Concurrency.Line = string(pre)
+		res.Logs = append(res.Logs, res.Concurrency.Line)
+	}
 	if c.state != nil {
 		line := fmt.Sprintf("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %sGB, ssm_state size: %sGB ",
 			res.MaxMambaCacheSize, gb(res.MambaConvBytes), gb(res.MambaSSMBytes))
@@ -70,7 +77,6 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) {
 		}
 		res.Logs = append(res.Logs, line)
 	}
-	a := p.attn
 	switch {
 	case p.dsv4 != nil:
 		// DeepSeekV4TokenToKVPool: the configurator's two lines carry the sizes.
@@ -119,7 +125,17 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan) {
 		pt, _ := a.PerToken() // a was validated when the cell was computed
 		k, v := rows*pt.KRow(), rows*pt.VRow()
 		res.KSizeBytes, res.VSizeBytes = k, v
-		res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
+		if len(pre) == 0 {
+			res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
+		} else {
+			// Both lines in one allocation: this is every dense plan.
+			both := string(appendKVLine(pre, res.MaxTotalNumTokens, k, v))
+			res.Concurrency.Line = both[:len(pre)]
+			if cap(res.Logs) < 2 {
+				res.Logs = make([]string, 0, 2)
+			}
+			res.Logs = append(res.Logs, res.Concurrency.Line, both[len(pre):])
+		}
 		if a.MiniMax != nil {
 			c.miniMaxLogs(res, a.MiniMax)
 		}
@@ -162,7 +178,7 @@ func (c *Configurator) PostCaptureResize(cur *Result, freeBytes, backedBytes int
 		out.Warnings = append(out.Warnings, fmt.Sprintf("Post-capture KV sizing reduced max_running_requests from %d to %d.", cur.MaxRunningRequests, n))
 		out.MaxRunningRequests = n
 	}
-	c.poolLogs(&out, plans[idx])
+	c.poolLogs(&out, plans[idx], nil)
 	out.Logs = append(out.Logs, fmt.Sprintf("Post-capture KV sizing: max_total_num_tokens=%d, free memory=%.2f GB", out.MaxTotalNumTokens, free))
 	return &out, nil
 }

@@ -34,6 +34,8 @@ func Patterns() []engine.Pattern {
 			nil, adviseMambaNoRequests),
 		engine.NewPattern(engineName, "mamba_capped", engine.Warning, `max_running_requests is capped to `+engine.Number+` by the mamba state cache \(max_mamba_cache_size=`+engine.Number+`, `+engine.Number+` state slots per request\)`,
 			[]string{"max_running_requests", "max_mamba_cache_size", "slots_per_request"}, adviseMambaCapped),
+		engine.NewPattern(engineName, "concurrency_reduced", engine.Warning, `max_running_requests reduced from the requested `+engine.Number+` to `+engine.Number+` \(per dp worker\), bound by ([a-z_]+)(?: \(max_mamba_cache_size=`+engine.Number+` per shard / `+engine.Number+` slots per request\))?`,
+			[]string{"requested", "max_running_requests", "", "max_mamba_cache_size", "slots_per_request"}, adviseConcurrencyReduced).WithLaunch(map[string]string{"requested": "max_running_requests"}),
 		engine.NewPattern(engineName, "max_running_reduced", engine.Warning, `max_running_requests was reduced from the requested `+engine.Number+` to `+engine.Number,
 			[]string{"requested", "max_running_requests"}, adviseMaxRunningReduced).WithLaunch(map[string]string{"requested": "max_running_requests"}),
 		engine.NewPattern(engineName, "max_total_tokens_too_large", engine.Warning, `max_total_tokens=`+engine.Number+` is larger than the profiled value `+engine.Number,
@@ -157,6 +159,31 @@ func adviseMambaCapped(n map[string]float64, _ []string) engine.Advice {
 	a.Text = fmt.Sprintf("For N concurrent requests set --max-mamba-cache-size %.0f×N (a.g. %s for twice as many), or raise --mamba-full-memory-ratio; --mamba-ssm-dtype bfloat16 halves the state size.", n["slots_per_request"], strconv.Itoa(int(2*n["max_running_requests"]*n["slots_per_request"])))
 	a.Value = strconv.Itoa(int(2 * n["max_running_requests"] * n["slots_per_request"]))
 	a.Alternatives = []string{"--mamba-full-memory-ratio", "--mamba-ssm-dtype bfloat16"}
+	return a
+}
+
+// adviseConcurrencyReduced reads the newest SGLang's concurrency report
+// when it reduced a requested value (docs/sglang.md#max-running-requests):
+// the binding limit names the knob.
+func adviseConcurrencyReduced(n map[string]float64, s []string) engine.Advice {
+	var a engine.Advice
+	bound := s[2]
+	a.Meaning = fmt.Sprintf("SGLang runs %.0f requests per DP worker, not the requested %.0f: the %s limit binds (SGLang lists every limit and takes the smallest).", n["max_running_requests"], n["requested"], bound)
+	switch bound {
+	case LimitMamba:
+		a.Knob = "max_mamba_cache_size"
+		if slots := n["slots_per_request"]; slots > 0 {
+			a.Value = strconv.Itoa(int(n["requested"] * slots))
+			a.Text = fmt.Sprintf("Each request holds %.0f Mamba state slots: set --max-mamba-cache-size %s (requested × slots, memory permitting; times the DP workers with DP attention), raise --mamba-full-memory-ratio, or halve the state with --mamba-ssm-dtype bfloat16.", slots, a.Value)
+		} else {
+			a.Text = "Give the Mamba state pool slots-per-request × the requested count (--max-mamba-cache-size), raise --mamba-full-memory-ratio, or halve the state with --mamba-ssm-dtype bfloat16."
+		}
+		a.Alternatives = []string{"--mamba-full-memory-ratio", "--mamba-ssm-dtype bfloat16"}
+	default:
+		a.Knob = "mem_fraction_static"
+		a.Text = "The KV pool allows half its tokens as requests: give it more memory (--mem-fraction-static), fp8 KV (--kv-cache-dtype fp8_e4m3) or more GPUs, or lower --max-running-requests to what fits."
+		a.Alternatives = []string{"--kv-cache-dtype fp8_e4m3", "--tp-size", "--max-running-requests"}
+	}
 	return a
 }
 

@@ -64,7 +64,7 @@ func TestReset(t *testing.T) {
 			want := run(fresh, err, nil)
 			got := run(&reused, reused.Reset(tt.in), &result) // compared before the next run reuses it
 			// A reused Result may hold empty rather than nil slices.
-			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.AllowUnexported(sglang.Result{})); diff != "" {
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.AllowUnexported(sglang.Result{}, sglang.Concurrency{})); diff != "" {
 				t.Errorf("%s: Reset + ConfigureInto differ from New + Configure (-new +reused):\n%s", tt.name, diff)
 			}
 		}

@@ -98,6 +98,22 @@ type rules struct {
 	blackwellTRTLLM bool
 	// blackwellMHATRTLLM: every MHA model picks trtllm_mha on Blackwell.
 	blackwellMHATRTLLM bool
+	// prefillGraphCompat: the prefill CUDA graph is switched off for the
+	// launches it does not support before the memory defaults run
+	// (cuda_graph_hook.py), so those reserve nothing for it; its capture
+	// sizes stop at --max-total-tokens (memory_hook.py).
+	prefillGraphCompat bool
+	// concurrencyReport: max_running_requests is the smallest of a list of
+	// named limits and the log says which one bound it
+	// (mem_cache/concurrency_limit.py).
+	concurrencyReport bool
+	// mambaSlotOpts: the lazy extra buffer (one ping-pong slot with the
+	// overlap scheduler) and SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK (one slot
+	// less) count in the Mamba slot ratio (kv_cache_configurator.py).
+	mambaSlotOpts bool
+	// decodeReservation: allocation_sizing.py's decode reservation and
+	// request-to-token headroom with speculation and pages.
+	decodeReservation bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -304,7 +320,8 @@ func eraRules(era Era, ver *Version) rules {
 	case Era0510:
 		r = rules{fraction: fraction0510, tier: DefaultTier, blackwellTRTLLM: true}
 	default:
-		r = rules{fraction: fractionLatest, tier: tierLatest, blackwellTRTLLM: true, blackwellMHATRTLLM: true}
+		r = rules{fraction: fractionLatest, tier: tierLatest, blackwellTRTLLM: true, blackwellMHATRTLLM: true,
+			prefillGraphCompat: true, concurrencyReport: true, mambaSlotOpts: true, decodeReservation: true}
 	}
 	for _, g := range versionGates {
 		if ver == nil || !ver.Less(g.first) {
@@ -319,16 +336,3 @@ func (p Profile) MemFraction(in MemFractionInput) float64 { return p.fraction(in
 
 // Tier is the profile's chunked prefill size and CUDA-graph batch size.
 func (p Profile) Tier(gpuMiB int64, tp int) Tier { return p.tier(gpuMiB, tp) }
-
-// resolveMaxNumReqsPool is max_running_requests before 0.5.3: the request
-// pool has max_num_reqs + 1 rows (max_num_reqs = the user's value or the
-// [2048, 4096] estimate est) and the worker runs min(tokens/2, rows), or
-// min(user/attn_dp, rows) with --max-running-requests (no tokens/2 cap).
-func resolveMaxNumReqsPool(in MaxReqsInput, est int64) (n, requested int64) {
-	dp := int64(max(in.AttnDP, 1))
-	if in.MaxRunningRequests > 0 {
-		requested = int64(in.MaxRunningRequests) / dp
-		return min(requested, int64(in.MaxRunningRequests)+1), requested
-	}
-	return min(in.TokenCapacity/2, est+1), 0
-}
