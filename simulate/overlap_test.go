@@ -100,7 +100,7 @@ func TestSGLangOverlapPageCountSeqlenModPage(t *testing.T) {
 // evict the whole 5: X then Y (available 15, nothing cached).
 func TestSGLangEvictShortfallVersusWholeNeed(t *testing.T) {
 	for _, c := range []struct {
-		shortfall             bool
+		shortfall            bool
 		available, evictable int
 	}{{true, 5, 10}, {false, 15, 0}} {
 		e, _ := sglTest(t, Config{MaxTotalNumTokens: 20, EvictShortfall: c.shortfall})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	sglangengine "github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
@@ -27,6 +28,12 @@ type Options struct {
 	StepOverheadS float64 `json:"step_overhead_s,omitempty"`
 	// TimeseriesEvery records a point every this many steps (0: none).
 	TimeseriesEvery int `json:"timeseries_every,omitempty"`
+	// DisableOverlapSchedule is SGLang's --disable-overlap-schedule: the
+	// non-overlap loop instead of the overlap scheduler, SGLang's default.
+	DisableOverlapSchedule bool `json:"disable_overlap_schedule,omitempty"`
+	// IgnoreEOS sends every request with ignore_eos (SGLang: admitted by
+	// add_one_req_ignore_eos when the radix cache is disabled).
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 }
 
 // Validate reports every problem with the options.
@@ -72,7 +79,8 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		c = Config{Engine: EngineSGLang, MaxTotalNumTokens: int(rep.MaxTotalNumTokens), PageSize: rep.PageSize,
 			MaxRunningRequests: rep.MaxRunningRequests, ChunkedPrefillSize: rep.ChunkedPrefillSize,
 			DisableRadixCache: req.DisableRadixCache, ContextLength: rep.ContextLength,
-			MaxPrefillTokens: o.MaxPrefillTokens, ScheduleConservativeness: o.ScheduleConservativeness}
+			MaxPrefillTokens: o.MaxPrefillTokens, ScheduleConservativeness: o.ScheduleConservativeness,
+			OverlapSchedule: !o.DisableOverlapSchedule, EvictShortfall: sglangMain(req.SGLangVersion), IgnoreEOS: o.IgnoreEOS}
 		if rep.FullMaxTotalNumTokens > 0 {
 			c.MaxTotalNumTokens = int(rep.FullMaxTotalNumTokens)
 			c.Notes = append(c.Notes, fmt.Sprintf("hybrid SWA: the full pool (%d tokens) is simulated; the sliding-window pool (%d tokens) and its admission test are not", rep.FullMaxTotalNumTokens, rep.SWAMaxTotalNumTokens))
@@ -143,6 +151,21 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// sglangMain reports whether an SGLang version string names the newest
+// main rather than a release: no version, or a name such as latest, main
+// or nightly. Its radix eviction frees only the shortfall
+// (docs/simulate.md#radix-cache).
+func sglangMain(version string) bool {
+	if version == "" {
+		return true
+	}
+	if _, err := sglangengine.ParseVersion(version); err == nil {
+		return false
+	}
+	p, _, err := sglangengine.ResolveProfile(version)
+	return err == nil && p.Era == sglangengine.EraLatest
 }
 
 // FromPlan plans req (plan.Run, the plan `kvcfg plan` prints) and returns

@@ -42,3 +42,32 @@ func TestFromPlan(t *testing.T) {
 		t.Errorf("trtllm: %v", err)
 	}
 }
+
+// TestFromPlanFollowsSGLangVersion: the plan's SGLang version picks the
+// radix eviction (the newest main evicts the shortfall, releases the whole
+// need) and the overlap scheduler is on unless --disable-overlap-schedule.
+func TestFromPlanFollowsSGLangVersion(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		version   string
+		disable   bool
+		shortfall bool
+		overlap   bool
+	}{
+		{"", false, true, true},
+		{"latest", true, true, false},
+		{"main", false, true, true},
+		{"0.5.3", false, false, true},
+		{"0.5.19", false, false, true},
+		{"0.4.7", true, false, false},
+	} {
+		req := plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", Engine: plan.EngineSGLang, SGLangVersion: c.version}
+		cfg, _, err := FromPlan(ctx, req, Options{DisableOverlapSchedule: c.disable})
+		if err != nil {
+			t.Fatalf("%q: %v", c.version, err)
+		}
+		if cfg.EvictShortfall != c.shortfall || cfg.OverlapSchedule != c.overlap {
+			t.Errorf("version %q disable %v: evict_shortfall %v overlap_schedule %v, want %v %v", c.version, c.disable, cfg.EvictShortfall, cfg.OverlapSchedule, c.shortfall, c.overlap)
+		}
+	}
+}
