@@ -85,6 +85,12 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 			c.MaxTotalNumTokens = int(rep.FullMaxTotalNumTokens)
 			c.Notes = append(c.Notes, fmt.Sprintf("hybrid SWA: the full pool (%d tokens) is simulated; the sliding-window pool (%d tokens) and its admission test are not", rep.FullMaxTotalNumTokens, rep.SWAMaxTotalNumTokens))
 		}
+		if rep.MaxMambaCacheSize > 0 && c.OverlapSchedule && !c.DisableRadixCache && req.SpeculativeAlgorithm == "" {
+			// A Mamba model with the radix cache and no speculative
+			// decoding runs without the overlap scheduler (the no_buffer
+			// strategy; docs/sglang.md#defaults-radix-cache-and-overlap).
+			c.OverlapSchedule = false
+		}
 		if rep.MaxMambaCacheSize > 0 {
 			// The plan's max_running_requests already counts the state
 			// slots a request needs.

@@ -71,3 +71,30 @@ func TestFromPlanFollowsSGLangVersion(t *testing.T) {
 		}
 	}
 }
+
+// A Mamba model with the radix cache on and no speculative decoding runs
+// SGLang's non-overlap loop (the no_buffer strategy).
+func TestFromPlanMambaRunsWithoutOverlap(t *testing.T) {
+	cfg := func(rep *plan.Report, req plan.Request) Config {
+		c, err := ConfigFromReport(req, rep, nil, Options{StepTimeS: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	rep := &plan.Report{}
+	rep.Engine, rep.MaxTotalNumTokens, rep.MaxRunningRequests, rep.MaxMambaCacheSize = plan.EngineSGLang, 10000, 8, 24
+	if c := cfg(rep, plan.Request{}); c.OverlapSchedule {
+		t.Error("Mamba model with the radix cache: overlap scheduler on, want off")
+	}
+	if c := cfg(rep, plan.Request{DisableRadixCache: true}); !c.OverlapSchedule {
+		t.Error("Mamba model without the radix cache: overlap scheduler off, want on")
+	}
+	if c := cfg(rep, plan.Request{SpeculativeAlgorithm: "EAGLE"}); !c.OverlapSchedule {
+		t.Error("Mamba model with speculative decoding: overlap scheduler off, want on")
+	}
+	rep.MaxMambaCacheSize = 0
+	if c := cfg(rep, plan.Request{}); !c.OverlapSchedule {
+		t.Error("dense model: overlap scheduler off, want on")
+	}
+}
