@@ -42,6 +42,12 @@ func BenchmarkSimulateSGLang(b *testing.B) {
 	benchSim(b, Config{Engine: EngineSGLang, MaxTotalNumTokens: 60000, MaxRunningRequests: 256, ChunkedPrefillSize: 8192})
 }
 
+// BenchmarkSimulateSGLangOverlap is BenchmarkSimulateSGLang under the
+// overlap scheduler (SGLang's default; docs/simulate.md#overlap-scheduler).
+func BenchmarkSimulateSGLangOverlap(b *testing.B) {
+	benchSim(b, Config{Engine: EngineSGLang, MaxTotalNumTokens: 60000, MaxRunningRequests: 256, ChunkedPrefillSize: 8192, OverlapSchedule: true, EvictShortfall: true})
+}
+
 // BenchmarkSimulateSGLangNoRadix is the run simulate/testdata/baseline.py
 // replays in plain Python (docs/simulate.md#performance).
 func BenchmarkSimulateSGLangNoRadix(b *testing.B) {

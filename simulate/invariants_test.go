@@ -91,6 +91,10 @@ func (e *sglang) check() error {
 	if e.chunked != nil {
 		reqs = append(reqs, e.chunked)
 	}
+	inFlight := map[*req]bool{} // overlap: their batch's results are pending
+	for _, r := range e.pend {
+		inFlight[r] = true
+	}
 	private := 0
 	for _, r := range reqs {
 		if r.done {
@@ -100,6 +104,9 @@ func (e *sglang) check() error {
 			continue
 		}
 		want := r.P + r.out - 1
+		if inFlight[r] {
+			want++ // the slot of the token in flight
+		}
 		if r == e.chunked {
 			want = len(r.locs)
 		}
@@ -192,6 +199,9 @@ func randomCase(seed uint64) (Config, []Request) {
 		cfg.ScheduleConservativeness = []float64{0.05, 0.3, 1, 2}[rng.IntN(4)]
 		cfg.DisableRadixCache = rng.IntN(5) == 0
 		cfg.LegacyAdmission = rng.IntN(4) == 0
+		cfg.OverlapSchedule = rng.IntN(2) == 0
+		cfg.EvictShortfall = rng.IntN(2) == 0
+		cfg.IgnoreEOS = rng.IntN(2) == 0
 	} else {
 		cfg.Engine = EngineVLLM
 		cfg.BlockSize = []int{1, 4, 16}[rng.IntN(3)]

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	sglangengine "github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/plan"
@@ -27,6 +28,12 @@ type Options struct {
 	StepOverheadS float64 `json:"step_overhead_s,omitempty"`
 	// TimeseriesEvery records a point every this many steps (0: none).
 	TimeseriesEvery int `json:"timeseries_every,omitempty"`
+	// DisableOverlapSchedule is SGLang's --disable-overlap-schedule: the
+	// non-overlap loop instead of the overlap scheduler, SGLang's default.
+	DisableOverlapSchedule bool `json:"disable_overlap_schedule,omitempty"`
+	// IgnoreEOS sends every request with ignore_eos (SGLang: admitted by
+	// add_one_req_ignore_eos when the radix cache is disabled).
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 }
 
 // Validate reports every problem with the options.
@@ -69,22 +76,7 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 	var c Config
 	switch rep.Engine {
 	case plan.EngineSGLang:
-		c = Config{Engine: EngineSGLang, MaxTotalNumTokens: int(rep.MaxTotalNumTokens), PageSize: rep.PageSize,
-			MaxRunningRequests: rep.MaxRunningRequests, ChunkedPrefillSize: rep.ChunkedPrefillSize,
-			DisableRadixCache: req.DisableRadixCache, ContextLength: rep.ContextLength,
-			MaxPrefillTokens: o.MaxPrefillTokens, ScheduleConservativeness: o.ScheduleConservativeness}
-		if rep.FullMaxTotalNumTokens > 0 {
-			c.MaxTotalNumTokens = int(rep.FullMaxTotalNumTokens)
-			c.Notes = append(c.Notes, fmt.Sprintf("hybrid SWA: the full pool (%d tokens) is simulated; the sliding-window pool (%d tokens) and its admission test are not", rep.FullMaxTotalNumTokens, rep.SWAMaxTotalNumTokens))
-		}
-		if rep.MaxMambaCacheSize > 0 {
-			// The plan's max_running_requests already counts the state
-			// slots a request needs.
-			c.Notes = append(c.Notes, fmt.Sprintf("Mamba state slots (%d): running requests are capped as the plan says (%d); prefix hits that SGLang limits to cached Mamba states are not", rep.MaxMambaCacheSize, rep.MaxRunningRequests))
-		}
-		if req.ChunkedPrefillSize < 0 {
-			c.ChunkedPrefillSize = 0
-		}
+		c = sglangConfig(req, rep, o)
 	case plan.EngineVLLM:
 		c = Config{Engine: EngineVLLM, NumGPUBlocks: int(rep.NumGPUBlocks), BlockSize: rep.BlockSize, MaxModelLen: rep.MaxModelLen,
 			MaxNumSeqs: req.MaxNumSeqs, MaxNumBatchedTokens: req.MaxNumBatchedTokens, DisablePrefixCaching: req.DisableRadixCache}
@@ -143,6 +135,51 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// sglangConfig is the SGLang server a plan describes: its pools, scheduler
+// settings and loop (the overlap scheduler unless disabled or a Mamba model
+// rules it out; the radix eviction of the plan's version).
+func sglangConfig(req plan.Request, rep *plan.Report, o Options) Config {
+	c := Config{Engine: EngineSGLang, MaxTotalNumTokens: int(rep.MaxTotalNumTokens), PageSize: rep.PageSize,
+		MaxRunningRequests: rep.MaxRunningRequests, ChunkedPrefillSize: rep.ChunkedPrefillSize,
+		DisableRadixCache: req.DisableRadixCache, ContextLength: rep.ContextLength,
+		MaxPrefillTokens: o.MaxPrefillTokens, ScheduleConservativeness: o.ScheduleConservativeness,
+		OverlapSchedule: !o.DisableOverlapSchedule, EvictShortfall: sglangMain(req.SGLangVersion), IgnoreEOS: o.IgnoreEOS}
+	if rep.FullMaxTotalNumTokens > 0 {
+		c.MaxTotalNumTokens = int(rep.FullMaxTotalNumTokens)
+		c.Notes = append(c.Notes, fmt.Sprintf("hybrid SWA: the full pool (%d tokens) is simulated; the sliding-window pool (%d tokens) and its admission test are not", rep.FullMaxTotalNumTokens, rep.SWAMaxTotalNumTokens))
+	}
+	if rep.MaxMambaCacheSize > 0 && c.OverlapSchedule && !c.DisableRadixCache && req.SpeculativeAlgorithm == "" {
+		// A Mamba model with the radix cache and no speculative
+		// decoding runs without the overlap scheduler (the no_buffer
+		// strategy; docs/sglang.md#defaults-radix-cache-and-overlap).
+		c.OverlapSchedule = false
+	}
+	if rep.MaxMambaCacheSize > 0 {
+		// The plan's max_running_requests already counts the state
+		// slots a request needs.
+		c.Notes = append(c.Notes, fmt.Sprintf("Mamba state slots (%d): running requests are capped as the plan says (%d); prefix hits that SGLang limits to cached Mamba states are not", rep.MaxMambaCacheSize, rep.MaxRunningRequests))
+	}
+	if req.ChunkedPrefillSize < 0 {
+		c.ChunkedPrefillSize = 0
+	}
+	return c
+}
+
+// sglangMain reports whether an SGLang version string names the newest
+// main rather than a release: no version, or a name such as latest, main
+// or nightly. Its radix eviction frees only the shortfall
+// (docs/simulate.md#radix-cache).
+func sglangMain(version string) bool {
+	if version == "" {
+		return true
+	}
+	if _, err := sglangengine.ParseVersion(version); err == nil {
+		return false
+	}
+	p, _, err := sglangengine.ResolveProfile(version)
+	return err == nil && p.Era == sglangengine.EraLatest
 }
 
 // FromPlan plans req (plan.Run, the plan `kvcfg plan` prints) and returns

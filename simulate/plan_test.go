@@ -42,3 +42,59 @@ func TestFromPlan(t *testing.T) {
 		t.Errorf("trtllm: %v", err)
 	}
 }
+
+// TestFromPlanFollowsSGLangVersion: the plan's SGLang version picks the
+// radix eviction (the newest main evicts the shortfall, releases the whole
+// need) and the overlap scheduler is on unless --disable-overlap-schedule.
+func TestFromPlanFollowsSGLangVersion(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		version   string
+		disable   bool
+		shortfall bool
+		overlap   bool
+	}{
+		{"", false, true, true},
+		{"latest", true, true, false},
+		{"main", false, true, true},
+		{"0.5.3", false, false, true},
+		{"0.5.19", false, false, true},
+		{"0.4.7", true, false, false},
+	} {
+		req := plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", Engine: plan.EngineSGLang, SGLangVersion: c.version}
+		cfg, _, err := FromPlan(ctx, req, Options{DisableOverlapSchedule: c.disable})
+		if err != nil {
+			t.Fatalf("%q: %v", c.version, err)
+		}
+		if cfg.EvictShortfall != c.shortfall || cfg.OverlapSchedule != c.overlap {
+			t.Errorf("version %q disable %v: evict_shortfall %v overlap_schedule %v, want %v %v", c.version, c.disable, cfg.EvictShortfall, cfg.OverlapSchedule, c.shortfall, c.overlap)
+		}
+	}
+}
+
+// A Mamba model with the radix cache on and no speculative decoding runs
+// SGLang's non-overlap loop (the no_buffer strategy).
+func TestFromPlanMambaRunsWithoutOverlap(t *testing.T) {
+	cfg := func(rep *plan.Report, req plan.Request) Config {
+		c, err := ConfigFromReport(req, rep, nil, Options{StepTimeS: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	rep := &plan.Report{}
+	rep.Engine, rep.MaxTotalNumTokens, rep.MaxRunningRequests, rep.MaxMambaCacheSize = plan.EngineSGLang, 10000, 8, 24
+	if c := cfg(rep, plan.Request{}); c.OverlapSchedule {
+		t.Error("Mamba model with the radix cache: overlap scheduler on, want off")
+	}
+	if c := cfg(rep, plan.Request{DisableRadixCache: true}); !c.OverlapSchedule {
+		t.Error("Mamba model without the radix cache: overlap scheduler off, want on")
+	}
+	if c := cfg(rep, plan.Request{SpeculativeAlgorithm: "EAGLE"}); !c.OverlapSchedule {
+		t.Error("Mamba model with speculative decoding: overlap scheduler off, want on")
+	}
+	rep.MaxMambaCacheSize = 0
+	if c := cfg(rep, plan.Request{}); !c.OverlapSchedule {
+		t.Error("dense model: overlap scheduler off, want on")
+	}
+}

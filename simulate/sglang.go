@@ -20,6 +20,10 @@ const (
 	addNoToken            = 1
 	addOther              = 2
 	sglDefaultMaxRunning  = math.MaxInt32
+	// sglIgnoreEOSReserve is IGNORE_EOS_RESERVE_TOKENS
+	// (schedule_policy.py): what add_one_req_ignore_eos keeps free per
+	// request still running.
+	sglIgnoreEOSReserve = 1
 )
 
 type sglang struct {
@@ -48,6 +52,15 @@ type sglang struct {
 	victims []*req
 	ended   []*req // finished at prefill: recycled at the next step
 	held    int    // tokens held by live requests (not the tree)
+	states  []eosState
+
+	// The overlap scheduler (Config.OverlapSchedule): pend is the last
+	// batch, whose results are processed after this step's batch is
+	// scheduled; cur is this step's batch. shrunk: a result finished a
+	// request, so the next decode clears the latch (its filter_batch).
+	pend, cur               []*req
+	pendPrefill, curPrefill bool
+	shrunk                  bool
 
 	retractions int64
 }
@@ -77,10 +90,12 @@ func newSGLang(cfg Config, s *sim) (*sglang, error) {
 }
 
 func (e *sglang) poolTokens() int64 { return int64(e.alloc.Size()) }
-func (e *sglang) busy() bool        { return e.waitq.len() > 0 || len(e.run) > 0 || e.chunked != nil }
-func (e *sglang) waiting() int      { return e.waitq.len() }
-func (e *sglang) kvUsed() int       { return e.alloc.Size() - e.alloc.Available() - e.evictable() }
-func (e *sglang) kvCached() int     { return e.evictable() }
+func (e *sglang) busy() bool {
+	return e.waitq.len() > 0 || len(e.run) > 0 || e.chunked != nil || len(e.pend) > 0
+}
+func (e *sglang) waiting() int  { return e.waitq.len() }
+func (e *sglang) kvUsed() int   { return e.alloc.Size() - e.alloc.Available() - e.evictable() }
+func (e *sglang) kvCached() int { return e.evictable() }
 
 func (e *sglang) running() int {
 	if e.chunked != nil {
@@ -147,9 +162,16 @@ func (e *sglang) arrive(r Request, id int64) {
 }
 
 // evictFor evicts the tree when fewer than n slots are free
-// (evict_from_tree_cache).
+// (evict_from_tree_cache): the newest main evicts only the shortfall,
+// released versions the whole n (docs/simulate.md#radix-cache).
 func (e *sglang) evictFor(n int) {
-	if e.tree != nil && e.alloc.Available() < n {
+	if e.tree == nil {
+		return
+	}
+	if avail := e.alloc.Available(); avail < n {
+		if e.cfg.EvictShortfall {
+			n -= avail
+		}
 		e.tree.evict(n)
 	}
 }
@@ -282,6 +304,9 @@ func (e *sglang) addChunked(a *adder, r *req) int {
 }
 
 func (e *sglang) step(now float64) stepInfo {
+	if e.cfg.OverlapSchedule {
+		return e.stepOverlap()
+	}
 	for i, r := range e.ended {
 		e.s.recycle(r)
 		e.ended[i] = nil
@@ -369,8 +394,15 @@ func (e *sglang) admitWaiting(a *adder, st *stepInfo, batch []*req, allocatable 
 		}
 		r := e.s.take(e.waitq.at(i)) // made from its description when first considered
 		e.match(r)
-		res, ext, ok := e.addOne(a, r, len(batch))
+		var res, ext int
+		var ok bool
+		if e.cfg.IgnoreEOS && e.tree == nil {
+			res, ext, ok = e.addOneIgnoreEOS(a, r, batch)
+		} else {
+			res, ext, ok = e.addOne(a, r, len(batch))
+		}
 		if ok {
+			r.retracted = false
 			admitted++
 			batch = append(batch, r)
 			e.extends = append(e.extends, e.extendOf(r, ext))
@@ -470,6 +502,15 @@ func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 			e.chunked = r
 			continue
 		}
+		if e.cfg.OverlapSchedule {
+			// Merged into the running batch at once; its first token
+			// comes with the results, one step later.
+			e.run = append(e.run, r)
+			e.live++
+			e.cur = append(e.cur, r)
+			e.curPrefill = true
+			continue
+		}
 		r.out++
 		if r.out == 1 {
 			e.s.firsts = append(e.s.firsts, r)
@@ -504,7 +545,7 @@ func (e *sglang) cacheUnfinished(r *req) {
 	if e.tree == nil {
 		return
 	}
-	n := floorTo(len(r.locs), e.ps)
+	n := floorTo(committed(r), e.ps)
 	if n <= r.treeLen {
 		return
 	}
@@ -524,12 +565,10 @@ func (e *sglang) cacheUnfinished(r *req) {
 // cacheFinished is cache_finished_req: the request's KV (all but the last
 // sampled token) becomes evictable tree nodes.
 func (e *sglang) cacheFinished(r *req) {
-	kv := len(r.locs)
 	if e.tree == nil {
 		e.free(r.locs)
-		e.held -= kv
 	} else {
-		n := floorTo(kv, e.ps)
+		n := floorTo(committed(r), e.ps)
 		existing := r.treeLen
 		if n > r.treeLen {
 			existing = e.tree.insert(r.tokens[:n], r.locs[:n])
@@ -537,12 +576,14 @@ func (e *sglang) cacheFinished(r *req) {
 		if existing > r.treeLen {
 			e.free(r.locs[r.treeLen:existing])
 		}
-		if kv > n {
-			e.free(r.locs[n:kv])
+		// The unaligned tail and, under the overlap scheduler, the slot
+		// of the token in flight (release_kv_cache frees both).
+		if len(r.locs) > n {
+			e.free(r.locs[n:])
 		}
-		e.held -= kv - r.treeLen
 		e.unlock(r.node)
 	}
+	e.held -= len(r.locs) - r.treeLen
 	r.locs = r.locs[:0]
 	r.node, r.treeLen = nil, 0
 	r.done = true
@@ -614,13 +655,15 @@ func (e *sglang) decode() stepInfo {
 	if e.live < k { // some finished: drop them
 		k = e.compact()
 	}
-	if k < len(e.run) {
+	if k < len(e.run) || e.shrunk {
 		clear(e.run[k:])
 		e.run = e.run[:k]
-		e.latch = false
+		e.latch, e.shrunk = false, false
 	}
 	if len(e.run) == 0 {
-		e.ratio = e.initRatio // idle self-check
+		if len(e.pend) == 0 {
+			e.ratio = e.initRatio // idle self-check
+		}
 		st.idle = true
 		return st
 	}
@@ -653,6 +696,16 @@ func (e *sglang) decode() stepInfo {
 	}
 	st.reqs = len(e.run)
 	st.newTokens = len(e.run)
+	e.held += len(e.run)
+	if e.cfg.OverlapSchedule {
+		// The tokens and finishes come with the results, next step.
+		for i, r := range e.run {
+			r.locs = append(r.locs, e.slots[i])
+			st.kvRead += int64(len(r.locs))
+		}
+		e.cur = append(e.cur, e.run...)
+		return st
+	}
 	for i, r := range e.run {
 		r.locs = append(r.locs, e.slots[i])
 		st.kvRead += int64(len(r.locs))
@@ -662,7 +715,6 @@ func (e *sglang) decode() stepInfo {
 			e.live--
 		}
 	}
-	e.held += len(e.run)
 	return st
 }
 
@@ -723,7 +775,7 @@ func (e *sglang) retract() {
 	clear(e.run[k:])
 	e.run = e.run[:k]
 	for _, v := range e.victims {
-		v.done = false
+		v.done, v.retracted = false, true
 		e.waitq.pushBack(qent{r: v})
 	}
 	clear(e.victims)

@@ -51,6 +51,22 @@ type Config struct {
 	// LegacyAdmission drops the per-request page overhead from SGLang's
 	// admission test (releases before the PrefillBudget rewrite).
 	LegacyAdmission bool `json:"legacy_admission,omitempty"`
+	// EvictShortfall evicts only what an allocation lacks from the radix
+	// tree (SGLang's newest main, mem_cache/common.py
+	// evict_from_tree_cache); false evicts the whole need, as the released
+	// versions do (docs/simulate.md#radix-cache).
+	EvictShortfall bool `json:"evict_shortfall,omitempty"`
+	// OverlapSchedule runs SGLang's overlap scheduler (its default,
+	// event_loop_overlap): a batch's results (tokens, finishes and the
+	// frees they bring) are processed one iteration later, after the next
+	// batch was scheduled; false is the non-overlap loop
+	// (--disable-overlap-schedule; docs/simulate.md#overlap-scheduler).
+	OverlapSchedule bool `json:"overlap_schedule,omitempty"`
+	// IgnoreEOS says every request is sent with ignore_eos: with the radix
+	// cache disabled SGLang then admits it by add_one_req_ignore_eos, a
+	// projected-peak test over the running requests
+	// (docs/simulate.md#ignore_eos-admission).
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 	// ContextLength is SGLang's context length (0: the pool's size is the
 	// limit): with the pool it sets max_req_len = min(context - 1, pool -
 	// 1); prompts of max_req_len - 5 tokens or more are refused and
@@ -276,6 +292,9 @@ type req struct {
 	treeLen int    // leading tokens owned by the radix tree
 	node    *rnode // locked tree node (nil: none)
 	prefix  int    // prefix matched at the last admission
+	// retracted: back in the queue; a pending result for it is dropped
+	// (the overlap scheduler's is_retracted)
+	retracted bool
 
 	// vLLM
 	hashes  []hashT
@@ -503,6 +522,9 @@ func (l *loop) replay(ctx context.Context) error {
 			sum.BlockedSteps[st.blocked]++
 		}
 		if st.idle {
+			// The overlap scheduler processes the last batch's results
+			// in a step that runs nothing.
+			l.flush()
 			if sum.UnservableRequests != l.lastUnservable {
 				l.idles, l.lastUnservable = 0, sum.UnservableRequests
 			}
@@ -527,22 +549,13 @@ func (l *loop) record(st stepInfo, waiting int) {
 	if st.blocked == LimitKVPool {
 		sum.KVQueueEstS += dt * float64(waiting)
 	}
+	if cfg.OverlapSchedule {
+		// Results processed this step are the last batch's: they
+		// arrived when it ended, before this step's time.
+		l.flush()
+	}
 	s.now += dt
-	for _, r := range s.firsts {
-		r.firstT = s.now
-	}
-	for _, r := range s.dones {
-		sum.RequestsCompleted++
-		sum.OutputTokens += int64(r.M)
-		ttft := r.firstT - r.arrival
-		s.ttftSum += ttft
-		sum.MaxTTFTEstS = max(sum.MaxTTFTEstS, ttft)
-		if r.M > 1 {
-			s.itlSum += (s.now - r.firstT) / float64(r.M-1)
-			s.itlN++
-		}
-	}
-	s.firsts, s.dones = s.firsts[:0], s.dones[:0]
+	l.flush()
 	sum.Steps++
 	if st.prefill {
 		sum.PrefillSteps++
@@ -560,6 +573,27 @@ func (l *loop) record(st stepInfo, waiting int) {
 		sum.Timeseries = append(sum.Timeseries, Point{Step: sum.Steps, TimeS: s.now, Running: run, Waiting: waiting,
 			KVUsedTokens: used, KVCachedTokens: e.kvCached(), BatchTokens: st.newTokens})
 	}
+}
+
+// flush stamps the requests that got their first token or finished with
+// the current time and counts the finished ones.
+func (l *loop) flush() {
+	s, sum := l.s, l.s.sum
+	for _, r := range s.firsts {
+		r.firstT = s.now
+	}
+	for _, r := range s.dones {
+		sum.RequestsCompleted++
+		sum.OutputTokens += int64(r.M)
+		ttft := r.firstT - r.arrival
+		s.ttftSum += ttft
+		sum.MaxTTFTEstS = max(sum.MaxTTFTEstS, ttft)
+		if r.M > 1 {
+			s.itlSum += (s.now - r.firstT) / float64(r.M-1)
+			s.itlN++
+		}
+	}
+	s.firsts, s.dones = s.firsts[:0], s.dones[:0]
 }
 
 // summarize fills the summary's means, rates and binding limit once the

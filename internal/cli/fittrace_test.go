@@ -92,11 +92,14 @@ func TestFitREADMEWorkloadExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	// SGLang's overlap scheduler (issue 31 item 12): a finished request
+	// is seen one step late and its last decode holds one slot more
+	// (50,489 tokens and 257 running with the non-overlap loop).
 	for _, want := range []string{
-		"Demand: peak 28 running and 50,489 KV tokens on an unbounded pool (time model of 8× H100-80GB, tp 8)",
+		"Demand: peak 28 running and 50,512 KV tokens on an unbounded pool (time model of 8× H100-80GB, tp 8)",
 		// The model's context length stays (issue 32 item 4: not the
 		// workload's longest request, 2,800).
-		"257       0                arrivals  0.398       --tp-size 1 --kv-cache-dtype fp8_e4m3 --mem-fraction-static 0.83\n",
+		"258       0                arrivals  0.398       --tp-size 1 --kv-cache-dtype fp8_e4m3 --mem-fraction-static 0.83\n",
 		"77        0                arrivals  0.398       --tp-size 2 --kv-cache-dtype auto --mem-fraction-static 0.828\n",
 	} {
 		if !strings.Contains(out, want) {

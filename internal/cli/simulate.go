@@ -82,6 +82,8 @@ func bindSimOptions(fs *pflag.FlagSet, o *simulate.Options) {
 	fs.Float64Var(&o.MBU, "mbu", 0, "roofline: fraction of HBM bandwidth reached (default 0.7)")
 	fs.Float64Var(&o.MFU, "mfu", 0, "roofline: fraction of peak FLOPS reached (default 0.5)")
 	fs.Float64Var(&o.StepOverheadS, "step-overhead", 0, "roofline: fixed seconds per step (default 0.003)")
+	fs.BoolVar(&o.DisableOverlapSchedule, "disable-overlap-schedule", false, "SGLang: --disable-overlap-schedule (simulate the non-overlap loop; the overlap scheduler processes each batch's results one step later)")
+	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "SGLang: every request sets ignore_eos (with --disable-radix-cache it is admitted by add_one_req_ignore_eos)")
 }
 
 // simulateResult is the JSON / YAML output of one simulation.
