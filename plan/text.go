@@ -196,7 +196,9 @@ func (r *Report) summaryRows() [][2]string {
 	if r.IndexerBytes > 0 && r.DSV4 == nil {
 		rows = append(rows, [2]string{"indexer cache", units.FormatBytes(r.IndexerBytes)})
 	}
-	return append(rows, r.dsv4Rows()...)
+	rows = append(rows, r.dsv4Rows()...)
+	rows = append(rows, r.unifiedRows()...)
+	return append(rows, r.hostTierRows()...)
 }
 
 // dsv4Rows are DeepSeek-V4's sub-pools: tokens as SGLang logs them, and
@@ -227,6 +229,9 @@ func (r *Report) dsv4Rows() [][2]string {
 func (r *Report) kvSizeRow() [2]string {
 	if r.DSV4 != nil {
 		return [2]string{"KV size (all dsv4 pools)", units.FormatBytes(r.KSizeBytes)}
+	}
+	if r.UnifiedMemoryPool != nil {
+		return [2]string{"KV size (unified buffer)", units.FormatBytes(r.KSizeBytes)}
 	}
 	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
 		return [2]string{"KV size", units.FormatBytes(r.KSizeBytes)}

@@ -107,6 +107,21 @@ type ServerArgs struct {
 	// DisablePiecewiseCudaGraph is --disable-piecewise-cuda-graph: no
 	// prefill CUDA-graph reserve where the profile captures them by default.
 	DisablePiecewiseCudaGraph bool
+	// EnableUnifiedMemory is --enable-unified-memory (unified.go);
+	// DisaggregationMode is --disaggregation-mode ("", "null", "prefill"
+	// or "decode").
+	EnableUnifiedMemory bool
+	DisaggregationMode  string
+	// The HiCache host tier (hicache.go): --enable-hierarchical-cache,
+	// --hicache-ratio (2.0 when 0), --hicache-size (decimal GB; 0 = use
+	// the ratio), --hicache-mem-layout, the host's free RAM (psutil's
+	// available; 0 = not checked) and --nnodes (1 when 0).
+	EnableHierarchicalCache bool
+	HiCacheRatio            float64
+	HiCacheSize             float64
+	HiCacheMemLayout        string
+	HostMemoryBytes         int64
+	NNodes                  int
 }
 
 // Hardware is what the configurator needs to know about the GPU.
@@ -514,6 +529,9 @@ func (in *Input) validate() error {
 	}
 	if a.SWAFullTokensRatio < 0 || a.SWAFullTokensRatio > 1 || math.IsNaN(a.SWAFullTokensRatio) {
 		bad("swa_full_tokens_ratio %v must be in (0, 1]", a.SWAFullTokensRatio)
+	}
+	if err := a.validateTiers(); err != nil {
+		errs = append(errs, err)
 	}
 	if a.MambaFullMemoryRatio < 0 || math.IsNaN(a.MambaFullMemoryRatio) || math.IsInf(a.MambaFullMemoryRatio, 0) {
 		bad("mamba_full_memory_ratio %v must be positive", a.MambaFullMemoryRatio)
