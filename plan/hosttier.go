@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/trtllm"
+	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/units"
 )
 
@@ -85,4 +87,53 @@ func (r *Report) hostTierRows() [][2]string {
 		rows = append(rows, [2]string{"host RAM budget per rank", units.FormatBytes(t.BudgetBytes)})
 	}
 	return rows
+}
+
+// vllmHostTier is vLLM's native CPU offload buffer (--kv-offloading-size,
+// OffloadingConnector's CPUOffloadingSpec): cpu_bytes_to_use =
+// size·2^30 over the whole TP×PP group, one CPU block costing a GPU block
+// on every rank, so blocks = cpu_bytes_to_use // (bytes per GPU block per
+// rank × world size), block_size_factor 1.
+func vllmHostTier(req Request, res *vllm.Result) *HostTier {
+	if req.KVOffloadingSize <= 0 || res == nil || res.BlockSize <= 0 {
+		return nil
+	}
+	perBlock := res.BytesPerToken * int64(res.BlockSize)
+	if res.GroupSize > 0 { // hybrid groups share GroupSize tensors of PageBytes per block
+		perBlock = res.PageBytes * int64(res.GroupSize)
+	}
+	world := int64(max(res.TensorParallelSize, 1) * max(res.PipelineParallelSize, 1))
+	if perBlock <= 0 {
+		return nil
+	}
+	cpuBytes := int64(req.KVOffloadingSize * (1 << 30))
+	blocks := cpuBytes / (perBlock * world)
+	return &HostTier{Option: "--kv-offloading-size", Tokens: blocks * int64(res.BlockSize), Blocks: blocks, BlockSize: res.BlockSize,
+		BytesPerToken: perBlock / int64(res.BlockSize), Bytes: blocks * perBlock, TotalBytes: blocks * perBlock * world,
+		SizedFrom: fmt.Sprintf("cpu_bytes_to_use %s GiB over %d ranks // %s B per block per rank", fmtFloat(req.KVOffloadingSize), world, digits(perBlock))}
+}
+
+// trtllmHostTier is TensorRT-LLM's secondary (host) pool
+// (kv_cache_config.host_cache_size, bytes per rank): secondary blocks =
+// host_cache_size // bytes per token // tokens_per_block.
+func trtllmHostTier(req Request, res *trtllm.Result) *HostTier {
+	tokensPerBlock, cellBytes := res.TokensPerBlock, res.CellSizeBytes
+	if req.HostCacheSize <= 0 || tokensPerBlock <= 0 {
+		return nil
+	}
+	b := res.NumSecondaryBlocks
+	return &HostTier{Option: "kv_cache_config.host_cache_size", Tokens: b * int64(tokensPerBlock), Blocks: b, BlockSize: tokensPerBlock,
+		BytesPerToken: cellBytes, Bytes: int64(req.HostCacheSize), TotalBytes: int64(req.HostCacheSize) * int64(max(res.TPSize, 1)),
+		SizedFrom: fmt.Sprintf("host_cache_size %s // %s B per token // %d tokens per block", units.FormatBytes(int64(req.HostCacheSize)), digits(cellBytes), tokensPerBlock)}
+}
+
+// warnHostRAM warns when a host tier does not fit the node's free RAM
+// (--host-memory); SGLang refuses in that case instead (HiCache checks).
+func warnHostRAM(rep *Report, req Request) {
+	t := rep.HostTier
+	if t == nil || req.HostMemory <= 0 || t.TotalBytes <= int64(req.HostMemory) {
+		return
+	}
+	rep.warn(fmt.Sprintf("kvcfg: the host KV tier (%s) needs %s of host RAM on this node, more than the %s free (--host-memory); the engine would fail to pin it or swap",
+		t.Option, units.FormatBytes(t.TotalBytes), units.FormatBytes(int64(req.HostMemory))))
 }

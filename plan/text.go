@@ -141,7 +141,7 @@ func (r *Report) summaryRows() [][2]string {
 		if r.GPUMemoryUtilization > 0 {
 			util = strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64)
 		}
-		return append(rows,
+		rows = append(rows,
 			[2]string{"vllm_version", r.VLLMVersion},
 			[2]string{"gpu_memory_utilization", util},
 			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
@@ -154,9 +154,10 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"max_num_seqs", digits(int64(r.MaxRunningRequests))},
 			r.kvSizeRow(),
 		)
+		return append(rows, r.hostTierRows()...)
 	}
 	if r.Engine == EngineTRTLLM {
-		return append(rows,
+		rows = append(rows,
 			[2]string{"trtllm_version", r.TRTLLMVersion},
 			[2]string{"free_gpu_memory_fraction", strconv.FormatFloat(r.FreeGPUMemoryFraction, 'f', -1, 64)},
 			[2]string{"tokens_per_block", fmt.Sprint(r.TokensPerBlock)},
@@ -170,6 +171,7 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"max concurrency at max_seq_len", digits(r.MaxConcurrencyAtContextLength)},
 			r.kvSizeRow(),
 		)
+		return append(rows, r.hostTierRows()...)
 	}
 	if r.SGLangProfile != "" {
 		rows = append(rows, [2]string{"sglang_profile", r.SGLangProfile})
