@@ -104,11 +104,12 @@ var (
 			"mem_fraction_static", "max_running_requests", "max_total_tokens", "page_size",
 			"swa_full_tokens_ratio", "disable_hybrid_swa_memory", "max_mamba_cache_size", "mamba_full_memory_ratio",
 			"mamba_ssm_dtype", "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache",
-			"speculative_algorithm", "speculative_num_draft_tokens"}},
+			"speculative_algorithm", "speculative_num_draft_tokens", "enable_unified_memory", "disaggregation_mode",
+			"enable_hierarchical_cache", "hicache_ratio", "hicache_size", "hicache_mem_layout", "nnodes"}},
 		{Engine: EngineVLLM, Label: "vLLM", Native: true, Keys: []string{
 			"tp_size", "pp_size", "dp_size", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
 			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager",
-			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling"}},
+			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling", "kv_offloading_size"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
 			"tp_size", "pp_size", "enable_dp_attention", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
