@@ -82,6 +82,10 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 			// slots a request needs.
 			c.Notes = append(c.Notes, fmt.Sprintf("Mamba state slots (%d): running requests are capped as the plan says (%d); prefix hits that SGLang limits to cached Mamba states are not", rep.MaxMambaCacheSize, rep.MaxRunningRequests))
 		}
+		if u := rep.UnifiedMemoryPool; u != nil {
+			c.Notes = append(c.Notes, fmt.Sprintf("unified memory pool: the token pool is simulated at its sized %d tokens; SGLang lets it grow to %d while %s slots are idle (one %s slot = %.1f tokens)",
+				u.Full.Sized, u.Full.MaxSlots, u.Other.Name, u.Other.Name, u.TokensPerSlot()))
+		}
 		if req.ChunkedPrefillSize < 0 {
 			c.ChunkedPrefillSize = 0
 		}
@@ -138,6 +142,9 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 			c.Time.FLOPsPerToken = 2 * float64(spec.Params.Active) / tp
 			c.Time.AttnFLOPsPerToken2 = 4 * float64(spec.NumLayers) * float64(spec.NumAttentionHeads*spec.HeadDim) / tp
 		}
+	}
+	if t := rep.HostTier; t != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("host KV tier (%s, %d tokens per rank) is not simulated: prefixes evicted from the GPU pool are not reloaded from host memory", t.Option, t.Tokens))
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
