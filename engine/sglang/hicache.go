@@ -182,3 +182,19 @@ func (a ServerArgs) validateTiers() error {
 	}
 	return errors.Join(errs...)
 }
+
+// adviseHiCacheHostMemory reads HiCache's host-memory refusal
+// (docs/sglang.md#hicache).
+func adviseHiCacheHostMemory(n map[string]float64, _ []string) engine.Advice {
+	a := engine.Advice{
+		Meaning: fmt.Sprintf("The HiCache host pool of one rank needs %.2f GB (decimal) of pinned host RAM, but the rank may claim only %.2f GB: the host's available memory minus a 10 GiB reserve, split among the ranks on the node in the newest SGLang. The GPU KV pool is not affected.", n["requested_gb"], n["free_gb"]),
+		Knob:    "hicache_ratio", Alternatives: []string{"hicache_size", "enable_hierarchical_cache"},
+	}
+	if n["requested_gb"] > 0 && n["free_gb"] > 0 {
+		a.Text = fmt.Sprintf("Shrink the host pool to at most %.0f%% of its size: lower --hicache-ratio (default 2.0) by that factor, or set --hicache-size below %.2f GB per rank; or free host memory.",
+			math.Floor(n["free_gb"]/n["requested_gb"]*100), n["free_gb"])
+	} else {
+		a.Text = "Free host memory, or drop --enable-hierarchical-cache."
+	}
+	return a
+}

@@ -148,3 +148,13 @@ func pyFloat(x float64) string {
 	}
 	return s
 }
+
+// adviseUnifiedUnsupported reads the unified memory pool's refusals
+// (docs/sglang.md#unified-memory-pool).
+func adviseUnifiedUnsupported(map[string]float64, []string) engine.Advice {
+	return engine.Advice{
+		Meaning: "SGLang's unified memory pool (one byte buffer for full-attention KV and Mamba state, or full and SWA KV) is built only for MHA hybrid-Mamba and non-MLA hybrid sliding-window models, without PD disaggregation, and for hybrid SWA without speculative decoding; DeepSeek-V4 is excluded.",
+		Knob:    "enable_unified_memory", Value: "false",
+		Text: "Drop --enable-unified-memory: the static pools size the same tokens and state slots, only without the shared buffer.",
+	}
+}

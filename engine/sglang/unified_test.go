@@ -133,3 +133,29 @@ func TestNewUnifiedTooSmall(t *testing.T) {
 		t.Fatalf("%+v %v", u, err)
 	}
 }
+
+// explain recognises the refusals kvcfg raises in SGLang's words.
+func TestUnifiedAndHiCachePatterns(t *testing.T) {
+	for _, msg := range []string{
+		"ValueError: --enable-unified-memory with PD disaggregation currently supports only MLA hybrid-Mamba models (e.g. kimi-linear); this model uses the MHA full-attention pool.",
+		"ValueError: --enable-unified-memory only supports hybrid Mamba and hybrid sliding-window-attention models (DeepSeek-V4 excluded); the current model (['LlamaForCausalLM']) is neither",
+		"ValueError: Speculative decoding with --enable-unified-memory is only supported for hybrid-Mamba targets; the unified hybrid-SWA pool's draft sizing (virtual-id space) is not wired yet.",
+		"AssertionError: unified memory pool does not support MLA-hybrid-Mamba yet",
+		"ValueError: Not enough host memory available. Requesting 107.80 GB but only have 96.64 GB free. Please reduce the size of the hierarchical cache.",
+	} {
+		found := ""
+		for _, p := range sglang.Patterns() {
+			if p.Regexp.MatchString(msg) {
+				found = p.Name
+				break
+			}
+		}
+		want := "unified_memory_unsupported"
+		if strings.Contains(msg, "host memory") {
+			want = "hicache_host_memory"
+		}
+		if found != want {
+			t.Errorf("%q matched %q, want %q", msg, found, want)
+		}
+	}
+}
