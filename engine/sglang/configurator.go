@@ -218,6 +218,9 @@ func (c *Configurator) Reset(in Input) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
+	if err := in.Args.checkHiCacheArgs(); err != nil {
+		return err
+	}
 	prof := c.prof // a sweep resolves the same version again and again
 	if prof.Era == "" || prof.Version != in.Version {
 		var err error

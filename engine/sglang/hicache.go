@@ -198,3 +198,24 @@ func adviseHiCacheHostMemory(n map[string]float64, _ []string) engine.Advice {
 	}
 	return a
 }
+
+// checkHiCacheArgs is ServerArgs._handle_cache_compatibility: HiCache is
+// built on the radix tree.
+func (a ServerArgs) checkHiCacheArgs() error {
+	if a.EnableHierarchicalCache && a.DisableRadixCache {
+		return refusal(engine.Refusal{
+			Err:  fmt.Errorf("%w: ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive and cannot be used at the same time. Please use only one of them.", ErrInvalid),
+			Flag: "--disable-radix-cache", Value: "false", Hint: "HiCache extends the radix cache: drop --disable-radix-cache, or --enable-hierarchical-cache",
+		})
+	}
+	return nil
+}
+
+// adviseHiCacheNeedsRadix reads _handle_cache_compatibility's ValueError.
+func adviseHiCacheNeedsRadix(map[string]float64, []string) engine.Advice {
+	return engine.Advice{
+		Meaning: "HiCache (--enable-hierarchical-cache) keeps evicted radix-tree prefixes in host memory, so it cannot run with the radix cache off.",
+		Knob:    "disable_radix_cache", Value: "false", Alternatives: []string{"enable_hierarchical_cache"},
+		Text: "Drop --disable-radix-cache to keep HiCache, or drop --enable-hierarchical-cache.",
+	}
+}

@@ -128,3 +128,11 @@ func TestHiCacheInvalid(t *testing.T) {
 		}
 	}
 }
+
+func TestHiCacheNeedsRadixCache(t *testing.T) {
+	_, _, err := configureCatalog(t, llama, 1, sglang.ServerArgs{EnableHierarchicalCache: true, DisableRadixCache: true}, "", 100*giB, 80*giB)
+	var r *engine.Refusal
+	if !errors.As(err, &r) || r.Message != "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive and cannot be used at the same time. Please use only one of them." || r.Flag != "--disable-radix-cache" {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -28,6 +28,8 @@ func Patterns() []engine.Pattern {
 			nil, adviseUnifiedUnsupported),
 		engine.NewPattern(engineName, "hicache_host_memory", engine.Fatal, `Not enough host memory available\. Requesting `+engine.Number+` GB but only have `+engine.Number+` GB free`,
 			[]string{"requested_gb", "free_gb"}, adviseHiCacheHostMemory),
+		engine.NewPattern(engineName, "hicache_needs_radix", engine.Fatal, `enable-hierarchical-cache and disable-radix-cache are mutually exclusive`,
+			nil, adviseHiCacheNeedsRadix),
 		engine.NewPattern(engineName, "minimax_model_dtype", engine.Fatal, `'KVCacheConfigurator' object has no attribute 'model_dtype'`,
 			nil, adviseMiniMaxModelDType),
 		engine.NewPattern(engineName, "swa_chunk_cap", engine.Fatal, `SWA pool cap \(`+engine.Number+` tokens, `+engine.Number+` GiB\) leaves no room for the full KV pool within the available `+engine.Number+` GiB`,
