@@ -42,7 +42,7 @@ func sglangHostTier(h *sglang.HostPool) *HostTier {
 		return nil
 	}
 	t := &HostTier{Option: "--enable-hierarchical-cache", Tokens: h.Tokens, Blocks: h.Pages, BlockSize: h.PageSize,
-		BytesPerToken: h.BytesPerToken, Bytes: h.Bytes, TotalBytes: h.Bytes * int64(h.RanksPerHost), BudgetBytes: h.BudgetBytes}
+		BytesPerToken: h.BytesPerToken, Bytes: h.Bytes, TotalBytes: h.NodeBytes, BudgetBytes: h.BudgetBytes}
 	if h.SizedFrom == "hicache_size" {
 		t.SizedFrom = "--hicache-size " + fmtFloat(h.SizeGB) + " (decimal GB) // bytes per token, then size // page + 1 pages"
 	} else {

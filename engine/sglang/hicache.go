@@ -51,6 +51,9 @@ type HostPool struct {
 	BudgetBytes int64 `json:"host_budget_bytes,omitempty"`
 	// RanksPerHost is world_size // nnodes.
 	RanksPerHost int `json:"ranks_per_host"`
+	// NodeBytes is the host RAM the pools of one node's ranks pin: every
+	// PP stage's Tokens × its bytes per token, × TP, over the nodes.
+	NodeBytes int64 `json:"node_bytes"`
 }
 
 // hostStageBytes is get_size_per_token() of one PP stage's device pool, 0
@@ -104,6 +107,10 @@ func (c *Configurator) hostTier(res *Result, plans []stagePlan, idx int) error {
 	h.Pages = size/int64(page) + 1
 	h.Tokens = h.Pages * int64(page)
 	h.Bytes = h.Tokens * bpt
+	for _, p := range plans {
+		h.NodeBytes += h.Tokens * hostStageBytes(p)
+	}
+	h.NodeBytes = h.NodeBytes * int64(max(c.in.Parallel.TP, 1)) / int64(max(c.in.Args.NNodes, 1))
 	res.HostPool = h
 	if h.Tokens <= res.MaxTotalNumTokens {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("HiCache %s host pool (%d tokens) is smaller than the device pool (%d tokens);L2 cache effectiveness is reduced.Consider increasing --hicache-ratio (or --hicache-size) for higher L2 cache hit rate.",

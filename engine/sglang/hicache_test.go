@@ -136,3 +136,28 @@ func TestHiCacheNeedsRadixCache(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestHiCacheSizePPMin(t *testing.T) {
+	// PP 3 splits Llama's 32 layers 10/11/11 (extra layers to the last
+	// stages): 40,960 and 45,056 B per token. --hicache-size 10: stage 0
+	// would take int(10e9 // 40,960) = 244,140 tokens, the others
+	// int(10e9 // 45,056) = 221,946; the MIN, 221,946, + one page (page 1)
+	// = 221,947 tokens on every stage. The node pins 221,947 × (40,960 +
+	// 2 × 45,056) = 221,947 × 2^17 = 29,091,037,184 B.
+	spec := mustSpec(t, llama)
+	in := sglang.Input{Spec: spec, Parallel: sglang.Parallel{TP: 1, PP: 3, DP: 1, DCP: 1},
+		Args:     sglang.ServerArgs{MemFractionStatic: 0.9, EnableHierarchicalCache: true, HiCacheSize: 10},
+		Hardware: sglang.Hardware{MemoryMiB: 143771, SM: 90, Platform: "cuda"}, PostLoadFreeBytes: 120 * giB}
+	c, err := sglang.New(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Configure(130 * giB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.HostPool
+	if h.Tokens != 221_947 || h.BytesPerToken != 45_056 || h.NodeBytes != 29_091_037_184 {
+		t.Fatalf("host pool %+v", h)
+	}
+}
