@@ -136,6 +136,14 @@ type Pools struct {
 	// tokens and bytes of the full, swa, c4, c128, c4_state and c128_state
 	// pools, the fixed c128-state term); nil for other models.
 	DSV4 *sglang.DSV4Pools `json:"dsv4_pools,omitempty"`
+	// UnifiedMemoryPool is SGLang's unified memory pool
+	// (--enable-unified-memory): the shared byte buffer and its two
+	// sub-pools; nil when off.
+	UnifiedMemoryPool *sglang.UnifiedPool `json:"unified_memory_pool,omitempty"`
+	// HostTier is the KV cache's host-memory tier (SGLang's HiCache,
+	// TensorRT-LLM's host_cache_size, vLLM's kv_offloading_size); nil when
+	// none is configured.
+	HostTier *HostTier `json:"host_tier,omitempty"`
 	// ReqToTokenBytes is the request-to-token table SGLang allocates next
 	// to the pools: (max_running_requests+1) × (context_length + headroom)
 	// × 4 B, the headroom 4 + draft tokens (the newest SGLang: at least the

@@ -155,6 +155,24 @@ type Request struct {
 	// it overrides the engine's default backend choice, which decides the
 	// page (block) size and, on ROCm, SGLang's ×0.85 aiter rule.
 	AttentionBackend string `json:"attention_backend,omitempty"`
+	// EnableUnifiedMemory is --enable-unified-memory (SGLang's unified
+	// memory pool); DisaggregationMode is --disaggregation-mode.
+	EnableUnifiedMemory bool   `json:"enable_unified_memory,omitempty"`
+	DisaggregationMode  string `json:"disaggregation_mode,omitempty"`
+	// The HiCache host tier: --enable-hierarchical-cache, --hicache-ratio
+	// (default 2.0), --hicache-size (decimal GB), --hicache-mem-layout.
+	EnableHierarchicalCache bool    `json:"enable_hierarchical_cache,omitempty"`
+	HiCacheRatio            float64 `json:"hicache_ratio,omitempty"`
+	HiCacheSize             float64 `json:"hicache_size,omitempty"`
+	HiCacheMemLayout        string  `json:"hicache_mem_layout,omitempty"`
+	// NNodes is --nnodes: the hosts the server's ranks spread over.
+	NNodes int `json:"nnodes,omitempty"`
+	// HostMemory is the host's free RAM (what psutil reports available),
+	// which a host KV tier must fit.
+	HostMemory units.Size `json:"host_memory,omitempty"`
+	// KVOffloadingSize is vLLM's --kv-offloading-size: the CPU offload
+	// buffer in GiB, summed over the TP ranks.
+	KVOffloadingSize float64 `json:"kv_offloading_size,omitempty"`
 	// SGLangVersion is --sglang-version: the SGLang release whose sizing
 	// rules to follow ("0.4.6", "0.5.2", "latest"); "" is the default
 	// profile. The report's sglang_profile names the profile used and why.
@@ -363,6 +381,14 @@ func (r *Request) checkFractions(p *problems) {
 			break
 		}
 	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"hicache_ratio", r.HiCacheRatio}, {"hicache_size", r.HiCacheSize}, {"kv_offloading_size", r.KVOffloadingSize}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			p.add(f.name, "%v must not be negative", f.v)
+		}
+	}
 	if math.IsNaN(r.MambaFullMemoryRatio) || r.MambaFullMemoryRatio < 0 || r.MambaFullMemoryRatio > 1000 {
 		p.add("mamba_full_memory_ratio", "%v must be positive", r.MambaFullMemoryRatio)
 	}
@@ -388,6 +414,7 @@ func (r *Request) checkCounts(p *problems) {
 		{"max_seq_len", int64(r.MaxSeqLen)}, {"max_batch_size", int64(r.MaxBatchSize)}, {"max_num_tokens", int64(r.MaxNumTokens)},
 		{"max_beam_width", int64(r.MaxBeamWidth)}, {"max_input_len", int64(r.MaxInputLen)}, {"host_cache_size", int64(r.HostCacheSize)},
 		{"max_draft_len", int64(r.MaxDraftLen)}, {"free_memory_after_load", int64(r.FreeMemoryAfterLoad)},
+		{"nnodes", int64(r.NNodes)}, {"host_memory", int64(r.HostMemory)},
 	}
 	for _, f := range nonNeg {
 		if f.v < 0 {

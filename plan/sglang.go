@@ -73,6 +73,9 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
 			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
 			DSV4CompressStateDType: req.DSV4CompressStateDType,
+			EnableUnifiedMemory:    req.EnableUnifiedMemory, DisaggregationMode: req.DisaggregationMode,
+			EnableHierarchicalCache: req.EnableHierarchicalCache, HiCacheRatio: req.HiCacheRatio, HiCacheSize: req.HiCacheSize,
+			HiCacheMemLayout: req.HiCacheMemLayout, HostMemoryBytes: int64(req.HostMemory), NNodes: req.NNodes,
 		},
 		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
 		PostLoadFreeBytes: mem.post,
@@ -177,6 +180,7 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	rep.MambaStateBytesPerRequest = res.MambaPerRequest
 	rep.KSizeBytes, rep.VSizeBytes = res.KSizeBytes, res.VSizeBytes
 	rep.IndexerBytes, rep.DSV4 = res.IndexerBytes, res.DSV4
+	rep.UnifiedMemoryPool, rep.HostTier = res.Unified, sglangHostTier(res.HostPool)
 	if ownLogs && len(rep.LogLines) == 0 && res.Logs != nil {
 		rep.LogLines = res.Logs
 	} else {

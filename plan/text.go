@@ -153,7 +153,7 @@ func (r *Report) summaryRows() [][2]string {
 		if r.GPUMemoryUtilization > 0 {
 			util = strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64)
 		}
-		return append(rows,
+		rows = append(rows,
 			[2]string{"vllm_version", r.VLLMVersion},
 			[2]string{"gpu_memory_utilization", util},
 			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
@@ -166,9 +166,10 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"max_num_seqs", digits(int64(r.MaxRunningRequests))},
 			r.kvSizeRow(),
 		)
+		return append(rows, r.hostTierRows()...)
 	}
 	if r.Engine == EngineTRTLLM {
-		return append(rows,
+		rows = append(rows,
 			[2]string{"trtllm_version", r.TRTLLMVersion},
 			[2]string{"free_gpu_memory_fraction", strconv.FormatFloat(r.FreeGPUMemoryFraction, 'f', -1, 64)},
 			[2]string{"tokens_per_block", fmt.Sprint(r.TokensPerBlock)},
@@ -182,6 +183,7 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"max concurrency at max_seq_len", digits(r.MaxConcurrencyAtContextLength)},
 			r.kvSizeRow(),
 		)
+		return append(rows, r.hostTierRows()...)
 	}
 	if r.SGLangProfile != "" {
 		rows = append(rows, [2]string{"sglang_profile", r.SGLangProfile})
@@ -208,7 +210,9 @@ func (r *Report) summaryRows() [][2]string {
 	if r.IndexerBytes > 0 && r.DSV4 == nil {
 		rows = append(rows, [2]string{"indexer cache", units.FormatBytes(r.IndexerBytes)})
 	}
-	return append(rows, r.dsv4Rows()...)
+	rows = append(rows, r.dsv4Rows()...)
+	rows = append(rows, r.unifiedRows()...)
+	return append(rows, r.hostTierRows()...)
 }
 
 // dsv4Rows are DeepSeek-V4's sub-pools: tokens as SGLang logs them, and
@@ -239,6 +243,9 @@ func (r *Report) dsv4Rows() [][2]string {
 func (r *Report) kvSizeRow() [2]string {
 	if r.DSV4 != nil {
 		return [2]string{"KV size (all dsv4 pools)", units.FormatBytes(r.KSizeBytes)}
+	}
+	if r.UnifiedMemoryPool != nil {
+		return [2]string{"KV size (unified buffer)", units.FormatBytes(r.KSizeBytes)}
 	}
 	if r.VSizeBytes == 0 && (r.AttentionKind == "mla" || r.AttentionKind == "dsa") {
 		return [2]string{"KV size", units.FormatBytes(r.KSizeBytes)}

@@ -57,6 +57,8 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		return nil, trtllmInputError(perr)
 	}
 	fillTRTLLM(rep, res, spec)
+	rep.HostTier = trtllmHostTier(req, res)
+	warnHostRAM(rep, req)
 	if perr != nil {
 		var re *kvengine.Refusal
 		if errors.As(perr, &re) {

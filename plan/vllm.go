@@ -62,6 +62,8 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		return nil, vllmInputError(perr)
 	}
 	fillVLLM(rep, res, spec)
+	rep.HostTier = vllmHostTier(req, res)
+	warnHostRAM(rep, req)
 	if perr != nil {
 		var re *kvengine.Refusal
 		if errors.As(perr, &re) {
@@ -103,6 +105,11 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 	cfg.DisableHybridKVCacheManager = req.DisableHybridKVCacheManager
 	// Request.check has parsed it already.
 	cfg.KVConnector, cfg.KVConnectorChildren, _ = ParseKVTransferConfig(req.KVTransferConfig)
+	if req.KVOffloadingSize > 0 && cfg.KVConnector == "" {
+		// vllm/config/vllm.py: --kv-offloading-size with the native backend
+		// sets kv_connector OffloadingConnector (kv_role kv_both).
+		cfg.KVConnector = "OffloadingConnector"
+	}
 	if req.DisableRadixCache {
 		// SGLang's prefix-cache switch; vLLM's --no-enable-prefix-caching
 		// keeps one Mamba state per request.

@@ -131,6 +131,9 @@ func ConfigFromReport(req plan.Request, rep *plan.Report, spec *model.Spec, o Op
 			c.Time.AttnFLOPsPerToken2 = 4 * float64(spec.NumLayers) * float64(spec.NumAttentionHeads*spec.HeadDim) / tp
 		}
 	}
+	if t := rep.HostTier; t != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("host KV tier (%s, %d tokens per rank) is not simulated: prefixes evicted from the GPU pool are not reloaded from host memory", t.Option, t.Tokens))
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -160,6 +163,10 @@ func sglangConfig(req plan.Request, rep *plan.Report, o Options) Config {
 		// The plan's max_running_requests already counts the state
 		// slots a request needs.
 		c.Notes = append(c.Notes, fmt.Sprintf("Mamba state slots (%d): running requests are capped as the plan says (%d); prefix hits that SGLang limits to cached Mamba states are not", rep.MaxMambaCacheSize, rep.MaxRunningRequests))
+	}
+	if u := rep.UnifiedMemoryPool; u != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("unified memory pool: the token pool is simulated at its sized %d tokens; SGLang lets it grow to %d while %s slots are idle (one %s slot = %.1f tokens)",
+			u.Full.Sized, u.Full.MaxSlots, u.Other.Name, u.Other.Name, u.TokensPerSlot()))
 	}
 	if req.ChunkedPrefillSize < 0 {
 		c.ChunkedPrefillSize = 0

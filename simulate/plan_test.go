@@ -98,3 +98,28 @@ func TestFromPlanMambaRunsWithoutOverlap(t *testing.T) {
 		t.Error("dense model: overlap scheduler off, want on")
 	}
 }
+
+// The host tier and the unified pool's trade are not simulated; the
+// config says so, and the pool stays the plan's.
+func TestFromPlanTierNotes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req  plan.Request
+		note string
+	}{
+		{plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", Engine: plan.EngineSGLang, EnableHierarchicalCache: true}, "host KV tier (--enable-hierarchical-cache, "},
+		{plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", Engine: plan.EngineVLLM, KVOffloadingSize: 16}, "host KV tier (--kv-offloading-size, "},
+		{plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", GPU: "H200", TPSize: 4, Engine: plan.EngineSGLang, EnableUnifiedMemory: true}, "unified memory pool: the token pool is simulated at its sized "},
+	} {
+		c, rep, err := FromPlan(ctx, tc.req, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(c.Notes, "\n"), tc.note) {
+			t.Errorf("%s: notes %q lack %q", tc.req.Engine, c.Notes, tc.note)
+		}
+		if c.Engine == EngineSGLang && int64(c.MaxTotalNumTokens) != rep.MaxTotalNumTokens {
+			t.Errorf("pool %d, plan %d", c.MaxTotalNumTokens, rep.MaxTotalNumTokens)
+		}
+	}
+}

@@ -118,6 +118,21 @@ type ServerArgs struct {
 	// MambaSkipDecodeLock is SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK (the newest
 	// SGLang): one state slot per request less.
 	MambaSkipDecodeLock bool
+	// EnableUnifiedMemory is --enable-unified-memory (unified.go);
+	// DisaggregationMode is --disaggregation-mode ("", "null", "prefill"
+	// or "decode").
+	EnableUnifiedMemory bool
+	DisaggregationMode  string
+	// The HiCache host tier (hicache.go): --enable-hierarchical-cache,
+	// --hicache-ratio (2.0 when 0), --hicache-size (decimal GB; 0 = use
+	// the ratio), --hicache-mem-layout, the host's free RAM (psutil's
+	// available; 0 = not checked) and --nnodes (1 when 0).
+	EnableHierarchicalCache bool
+	HiCacheRatio            float64
+	HiCacheSize             float64
+	HiCacheMemLayout        string
+	HostMemoryBytes         int64
+	NNodes                  int
 }
 
 // Hardware is what the configurator needs to know about the GPU.
@@ -216,6 +231,9 @@ func New(in Input) (*Configurator, error) {
 // another goroutine uses c.
 func (c *Configurator) Reset(in Input) error {
 	if err := in.validate(); err != nil {
+		return err
+	}
+	if err := in.Args.checkHiCacheArgs(); err != nil {
 		return err
 	}
 	prof := c.prof // a sweep resolves the same version again and again
@@ -552,6 +570,9 @@ func (in *Input) validate() error {
 	}
 	if a.SWAFullTokensRatio < 0 || a.SWAFullTokensRatio > 1 || math.IsNaN(a.SWAFullTokensRatio) {
 		bad("swa_full_tokens_ratio %v must be in (0, 1]", a.SWAFullTokensRatio)
+	}
+	if err := a.validateTiers(); err != nil {
+		errs = append(errs, err)
 	}
 	if a.MambaFullMemoryRatio < 0 || math.IsNaN(a.MambaFullMemoryRatio) || math.IsInf(a.MambaFullMemoryRatio, 0) {
 		bad("mamba_full_memory_ratio %v must be positive", a.MambaFullMemoryRatio)

@@ -61,6 +61,11 @@ type Result struct {
 	// DSV4 is DeepSeek-V4's compressed sub-pools (docs/sglang.md#dsv4); nil
 	// for other models. KSizeBytes then is their sum.
 	DSV4 *DSV4Pools `json:"dsv4_pools,omitempty"`
+	// Unified is the unified memory pool's shared buffer
+	// (--enable-unified-memory); KSizeBytes then is its total_bytes.
+	Unified *UnifiedPool `json:"unified_memory_pool,omitempty"`
+	// HostPool is the HiCache host tier (--enable-hierarchical-cache).
+	HostPool *HostPool `json:"hicache_host_pool,omitempty"`
 	// KVPoolBytes is what the configurator charges the budget for the
 	// pools: tokens × cell.
 	KVPoolBytes int64 `json:"kv_pool_bytes"`
@@ -411,8 +416,15 @@ func (c *Configurator) configure(res *Result, preLoadFreeBytes int64) error {
 	if mr.Report && res.Concurrency.Line == "" {
 		line = appendConcurrencyLine(lineBuf[:0], &res.Concurrency, mr)
 	}
+	logStart := len(res.Logs)
+	if len(line) > 0 {
+		logStart++ // the concurrency report stays; the unified pool replaces the pools' lines after it
+	}
 	c.poolLogs(res, plans[idx], line)
-	return nil
+	if err := c.unifiedFinish(res, plans[idx], logStart); err != nil {
+		return err
+	}
+	return c.hostTier(res, plans, idx)
 }
 
 func (c *Configurator) maxReqsInput(tokens, mambaSlots int64) MaxReqsInput {

@@ -24,7 +24,7 @@ func refusal(r engine.Refusal) *engine.Refusal {
 // kvcfgPrefixes are the package and sentinel prefixes kvcfg's errors put
 // before the engine's own message.
 var kvcfgPrefixes = []error{
-	ErrNoKVMemory, ErrNotEnoughMemory, ErrPoolTooSmall, ErrContextLength, ErrNoRequests, ErrInvalid,
+	ErrNoKVMemory, ErrNotEnoughMemory, ErrPoolTooSmall, ErrContextLength, ErrNoRequests, ErrInvalid, ErrUnified, ErrHostMemory,
 	sizing.ErrNoMemory, sizing.ErrSWAFloor, sizing.ErrSWAChunkCap, sizing.ErrMamba, sizing.ErrInvalid,
 }
 

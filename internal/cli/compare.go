@@ -159,12 +159,12 @@ func refusedColumns(c *plan.Comparison) int {
 // make the table hundreds of characters wide); without, the row holds them.
 func comparisonRows(c *plan.Comparison, withNotes bool) (header []string, rows [][]string, notes []string) {
 	header = []string{""}
-	labels := []string{"kv_cache_dtype", "tp", "bytes/token per GPU", "tokens (as logged)", "token capacity", "max concurrency", "available KV", "flags", "error"}
+	labels := []string{"kv_cache_dtype", "tp", "bytes/token per GPU", "tokens (as logged)", "token capacity", "max concurrency", "available KV", "host KV tier", "flags", "error"}
 	rows = make([][]string, len(labels))
 	for i, l := range labels {
 		rows[i] = []string{l}
 	}
-	anyErr := false
+	anyErr, anyHost := false, false
 	for _, col := range c.Columns {
 		header = append(header, col.Engine)
 		dt := col.KVCacheDType
@@ -218,13 +218,21 @@ func comparisonRows(c *plan.Comparison, withNotes bool) (header []string, rows [
 			notes = append(notes, note)
 			errCell = fmt.Sprintf("refused [%d]", len(notes))
 		}
-		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, flags, errCell}
+		host := "-"
+		if col.Report != nil && col.Report.HostTier != nil {
+			t := col.Report.HostTier
+			host, anyHost = fmt.Sprintf("%s tokens (%s per rank)", group(t.Tokens), gibs(t.Bytes)), true
+		}
+		vals := []string{dt, strconv.Itoa(col.TPSize), bpt, num(col.Tokens), num(col.TokenCapacity), conc, avail, host, flags, errCell}
 		for i, v := range vals {
 			rows[i] = append(rows[i], v)
 		}
 	}
 	if !anyErr {
 		rows = rows[:len(rows)-1]
+	}
+	if !anyHost { // the host-tier row only when a column has one
+		rows = append(rows[:7], rows[8:]...)
 	}
 	return header, rows, notes
 }

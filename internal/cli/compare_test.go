@@ -134,3 +134,22 @@ func TestCompareTableRefusalNotes(t *testing.T) {
 		t.Errorf("%d of 3 columns print concurrency as N (R.RRx) at L:\n%s", n, out)
 	}
 }
+
+// The host KV tier row appears only when a column has one, and each engine
+// prints its own flag for it.
+func TestCompareHostTierRow(t *testing.T) {
+	out, errOut, code := runCompareCLI("compare", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--enable-hierarchical-cache", "--kv-offloading-size", "64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// vLLM: 64 GiB // 2,097,152 B per 16-token block = 32,768 blocks.
+	for _, want := range []string{"host KV tier", "524,288 tokens (64.00 GiB per rank)", "--enable-hierarchical-cache", "--kv-offloading-size 64"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = runCompareCLI("compare", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100")
+	if strings.Contains(out, "host KV tier") {
+		t.Errorf("host tier row without a tier:\n%s", out)
+	}
+}

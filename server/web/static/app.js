@@ -183,9 +183,25 @@
         if (bd.kv_pool_bytes > sum) out.push([bd.kv_pool_bytes - sum, "KV cache (rest)", "#59a14f"]);
         continue;
       }
-      out.push([bd[key], name, color]);
+      // The unified memory pool (report.unified_memory_pool): the state
+      // and KV segments are its two sub-pools at their sized split, one
+      // byte buffer that either side can grow into.
+      let label = name;
+      if (rep.unified_memory_pool && (key === "kv_pool_bytes" || key === "state_bytes")) {
+        label = `Unified buffer: ${key === "kv_pool_bytes" ? "full KV" : rep.unified_memory_pool.other.name} (sized)`;
+      }
+      out.push([bd[key], label, color]);
     }
     return out;
+  }
+
+  // hostTierLine says the host KV tier (report.host_tier: HiCache,
+  // host_cache_size, kv_offloading_size), which sits outside the GPU budget.
+  function hostTierLine(rep) {
+    const t = rep.host_tier;
+    if (!t) return "";
+    const gib = (b) => (b / 2 ** 30).toFixed(2) + " GiB";
+    return `Host KV tier (${t.option}): ${t.tokens.toLocaleString("en-US")} tokens in ${t.blocks.toLocaleString("en-US")} blocks of ${t.block_size}, ${gib(t.bytes)} of host RAM per rank; the GPU pool is unchanged.`;
   }
 
   function drawBudget(rep) {
@@ -222,7 +238,7 @@
     }
     state.overflowBytes = Math.max(over, 0);
     $("budget-total").textContent = bd.total_bytes
-      ? `(total ${fmtBytes(bd.total_bytes)} per GPU${over > 0 ? `; the launch needs ${fmtBytes(stacked)}, ${fmtBytes(over)} more` : ""})`
+      ? `(total ${fmtBytes(bd.total_bytes)} per GPU${over > 0 ? `; the launch needs ${fmtBytes(stacked)}, ${fmtBytes(over)} more` : ""})${hostTierLine(rep) ? " " + hostTierLine(rep) : ""}`
       : "";
     replaceChart("budget", $("budget-chart"), {
       type: "bar",
