@@ -59,3 +59,32 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedSnapshotRefFIFO: a refs/main that is a named pipe in the HF
+// cache is not read (its open used to wait for a writer): the id is not
+// cached, said at once.
+func TestCachedSnapshotRefFIFO(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs")
+	}
+	cfg, _ := catalog.Config("Qwen/Qwen3-8B")
+	root := fakeCache(t, "acme/piped", strings.Repeat("a", 40), cfg, false)
+	refs := filepath.Join(root, "models--acme--piped", "refs")
+	if err := os.MkdirAll(refs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(refs, "v1"), 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	t.Setenv("HF_HUB_CACHE", root)
+	done := make(chan error, 1)
+	go func() { _, err := catalog.CachedSnapshot("acme/piped@v1"); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, catalog.ErrNotCached) {
+			t.Errorf("CachedSnapshot with a FIFO ref = %v, want ErrNotCached", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("CachedSnapshot still blocked after 2 s")
+	}
+}
