@@ -1,9 +1,10 @@
+//go:build unix
+
 package weights_test
 
 import (
 	"errors"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -17,9 +18,6 @@ import (
 // directory is refused at once (its open used to wait for a writer), and
 // an index that is a FIFO is ignored like a missing one, not read.
 func TestReadDirRefusesFIFO(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs")
-	}
 	for _, name := range []string{"model-00002-of-00002.safetensors", "model.safetensors.index.json"} {
 		dir := t.TempDir()
 		writeCheckpoint(t, dir, map[string][]safetensors.TensorData{

@@ -1,10 +1,11 @@
+//go:build unix
+
 package catalog_test
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,9 +20,6 @@ import (
 // what the path is (before: /dev/zero was read until memory ran out, the
 // FIFOs blocked in open).
 func TestOpenRefusesSpecialFiles(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs or /dev/zero")
-	}
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.json")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -64,9 +62,6 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 // cache is not read (its open used to wait for a writer): the id is not
 // cached, said at once.
 func TestCachedSnapshotRefFIFO(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs")
-	}
 	cfg, _ := catalog.Config("Qwen/Qwen3-8B")
 	root := fakeCache(t, "acme/piped", strings.Repeat("a", 40), cfg, false)
 	refs := filepath.Join(root, "models--acme--piped", "refs")

@@ -1,3 +1,5 @@
+//go:build unix
+
 package cli
 
 import (
@@ -6,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,9 +69,6 @@ func startKvcfg(t *testing.T, args []string, stdin *os.File) (*exec.Cmd, func(d 
 // simulator's loop, in the codecs'. Before the fix the first two waited
 // for the read forever and the others ran to the end.
 func TestSignals(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no SIGINT to send on Windows")
-	}
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

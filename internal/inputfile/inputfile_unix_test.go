@@ -1,10 +1,11 @@
+//go:build unix
+
 package inputfile
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,9 +30,6 @@ func within(t *testing.T, fn func() error) error {
 // TestNotRegular: a FIFO, a character device and a directory are refused
 // at once, with what they are; a regular file reads.
 func TestNotRegular(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs or /dev/zero")
-	}
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
