@@ -125,3 +125,18 @@ func TestInputCaps(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantStdinCaps: kvcfg quant stops at 2^20 values and at a 16 MiB
+// line with an error that names the cap (before: every value of `yes 0`
+// was kept until memory ran out; /dev/zero gave bufio's "token too long").
+func TestQuantStdinCaps(t *testing.T) {
+	for _, tc := range []struct{ stdin, says string }{
+		{strings.Repeat("0\n", 1<<20+1), "standard input holds more than 1048576 values"},
+		{strings.Repeat("0", 16<<20+1), "line 1 is longer than 16 MiB"},
+	} {
+		_, stderr, code := runWithin(t, tc.stdin, "quant", "--dtype", "fp8_e4m3")
+		if code == 0 || !strings.Contains(stderr, tc.says) {
+			t.Errorf("exit %d, %q; want an error saying %q", code, stderr, tc.says)
+		}
+	}
+}
