@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -119,7 +120,8 @@ func CachedSnapshot(ref string) (string, error) {
 		if strings.ContainsAny(rev, `/\`) || strings.Contains(rev, "..") {
 			return "", fmt.Errorf("%w: bad revision %q", ErrNotCached, rev)
 		}
-		b, err := os.ReadFile(filepath.Join(repo, "refs", rev))
+		// A ref holds a commit hash; a FIFO or device there is not read.
+		b, err := inputfile.ReadFile(filepath.Join(repo, "refs", rev), 4<<10, "a ref")
 		if err == nil {
 			commit = strings.TrimSpace(string(b))
 		} else if rev == "main" {

@@ -1,13 +1,16 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -143,8 +146,12 @@ func openPath(p, source string) (*Model, error) {
 		return nil, err
 	}
 	if isDir {
-		if q, err := os.ReadFile(filepath.Join(p, QuantConfigFile)); err == nil {
+		q, err := inputfile.ReadFile(filepath.Join(p, QuantConfigFile), model.MaxConfigBytes, "a "+QuantConfigFile)
+		switch {
+		case err == nil:
 			data = WithQuantConfig(data, q)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("catalog: %w", err)
 		}
 	}
 	s, err := model.Parse(data, name)

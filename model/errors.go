@@ -18,6 +18,9 @@ var (
 	// ErrRange reports a value that is negative, zero where it must not be,
 	// absurdly large, or inconsistent with another field.
 	ErrRange = errors.New("model: value out of range")
+	// ErrNotFile reports a config path that is neither a regular file nor
+	// a directory (a named pipe, a device, a socket).
+	ErrNotFile = errors.New("model: not a regular file")
 	// ErrNoConfig reports a directory without a config.json.
 	ErrNoConfig = errors.New("model: no config.json")
 	// ErrShape reports a state shape that cannot be split over the requested

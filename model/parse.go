@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -17,8 +18,9 @@ import (
 // ConfigFile is the file name Load looks for in a model directory.
 const ConfigFile = "config.json"
 
-// maxConfigSize bounds the config.json the loaders read.
-const maxConfigSize = 16 << 20
+// MaxConfigBytes bounds the config.json the loaders read (16 MiB; the
+// largest real configs are a few hundred KiB).
+const MaxConfigBytes = 16 << 20
 
 // Parse reads one HuggingFace config.json into a Spec following SGLang's
 // rules (docs/sglang.md#model-inputs). name becomes Spec.Name and appears in errors. Bare
@@ -61,6 +63,9 @@ func ReadConfig(p string) (data []byte, name string, isDir bool, err error) {
 	if err != nil {
 		return nil, "", false, fmt.Errorf("model: %w", err)
 	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, "", false, fmt.Errorf("%w: %s is %s: give a config.json file or a model directory", ErrNotFile, p, fileKind(st.Mode()))
+	}
 	file := p
 	if st.IsDir() {
 		file = filepath.Join(p, ConfigFile)
@@ -71,9 +76,9 @@ func ReadConfig(p string) (data []byte, name string, isDir bool, err error) {
 			return nil, "", true, fmt.Errorf("model: %w", err)
 		}
 	}
-	data, err = readLimited(os.DirFS(filepath.Dir(file)), filepath.Base(file))
+	data, err = readLimited(os.DirFS(filepath.Dir(file)), filepath.Base(file), file)
 	if err != nil {
-		return nil, "", st.IsDir(), fmt.Errorf("model: %s: %w", file, err)
+		return nil, "", st.IsDir(), err
 	}
 	return data, sourceName(filepath.ToSlash(p), st.IsDir()), st.IsDir(), nil
 }
@@ -95,27 +100,63 @@ func LoadFS(fsys fs.FS, p string) (*Spec, error) {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
-	data, err := readLimited(fsys, file)
+	data, err := readLimited(fsys, file, file)
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: %w", file, err)
+		return nil, err
 	}
 	return Parse(data, sourceName(p, st.IsDir()))
 }
 
-func readLimited(fsys fs.FS, name string) ([]byte, error) {
+// readLimited reads the config file name of fsys (called shown in
+// errors): a regular file of at most MaxConfigBytes. The type is checked
+// before the open, so that a named pipe is never opened (its open would wait
+// for a writer) and a device such as /dev/zero never read.
+func readLimited(fsys fs.FS, name, shown string) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", shown, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is %s, not a config.json file", ErrNotFile, shown, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxConfigBytes {
+		return nil, configTooLarge(shown, fmt.Sprintf("%d bytes", st.Size()))
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("model: %s: %w", shown, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("model: %s: %w", shown, err)
 	}
-	if st.Size() > maxConfigSize {
-		return nil, fmt.Errorf("%w: %d bytes is too large for a config.json", ErrRange, st.Size())
+	if len(data) > MaxConfigBytes {
+		return nil, configTooLarge(shown, "more")
 	}
-	return fs.ReadFile(fsys, name)
+	return data, nil
+}
+
+// configTooLarge is the error for a config file over MaxConfigBytes.
+func configTooLarge(shown, got string) error {
+	return fmt.Errorf("%w: %s holds %s; a config.json is read up to %d MiB", ErrRange, shown, got, MaxConfigBytes>>20)
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // sourceName names a model loaded from p (slash-separated).

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -24,10 +25,23 @@ func Parallel(c Codec, workers int) Codec {
 	return &parallelCodec{c: c, workers: workers}
 }
 
+// ParallelContext is Parallel that stops with ctx's error when ctx is
+// done: each goroutine converts its range ChunkElements·4 elements at a
+// time and looks at ctx between pieces (with workers ≤ 1 too, on one
+// goroutine). What was written before the stop is correct but partial.
+func ParallelContext(ctx context.Context, c Codec, workers int) Codec {
+	return &parallelCodec{c: c, workers: max(workers, 1), ctx: ctx}
+}
+
 type parallelCodec struct {
 	c       Codec
 	workers int
+	ctx     context.Context // nil: never stop early
 }
+
+// ctxStep is how many elements a ParallelContext goroutine converts
+// between two looks at the context (about a millisecond of work).
+const ctxStep = 4 * ChunkElements
 
 func (p *parallelCodec) Format() dtype.Format { return p.c.Format() }
 
@@ -38,6 +52,9 @@ func (p *parallelCodec) split(n int, fn func(lo, hi int) error) error {
 	unit := 2
 	if f.BlockSize > 0 {
 		unit = max(f.BlockSize, 2)
+	}
+	if p.ctx != nil {
+		fn = p.stepped(unit, fn)
 	}
 	parts := min(p.workers, n/ChunkElements)
 	if parts <= 1 || n%unit != 0 {
@@ -67,6 +84,28 @@ func (p *parallelCodec) split(n int, fn func(lo, hi int) error) error {
 		}
 	}
 	return nil
+}
+
+// stepped returns fn cut into pieces of ctxStep elements (whole units),
+// with a look at the context before each.
+func (p *parallelCodec) stepped(unit int, fn func(lo, hi int) error) func(lo, hi int) error {
+	step := ctxStep / unit * unit
+	return func(lo, hi int) error {
+		for {
+			if err := p.ctx.Err(); err != nil {
+				return fmt.Errorf("quant: %w", err)
+			}
+			// A range whose length is not a whole number of units (only
+			// the caller's own, unsplit) is converted in one piece.
+			if hi-lo <= step || (hi-lo)%unit != 0 {
+				return fn(lo, hi)
+			}
+			if err := fn(lo, lo+step); err != nil {
+				return err
+			}
+			lo += step
+		}
+	}
 }
 
 // ranges returns the payload and scale byte ranges of elements [lo, hi).

@@ -492,6 +492,13 @@ func (l *loop) replay(ctx context.Context) error {
 			sum.RequestsRead++
 			e.arrive(l.next, l.nextID)
 			l.nextID++
+			// A trace of millions of requests arriving at once is read
+			// here without a step in between: look at ctx here too.
+			if sum.RequestsRead&1023 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			if err := l.pull(); err != nil {
 				return err
 			}

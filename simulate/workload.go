@@ -94,10 +94,14 @@ type TraceReader struct {
 	last float64
 }
 
+// maxTraceLine bounds one line of a JSONL trace (64 MiB: a request with a
+// few million prompt_ids).
+const maxTraceLine = 64 << 20
+
 // NewTraceReader returns a reader of the JSONL trace r.
 func NewTraceReader(r io.Reader) *TraceReader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
 	return &TraceReader{sc: sc}
 }
 
@@ -132,6 +136,9 @@ func (t *TraceReader) Next() (Request, error) {
 		return r, nil
 	}
 	if err := t.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return Request{}, fmt.Errorf("%w: trace line %d is longer than %d MiB, the longest line read (one request per line)", ErrWorkload, t.line+1, maxTraceLine>>20)
+		}
 		return Request{}, fmt.Errorf("%w: trace line %d: %w", ErrWorkload, t.line+1, err)
 	}
 	return Request{}, io.EOF

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -197,8 +197,10 @@ func layerIndex(lower string) int {
 	return idx
 }
 
+// readHeader reads the header of the safetensors file path, a regular file
+// (a named pipe or device of that name is refused, never read).
 func readHeader(path string) (*safetensors.Header, error) {
-	f, err := os.Open(path)
+	f, _, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("weights: %w", err)
 	}
@@ -362,10 +364,14 @@ func (e *PartialError) Error() string {
 // Unwrap returns ErrPartial.
 func (e *PartialError) Unwrap() error { return ErrPartial }
 
+// maxIndexBytes bounds the model.safetensors.index.json read (the largest
+// real indexes, of 100k-tensor checkpoints, are a few MiB).
+const maxIndexBytes = 64 << 20
+
 // checkIndex compares the shards model.safetensors.index.json lists with
 // the files present; nil when there is no index or nothing is missing.
 func checkIndex(dir string, files []string) *PartialError {
-	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	data, err := inputfile.ReadFile(filepath.Join(dir, "model.safetensors.index.json"), maxIndexBytes, "an index")
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ package npy
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,10 +42,26 @@ type Array struct {
 	Data []float32
 }
 
+// ErrTooLarge reports an array with more elements than the caller's
+// bound.
+var ErrTooLarge = errors.New("npy: array too large")
+
+// chunkBytes is how much data ReadContext reads and converts between two
+// looks at its context.
+const chunkBytes = 1 << 20
+
 // Read reads a whole .npy stream. maxElements bounds the array size (0 means
 // 1<<31) so that a header cannot make it allocate without bound; the data
 // must be exactly as long as the header says.
 func Read(r io.Reader, maxElements int64) (*Array, error) {
+	return ReadContext(context.Background(), r, maxElements)
+}
+
+// ReadContext is Read that stops with ctx's error when ctx is done: it
+// reads and converts the data 1 MiB at a time and looks at ctx between
+// pieces (a read that blocks is not interrupted; give it a reader that
+// returns when ctx is done).
+func ReadContext(ctx context.Context, r io.Reader, maxElements int64) (*Array, error) {
 	if maxElements <= 0 {
 		maxElements = 1 << 31
 	}
@@ -93,23 +110,40 @@ func Read(r io.Reader, maxElements int64) (*Array, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 || d > maxElements || (d > 0 && n > maxElements/d) {
-			return nil, fmt.Errorf("%w: shape %v exceeds %d elements", ErrFormat, shape, maxElements)
+			return nil, fmt.Errorf("%w: shape %v has more than %d elements", ErrTooLarge, shape, maxElements)
 		}
 		n *= d
 	}
-	raw := make([]byte, n*int64(size))
-	if _, err := io.ReadFull(r, raw); err != nil {
-		return nil, fmt.Errorf("%w: data truncated (header says %v %s = %d bytes): %w", ErrFormat, shape, descr, len(raw), err)
+	out := &Array{DType: descr, Shape: shape, Data: make([]float32, n)}
+	if err := readData(ctx, r, out.Data, size, conv); err != nil {
+		return nil, fmt.Errorf("%w (header says %v %s = %d bytes)", err, shape, descr, n*int64(size))
 	}
 	var one [1]byte
 	if k, _ := r.Read(one[:]); k != 0 {
-		return nil, fmt.Errorf("%w: trailing bytes after %d data bytes", ErrFormat, len(raw))
-	}
-	out := &Array{DType: descr, Shape: shape, Data: make([]float32, n)}
-	for i := range out.Data {
-		out.Data[i] = conv(raw[int64(i)*int64(size):])
+		return nil, fmt.Errorf("%w: trailing bytes after %d data bytes", ErrFormat, n*int64(size))
 	}
 	return out, nil
+}
+
+// readData fills dst with the elements of r, size bytes each, converted
+// by conv, a chunk at a time, looking at ctx between chunks.
+func readData(ctx context.Context, r io.Reader, dst []float32, size int, conv func([]byte) float32) error {
+	per := max(chunkBytes/size, 1)
+	buf := make([]byte, min(len(dst), per)*size)
+	for lo := 0; lo < len(dst); lo += per {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("npy: %w", err)
+		}
+		part := dst[lo:min(lo+per, len(dst))]
+		raw := buf[:len(part)*size]
+		if _, err := io.ReadFull(r, raw); err != nil {
+			return fmt.Errorf("%w: data truncated: %w", ErrFormat, err)
+		}
+		for i := range part {
+			part[i] = conv(raw[i*size:])
+		}
+	}
+	return nil
 }
 
 func converter(descr string) (int, func([]byte) float32, error) {

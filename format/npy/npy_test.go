@@ -2,6 +2,7 @@ package npy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -73,7 +74,7 @@ func TestErrors(t *testing.T) {
 		{"dtype", file("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }\n", make([]byte, 8)), npy.ErrDType},
 		{"big endian", file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", make([]byte, 8)), npy.ErrDType},
 		{"fortran", file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", make([]byte, 8)), npy.ErrFormat},
-		{"huge shape", file("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n", nil), npy.ErrFormat},
+		{"huge shape", file("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n", nil), npy.ErrTooLarge},
 		{"bad dict", file("nope\n", nil), npy.ErrFormat},
 		{"missing key", file("{'descr': '<f4', 'shape': (2,), }\n", make([]byte, 8)), npy.ErrFormat},
 	}
@@ -104,4 +105,18 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("shape %v but %d elements", a.Shape, len(a.Data))
 		}
 	})
+}
+
+// TestReadContextCanceled: a canceled context stops the read before the
+// data, with the context's error.
+func TestReadContextCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := file("{'descr': '<f4', 'fortran_order': False, 'shape': (3000000,), }\n", make([]byte, 12_000_000))
+	if _, err := npy.ReadContext(ctx, bytes.NewReader(f), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want context.Canceled", err)
+	}
+	if a, err := npy.ReadContext(context.Background(), bytes.NewReader(f), 0); err != nil || len(a.Data) != 3_000_000 {
+		t.Fatalf("uncanceled read: %v", err)
+	}
 }

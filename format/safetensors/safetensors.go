@@ -21,6 +21,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 )
 
 // MaxHeaderBytes bounds the JSON header (100 MiB, as the reference reader).
@@ -243,10 +245,12 @@ type File struct {
 	f *os.File
 }
 
-// Open opens path, reads its header and checks that the data section is
-// exactly as long as the header says (no truncation, no trailing bytes).
+// Open opens path, a regular file (a named pipe, device or directory is
+// refused without being read), reads its header and checks that the data
+// section is exactly as long as the header says (no truncation, no
+// trailing bytes).
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, st, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -254,11 +258,6 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	if have, want := st.Size()-h.DataOffset, h.DataBytes(); have != want {
 		f.Close()

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -113,12 +114,19 @@ func parseQuantValue(s string) (float32, error) {
 	return float32(v), nil
 }
 
+// Bounds of what kvcfg quant reads from standard input (`yes 0 | kvcfg
+// quant` and /dev/zero end with an error, not with the memory).
+const (
+	maxQuantValues = 1 << 20
+	maxQuantLine   = 16 << 20
+)
+
 // readQuantLines returns the values of each non-empty input line.
 func readQuantLines(r io.Reader) ([][]float32, error) {
 	var lines [][]float32
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	n := 0
+	sc.Buffer(make([]byte, 64*1024), maxQuantLine)
+	n, total := 0, 0
 	for sc.Scan() {
 		n++
 		fields := strings.FieldsFunc(sc.Text(), func(r rune) bool {
@@ -126,6 +134,9 @@ func readQuantLines(r io.Reader) ([][]float32, error) {
 		})
 		if len(fields) == 0 {
 			continue
+		}
+		if total += len(fields); total > maxQuantValues {
+			return nil, fmt.Errorf("standard input holds more than %d values, the most kvcfg quant reads (it prints every code): measure a whole tensor with kvcfg quant-error --input FILE", maxQuantValues)
 		}
 		vals := make([]float32, 0, len(fields))
 		for _, f := range fields {
@@ -136,6 +147,9 @@ func readQuantLines(r io.Reader) ([][]float32, error) {
 			vals = append(vals, v)
 		}
 		lines = append(lines, vals)
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d is longer than %d MiB, the longest line read", n+1, maxQuantLine>>20)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

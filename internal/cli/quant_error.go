@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -105,7 +105,7 @@ func (o *quantErrorFlags) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	x, bf, source, err := o.tensorValues()
+	x, bf, source, err := o.tensorValues(cmd.Context())
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -119,7 +119,7 @@ func (o *quantErrorFlags) run(cmd *cobra.Command, _ []string) error {
 		if bf != nil {
 			in = bf[:n]
 		}
-		st, err := measure(quant.Parallel(c, 2), x[:n], in)
+		st, err := measure(cmd.Context(), quant.ParallelContext(cmd.Context(), c, 2), x[:n], in)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
@@ -164,11 +164,11 @@ func quantErrorCodecs(dtypes string) ([]string, []quant.Codec, error) {
 // tensorValues returns the tensor to measure as float32 values, with its
 // bf16 bit patterns when it is bf16 (nil otherwise), and says where it
 // comes from: --input, or the synthetic tensor drawn with --seed.
-func (o *quantErrorFlags) tensorValues() (x []float32, bf []uint16, source string, err error) {
+func (o *quantErrorFlags) tensorValues(ctx context.Context) (x []float32, bf []uint16, source string, err error) {
 	if o.input == "" {
 		bf = synthKV(o.seed)
 		source = fmt.Sprintf("synthetic [%d, %d, %d] N(0,1) bf16, outlier channels 7 and 100 ×20, one zero block, seed %d", synthTokens, synthHeads, synthHeadDim, o.seed)
-	} else if x, bf, source, err = loadKVTensor(o.input, o.tensor); err != nil {
+	} else if x, bf, source, err = loadKVTensor(ctx, o.input, o.tensor); err != nil {
 		return nil, nil, "", err
 	}
 	if bf != nil {
@@ -202,11 +202,21 @@ func synthKV(seed uint64) []uint16 {
 	return out
 }
 
-// loadKVTensor reads a float tensor from a .safetensors or .npy file. BF16
+// maxQuantErrorElements bounds the tensor quant-error measures (2^27
+// elements: 512 MiB as float32, and as much again for each decoded copy).
+const maxQuantErrorElements = 1 << 27
+
+// tooManyElements is the error for a tensor over maxQuantErrorElements.
+func tooManyElements(what string, n int64) error {
+	return fmt.Errorf("%s has %d elements; quant-error measures at most %d (2^27): save a slice of it (a few layers or tokens)", what, n, maxQuantErrorElements)
+}
+
+// loadKVTensor reads a float tensor from a .safetensors or .npy file, a
+// regular file (a named pipe or device is refused before it is read). BF16
 // tensors come back as bit patterns (bf), others as float32 (x).
-func loadKVTensor(path, name string) (x []float32, bf []uint16, source string, err error) {
+func loadKVTensor(ctx context.Context, path, name string) (x []float32, bf []uint16, source string, err error) {
 	head := make([]byte, 6)
-	fh, err := os.Open(path)
+	fh, _, err := openInput("--input", path, false)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -216,20 +226,12 @@ func loadKVTensor(path, name string) (x []float32, bf []uint16, source string, e
 		if name != "" {
 			return nil, nil, "", fmt.Errorf("--tensor applies to .safetensors files, %s is a .npy array", path)
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		defer f.Close()
-		a, err := npy.Read(f, 1<<31)
-		if err != nil {
-			return nil, nil, "", fmt.Errorf("%s: %w", path, err)
-		}
-		return a.Data, nil, fmt.Sprintf("%s %s%v", path, a.DType, a.Shape), nil
+		x, source, err := loadNPY(ctx, path)
+		return x, nil, source, err
 	}
 	f, err := safetensors.Open(path)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", fmt.Errorf("--input: %w", err)
 	}
 	defer f.Close()
 	if name == "" {
@@ -247,6 +249,9 @@ func loadKVTensor(path, name string) (x []float32, bf []uint16, source string, e
 			return nil, nil, "", fmt.Errorf("%s holds %d float tensors; choose one with --tensor (%s)", path, len(floats), strings.Join(floats, ", "))
 		}
 		name = floats[0]
+	}
+	if t, err := f.Tensor(name); err == nil && t.Elements() > maxQuantErrorElements {
+		return nil, nil, "", tooManyElements(fmt.Sprintf("%s: tensor %q %v", path, name, t.Shape), t.Elements())
 	}
 	t, raw, err := f.ReadTensor(name)
 	if err != nil {
@@ -279,10 +284,27 @@ func loadKVTensor(path, name string) (x []float32, bf []uint16, source string, e
 	return x, nil, source, nil
 }
 
+// loadNPY reads the .npy array path as float32, stopping when ctx is done.
+func loadNPY(ctx context.Context, path string) (x []float32, source string, err error) {
+	f, _, err := openInput("--input", path, false)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	a, err := npy.ReadContext(ctx, f, maxQuantErrorElements)
+	if errors.Is(err, npy.ErrTooLarge) {
+		return nil, "", fmt.Errorf("%s: %w; quant-error measures at most %d elements (2^27): save a slice of it (a few layers or tokens)", path, err, maxQuantErrorElements)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return a.Data, fmt.Sprintf("%s %s%v", path, a.DType, a.Shape), nil
+}
+
 func isFloatST(d string) bool { return d == "BF16" || d == "F16" || d == "F32" || d == "F64" }
 
 // measure round-trips x (or its bf16 patterns bf, when given) through c.
-func measure(c quant.Codec, x []float32, bf []uint16) (quantErrorStat, error) {
+func measure(ctx context.Context, c quant.Codec, x []float32, bf []uint16) (quantErrorStat, error) {
 	f := c.Format()
 	n := len(x)
 	p := make([]byte, f.DataBytes(int64(n)))
@@ -304,6 +326,9 @@ func measure(c quant.Codec, x []float32, bf []uint16) (quantErrorStat, error) {
 	var se, sx, sy, sxy float64
 	m := 0
 	for i := range x {
+		if i&(1<<20-1) == 0 && ctx.Err() != nil {
+			return quantErrorStat{}, ctx.Err()
+		}
 		xv, yv := float64(x[i]), float64(y[i])
 		if math.IsNaN(yv) || math.IsInf(yv, 0) || math.IsNaN(xv) || math.IsInf(xv, 0) {
 			st.NonFinite++

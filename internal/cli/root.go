@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -27,7 +28,10 @@ import (
 // error), and it is flushed before an error is printed.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := bufio.NewWriterSize(stdout, 64<<10)
-	code := execute(ctx, args, stdin, out, stderr)
+	code, abandoned := execute(ctx, args, stdin, out, stderr)
+	if abandoned {
+		return code // the command may still write to out: its output is dropped
+	}
 	if err := out.Flush(); err != nil && code == 0 {
 		fmt.Fprintln(stderr, "kvcfg: writing the output:", err)
 		return 1
@@ -35,41 +39,114 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return code
 }
 
+// signalGrace is how long a command has to return after SIGINT or SIGTERM
+// canceled its context; then Main returns without it (serve excepted: its
+// --shutdown-timeout bounds the drain). A second signal stops at once.
+const signalGrace = 750 * time.Millisecond
+
+// signalsReady is called once SIGINT and SIGTERM cancel the context
+// instead of ending the process (the signal tests wait for it).
+var signalsReady = func() {}
+
 // execute is Main with a buffered standard output, flushed before errors.
-func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.Writer, stderr io.Writer) int {
+// abandoned reports that the command was left running after a signal
+// (Main then returns while it may still write to stdout).
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout *bufio.Writer, stderr io.Writer) (code int, abandoned bool) {
 	only := invoked(args)
-	if c := commandNamed(only); c == nil || c.signals {
-		// SIGINT and SIGTERM cancel the context (serve shuts down
-		// gracefully, a simulation or search stops); the short commands
-		// keep the default action, which spares every plan the signal
-		// goroutine and its thread.
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
+	if c := commandNamed(only); c != nil && !c.signals {
+		// The short commands keep the default action of SIGINT and
+		// SIGTERM, which ends the process at once and spares every plan
+		// the signal goroutine and its thread.
+		return report(runCommand(ctx, args, only, stdin, stdout, stderr), stdout, stderr), false
 	}
+	// SIGINT and SIGTERM cancel the context: serve shuts down gracefully,
+	// a simulation, search or measurement stops; the command runs on its
+	// own goroutine so that one blocked in a read cannot hold the process.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	signalsReady()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() { done <- runCommand(ctx, args, only, stdin, stdout, stderr) }()
+	var got os.Signal
+	var expired <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			if got != nil && err != nil {
+				_ = stdout.Flush() // what the command printed comes before the message
+				return stopped(stderr, only, got), false
+			}
+			return report(err, stdout, stderr), false
+		case sig := <-sigs:
+			if got != nil {
+				return stopped(stderr, only, got), true
+			}
+			got = sig
+			cancel(fmt.Errorf("kvcfg: %s", signalWords(sig)))
+			if only != "serve" {
+				expired = time.After(signalGrace)
+			}
+		case <-expired:
+			return stopped(stderr, only, got), true
+		}
+	}
+}
+
+// runCommand builds the command tree and runs the command line.
+func runCommand(ctx context.Context, args []string, only string, stdin io.Reader, stdout *bufio.Writer, stderr io.Writer) error {
 	// Hidden behind a plain io.Writer, so that a writer stacked on it
 	// (encoding/csv's bufio.NewWriter would return stdout itself) flushes
 	// into the buffer, not through it: Main decides when output is final.
 	root := newRoot(stdin, struct{ io.Writer }{stdout}, stderr, only)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		_ = stdout.Flush() // what the command printed comes before the error
+	return root.ExecuteContext(ctx)
+}
 
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.err != nil {
-				fmt.Fprintln(stderr, "kvcfg:", ee.err)
-			}
-			return ee.code
+// report prints a command's error and returns the exit status.
+func report(err error, stdout *bufio.Writer, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	_ = stdout.Flush() // what the command printed comes before the error
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "kvcfg:", ee.err)
 		}
-		// cobra ends an unknown command's suggestions with a newline.
-		fmt.Fprintln(stderr, "kvcfg:", strings.TrimRight(err.Error(), "\n"))
-		if usageError(err) {
-			return 2
-		}
+		return ee.code
+	}
+	// cobra ends an unknown command's suggestions with a newline.
+	fmt.Fprintln(stderr, "kvcfg:", strings.TrimRight(err.Error(), "\n"))
+	if usageError(err) {
+		return 2
+	}
+	return 1
+}
+
+// stopped prints that the command stopped on sig and returns the shell's
+// status for it, 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
+func stopped(stderr io.Writer, only string, sig os.Signal) int {
+	what := "kvcfg"
+	if only != "" {
+		what = only
+	}
+	fmt.Fprintf(stderr, "kvcfg: %s stopped: %s\n", what, signalWords(sig))
+	n, ok := sig.(syscall.Signal)
+	if !ok {
 		return 1
 	}
-	return 0
+	return 128 + int(n)
+}
+
+// signalWords says what a signal means: "interrupted (SIGINT)".
+func signalWords(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "terminated (SIGTERM)"
+	}
+	return "interrupted (SIGINT)"
 }
 
 // usageError reports the errors cobra itself returns for a command line it

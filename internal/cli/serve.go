@@ -34,7 +34,8 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the planning HTTP API, the web page with charts, and Prometheus metrics",
-		Long: `Serve the planner over HTTP until SIGINT or SIGTERM, then shut down gracefully.
+		Long: `Serve the planner over HTTP until SIGINT or SIGTERM, then shut down gracefully
+(requests in flight get --shutdown-timeout; a second signal stops at once).
 
   POST /api/v1/plan      body: the plan flags as JSON, snake_case ({"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "tp_size": 2})
                          answer: the same JSON as 'kvcfg plan -o json'

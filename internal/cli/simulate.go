@@ -245,6 +245,10 @@ func (f *workloadFlags) lengths(mean int) simulate.Lengths {
 	return simulate.Lengths{Kind: f.lengthDist, Mean: mean}
 }
 
+// maxStdinTrace bounds a trace read whole from standard input (--trace -
+// replayed by --compare, a sweep or fit).
+var maxStdinTrace int64 = 1 << 30 // a variable for the tests
+
 // source returns a function that opens the workload afresh (--compare
 // replays it once per plan: replay buffers standard input; a single run
 // streams it).
@@ -260,10 +264,11 @@ func (f *workloadFlags) source(cmd *cobra.Command, replay bool) (func() (simulat
 				return nil, errors.New("standard input can be read only once")
 			}
 			used = true
-			return simulate.NewTraceReader(cmd.InOrStdin()), nil
+			return simulate.NewTraceReader(newContextReader(cmd.Context(), cmd.InOrStdin())), nil
 		}, nil
 	case f.trace == "-":
-		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<30))
+		b, err := readAllCapped(newContextReader(cmd.Context(), cmd.InOrStdin()), maxStdinTrace, "--trace -: standard input",
+			"a trace replayed more than once (--compare, a comma list, fit) is read whole; give it as --trace FILE")
 		if err != nil {
 			return nil, err
 		}
@@ -271,20 +276,23 @@ func (f *workloadFlags) source(cmd *cobra.Command, replay bool) (func() (simulat
 			return simulate.NewTraceReader(strings.NewReader(string(b))), nil
 		}, nil
 	case f.trace != "":
-		if _, err := os.Stat(f.trace); err != nil {
-			return nil, fmt.Errorf("--trace: %w", err)
+		fh, _, err := openInput("--trace", f.trace, true)
+		if err != nil {
+			return nil, err
 		}
-		var open *os.File
+		open := fh // each replay reopens the file; the last one open is closed then
+		first := true
 		return func() (simulate.Source, error) {
-			if open != nil {
+			if !first {
 				open.Close()
+				fh, _, err := openInput("--trace", f.trace, true)
+				if err != nil {
+					return nil, err
+				}
+				open = fh
 			}
-			fh, err := os.Open(f.trace)
-			if err != nil {
-				return nil, err
-			}
-			open = fh
-			return simulate.NewTraceReader(fh), nil
+			first = false
+			return simulate.NewTraceReader(open), nil
 		}, nil
 	}
 	if f.requests == 0 || f.promptLen == 0 || f.outputLen == 0 {

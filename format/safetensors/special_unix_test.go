@@ -1,0 +1,35 @@
+//go:build unix
+
+package safetensors_test
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvcfg/kvcfg/format/safetensors"
+)
+
+// TestOpenRefusesFIFO: Open refuses a named pipe at once (it used to wait
+// in open for a writer) and a directory, saying what they are.
+func TestOpenRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "kv.safetensors")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	for path, kind := range map[string]string{fifo: "a named pipe (FIFO)", dir: "a directory", "/dev/zero": "a character device"} {
+		done := make(chan error, 1)
+		go func() { _, err := safetensors.Open(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), kind) {
+				t.Errorf("Open(%s) = %v; want an error saying %s", path, err, kind)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Open(%s) still blocked after 2 s", path)
+		}
+	}
+}
