@@ -39,6 +39,13 @@ type GPU struct {
 	// (memory.total) or torch (total_memory // 2^20) reports it. This is
 	// what SGLang's server-args heuristics read.
 	MemoryMiB int64 `json:"memory_mib"`
+	// CUDATotalMiB is the total CUDA reports to the process
+	// (torch.cuda.mem_get_info()[1] // 2^20, what vLLM's
+	// gpu_memory_utilization multiplies): below nvidia-smi's figure by what
+	// the driver keeps (H100 80GB HBM3: 79.19 GiB against 81559 MiB). 0 when
+	// kvcfg has no reading for the card; CUDABytes then falls back to
+	// MemoryMiB.
+	CUDATotalMiB int64 `json:"cuda_total_mib,omitempty"`
 	// FNUZ marks AMD hardware whose fp8 type is float8_e4m3fnuz.
 	FNUZ bool `json:"fnuz,omitempty"`
 	// Description is a one-line human description.
@@ -51,6 +58,15 @@ type GPU struct {
 
 // MemoryBytes returns the total memory in bytes.
 func (g GPU) MemoryBytes() int64 { return g.MemoryMiB << 20 }
+
+// CUDABytes returns the total CUDA reports to a process in bytes:
+// CUDATotalMiB when the catalog has it, else MemoryBytes.
+func (g GPU) CUDABytes() int64 {
+	if g.CUDATotalMiB > 0 {
+		return g.CUDATotalMiB << 20
+	}
+	return g.MemoryBytes()
+}
 
 // ComputeCapability returns the CUDA compute capability as
 // torch.cuda.get_device_capability reports it (9, 0 for Hopper; 10, 3 for
@@ -77,7 +93,7 @@ func (g GPU) ComputeCapabilityString() string {
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 81559, Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 81559, CUDATotalMiB: 81090, Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
 	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 81559, Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
 	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
@@ -85,7 +101,7 @@ var catalog = []GPU{
 	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 81559, Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
 	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
-		MemoryMiB: 143771, Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
+		MemoryMiB: 143771, CUDATotalMiB: 143165, Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
 	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
 		MemoryMiB: 143771, Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
 	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
@@ -105,18 +121,18 @@ var catalog = []GPU{
 		MemoryMiB: 32607, Description: "NVIDIA GeForce RTX 5090 32GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5090"}}, // nvidia-smi 32607MiB
 	// Ampere.
 	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 40960, Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
+		MemoryMiB: 40960, CUDATotalMiB: 40335, Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
 	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
-		MemoryMiB: 81920, Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
+		MemoryMiB: 81920, CUDATotalMiB: 81050, Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
 	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
 		MemoryMiB: 23028, Description: "NVIDIA A10 / A10G 24GB GDDR6", SMINames: []string{"NVIDIA A10", "NVIDIA A10G"}}, // nvidia-smi 23028MiB (A10G on AWS g5)
 	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
 		MemoryMiB: 49140, Description: "NVIDIA RTX A6000 48GB GDDR6", SMINames: []string{"NVIDIA RTX A6000"}}, // nvidia-smi 49140MiB
 	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
-		MemoryMiB: 24576, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
+		MemoryMiB: 24576, CUDATotalMiB: 24146, Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
 	// Ada Lovelace.
 	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
-		MemoryMiB: 46068, Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
+		MemoryMiB: 46068, CUDATotalMiB: 45486, Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
 	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
 		MemoryMiB: 46068, Description: "NVIDIA L40 48GB GDDR6", SMINames: []string{"NVIDIA L40"}}, // nvidia-smi 46068MiB
 	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,

@@ -255,7 +255,7 @@ func resolveGPU(req *Request) (gpu.GPU, error) {
 		g = defaultGPU()
 	}
 	if req.GPUMemory > 0 {
-		g.MemoryMiB = int64(req.GPUMemory) >> 20
+		g.MemoryMiB, g.CUDATotalMiB = int64(req.GPUMemory)>>20, 0
 		if g.MemoryMiB == 0 {
 			return g, fieldErr("gpu_memory", "%s is less than 1 MiB", req.GPUMemory)
 		}

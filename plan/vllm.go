@@ -90,7 +90,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 		EnforceEager:         req.EnforceEager,
 		GPUName:              g.Name,
 		GPUSM:                g.SM,
-		Memory: vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
+		Memory: vllm.Memory{TotalBytes: g.CUDABytes(), FreeBytes: int64(req.PreLoadFreeMemory),
 			AvailableKVBytes: int64(req.KVCacheMemory)},
 	}
 	if cfg.MaxModelLen == 0 {
