@@ -1,6 +1,8 @@
 package vllm
 
 import (
+	"fmt"
+	"math"
 	"strings"
 
 	"github.com/kvcfg/kvcfg/model"
@@ -166,4 +168,74 @@ func moeWorkspace(s *model.Spec, tokens int64, tp int, b int64) int64 {
 	h := int64(s.HiddenSize)
 	i := int64(f.ExpertIntermediate) / int64(tp)
 	return tokens * int64(f.TopK) * (max(i, h) + max(2*i, h)) * b
+}
+
+// BudgetInput is a launch's memory budget question before launch: the
+// layout and scheduler limits of EstimateInput, the release, the device's
+// CUDA-visible total and what the user knows exactly.
+type BudgetInput struct {
+	EstimateInput
+	// Version is --vllm-version ("latest" when empty).
+	Version string
+	// GPUMemoryUtilization is --gpu-memory-utilization (0: the release's
+	// default).
+	GPUMemoryUtilization float64
+	// TotalBytes is the total CUDA reports (torch.cuda.mem_get_info()[1]).
+	TotalBytes int64
+	// WeightsBytes is the rank's exact weight bytes; 0 estimates them.
+	WeightsBytes int64
+	// EnforceEager is --enforce-eager: no CUDA graphs.
+	EnforceEager bool
+}
+
+// PredictBudget returns vLLM's determine_available_memory for one stage
+// before launch: requested = gpu_memory_utilization × total (rounded up
+// from 0.13), minus the weights, the profile run's activation peak and
+// non-torch increase (EstimateStage), minus the CUDA-graph estimate on
+// releases that subtract it (0.20 on) unless --enforce-eager. Estimated
+// lists the figures kvcfg estimated; ActivationTerms the activation's
+// parts.
+func PredictBudget(s *model.Spec, in BudgetInput) (MemoryReport, error) {
+	var m MemoryReport
+	if s == nil {
+		return m, fmt.Errorf("%w: no model", ErrInvalidConfig)
+	}
+	if in.TotalBytes <= 0 {
+		return m, fmt.Errorf("%w: no device total: give the GPU or its memory", ErrInvalidConfig)
+	}
+	prof, rel, _, err := resolve(in.Version)
+	if err != nil {
+		return m, err
+	}
+	r := rulesFor(prof, rel)
+	util := in.GPUMemoryUtilization
+	if util == 0 {
+		util = r.defaultUtil
+	}
+	if util <= 0 || util > 1 {
+		return m, fmt.Errorf("%w: gpu_memory_utilization %g is not in (0, 1]", ErrInvalidConfig, util)
+	}
+	est, terms := EstimateStage(s, in.EstimateInput)
+	m.TotalBytes, m.Source = in.TotalBytes, "profile"
+	m.WeightsBytes = in.WeightsBytes
+	if m.WeightsBytes == 0 {
+		m.WeightsBytes = est.WeightsBytes
+		m.Estimated = append(m.Estimated, "weights")
+	}
+	m.ActivationBytes, m.ActivationTerms = est.ActivationBytes, terms
+	m.NonTorchBytes = est.NonTorchBytes
+	m.Estimated = append(m.Estimated, "activation", "non_torch")
+	if r.graphsSubtracted && !in.EnforceEager {
+		m.CUDAGraphBytes = est.CUDAGraphBytes
+		m.Estimated = append(m.Estimated, "cudagraph")
+	}
+	reqF := float64(in.TotalBytes) * util
+	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
+	if r.ceilRequested {
+		m.RequestedBytes = int64(math.Ceil(reqF))
+	} else {
+		m.RequestedBytes = int64(reqF)
+	}
+	m.AvailableKVBytes = m.RequestedBytes - nonKV
+	return m, nil
 }
