@@ -693,3 +693,21 @@ func TestFitSWARatioFloor(t *testing.T) {
 		t.Errorf("swa pool %d tokens at ratio %v (flags %v), want at least 32,897", r.SWAMaxTotalNumTokens, c.Request.SWAFullTokensRatio, c.Flags)
 	}
 }
+
+// Issue 29 item 7: a target inside a predicted plan's band keeps a margin.
+// Llama-3.1-8B at 2,048 tokens on one H100: 0.92 holds 223 requests by the
+// prediction, 222 at the band's low end; fit asks for 0.93.
+func TestFitKeepsBandMargin(t *testing.T) {
+	res, err := fit.Run(context.Background(), fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", Engine: plan.EngineVLLM},
+		Concurrency: 223, ContextLength: 2048, GPUs: []string{"H100"}, MaxGPUs: 1, KVCacheDTypes: []string{"auto"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configurations) == 0 {
+		t.Fatalf("no configuration: %+v", res.ClosestMiss)
+	}
+	flags := strings.Join(res.Configurations[0].Flags, " ")
+	if !strings.Contains(flags, "--gpu-memory-utilization 0.93") {
+		t.Errorf("flags %s, want --gpu-memory-utilization 0.93 (0.92's low end holds 222)", flags)
+	}
+}

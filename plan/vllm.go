@@ -61,6 +61,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 		return nil, vllmInputError(perr)
 	}
 	fillVLLM(rep, res, spec)
+	vllmBudget(rep, res)
 	if perr != nil {
 		var re *kvengine.Refusal
 		if errors.As(perr, &re) {
@@ -193,6 +194,9 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	rep.WeightsBytes = m.WeightsBytes
 	b := &rep.Breakdown
 	b.TotalBytes = rep.GPUMemory
+	if m.TotalBytes > 0 {
+		b.TotalBytes = m.TotalBytes // CUDA's total, what the utilization multiplies
+	}
 	b.WeightsBytes = m.WeightsBytes
 	if m.RequestedBytes > 0 {
 		b.RuntimeOverheadBytes = max(m.TotalBytes-m.RequestedBytes, 0)

@@ -1,0 +1,90 @@
+package plan_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
+)
+
+// Issue 29 item 7: a vLLM plan without readings lists its budget terms,
+// where each came from, and the band the validation table supports; the
+// answer quotes the band.
+func TestVLLMBudgetTermsAndBand(t *testing.T) {
+	req := plan.Request{Engine: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", MaxModelLen: 2048, MaxNumSeqs: 224, Concurrency: 223}
+	rep, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Budget
+	if b == nil || b.Band == nil {
+		t.Fatalf("no budget or band: %+v", b)
+	}
+	var names, origins []string
+	sum := int64(0)
+	for i, term := range b.Terms {
+		names, origins = append(names, term.Name), append(origins, term.Origin)
+		if i == 0 {
+			sum += term.Bytes
+		} else {
+			sum -= term.Bytes
+		}
+	}
+	if got, want := strings.Join(names, " "), "requested weights activation non_torch cudagraph"; got != want {
+		t.Errorf("terms %q, want %q", got, want)
+	}
+	if got, want := strings.Join(origins, " "), "computed estimated predicted predicted predicted"; got != want {
+		t.Errorf("origins %q, want %q", got, want)
+	}
+	if sum != rep.AvailableKVBytes {
+		t.Errorf("terms sum to %d, KV budget %d", sum, rep.AvailableKVBytes)
+	}
+	// 79.19 GiB (CUDA's total, not nvidia-smi's 79.65) × 0.92, rounded up.
+	if req := b.Terms[0].Bytes; req != 78226705613 {
+		t.Errorf("requested %d, want 78226705613", req)
+	}
+	bd := b.Band
+	if bd.ConcurrencyLow != 222 || rep.MaxConcurrencyAtContextLength != 223 || bd.ConcurrencyHigh != 224 || !bd.WeightsEstimated {
+		t.Errorf("band %+v, concurrency %d", bd, rep.MaxConcurrencyAtContextLength)
+	}
+	if !strings.Contains(rep.Answer, "223 (222–224) requests") {
+		t.Errorf("answer %q", rep.Answer)
+	}
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "sits inside the prediction's band (222–224 requests") {
+		t.Errorf("no band warning: %q", rep.Warnings)
+	}
+	var text, md bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0.53 % of the KV memory"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(md.String(), "### KV budget per GPU") {
+		t.Errorf("markdown lacks the budget:\n%s", md.String())
+	}
+	js, err := rep.MarshalJSON()
+	if err != nil || !bytes.Contains(js, []byte(`"budget":{"terms":[{"name":"requested"`)) || !bytes.Contains(js, []byte(`"concurrency_low":222`)) {
+		t.Errorf("JSON %s, %v", js, err)
+	}
+}
+
+// A given KV budget has no terms to show, and measured figures no band.
+func TestVLLMBudgetGivenAndMeasured(t *testing.T) {
+	rep, err := plan.Run(context.Background(), plan.Request{Engine: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", MaxModelLen: 8192,
+		KVCacheMemory: units.Size(50 << 30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Budget != nil || strings.Contains(rep.Answer, "–") {
+		t.Errorf("budget %+v, answer %q", rep.Budget, rep.Answer)
+	}
+}
