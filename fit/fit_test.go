@@ -463,14 +463,14 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			},
 		},
 		{
-			// At the default 0.9 the pool holds 52,864 tokens and
-			// TensorRT-LLM clamps max_seq_len to them: not a 54,000-token
-			// request. 0.92 holds 54,016.
-			name: "trtllm: free_gpu_memory_fraction 0.92 for one 54,000-token request",
-			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 54000, GPUs: []string{"H100"}, MaxGPUs: 2},
+			// At the default 0.9 the pool holds 54,144 tokens and
+			// TensorRT-LLM clamps max_seq_len to them: not a 55,000-token
+			// request. 0.92 holds 55,360.
+			name: "trtllm: free_gpu_memory_fraction 0.92 for one 55,000-token request",
+			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 55000, GPUs: []string{"H100"}, MaxGPUs: 2},
 			want: []share{
-				{row{"H100-80GB", 2, 2, 1, 1, "auto", 54016, 1, 1,
-					[]string{"--tp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "54000", "--kv_cache_free_gpu_memory_fraction", "0.92", "--max_batch_size", "1"}},
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 55360, 1, 1,
+					[]string{"--tp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "55000", "--kv_cache_free_gpu_memory_fraction", "0.92", "--max_batch_size", "1"}},
 					0.92, 0.9, "free_gpu_memory_fraction", true},
 			},
 		},
