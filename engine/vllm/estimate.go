@@ -27,6 +27,10 @@ type EstimateInput struct {
 	// DTypeBytes is the model dtype's size (2 for bf16/fp16, 4 for
 	// float32); 0 means 2.
 	DTypeBytes int
+	// Version is the vLLM release (--vllm-version; "" is the newest): the
+	// sampler's top-k/top-p and the non-torch baseline changed between
+	// releases.
+	Version string
 }
 
 // Term is one named part of an estimated figure and where vLLM's source
@@ -42,7 +46,7 @@ type Term struct {
 
 // Source files of the terms (vllm-project/vllm, v0.19.0).
 const (
-	srcSampler  = "vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run; vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py"
+	srcSampler  = "vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run; vllm/v1/sample/sampler.py (float32 logits, softmax, random_sample's exponential noise); ops/topk_topp_sampler.py (sort before 0.17, Triton from 0.17)"
 	srcDummyRun = "vllm/v1/worker/gpu_model_runner.py _dummy_run (profile_run: max_num_batched_tokens tokens)"
 	srcMLP      = "vllm/model_executor/layers/activation.py SiluAndMul; linear.py MergedColumnParallelLinear"
 	srcMoE      = "vllm/model_executor/layers/fused_moe/fused_moe.py TritonExperts.workspace_shapes (persistent modular-kernel workspace)"
@@ -70,13 +74,15 @@ func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
 //     activation outputs per rank, four hidden-state copies) and the dummy
 //     sampler on the last stage (min(MaxNumSeqs, tokens) rows of logits
 //     over the whole vocabulary: the model-dtype logits, their float32
-//     copy and top-k/top-p's int64 sort indices, 14 bytes per element in
-//     bf16; plus the kept hidden states), plus what stays allocated across
+//     copy, the softmax probabilities and the exponential noise of random
+//     sampling, 14 bytes per element in bf16, 24 more before 0.17 (the
+//     sort-based top-k/top-p); plus the kept hidden states), plus what
+//     stays allocated across
 //     both: the fused-MoE workspace (tokens × top_k × (max(I, H) +
 //     max(2I, H)) elements, I the expert intermediate per rank), the
 //     pipeline's intermediate tensors and a VLM's inputs_embeds;
-//   - non-torch memory: 0.25 GiB alone, 0.07 GiB on a pipeline stage
-//     without TP, 2.07 GiB at TP 2 plus 0.045 GiB per further rank (NCCL
+//   - non-torch memory: 0.25 GiB alone (0.13 before 0.18), 0.07 GiB on a
+//     pipeline stage without TP, 2.07 GiB at TP 2 plus 0.045 GiB per further rank (NCCL
 //     and custom all-reduce buffers, as vLLM 0.19 logs print them on H100);
 //   - CUDA graphs (subtracted by the releases that profile them): 25 MiB
 //     per decoder layer of the stage.
@@ -89,29 +95,43 @@ func EstimateStage(s *model.Spec, in EstimateInput) (Memory, []Term) {
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	terms := activationTerms(s, in, tp, pp)
+	_, rel, _, err := resolve(in.Version)
+	if err != nil {
+		rel = newest
+	}
+	terms := activationTerms(s, in, tp, pp, !rel.atLeast(0, 17, 0))
 	for _, t := range terms {
 		m.ActivationBytes += t.Bytes
 	}
-	m.NonTorchBytes = nonTorchBytes(tp, pp)
+	m.NonTorchBytes = nonTorchBytes(tp, pp, rel.atLeast(0, 18, 0))
 	m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
 	return m, terms
 }
 
-// nonTorchBytes is the non-torch increase vLLM 0.19 prints per layout.
-func nonTorchBytes(tp, pp int) int64 {
+// nonTorchBytes is the non-torch increase vLLM prints per layout (0.19
+// on H100); alone on one GPU 0.13 GiB before 0.18 (Qwen3-14B on 0.15 to
+// 0.17), 0.25 GiB from 0.18.
+func nonTorchBytes(tp, pp int, from018 bool) int64 {
 	switch {
 	case tp >= 2:
 		return 2070*GiB/1000 + int64(tp-2)*45*GiB/1000
 	case pp >= 2:
 		return 70 * GiB / 1000
+	case !from018:
+		return 130 * GiB / 1000
 	}
 	return GiB / 4
 }
 
 // activationTerms are the parts of the profile run's torch peak on one
 // stage: the phase that peaks (forward or sampler) and what both share.
-func activationTerms(s *model.Spec, in EstimateInput, tp, pp int) []Term {
+//
+// sortSampler is the top-k/top-p by a full sort of the vocabulary
+// (apply_top_k_top_p_pytorch: the sorted float32 values, their int64
+// indices, the sorted probabilities, the top-k gather and the scatter
+// back, 24 bytes an element), which vLLM before 0.17 ran in the dummy
+// sampler; from 0.17 a Triton kernel filters in place (vllm#33538).
+func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sortSampler bool) []Term {
 	b := int64(in.DTypeBytes)
 	if b == 0 {
 		b = 2
@@ -145,7 +165,11 @@ func activationTerms(s *model.Spec, in EstimateInput, tp, pp int) []Term {
 	peak := fwd
 	if last && f.VocabSize > 0 {
 		seqs := min(int64(max(in.MaxNumSeqs, 1)), max(tokens, 1))
-		smp := Term{"sampler_logits", seqs*int64(f.VocabSize)*(b+4+8) + 2*tokens*h*b, srcSampler}
+		per := b + 4 + 4 + 4
+		if sortSampler {
+			per += 24
+		}
+		smp := Term{"sampler_logits", seqs*int64(f.VocabSize)*per + 2*tokens*h*b, srcSampler}
 		if smp.Bytes > peak.Bytes {
 			peak = smp
 		}
@@ -215,7 +239,9 @@ func PredictBudget(s *model.Spec, in BudgetInput) (MemoryReport, error) {
 	if util <= 0 || util > 1 {
 		return m, fmt.Errorf("%w: gpu_memory_utilization %g is not in (0, 1]", ErrInvalidConfig, util)
 	}
-	est, terms := EstimateStage(s, in.EstimateInput)
+	ei := in.EstimateInput
+	ei.Version = in.Version
+	est, terms := EstimateStage(s, ei)
 	m.TotalBytes, m.Source = in.TotalBytes, "profile"
 	m.WeightsBytes = in.WeightsBytes
 	if m.WeightsBytes == 0 {
