@@ -303,30 +303,13 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
 }
 
-var (
-	bandOnce sync.Once
-	bands    map[string]Summary
-)
-
 // Band returns the relative error band the table supports for a
 // before-launch prediction of engine's KV memory with exact weights: the
 // 90th percentile of |error| over the engine's runs, and the table's
-// summary. ok is false when the table has no runs of the engine.
+// summary. ok is false when the table has no runs of the engine. The
+// figures are the table's as TestBandsCurrent computes them (bands.go, so
+// that a plan does not re-run the table in every process).
 func Band(engine string) (band float64, s Summary, ok bool) {
-	bandOnce.Do(func() {
-		bands = map[string]Summary{}
-		runs, err := Runs()
-		if err != nil {
-			return
-		}
-		rows, err := Check(runs)
-		if err != nil {
-			return
-		}
-		for _, s := range Summarize(rows) {
-			bands[s.Engine] = s
-		}
-	})
 	s, ok = bands[engine]
 	return s.P90Abs, s, ok
 }
