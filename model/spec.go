@@ -226,6 +226,10 @@ func (s *Spec) CountLayers(k LayerKind) int {
 type VisionSpec struct {
 	Layers int `json:"num_hidden_layers,omitempty"`
 	Hidden int `json:"hidden_size,omitempty"`
+	// PatchesPerToken is how many of the tower's patches make one token
+	// of the language model (pooling or merging; 1 when the config says
+	// none).
+	PatchesPerToken int `json:"patches_per_token,omitempty"`
 }
 
 // FFNShape is the part of a config that sizes a forward pass's activations

@@ -3,6 +3,8 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -14,7 +16,14 @@ import (
 // where each came from, and the band the validation table supports; the
 // answer quotes the band.
 func TestVLLMBudgetTermsAndBand(t *testing.T) {
-	req := plan.Request{Engine: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", MaxModelLen: 2048, MaxNumSeqs: 224, Concurrency: 223}
+	// Concurrency is the planned one, so that the target sits inside the
+	// band (447 requests of 1,024 tokens, 446 at the band's low end).
+	req := plan.Request{Engine: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", MaxModelLen: 1024, MaxNumSeqs: 448}
+	probe, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Concurrency = int(probe.MaxConcurrencyAtContextLength)
 	rep, err := plan.Run(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -47,13 +56,15 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 		t.Errorf("requested %d, want 78226705613", req)
 	}
 	bd := b.Band
-	if bd.ConcurrencyLow != 222 || rep.MaxConcurrencyAtContextLength != 223 || bd.ConcurrencyHigh != 224 || !bd.WeightsEstimated {
-		t.Errorf("band %+v, concurrency %d", bd, rep.MaxConcurrencyAtContextLength)
+	c := rep.MaxConcurrencyAtContextLength
+	per := float64(rep.NumGPUBlocks) / float64((1024+rep.BlockSize-1)/rep.BlockSize)
+	if want := int64(math.Floor(per * (1 - bd.RelError))); bd.ConcurrencyLow != want || bd.ConcurrencyLow >= c || bd.ConcurrencyHigh < c || !bd.WeightsEstimated || bd.RelError <= 0 {
+		t.Fatalf("band %+v, concurrency %d (low end %d)", bd, c, want)
 	}
-	if !strings.Contains(rep.Answer, "223 (222–224) requests") {
-		t.Errorf("answer %q", rep.Answer)
+	if want := fmt.Sprintf("%d (%d–%d) requests", c, bd.ConcurrencyLow, bd.ConcurrencyHigh); !strings.Contains(rep.Answer, want) {
+		t.Errorf("answer %q lacks %q", rep.Answer, want)
 	}
-	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "sits inside the prediction's band (222–224 requests") {
+	if want := fmt.Sprintf("sits inside the prediction's band (%d–%d requests", bd.ConcurrencyLow, bd.ConcurrencyHigh); !strings.Contains(strings.Join(rep.Warnings, "\n"), want) {
 		t.Errorf("no band warning: %q", rep.Warnings)
 	}
 	var text, md bytes.Buffer
@@ -63,7 +74,7 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0.5"} {
+	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0."} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -72,7 +83,7 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 		t.Errorf("markdown lacks the budget:\n%s", md.String())
 	}
 	js, err := rep.MarshalJSON()
-	if err != nil || !bytes.Contains(js, []byte(`"budget":{"terms":[{"name":"requested"`)) || !bytes.Contains(js, []byte(`"concurrency_low":222`)) {
+	if err != nil || !bytes.Contains(js, []byte(`"budget":{"terms":[{"name":"requested"`)) || !bytes.Contains(js, []byte(fmt.Sprintf(`"concurrency_low":%d`, bd.ConcurrencyLow))) {
 		t.Errorf("JSON %s, %v", js, err)
 	}
 }

@@ -4,5 +4,5 @@ package validate
 
 // bands are Summarize(Check(Runs())) per engine.
 var bands = map[string]Summary{
-	"vllm": {Engine: "vllm", Runs: 67, MedianAbs: 0.001007996935221484, MeanAbs: 0.002085934327164522, P90Abs: 0.004972485533238693, MaxAbs: 0.01314802370373381, Within1: 0.9552238805970149, Within3: 1},
+	"vllm": {Engine: "vllm", Runs: 67, MedianAbs: 0.0009811481056006058, MeanAbs: 0.00160183876901888, P90Abs: 0.0031801458626624208, MaxAbs: 0.01314802370373381, Within1: 0.9701492537313433, Within3: 1},
 }

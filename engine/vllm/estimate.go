@@ -51,7 +51,7 @@ const (
 	srcMLP      = "vllm/model_executor/layers/activation.py SiluAndMul; linear.py MergedColumnParallelLinear"
 	srcMoE      = "vllm/model_executor/layers/fused_moe/fused_moe.py TritonExperts.workspace_shapes (persistent modular-kernel workspace)"
 	srcPP       = "vllm/v1/worker/gpu_model_runner.py intermediate_tensors (hidden_states, residual) for pipeline stages"
-	srcMM       = "vllm/v1/worker/gpu_model_runner.py profile_run: multimodal encoder dummy, inputs_embeds"
+	srcMM       = "vllm/v1/worker/gpu_model_runner.py profile_run: the multimodal encoder's dummy batch (max_num_batched_tokens of image tokens), inputs_embeds"
 	srcNonTorch = "vllm/utils/mem_utils.py memory_profiling non_torch_increase (NCCL, custom all-reduce, cuBLAS workspaces; sizes measured in 0.19 logs)"
 	srcGraphs   = "vllm/v1/worker/gpu_worker.py determine_available_memory: CUDA-graph estimate (25 MiB per decoder layer)"
 )
@@ -80,7 +80,9 @@ func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
 //     stays allocated across
 //     both: the fused-MoE workspace (tokens × top_k × (max(I, H) +
 //     max(2I, H)) elements, I the expert intermediate per rank), the
-//     pipeline's intermediate tensors and a VLM's inputs_embeds;
+//     pipeline's intermediate tensors and a VLM's inputs_embeds and the
+//     vision tower's hidden states over the dummy images (tokens ×
+//     patches per token × vision hidden);
 //   - non-torch memory: 0.25 GiB alone (0.13 before 0.18), 0.07 GiB on a
 //     pipeline stage without TP, 2.07 GiB at TP 2 plus 0.045 GiB per further rank (NCCL
 //     and custom all-reduce buffers, as vLLM 0.19 logs print them on H100);
@@ -149,6 +151,11 @@ func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sortSampler bo
 	}
 	if s.Encoder && (in.Stage <= 0) {
 		shared = append(shared, Term{"multimodal_inputs_embeds", tokens * h * b, srcMM})
+		if v := s.Vision; v != nil && v.Hidden > 0 {
+			// The dummy images fill the batch's tokens; the tower's hidden
+			// states cover PatchesPerToken patches per token.
+			shared = append(shared, Term{"multimodal_encoder_states", tokens * int64(max(v.PatchesPerToken, 1)) * int64(v.Hidden) * b, srcMM})
+		}
 	}
 	// The forward: a dense layer's MLP outputs (gate/up and the activation's
 	// output) per rank, and four hidden-state-sized tensors (residual,
