@@ -99,3 +99,14 @@ func TestVLLMBudgetGivenAndMeasured(t *testing.T) {
 		t.Errorf("budget %+v, answer %q", rep.Budget, rep.Answer)
 	}
 }
+
+// The table holds no V0 runs: a 0.6 plan lists its terms without a band.
+func TestVLLMBudgetNoBandForV0(t *testing.T) {
+	rep, err := plan.Run(context.Background(), plan.Request{Engine: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100", MaxModelLen: 8192, VLLMVersion: "0.6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Budget == nil || rep.Budget.Band != nil || len(rep.Budget.Terms) < 4 {
+		t.Errorf("budget %+v", rep.Budget)
+	}
+}
