@@ -263,6 +263,11 @@ func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) 
 	}
 	out.capacity = plan.Capacity(rep, s.spec, capL)
 	held := rep.MaxConcurrencyAtContextLength >= int64(n)
+	if bd := predictionBand(rep); bd != nil {
+		// A predicted budget (no readings) keeps the validation table's
+		// margin: the band's low end must hold the target too.
+		held = held && bd.ConcurrencyLow >= int64(n)
+	}
 	if s.wl != nil {
 		if rep.Engine == plan.EngineVLLM {
 			// vLLM's own concurrency counts max_model_len per request;
@@ -271,6 +276,9 @@ func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) 
 			out.capacity = rep.MaxTotalNumTokens / ((int64(capL) + bs - 1) / bs * bs)
 		}
 		held = out.capacity >= int64(n)
+		if bd := predictionBand(rep); bd != nil {
+			held = held && int64(float64(out.capacity)*(1-bd.RelError)) >= int64(n)
+		}
 	}
 	// The engine may clamp the context to what its pool holds
 	// (TensorRT-LLM's max_seq_len): then it does not serve L tokens.
@@ -414,4 +422,13 @@ func flagOf(engine, key, value string) []string {
 		return []string{key, value}
 	}
 	return out
+}
+
+// predictionBand is the band of a plan kvcfg predicted without readings,
+// nil for one with readings or without a validated engine.
+func predictionBand(rep *plan.Report) *plan.Band {
+	if rep.Budget == nil {
+		return nil
+	}
+	return rep.Budget.Band
 }

@@ -337,7 +337,7 @@ func TestFitWorkloadKeepsContext(t *testing.T) {
 		{plan.EngineSGLang, "H100", 0, ""},
 		{plan.EngineVLLM, "H100", 0, ""},
 		{plan.EngineSGLang, "H100", 8192, "--context-length 8192"},
-		{plan.EngineVLLM, "RTX-4090", 0, "--max-model-len 47104"},
+		{plan.EngineVLLM, "RTX-4090", 0, "--max-model-len 43008"},
 	} {
 		o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", Engine: tt.engine}, GPUs: []string{tt.gpu}, MaxGPUs: 1,
 			Workload: g, ContextLength: tt.ctx}

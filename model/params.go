@@ -71,6 +71,14 @@ func (p *parser) estimateParams() {
 
 	mtp := lc.mtp(vocab)
 
+	s.FFN = FFNShape{
+		VocabSize: vocabI, Intermediate: int(inter), Gated: mul == 3,
+		Experts: int(lc.m.experts), TopK: int(lc.m.topK),
+		ExpertIntermediate: int(lc.m.expertInter), SharedIntermediate: int(lc.m.sharedInter),
+	}
+	if lc.m.experts == 0 {
+		s.FFN.ExpertIntermediate, s.FFN.SharedIntermediate = 0, 0
+	}
 	s.Params = Params{
 		Total:       round(sum.total + embed),
 		Embedding:   round(embed),

@@ -551,11 +551,48 @@ func (p *parser) readMisc() {
 	s.Encoder = p.root.has("vision_config") || p.root.has("audio_config") || p.root.has("vision_tower")
 	if raw, ok := p.root.get("vision_config"); ok {
 		if vc, ok := raw.(map[string]any); ok {
-			s.Vision = &VisionSpec{Layers: looseInt(vc["num_hidden_layers"], 1e6), Hidden: looseInt(vc["hidden_size"], 1e7)}
+			s.Vision = &VisionSpec{Layers: looseInt(vc["num_hidden_layers"], 1e6), Hidden: looseInt(vc["hidden_size"], 1e7),
+				PatchesPerToken: p.patchesPerToken(vc)}
 		}
 	}
 	wrapped := p.text.prefix != ""
 	s.Multimodal = (wrapped || s.Encoder || isMultimodalArch(s.Architecture)) && !languageOnlyByDefault[s.Architecture]
+}
+
+// patchesPerToken is how many vision-tower patches make one multimodal
+// token of the language model: Gemma 3's pooling ((image_size /
+// patch_size)² patches to mm_tokens_per_image tokens), a spatial merge
+// (Mistral 3, Qwen-VL: spatial_merge_size²; Kimi-VL: merge_kernel_size),
+// Llama 4's pixel shuffle (1 / pixel_shuffle_ratio²); 1 otherwise.
+func (p *parser) patchesPerToken(vc map[string]any) int {
+	if per := looseInt(rootVal(p.root, "mm_tokens_per_image"), 1e7); per > 0 {
+		img, patch := looseInt(vc["image_size"], 1e6), looseInt(vc["patch_size"], 1e6)
+		if img > 0 && patch > 0 && (img/patch)*(img/patch) >= per {
+			return (img / patch) * (img / patch) / per
+		}
+	}
+	for _, v := range []any{rootVal(p.root, "spatial_merge_size"), vc["spatial_merge_size"]} {
+		if m := looseInt(v, 1e3); m > 0 {
+			return m * m
+		}
+	}
+	if ks, ok := vc["merge_kernel_size"].([]any); ok && len(ks) == 2 {
+		if a, b := looseInt(ks[0], 1e3), looseInt(ks[1], 1e3); a > 0 && b > 0 {
+			return a * b
+		}
+	}
+	if n, ok := vc["pixel_shuffle_ratio"].(json.Number); ok {
+		if r, err := n.Float64(); err == nil && r > 0 && r < 1 {
+			return int(1/(r*r) + 0.5)
+		}
+	}
+	return 1
+}
+
+// rootVal is o's value at key, nil when absent.
+func rootVal(o object, key string) any {
+	v, _ := o.get(key)
+	return v
 }
 
 // looseInt reads an optional positive number below limit, 0 when absent,

@@ -151,6 +151,10 @@ type Spec struct {
 	// when no checkpoint is at hand).
 	Params Params `json:"params"`
 
+	// FFN is the vocabulary and feed-forward shape the config gives; the
+	// engines' profile-run estimates size activations from it.
+	FFN FFNShape `json:"ffn"`
+
 	// Warnings lists what the reader guessed (unknown architecture, ...).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -233,6 +237,30 @@ func (s *Spec) CountLayers(k LayerKind) int {
 type VisionSpec struct {
 	Layers int `json:"num_hidden_layers,omitempty"`
 	Hidden int `json:"hidden_size,omitempty"`
+	// PatchesPerToken is how many of the tower's patches make one token
+	// of the language model (pooling or merging; 1 when the config says
+	// none).
+	PatchesPerToken int `json:"patches_per_token,omitempty"`
+}
+
+// FFNShape is the part of a config that sizes a forward pass's activations
+// beyond attention: the vocabulary (the logits) and the MLP or experts.
+type FFNShape struct {
+	// VocabSize is vocab_size (padded_vocab_size).
+	VocabSize int `json:"vocab_size"`
+	// Intermediate is the dense MLP's intermediate_size (Falcon: 4×hidden).
+	Intermediate int `json:"intermediate_size"`
+	// Gated reports a gated MLP (gate and up projections: three matrices).
+	Gated bool `json:"gated"`
+	// Experts and TopK are the routed experts and experts per token (0 for
+	// a dense model).
+	Experts int `json:"num_experts,omitempty"`
+	TopK    int `json:"num_experts_per_tok,omitempty"`
+	// ExpertIntermediate is one expert's intermediate size
+	// (moe_intermediate_size, else intermediate_size); SharedIntermediate
+	// the always-on shared experts' total. 0 for a dense model.
+	ExpertIntermediate int `json:"moe_intermediate_size,omitempty"`
+	SharedIntermediate int `json:"shared_expert_intermediate_size,omitempty"`
 }
 
 // CompressedSpec is DeepSeek-V4's per-layer compressed attention: every

@@ -48,6 +48,7 @@ func judge(rep *Report, req *Request, refused bool) {
 		var b [128]byte
 		a := append(b[:0], "Serves: "...)
 		a = units.AppendGroup(a, rep.MaxConcurrencyAtContextLength)
+		a = append(a, rep.bandText()...)
 		a = append(a, " requests of "...)
 		a = units.AppendGroup(a, int64(rep.ContextLength))
 		a = append(a, " tokens fit at once (target "...)
@@ -63,7 +64,11 @@ func judge(rep *Report, req *Request, refused bool) {
 		}
 	default:
 		rep.Verdict = VerdictMisses
-		rep.Answer = fmt.Sprintf("Starts, but holds %s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), group3(int64(rep.ContextLength)), n)
+		rep.Answer = fmt.Sprintf("Starts, but holds %s%s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), rep.bandText(), group3(int64(rep.ContextLength)), n)
+	}
+	if bd := rep.bandOf(); bd != nil && !refused && bd.ConcurrencyLow < int64(n) && int64(n) <= bd.ConcurrencyHigh {
+		rep.warn(fmt.Sprintf("the target of %d requests sits inside the prediction's band (%s–%s requests, ±%.2f %% of the KV memory): a real run may hold fewer; give a run's readings, or keep a margin (kvcfg fit does)",
+			n, group3(bd.ConcurrencyLow), group3(bd.ConcurrencyHigh), 100*bd.RelError))
 	}
 }
 

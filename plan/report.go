@@ -30,6 +30,9 @@ type Report struct {
 	Logs
 	// Breakdown is the per-rank memory budget.
 	Breakdown Breakdown `json:"breakdown"`
+	// Budget is the KV budget by term with each term's origin, and the
+	// band of a prediction (vLLM plans kvcfg computed from terms).
+	Budget *Budget `json:"budget,omitempty"`
 	VLLM
 	TRTLLM
 	Fix

@@ -45,6 +45,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
+	if rows := r.budgetRows(); len(rows) > 0 {
+		fmt.Fprintln(sw, "\nKV BUDGET PER GPU (each term and where it came from)")
+		tw = tabwriter.NewWriter(sw, 0, 0, 2, ' ', 0)
+		for _, row := range rows {
+			fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+		}
+		tw.Flush()
+	}
 	if len(r.LogLines) > 0 {
 		fmt.Fprintln(sw, "\nENGINE LOG")
 		for _, l := range r.LogLines {
@@ -92,6 +100,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if !r.refusedBeforeSizing() {
 		fmt.Fprint(sw, "\n### Memory per GPU\n\n| | |\n|---|---:|\n")
 		for _, row := range r.memoryRows() {
+			fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
+		}
+	}
+	if rows := r.budgetRows(); len(rows) > 0 {
+		fmt.Fprint(sw, "\n### KV budget per GPU\n\n| term | bytes, origin |\n|---|---|\n")
+		for _, row := range rows {
 			fmt.Fprintf(sw, "| %s | %s |\n", row[0], mdEscape(row[1]))
 		}
 	}

@@ -64,6 +64,7 @@ func (vllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu.G
 	fillVLLM(rep, res, spec)
 	rep.HostTier = vllmHostTier(req, res)
 	warnHostRAM(rep, req)
+	vllmBudget(rep, res)
 	if perr != nil {
 		var re *kvengine.Refusal
 		if errors.As(perr, &re) {
@@ -96,7 +97,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 		NoAsyncScheduling:    req.NoAsyncScheduling,
 		GPUName:              g.Name,
 		GPUSM:                g.SM,
-		Memory: vllm.Memory{TotalBytes: g.MemoryBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
+		Memory: vllm.Memory{TotalBytes: g.CUDATotalBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
 			AvailableKVBytes: int64(req.KVCacheMemory)},
 	}
 	if cfg.MaxModelLen == 0 {
@@ -207,6 +208,9 @@ func fillVLLM(rep *Report, res *vllm.Result, spec *model.Spec) {
 	rep.WeightsBytes = m.WeightsBytes
 	b := &rep.Breakdown
 	b.TotalBytes = rep.GPUMemory
+	if m.TotalBytes > 0 {
+		b.TotalBytes = m.TotalBytes // CUDA's total, what the utilization multiplies
+	}
 	b.WeightsBytes = m.WeightsBytes
 	if m.RequestedBytes > 0 {
 		b.RuntimeOverheadBytes = max(m.TotalBytes-m.RequestedBytes, 0)

@@ -28,8 +28,9 @@ type Parts struct {
 //
 //   - weights: the weights package's per-rank estimate from the config's
 //     parameter counts (0 when the config has none);
-//   - activation: tokens × hidden × (8 + 28/tp) bytes (0.79 GiB for
-//     gpt-oss-120b at 8192 tokens; its 1.1.0rc3 log measured 0.85 GiB);
+//   - activation: the dry run's forward of max_num_tokens tokens from the
+//     model's shapes (dryRunActivation): 0.88 GiB for gpt-oss-120b at 8192
+//     tokens, where its 1.1.0rc3 log measured 0.85 GiB;
 //   - non-torch: the gpu package's runtime overhead (CUDA context and
 //     libraries, plus NCCL buffers with more than one rank);
 //   - CUDA graphs: 25 MiB per decoder layer on the rank (PyTorch backend;
@@ -46,7 +47,7 @@ func Estimate(s *model.Spec, tp, pp, maxNumTokens int, engine bool) Parts {
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	m.ActivationBytes = satMul(int64(max(maxNumTokens, 0)), satMul(int64(max(s.HiddenSize, 0)), 8+int64(28/tp)))
+	m.ActivationBytes = dryRunActivation(s, tp, maxNumTokens)
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
 	if !engine {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
@@ -126,4 +127,32 @@ func (b budget) estimatedNote() string {
 	}
 	return fmt.Sprintf("estimated without a GPU: %s; pass a real run's reading (kv_cache_memory, or free_memory_after_load for engine builds) to reproduce it exactly",
 		strings.Join(b.estimated, ", "))
+}
+
+// dryRunActivation is the torch peak of the PyTorch backend's estimation
+// dry run (py_executor_creator / KvCacheCreator: one forward of
+// max_num_tokens tokens in context requests), from the model's shapes in
+// its dtype: a dense layer's MLP outputs per TP rank (gate/up and the
+// activation's output) and four hidden-state-sized tensors (residual,
+// normed input, attention or MLP output, the layer's output); for a MoE
+// layer the fused-MoE kernel's workspace over the routed rows instead of
+// the dense MLP: the permuted input, the first expert GEMM's output and
+// the second's (tokens × top_k × (H + 2I/tp + H); CUTLASS MoE
+// getWorkspaceSize). Logits are computed for the last token of each dry-run
+// request only, a few rows, and are left out.
+func dryRunActivation(s *model.Spec, tp, maxNumTokens int) int64 {
+	tokens := int64(max(maxNumTokens, 0))
+	b := int64(max(s.ModelDType.Size(), 2))
+	h := int64(max(s.HiddenSize, 0))
+	f := s.FFN
+	tp64 := int64(max(tp, 1))
+	mats := int64(2)
+	if f.Gated {
+		mats = 3
+	}
+	mlp := mats * int64(f.Intermediate) / tp64
+	if f.Experts > 0 && f.TopK > 0 {
+		mlp = mats*int64(f.SharedIntermediate)/tp64 + int64(f.TopK)*(2*int64(f.ExpertIntermediate)/tp64+2*h)
+	}
+	return satMul(tokens, satMul(mlp+4*h, b))
 }

@@ -106,3 +106,25 @@ func TestNVFP4Divisibility(t *testing.T) {
 		t.Errorf("refusal = %+v", re)
 	}
 }
+
+// Issue 29 item 3: the dry run's activation from the model's shapes.
+// gpt-oss-120b at 8192 tokens on one GPU: 8192 × (4 × (2 × 2880 + 2 ×
+// 2880) + 4 × 2880) × 2 bytes = 0.88 GiB; its 1.1.0rc3 log measured 0.85
+// GiB. Llama-3.1-8B: 8192 × (3 × 14336 + 4 × 4096) × 2 at TP 1, the MLP
+// halved at TP 2.
+func TestDryRunActivation(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tp   int
+		want int64
+	}{
+		{"openai__gpt-oss-120b", 1, 8192 * (4*(2*2880+2*2880) + 4*2880) * 2},
+		{"meta-llama__Llama-3.1-8B-Instruct", 1, 8192 * (3*14336 + 4*4096) * 2},
+		{"meta-llama__Llama-3.1-8B-Instruct", 2, 8192 * (3*14336/2 + 4*4096) * 2},
+	} {
+		got := trtllm.Estimate(load(t, tt.name), tt.tp, 1, 8192, false).ActivationBytes
+		if got != tt.want {
+			t.Errorf("%s tp %d: %d, want %d", tt.name, tt.tp, got, tt.want)
+		}
+	}
+}

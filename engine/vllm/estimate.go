@@ -1,6 +1,10 @@
 package vllm
 
 import (
+	"fmt"
+	"math"
+	"strings"
+
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
@@ -8,36 +12,263 @@ import (
 // GiB is 2^30 bytes, the unit of vLLM's memory log lines.
 const GiB = int64(1) << 30
 
-// Estimate returns the figures vLLM's profile run would measure on one rank
-// for model s, as kvcfg estimates them without a GPU:
-//
-//   - weights: the weights package's per-rank estimate from the config's
-//     parameter counts (quantization aware; 0 when the config has none);
-//   - activation peak of the profile run at max_num_batched_tokens:
-//     tokens × hidden × (8 + 28/tp) bytes (about 1.1 GiB for an 8B model at
-//     8192 tokens on one GPU);
-//   - non-torch memory: 256 MiB, plus 512 MiB of NCCL buffers with more than
-//     one rank;
-//   - CUDA graphs (subtracted by the latest profile, where
-//     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on by default): 25 MiB per
-//     decoder layer on the rank (a 64-layer 32B model logged 1.59 GiB).
-//
-// They are estimates; a real run's "Memory profiling" log figures, given in
-// Memory, reproduce it exactly.
+// EstimateInput is what the profile-run estimate reads besides the model:
+// the layout, the scheduler limits that size the dummy batch and the model
+// dtype.
+type EstimateInput struct {
+	// TP and PP are the tensor and pipeline parallel sizes (0 means 1).
+	TP, PP int
+	// Stage is the pipeline stage to estimate, 0 to PP-1; a negative value
+	// is the last stage, the one that computes logits.
+	Stage int
+	// MaxNumBatchedTokens is the dummy forward's token count; MaxNumSeqs
+	// the dummy sampler batch (min(max_num_seqs, tokens) requests).
+	MaxNumBatchedTokens, MaxNumSeqs int
+	// DTypeBytes is the model dtype's size (2 for bf16/fp16, 4 for
+	// float32); 0 means 2.
+	DTypeBytes int
+	// Version is the vLLM release (--vllm-version; "" is the newest): the
+	// sampler's top-k/top-p and the non-torch baseline changed between
+	// releases.
+	Version string
+}
+
+// Term is one named part of an estimated figure and where vLLM's source
+// allocates it.
+type Term struct {
+	// Name is the part ("sampler_logits", "moe_workspace", ...).
+	Name string `json:"name"`
+	// Bytes is its size on one rank.
+	Bytes int64 `json:"bytes"`
+	// Source is the vLLM source that allocates it.
+	Source string `json:"source"`
+}
+
+// Source files of the terms (vllm-project/vllm, v0.19.0).
+const (
+	srcSampler  = "vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run; vllm/v1/sample/sampler.py (float32 logits, softmax, random_sample's exponential noise); ops/topk_topp_sampler.py (sort before 0.17, Triton from 0.17)"
+	srcDummyRun = "vllm/v1/worker/gpu_model_runner.py _dummy_run (profile_run: max_num_batched_tokens tokens)"
+	srcMLP      = "vllm/model_executor/layers/activation.py SiluAndMul; linear.py MergedColumnParallelLinear"
+	srcMoE      = "vllm/model_executor/layers/fused_moe/fused_moe.py TritonExperts.workspace_shapes (persistent modular-kernel workspace)"
+	srcPP       = "vllm/v1/worker/gpu_model_runner.py intermediate_tensors (hidden_states, residual) for pipeline stages"
+	srcMM       = "vllm/v1/worker/gpu_model_runner.py profile_run: the multimodal encoder's dummy batch (max_num_batched_tokens of image tokens), inputs_embeds"
+	srcNonTorch = "vllm/utils/mem_utils.py memory_profiling non_torch_increase (NCCL, custom all-reduce, cuBLAS workspaces; sizes measured in 0.19 logs)"
+	srcGraphs   = "vllm/v1/worker/gpu_worker.py determine_available_memory: CUDA-graph estimate (25 MiB per decoder layer)"
+)
+
+// Estimate returns the figures vLLM's profile run would measure on the
+// last pipeline stage for model s, as kvcfg estimates them without a GPU
+// (EstimateStage with the default sampler batch of 1024 requests).
 func Estimate(s *model.Spec, tp, pp, maxNumBatchedTokens int) Memory {
-	tp, pp = max(tp, 1), max(pp, 1)
+	m, _ := EstimateStage(s, EstimateInput{TP: tp, PP: pp, Stage: -1, MaxNumBatchedTokens: maxNumBatchedTokens, MaxNumSeqs: 1024})
+	return m
+}
+
+// EstimateStage returns the figures vLLM's profile run would measure on
+// one pipeline stage, and the terms of its activation peak:
+//
+//   - weights: the weights package's per-rank estimate (0 when the config
+//     has no parameter counts; a real checkpoint's bytes replace it);
+//   - activation peak (torch_peak_increase): the larger of the dummy
+//     forward of MaxNumBatchedTokens tokens (the MLP's gate/up and
+//     activation outputs per rank, four hidden-state copies) and the dummy
+//     sampler on the last stage (min(MaxNumSeqs, tokens) rows of logits
+//     over the whole vocabulary: the model-dtype logits, their float32
+//     copy, the softmax probabilities and the exponential noise of random
+//     sampling, 14 bytes per element in bf16, 24 more before 0.17 (the
+//     sort-based top-k/top-p); plus the kept hidden states), plus what
+//     stays allocated across
+//     both: the fused-MoE workspace (tokens × top_k × (max(I, H) +
+//     max(2I, H)) elements, I the expert intermediate per rank), the
+//     pipeline's intermediate tensors and a VLM's inputs_embeds and the
+//     vision tower's hidden states over the dummy images (tokens ×
+//     patches per token × vision hidden);
+//   - non-torch memory: 0.25 GiB alone (0.13 before 0.18), 0.07 GiB on a
+//     pipeline stage without TP, 2.07 GiB at TP 2 plus 0.045 GiB per further rank (NCCL
+//     and custom all-reduce buffers, as vLLM 0.19 logs print them on H100);
+//   - CUDA graphs (subtracted by the releases that profile them): 25 MiB
+//     per decoder layer of the stage.
+func EstimateStage(s *model.Spec, in EstimateInput) (Memory, []Term) {
+	tp, pp := max(in.TP, 1), max(in.PP, 1)
 	var m Memory
 	if s == nil {
-		return m
+		return m, nil
 	}
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	m.ActivationBytes = int64(maxNumBatchedTokens) * int64(s.HiddenSize) * (8 + int64(28/tp))
-	m.NonTorchBytes = 256 << 20
-	if tp*pp > 1 {
-		m.NonTorchBytes += 512 << 20
+	_, rel, _, err := resolve(in.Version)
+	if err != nil {
+		rel = newest
 	}
+	terms := activationTerms(s, in, tp, pp, !rel.atLeast(0, 17, 0))
+	for _, t := range terms {
+		m.ActivationBytes += t.Bytes
+	}
+	m.NonTorchBytes = nonTorchBytes(tp, pp, rel.atLeast(0, 18, 0))
 	m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
-	return m
+	return m, terms
+}
+
+// nonTorchBytes is the non-torch increase vLLM prints per layout (0.19
+// on H100); alone on one GPU 0.13 GiB before 0.18 (Qwen3-14B on 0.15 to
+// 0.17), 0.25 GiB from 0.18.
+func nonTorchBytes(tp, pp int, from018 bool) int64 {
+	switch {
+	case tp >= 2:
+		return 2070*GiB/1000 + int64(tp-2)*45*GiB/1000
+	case pp >= 2:
+		return 70 * GiB / 1000
+	case !from018:
+		return 130 * GiB / 1000
+	}
+	return GiB / 4
+}
+
+// activationTerms are the parts of the profile run's torch peak on one
+// stage: the phase that peaks (forward or sampler) and what both share.
+//
+// sortSampler is the top-k/top-p by a full sort of the vocabulary
+// (apply_top_k_top_p_pytorch: the sorted float32 values, their int64
+// indices, the sorted probabilities, the top-k gather and the scatter
+// back, 24 bytes an element), which vLLM before 0.17 ran in the dummy
+// sampler; from 0.17 a Triton kernel filters in place (vllm#33538).
+func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sortSampler bool) []Term {
+	b := int64(in.DTypeBytes)
+	if b == 0 {
+		b = 2
+	}
+	tokens := int64(max(in.MaxNumBatchedTokens, 0))
+	h := int64(s.HiddenSize)
+	f := s.FFN
+	last := in.Stage < 0 || in.Stage >= pp-1
+	var shared []Term
+	if ws := moeWorkspace(s, tokens, tp, b); ws > 0 {
+		shared = append(shared, Term{"moe_workspace", ws, srcMoE})
+	}
+	if pp > 1 {
+		shared = append(shared, Term{"pipeline_intermediate_tensors", 2 * tokens * h * b, srcPP})
+	}
+	if s.Encoder && (in.Stage <= 0) {
+		shared = append(shared, Term{"multimodal_inputs_embeds", tokens * h * b, srcMM})
+		if v := s.Vision; v != nil && v.Hidden > 0 {
+			// The dummy images fill the batch's tokens; the tower's hidden
+			// states cover PatchesPerToken patches per token.
+			shared = append(shared, Term{"multimodal_encoder_states", tokens * int64(max(v.PatchesPerToken, 1)) * int64(v.Hidden) * b, srcMM})
+		}
+	}
+	// The forward: a dense layer's MLP outputs (gate/up and the activation's
+	// output) per rank, and four hidden-state-sized tensors (residual,
+	// normed input, attention or MLP output, the layer's output).
+	inter := int64(f.Intermediate)
+	if f.Experts > 0 {
+		inter = int64(f.SharedIntermediate)
+	}
+	mats := int64(2)
+	if f.Gated {
+		mats = 3
+	}
+	fwd := Term{"forward_activations", tokens * (mats*inter/int64(tp) + 4*h) * b, srcDummyRun + "; " + srcMLP}
+	peak := fwd
+	if last && f.VocabSize > 0 {
+		seqs := min(int64(max(in.MaxNumSeqs, 1)), max(tokens, 1))
+		per := b + 4 + 4 + 4
+		if sortSampler {
+			per += 24
+		}
+		smp := Term{"sampler_logits", seqs*int64(f.VocabSize)*per + 2*tokens*h*b, srcSampler}
+		if smp.Bytes > peak.Bytes {
+			peak = smp
+		}
+	}
+	return append([]Term{peak}, shared...)
+}
+
+// moeWorkspace is the fused-MoE kernels' workspace: two buffers of
+// tokens × top_k rows, max(I, H) and max(2I, H) wide, I the expert
+// intermediate size per TP rank. MXFP4 checkpoints (gpt-oss) run other
+// kernels and get none.
+func moeWorkspace(s *model.Spec, tokens int64, tp int, b int64) int64 {
+	f := s.FFN
+	if f.Experts == 0 || f.TopK == 0 {
+		return 0
+	}
+	if s.Quant != nil && strings.Contains(strings.ToLower(s.Quant.Method), "mxfp4") {
+		return 0
+	}
+	h := int64(s.HiddenSize)
+	i := int64(f.ExpertIntermediate) / int64(tp)
+	return tokens * int64(f.TopK) * (max(i, h) + max(2*i, h)) * b
+}
+
+// BudgetInput is a launch's memory budget question before launch: the
+// layout and scheduler limits of EstimateInput, the release, the device's
+// CUDA-visible total and what the user knows exactly.
+type BudgetInput struct {
+	EstimateInput
+	// Version is --vllm-version ("latest" when empty).
+	Version string
+	// GPUMemoryUtilization is --gpu-memory-utilization (0: the release's
+	// default).
+	GPUMemoryUtilization float64
+	// TotalBytes is the total CUDA reports (torch.cuda.mem_get_info()[1]).
+	TotalBytes int64
+	// WeightsBytes is the rank's exact weight bytes; 0 estimates them.
+	WeightsBytes int64
+	// EnforceEager is --enforce-eager: no CUDA graphs.
+	EnforceEager bool
+}
+
+// PredictBudget returns vLLM's determine_available_memory for one stage
+// before launch: requested = gpu_memory_utilization × total (rounded up
+// from 0.13), minus the weights, the profile run's activation peak and
+// non-torch increase (EstimateStage), minus the CUDA-graph estimate on
+// releases that subtract it (0.20 on) unless --enforce-eager. Estimated
+// lists the figures kvcfg estimated; ActivationTerms the activation's
+// parts.
+func PredictBudget(s *model.Spec, in BudgetInput) (MemoryReport, error) {
+	var m MemoryReport
+	if s == nil {
+		return m, fmt.Errorf("%w: no model", ErrInvalidConfig)
+	}
+	if in.TotalBytes <= 0 {
+		return m, fmt.Errorf("%w: no device total: give the GPU or its memory", ErrInvalidConfig)
+	}
+	prof, rel, _, err := resolve(in.Version)
+	if err != nil {
+		return m, err
+	}
+	r := rulesFor(prof, rel)
+	util := in.GPUMemoryUtilization
+	if util == 0 {
+		util = r.defaultUtil
+	}
+	if util <= 0 || util > 1 {
+		return m, fmt.Errorf("%w: gpu_memory_utilization %g is not in (0, 1]", ErrInvalidConfig, util)
+	}
+	ei := in.EstimateInput
+	ei.Version = in.Version
+	est, terms := EstimateStage(s, ei)
+	m.TotalBytes, m.Source = in.TotalBytes, "profile"
+	m.WeightsBytes = in.WeightsBytes
+	if m.WeightsBytes == 0 {
+		m.WeightsBytes = est.WeightsBytes
+		m.Estimated = append(m.Estimated, "weights")
+	}
+	m.ActivationBytes, m.ActivationTerms = est.ActivationBytes, terms
+	m.NonTorchBytes = est.NonTorchBytes
+	m.Estimated = append(m.Estimated, "activation", "non_torch")
+	if r.graphsSubtracted && !in.EnforceEager {
+		m.CUDAGraphBytes = est.CUDAGraphBytes
+		m.Estimated = append(m.Estimated, "cudagraph")
+	}
+	reqF := float64(in.TotalBytes) * util
+	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
+	if r.ceilRequested {
+		m.RequestedBytes = int64(math.Ceil(reqF))
+	} else {
+		m.RequestedBytes = int64(reqF)
+	}
+	m.AvailableKVBytes = m.RequestedBytes - nonKV
+	return m, nil
 }

@@ -110,6 +110,9 @@ type MemoryReport struct {
 	Source string `json:"source"`
 	// Estimated lists the figures kvcfg estimated.
 	Estimated []string `json:"estimated,omitempty"`
+	// ActivationTerms are the parts of an estimated activation peak
+	// (EstimateStage), each with the vLLM source that allocates it.
+	ActivationTerms []Term `json:"activation_terms,omitempty"`
 }
 
 // conservingMemoryURL ends vLLM's memory messages.
@@ -660,7 +663,8 @@ func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 			util = r.defaultUtil
 		}
 		res.GPUMemoryUtilization = util
-		est := Estimate(s, tp, pp, res.MaxNumBatchedTokens)
+		est, terms := EstimateStage(s, EstimateInput{TP: tp, PP: pp, Stage: -1,
+			MaxNumBatchedTokens: res.MaxNumBatchedTokens, MaxNumSeqs: res.MaxNumSeqs, DTypeBytes: s.ModelDType.Size(), Version: c.Version})
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given
@@ -670,8 +674,11 @@ func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 		}
 		m.WeightsBytes = pick(c.Memory.WeightsBytes, est.WeightsBytes, "weights")
 		m.ActivationBytes = pick(c.Memory.ActivationBytes, est.ActivationBytes, "activation")
+		if c.Memory.ActivationBytes == 0 {
+			m.ActivationTerms = terms
+		}
 		m.NonTorchBytes = pick(c.Memory.NonTorchBytes, est.NonTorchBytes, "non_torch")
-		if r.ceilRequested && !c.EnforceEager {
+		if r.graphsSubtracted && !c.EnforceEager {
 			m.CUDAGraphBytes = pick(c.Memory.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")
 		}
 		reqF := float64(m.TotalBytes) * util

@@ -247,6 +247,10 @@ type rules struct {
 	defaultUtil float64
 	// ceilRequested rounds total × util up to whole bytes.
 	ceilRequested bool
+	// graphsSubtracted subtracts the CUDA-graph estimate from the KV
+	// budget: from 0.20 (0.19.0 logs that profiling them is opt-in,
+	// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, and does not subtract).
+	graphsSubtracted bool
 	// nullBlock reserves one block per tensor before admission and auto-fit.
 	nullBlock bool
 	// report selects the "GPU KV cache size" rule of the hybrid-allocator
@@ -382,6 +386,7 @@ func rulesFor(p Profile, rel release) rules {
 			rel:                rel,
 			defaultUtil:        0.92,
 			ceilRequested:      true,
+			graphsSubtracted:   p == Latest || rel.atLeast(0, 20, 0),
 			nullBlock:          true,
 			groupAdmission:     true,
 			autoFit:            true,

@@ -293,6 +293,7 @@ var commands = []command{
 	{"compare", "Plan one model and GPU on SGLang, vLLM and TensorRT-LLM side by side", newCompareCmd, false},
 	{"fit", "Find the cheapest GPU setups that serve N concurrent requests of a context length", newFitCmd, true},
 	{"explain", "Explain an SGLang, vLLM or TensorRT-LLM KV-cache error and say which knob to turn", newExplainCmd, false},
+	{"validate", "Predict the public real runs of the validation table before launch and print each run's KV-memory error", newValidateCmd, false},
 	{"simulate", "Replay a workload through the engine's KV admission, retraction/preemption and prefix cache", newSimulateCmd, true},
 }
 

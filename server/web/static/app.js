@@ -426,8 +426,37 @@
     warn.hidden = !(rep.warnings && rep.warnings.length);
     $("log").textContent = (rep.log_lines || []).join("\n");
     $("log-box").hidden = !(rep.log_lines && rep.log_lines.length);
+    renderTerms(rep);
     renderNumbers(rep);
     drawBudget(rep);
+  }
+
+  // renderTerms lists a computed budget's terms (report.budget): each
+  // term's size, origin (computed, exact, measured, given, estimated,
+  // predicted) and parts, then the validation table's band.
+  function renderTerms(rep) {
+    const b = rep.budget;
+    const table = $("terms");
+    table.replaceChildren();
+    $("terms-box").hidden = !b;
+    if (!b) return;
+    const gib = (n) => (n / 2 ** 30).toFixed(2) + " GiB";
+    b.terms.forEach((t, i) => {
+      const tr = document.createElement("tr");
+      const parts = (t.parts || []).map((p) => `${p.name} ${gib(p.bytes)} (${p.source})`).join("; ");
+      for (const text of [t.name, (i ? "− " : "") + gib(t.bytes), t.origin, parts]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        tr.append(td);
+      }
+      table.append(tr);
+    });
+    const bd = b.band;
+    $("band").textContent = bd
+      ? `Band ±${(100 * bd.rel_error).toFixed(2)} % of the KV memory: ${fmtInt(bd.tokens_low)}–${fmtInt(bd.tokens_high)} tokens, `
+        + `${fmtInt(bd.concurrency_low)}–${fmtInt(bd.concurrency_high)} requests (${bd.basis})`
+        + (bd.weights_estimated ? "; the weights are the config's estimate, outside the band" : "")
+      : "No band: every term was given or measured.";
   }
 
   async function runPlan() {

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// kvcfg validate prints every run of the table with its error and the
+// summary per engine; JSON carries the same; an engine without runs is bad
+// input.
+func TestValidateCommand(t *testing.T) {
+	out, errOut, code := run(t, "validate")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"RUN", "qwen-qwen2-5-7b-instruct--h100-80gb--tp2pp1dp1--8192", "63.84 / 63.90", "vllm: 67 runs; |error| median 0.10 %", "llm-d's planner: 6.70 %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = run(t, "validate", "-o", "json")
+	var v struct {
+		Rows []struct {
+			Error float64 `json:"error"`
+			Run   struct {
+				Source string `json:"source"`
+			} `json:"run"`
+		} `json:"rows"`
+		Summary []struct {
+			Engine string `json:"engine"`
+			Runs   int    `json:"runs"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if len(v.Rows) != 67 || len(v.Summary) != 1 || v.Summary[0].Runs != 67 || !strings.HasPrefix(v.Rows[0].Run.Source, "https://github.com/") {
+		t.Errorf("json: %d rows, summary %+v", len(v.Rows), v.Summary)
+	}
+	if _, errOut, code := run(t, "validate", "--engine", "trtllm"); code != 2 || !strings.Contains(errOut, "no runs of that engine") {
+		t.Errorf("--engine trtllm: exit %d, %s", code, errOut)
+	}
+}

@@ -1,0 +1,315 @@
+// Package validate holds the validation table of kvcfg's before-launch
+// predictions: the figures public real runs printed (testdata/*.jsonl, one
+// run or pipeline stage per line, with the source URL of its log), and the
+// check that predicts each run from what a user knows before launching (the
+// model, the GPU, the layout, the flags and version, and the checkpoint's
+// exact weight bytes) and measures the error of the predicted KV memory.
+//
+// The table's error per engine is the band kvcfg quotes beside a plan made
+// without readings (Band).
+package validate
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/model"
+)
+
+//go:embed testdata/*.jsonl testdata/configs.json
+var fixtures embed.FS
+
+const gib = float64(1 << 30)
+
+// Run is one public run (or one pipeline stage of it) as its log printed
+// it. Figures are in GiB as the engine prints them (two decimals).
+type Run struct {
+	// ID names the run (the log file, "/stageN" for a pipeline stage).
+	ID string `json:"id"`
+	// Engine is "vllm", "sglang" or "trtllm"; Version the release.
+	Engine  string `json:"engine"`
+	Version string `json:"version"`
+	// Model is the served model; GPU the catalog name of the device.
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	// TP, PP and Stage are the layout and the pipeline stage printed.
+	TP    int `json:"tp"`
+	PP    int `json:"pp"`
+	Stage int `json:"stage"`
+	// DType is the model dtype the engine ran (bfloat16, float16,
+	// float32); Quantization its weight quantization ("" none).
+	DType        string `json:"dtype"`
+	Quantization string `json:"quantization"`
+	KVCacheDType string `json:"kv_cache_dtype"`
+	// The launch's flags.
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	MaxModelLen          int     `json:"max_model_len"`
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
+	MaxNumSeqs           int     `json:"max_num_seqs"`
+	EnforceEager         bool    `json:"enforce_eager"`
+	// The printed figures: the CUDA total, the requested memory, the
+	// weights, the profile run's torch peak increase and non-torch
+	// increase, the CUDA-graph estimate, the KV memory.
+	TotalGiB             float64 `json:"total_gib"`
+	RequestedGiB         float64 `json:"requested_gib"`
+	WeightsGiB           float64 `json:"weights_gib"`
+	ActivationGiB        float64 `json:"activation_gib"`
+	NonTorchGiB          float64 `json:"non_torch_gib"`
+	CUDAGraphEstimateGiB float64 `json:"cudagraph_estimate_gib"`
+	AvailableKVGiB       float64 `json:"available_kv_gib"`
+	// AvailableKVPrinted is false when the stage's KV memory is requested
+	// minus its printed "Total non KV cache memory" (only rank 0 prints
+	// "Available KV cache memory").
+	AvailableKVPrinted bool `json:"available_kv_printed"`
+	// KVCacheTokens and MaxConcurrency are the engine's pool ("GPU KV
+	// cache size", the minimum over stages) and "Maximum concurrency".
+	KVCacheTokens  int64   `json:"kv_cache_tokens"`
+	MaxConcurrency float64 `json:"max_concurrency"`
+	// Source is the URL of the run's log.
+	Source string `json:"source"`
+}
+
+// Row is one run predicted.
+type Row struct {
+	Run Run `json:"run"`
+	// TotalGiB, ActivationGiB, NonTorchGiB, CUDAGraphGiB and KVGiB are
+	// kvcfg's predictions (weights are the run's, exact).
+	TotalGiB      float64 `json:"predicted_total_gib"`
+	ActivationGiB float64 `json:"predicted_activation_gib"`
+	NonTorchGiB   float64 `json:"predicted_non_torch_gib"`
+	CUDAGraphGiB  float64 `json:"predicted_cudagraph_gib"`
+	KVGiB         float64 `json:"predicted_kv_gib"`
+	// Error is (predicted − printed) / printed KV memory.
+	Error float64 `json:"error"`
+	// Terms are the activation estimate's parts.
+	Terms []vllm.Term `json:"activation_terms,omitempty"`
+}
+
+// Summary is one engine's table.
+type Summary struct {
+	Engine string `json:"engine"`
+	Runs   int    `json:"runs"`
+	// MedianAbs, MeanAbs, P90Abs and MaxAbs are |error| statistics;
+	// Within1 and Within3 the shares of runs within 1 % and 3 %.
+	MedianAbs float64 `json:"median_abs_error"`
+	MeanAbs   float64 `json:"mean_abs_error"`
+	P90Abs    float64 `json:"p90_abs_error"`
+	MaxAbs    float64 `json:"max_abs_error"`
+	Within1   float64 `json:"within_1pct"`
+	Within3   float64 `json:"within_3pct"`
+}
+
+// Runs returns the embedded table, every fixture file in name order.
+func Runs() ([]Run, error) {
+	names, err := fs.Glob(fixtures, "testdata/*.jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	sort.Strings(names)
+	var runs []Run
+	for _, n := range names {
+		data, err := fixtures.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
+		rs, err := ParseRuns(data)
+		if err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", path.Base(n), err)
+		}
+		runs = append(runs, rs...)
+	}
+	return runs, nil
+}
+
+// ParseRuns reads JSON lines of Run; unknown keys are an error.
+func ParseRuns(data []byte) ([]Run, error) {
+	var runs []Run
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		var r Run
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("validate: line %d: %w", n, err)
+		}
+		if r.Engine == "" || r.Model == "" || r.AvailableKVGiB <= 0 || r.Source == "" {
+			return nil, fmt.Errorf("validate: line %d (%s): engine, model, available_kv_gib and source are required", n, r.ID)
+		}
+		runs = append(runs, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	return runs, nil
+}
+
+// configs is testdata/configs.json: inline configs (numbers from the
+// models' public config.json) and models with a catalog model's shapes.
+type configs struct {
+	Configs     map[string]json.RawMessage `json:"configs"`
+	SameShapeAs map[string]string          `json:"same_shape_as"`
+}
+
+var (
+	cfgOnce sync.Once
+	cfgs    configs
+	cfgErr  error
+)
+
+// Spec returns the model of a run: an inline config of the table, else
+// the catalog model it names or shares its shapes with.
+func Spec(name string) (*model.Spec, error) {
+	cfgOnce.Do(func() {
+		data, err := fixtures.ReadFile("testdata/configs.json")
+		if err == nil {
+			err = json.Unmarshal(data, &cfgs)
+		}
+		if err != nil {
+			cfgErr = fmt.Errorf("validate: configs.json: %w", err)
+		}
+	})
+	if cfgErr != nil {
+		return nil, cfgErr
+	}
+	ref := name
+	if alias, ok := cfgs.SameShapeAs[name]; ok {
+		ref = alias
+	}
+	if raw, ok := cfgs.Configs[ref]; ok {
+		s, err := model.Parse(raw, name)
+		if err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", name, err)
+		}
+		return s, nil
+	}
+	m, err := catalog.Open(ref)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %s: %w", name, err)
+	}
+	return m.Spec, nil
+}
+
+// Predict predicts one run from what is known before launch: its model,
+// GPU (the catalog's CUDA total), layout, flags, version and exact weights.
+func Predict(r Run) (Row, error) {
+	row := Row{Run: r}
+	if r.Engine != "vllm" {
+		return row, fmt.Errorf("validate: %s: engine %q has no before-launch predictor in the table yet", r.ID, r.Engine)
+	}
+	s, err := Spec(r.Model)
+	if err != nil {
+		return row, err
+	}
+	g, err := gpu.Lookup(r.GPU)
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	b := 2
+	if strings.EqualFold(r.DType, "float32") {
+		b = 4
+	}
+	m, err := vllm.PredictBudget(s, vllm.BudgetInput{
+		EstimateInput: vllm.EstimateInput{TP: r.TP, PP: r.PP, Stage: r.Stage,
+			MaxNumBatchedTokens: r.MaxNumBatchedTokens, MaxNumSeqs: r.MaxNumSeqs, DTypeBytes: b},
+		Version: r.Version, GPUMemoryUtilization: r.GPUMemoryUtilization, TotalBytes: g.CUDATotalBytes(),
+		WeightsBytes: int64(math.Round(r.WeightsGiB * gib)), EnforceEager: r.EnforceEager,
+	})
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	row.TotalGiB = float64(m.TotalBytes) / gib
+	row.ActivationGiB = float64(m.ActivationBytes) / gib
+	row.NonTorchGiB = float64(m.NonTorchBytes) / gib
+	row.CUDAGraphGiB = float64(m.CUDAGraphBytes) / gib
+	row.KVGiB = float64(m.AvailableKVBytes) / gib
+	row.Error = (row.KVGiB - r.AvailableKVGiB) / r.AvailableKVGiB
+	row.Terms = m.ActivationTerms
+	return row, nil
+}
+
+// Check predicts every run.
+func Check(runs []Run) ([]Row, error) {
+	rows := make([]Row, 0, len(runs))
+	for _, r := range runs {
+		row, err := Predict(r)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// Summarize returns one Summary per engine, in engine order.
+func Summarize(rows []Row) []Summary {
+	by := map[string][]float64{}
+	for _, r := range rows {
+		by[r.Run.Engine] = append(by[r.Run.Engine], math.Abs(r.Error))
+	}
+	var out []Summary
+	for _, e := range slices.Sorted(maps.Keys(by)) {
+		errs := by[e]
+		slices.Sort(errs)
+		s := Summary{Engine: e, Runs: len(errs), MaxAbs: errs[len(errs)-1]}
+		var sum float64
+		for _, x := range errs {
+			sum += x
+			if x <= 0.01 {
+				s.Within1++
+			}
+			if x <= 0.03 {
+				s.Within3++
+			}
+		}
+		s.MeanAbs = sum / float64(len(errs))
+		s.MedianAbs = quantile(errs, 0.5)
+		s.P90Abs = quantile(errs, 0.9)
+		s.Within1 /= float64(len(errs))
+		s.Within3 /= float64(len(errs))
+		out = append(out, s)
+	}
+	return out
+}
+
+// quantile is the q-quantile of sorted xs (linear between ranks).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
+}
+
+// Band returns the relative error band the table supports for a
+// before-launch prediction of engine's KV memory with exact weights: the
+// 90th percentile of |error| over the engine's runs, and the table's
+// summary. ok is false when the table has no runs of the engine. The
+// figures are the table's as TestBandsCurrent computes them (bands.go, so
+// that a plan does not re-run the table in every process).
+func Band(engine string) (band float64, s Summary, ok bool) {
+	s, ok = bands[engine]
+	return s.P90Abs, s, ok
+}
