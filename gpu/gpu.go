@@ -326,14 +326,22 @@ func normalize(s string) string {
 	return dashes.Replace(strings.ToLower(strings.TrimSpace(s)))
 }
 
+// maxSuggestLen bounds the names Suggest compares: a client's name longer
+// than any GPU's spelling gets no suggestion instead of a costly distance.
+const maxSuggestLen = 128
+
 // Suggest returns up to n catalog GPU names close to name, for "did you
 // mean": names one of whose spellings (name or alias) contains it or is
 // contained in it first, then the nearest by edit distance.
 func Suggest(name string, n int) []string {
+	if len(name) > maxSuggestLen {
+		return nil // no GPU name is that long: nothing is close, and the distance would cost
+	}
 	k := string(appendNormalized(nil, name))
 	if k == "" || n <= 0 {
 		return nil
 	}
+	limit := max(2, len(k)/3)
 	type cand struct {
 		name string
 		d    int
@@ -343,7 +351,10 @@ func Suggest(name string, n int) []string {
 		best := -2
 		for _, a := range append([]string{g.Name}, g.Aliases...) {
 			an := string(appendNormalized(nil, a))
-			d := edit.Distance(k, an)
+			d, ok := edit.Within(k, an, limit)
+			if !ok {
+				d = limit + 1
+			}
 			if (len(k) >= 2 && strings.Contains(an, k)) || (len(an) >= 3 && strings.Contains(k, an)) {
 				d = -1
 			}
@@ -351,7 +362,7 @@ func Suggest(name string, n int) []string {
 				best = d
 			}
 		}
-		if best <= max(2, len(k)/3) {
+		if best <= limit {
 			cands = append(cands, cand{g.Name, best})
 		}
 	}

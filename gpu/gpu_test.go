@@ -247,3 +247,14 @@ func TestCheckDiscrete(t *testing.T) {
 		}
 	}
 }
+
+// A client's megabyte-long GPU name gets no suggestion, and costs nothing:
+// the distance is bounded (edit.Within) and over-long names are skipped.
+func TestSuggestLongName(t *testing.T) {
+	if got := gpu.Suggest(strings.Repeat("x", 1<<20), 3); len(got) != 0 {
+		t.Errorf("Suggest(1 MiB) = %q, want none", got)
+	}
+	if got := gpu.Suggest("H10", 3); len(got) == 0 || got[0] != "H100-80GB" {
+		t.Errorf("Suggest(H10) = %q, want H100-80GB first", got)
+	}
+}
