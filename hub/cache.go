@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 )
 
 // isCommit reports whether s is a full commit hash (catalog.IsCommit).
@@ -43,7 +44,7 @@ func (c *Client) cachedCommit(id, rev string) string {
 	if repo == "" {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(rev)))
+	b, err := inputfile.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(rev)), maxRefBytes, "an HF-cache ref")
 	if err != nil {
 		return ""
 	}
@@ -63,7 +64,7 @@ func (c *Client) cachedFile(id, commit, file string) (data []byte, absent bool, 
 	if _, err := os.Stat(filepath.Join(repo, ".no_exist", commit, filepath.FromSlash(file))); err == nil {
 		return nil, true, true
 	}
-	b, err := os.ReadFile(filepath.Join(repo, "snapshots", commit, filepath.FromSlash(file)))
+	b, err := inputfile.ReadFile(filepath.Join(repo, "snapshots", commit, filepath.FromSlash(file)), maxSmallFile, "an HF-cache file")
 	if err != nil {
 		return nil, false, false
 	}
@@ -110,7 +111,7 @@ func (c *Client) storeRef(id, rev, commit string) {
 		return
 	}
 	ref := filepath.Join(repo, "refs", filepath.FromSlash(rev))
-	if b, err := os.ReadFile(ref); err == nil && strings.TrimSpace(string(b)) == commit {
+	if b, err := inputfile.ReadFile(ref, maxRefBytes, "an HF-cache ref"); err == nil && strings.TrimSpace(string(b)) == commit {
 		return
 	}
 	_ = writeAtomic(ref, []byte(commit))
@@ -214,7 +215,7 @@ func (c *Client) loadSummary(id, commit string) (*summary, bool) {
 	if p == "" {
 		return nil, false
 	}
-	b, err := os.ReadFile(p)
+	b, err := inputfile.ReadFile(p, maxSummaryBytes, "a header summary")
 	if err != nil {
 		return nil, false
 	}

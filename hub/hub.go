@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 )
 
 // DefaultEndpoint is the Hub's address when HF_ENDPOINT is not set.
@@ -145,7 +146,7 @@ func envToken() string {
 	if p == "" {
 		return ""
 	}
-	b, err := os.ReadFile(p)
+	b, err := inputfile.ReadFile(p, maxRefBytes<<6, "an HF token file")
 	if err != nil {
 		return ""
 	}

@@ -96,3 +96,15 @@ func (s *byteSem) release(n int64) {
 	s.wake = make(chan struct{})
 	s.mu.Unlock()
 }
+
+// Caps on the files read from the HF cache and kvcfg's header cache
+// (through internal/inputfile: regular files only, so a named pipe or a
+// device planted in a cache is refused instead of blocking or filling
+// memory).
+const (
+	// maxRefBytes caps refs/<revision>: a 40-character commit.
+	maxRefBytes = 1 << 10
+	// maxSummaryBytes caps a cached header summary: the headers of one
+	// checkpoint, at most MaxTensors entries.
+	maxSummaryBytes = 512 << 20
+)
