@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -79,6 +80,29 @@ type Run struct {
 	// cache size", the minimum over stages) and "Maximum concurrency".
 	KVCacheTokens  int64   `json:"kv_cache_tokens"`
 	MaxConcurrency float64 `json:"max_concurrency"`
+	// SGLang's launch flags (server_args): mem_fraction_static (0 = the
+	// engine's default for the GPU), context_length (0 = the model's),
+	// page_size, chunked_prefill_size, cuda_graph_max_bs (0 = defaults),
+	// attention_backend ("" = the default); EnforceEager stands for
+	// --disable-cuda-graph.
+	MemFractionStatic  float64 `json:"mem_fraction_static,omitempty"`
+	ContextLength      int     `json:"context_length,omitempty"`
+	PageSize           int     `json:"page_size,omitempty"`
+	ChunkedPrefillSize int     `json:"chunked_prefill_size,omitempty"`
+	CudaGraphMaxBS     int     `json:"cuda_graph_max_bs,omitempty"`
+	AttentionBackend   string  `json:"attention_backend,omitempty"`
+	// SGLang's printed readings, GiB (SGLang's "GB" is 2^30 bytes):
+	// "Init torch distributed ends. mem usage", "Load weight begin. avail
+	// mem" (the free memory before weights, the MIN over ranks) and "Load
+	// weight end. avail mem". WeightsGiB is "Load weight end ... mem
+	// usage", AvailableKVGiB "K size" + "V size" and KVCacheTokens the
+	// "#tokens" of "KV Cache is allocated".
+	DistributedInitGiB float64 `json:"distributed_init_gib,omitempty"`
+	PreLoadGiB         float64 `json:"pre_load_gib,omitempty"`
+	PostLoadGiB        float64 `json:"post_load_gib,omitempty"`
+	// GPUSource says where the GPU type comes from (nvidia-smi lines, the
+	// issue text) when the log itself does not print it.
+	GPUSource string `json:"gpu_source,omitempty"`
 	// Source is the URL of the run's log.
 	Source string `json:"source"`
 }
@@ -97,6 +121,13 @@ type Row struct {
 	Error float64 `json:"error"`
 	// Terms are the activation estimate's parts.
 	Terms []vllm.Term `json:"activation_terms,omitempty"`
+	// SGLang: the predicted free memory before weights (PreLoad's terms),
+	// the mem_fraction_static the engine resolves, the predicted pool
+	// (max_total_num_tokens) and the KV bytes of one token.
+	PreLoad           *sglang.PreLoad `json:"predicted_pre_load,omitempty"`
+	MemFractionStatic float64         `json:"mem_fraction_static,omitempty"`
+	KVTokens          int64           `json:"predicted_kv_tokens,omitempty"`
+	CellBytes         float64         `json:"cell_bytes,omitempty"`
 }
 
 // Summary is one engine's table.
@@ -211,10 +242,19 @@ func Spec(name string) (*model.Spec, error) {
 // Predict predicts one run from what is known before launch: its model,
 // GPU (the catalog's CUDA total), layout, flags, version and exact weights.
 func Predict(r Run) (Row, error) {
-	row := Row{Run: r}
-	if r.Engine != "vllm" {
-		return row, fmt.Errorf("validate: %s: engine %q has no before-launch predictor in the table yet", r.ID, r.Engine)
+	switch r.Engine {
+	case "vllm":
+		return predictVLLM(r)
+	case "sglang":
+		return predictSGLang(r)
 	}
+	return Row{Run: r}, fmt.Errorf("validate: %s: engine %q has no before-launch predictor in the table yet", r.ID, r.Engine)
+}
+
+// predictVLLM predicts a vLLM run: vllm.PredictBudget from the catalog's
+// CUDA total and the run's weights.
+func predictVLLM(r Run) (Row, error) {
+	row := Row{Run: r}
 	s, err := Spec(r.Model)
 	if err != nil {
 		return row, err

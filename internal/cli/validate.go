@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -44,7 +46,7 @@ its log.`,
 					}
 				}
 				if len(kept) == 0 {
-					return &exitError{code: 2, err: fmt.Errorf("--engine %s: the table has no runs of that engine (it has vllm)", engine)}
+					return &exitError{code: 2, err: fmt.Errorf("--engine %s: the table has no runs of that engine (it has %s)", engine, strings.Join(tableEngines(runs), ", "))}
 				}
 				runs = kept
 			}
@@ -64,41 +66,92 @@ its log.`,
 	return cmd
 }
 
-// writeValidateTable prints the table: one line a run, GiB printed/predicted.
+// writeValidateTable prints one table per engine (one line a run, GiB
+// printed/predicted), then the summary per engine.
 func writeValidateTable(cmd *cobra.Command, format string, out validateOutput) error {
 	w := cmd.OutOrStdout()
 	md := strings.EqualFold(format, outMarkdown)
-	sep, end := "\t", "\n"
-	if md {
-		sep, end = " | ", " |\n"
-		fmt.Fprintln(w, "| run | engine | version | TP×PP/stage | weights | activation (run/kvcfg) | non-torch (run/kvcfg) | KV GiB (run/kvcfg) | error |")
-		fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|")
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if !md {
-		fmt.Fprintln(tw, "RUN\tENGINE\tVERSION\tTP×PP/STAGE\tWEIGHTS\tACTIVATION RUN/KVCFG\tNON-TORCH RUN/KVCFG\tKV GiB RUN/KVCFG\tERROR")
-	}
+	byEngine := map[string][]validate.Row{}
+	var engines []string
 	for _, r := range out.Rows {
-		start := ""
-		if md {
-			start = "| "
+		if _, ok := byEngine[r.Run.Engine]; !ok {
+			engines = append(engines, r.Run.Engine)
 		}
-		fmt.Fprint(tw, start+strings.Join([]string{
-			r.Run.ID, r.Run.Engine, r.Run.Version, fmt.Sprintf("%d×%d/%d", r.Run.TP, r.Run.PP, r.Run.Stage),
-			fmt.Sprintf("%.2f", r.Run.WeightsGiB),
-			fmt.Sprintf("%.2f / %.2f", r.Run.ActivationGiB, r.ActivationGiB),
-			fmt.Sprintf("%.2f / %.2f", r.Run.NonTorchGiB, r.NonTorchGiB),
-			fmt.Sprintf("%.2f / %.2f", r.Run.AvailableKVGiB, r.KVGiB),
-			fmt.Sprintf("%+.2f %%", 100*r.Error),
-		}, sep)+end)
+		byEngine[r.Run.Engine] = append(byEngine[r.Run.Engine], r)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	slices.Sort(engines)
+	for _, e := range engines {
+		head, lines := validateLines(e, byEngine[e])
+		if err := writeValidateRows(w, md, head, lines); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 	for _, s := range out.Summary {
 		fmt.Fprintf(w, "%s: %d runs; |error| median %.2f %%, mean %.2f %%, 90th percentile %.2f %%, max %.2f %%; %.0f %% within 1 %%, %.0f %% within 3 %% (llm-d's planner: 6.70 %% mean on its vLLM 0.19.0 runs)\n",
 			s.Engine, s.Runs, 100*s.MedianAbs, 100*s.MeanAbs, 100*s.P90Abs, 100*s.MaxAbs, 100*s.Within1, 100*s.Within3)
 	}
 	return nil
+}
+
+// validateLines returns an engine's column heads and one cell list a run:
+// vLLM's budget terms (activation, non-torch), SGLang's free memory before
+// weights, mem_fraction_static and pool tokens.
+func validateLines(engine string, rows []validate.Row) ([]string, [][]string) {
+	var head []string
+	lines := make([][]string, 0, len(rows))
+	switch engine {
+	case "sglang":
+		head = []string{"RUN", "ENGINE", "VERSION", "GPU", "TP×PP", "WEIGHTS", "PRE-LOAD RUN/KVCFG", "MEM FRACTION", "TOKENS RUN/KVCFG", "KV GiB RUN/KVCFG", "ERROR"}
+		for _, r := range rows {
+			pre := "-"
+			if r.PreLoad != nil {
+				pre = fmt.Sprintf("%.2f / %.2f", r.Run.PreLoadGiB, float64(r.PreLoad.FreeBytes)/(1<<30))
+			}
+			lines = append(lines, []string{r.Run.ID, r.Run.Engine, r.Run.Version, r.Run.GPU, fmt.Sprintf("%d×%d", r.Run.TP, r.Run.PP),
+				fmt.Sprintf("%.2f", r.Run.WeightsGiB), pre, fmt.Sprintf("%.3f", r.MemFractionStatic),
+				fmt.Sprintf("%d / %d", r.Run.KVCacheTokens, r.KVTokens),
+				fmt.Sprintf("%.2f / %.2f", r.Run.AvailableKVGiB, r.KVGiB), fmt.Sprintf("%+.2f %%", 100*r.Error)})
+		}
+	default:
+		head = []string{"RUN", "ENGINE", "VERSION", "TP×PP/STAGE", "WEIGHTS", "ACTIVATION RUN/KVCFG", "NON-TORCH RUN/KVCFG", "KV GiB RUN/KVCFG", "ERROR"}
+		for _, r := range rows {
+			lines = append(lines, []string{r.Run.ID, r.Run.Engine, r.Run.Version, fmt.Sprintf("%d×%d/%d", r.Run.TP, r.Run.PP, r.Run.Stage),
+				fmt.Sprintf("%.2f", r.Run.WeightsGiB),
+				fmt.Sprintf("%.2f / %.2f", r.Run.ActivationGiB, r.ActivationGiB),
+				fmt.Sprintf("%.2f / %.2f", r.Run.NonTorchGiB, r.NonTorchGiB),
+				fmt.Sprintf("%.2f / %.2f", r.Run.AvailableKVGiB, r.KVGiB), fmt.Sprintf("%+.2f %%", 100*r.Error)})
+		}
+	}
+	return head, lines
+}
+
+// writeValidateRows writes one engine's table as aligned text or markdown.
+func writeValidateRows(w io.Writer, md bool, head []string, lines [][]string) error {
+	if md {
+		fmt.Fprintln(w, "| "+strings.Join(head, " | ")+" |")
+		fmt.Fprintln(w, "|"+strings.Repeat("---|", len(head)))
+		for _, l := range lines {
+			fmt.Fprintln(w, "| "+strings.Join(l, " | ")+" |")
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, l := range lines {
+		fmt.Fprintln(tw, strings.Join(l, "\t"))
+	}
+	return tw.Flush()
+}
+
+// tableEngines lists the engines the table has runs of, sorted.
+func tableEngines(runs []validate.Run) []string {
+	var es []string
+	for _, r := range runs {
+		if !slices.Contains(es, r.Engine) {
+			es = append(es, r.Engine)
+		}
+	}
+	slices.Sort(es)
+	return es
 }

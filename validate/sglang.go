@@ -1,0 +1,64 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/gpu"
+)
+
+// predictSGLang predicts an SGLang run from what is known before launch.
+// The free memory before weights is modelled (sglang.PreLoadMemory: the
+// catalog's CUDA-visible total less the CUDA context and, with more than
+// one rank, torch.distributed's initialisation); the weights are the
+// run's "Load weight end ... mem usage" reading, exact, because the table
+// judges the budget, not the weight count (a user plans them from the
+// checkpoint's safetensors headers). The post-load free memory is then
+// pre − weights, and SGLang's own rules (the default mem_fraction_static
+// for the GPU and version, rest = post − pre·(1 − mfs), the pool) give the
+// predicted pool. Its error is that of the predicted token count, measured
+// against the run's "#tokens": the KV memory is tokens × the same bytes
+// per token on both sides (the test checks that bytes per token against
+// the printed K and V sizes).
+func predictSGLang(r Run) (Row, error) {
+	row := Row{Run: r}
+	if r.KVCacheTokens <= 0 || r.WeightsGiB <= 0 {
+		return row, fmt.Errorf("validate: %s: an SGLang run needs kv_cache_tokens and weights_gib (the \"mem usage\" of \"Load weight end\")", r.ID)
+	}
+	s, err := Spec(r.Model)
+	if err != nil {
+		return row, err
+	}
+	g, err := gpu.Lookup(r.GPU)
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	pre := sglang.PreLoadMemory(g, r.TP, r.PP)
+	weights := int64(math.Round(r.WeightsGiB * gib))
+	in := sglang.Input{
+		Spec: s, Parallel: sglang.Parallel{TP: max(r.TP, 1), PP: max(r.PP, 1), DP: 1}, Version: r.Version,
+		Args: sglang.ServerArgs{
+			KVCacheDType: r.KVCacheDType, MemFractionStatic: r.MemFractionStatic, PageSize: r.PageSize,
+			ContextLength: r.ContextLength, ChunkedPrefillSize: r.ChunkedPrefillSize, CudaGraphMaxBS: r.CudaGraphMaxBS,
+			DisableCudaGraph: r.EnforceEager, AttentionBackend: r.AttentionBackend,
+		},
+		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
+		PostLoadFreeBytes: max(pre.FreeBytes-weights, 0),
+	}
+	c, err := sglang.New(in)
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	res, err := c.Configure(pre.FreeBytes)
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	row.PreLoad = &pre
+	row.TotalGiB = float64(pre.TotalBytes) / gib
+	row.MemFractionStatic = c.Derived().MemFractionStatic
+	row.KVTokens, row.CellBytes = res.MaxTotalNumTokens, res.CellSize
+	row.KVGiB = float64(res.MaxTotalNumTokens) * res.CellSize / gib
+	row.Error = float64(res.MaxTotalNumTokens)/float64(r.KVCacheTokens) - 1
+	return row, nil
+}
