@@ -32,9 +32,6 @@ type Axis struct {
 type SweepRow struct {
 	// Values maps each axis field to the value of this combination.
 	Values map[string]string `json:"values"`
-	// Request is the request that was planned (the base with the axis
-	// values set).
-	Request Request `json:"-"`
 	// Report is the plan; for an infeasible plan it is the partial report
 	// and Error says why. Nil when the request itself was invalid.
 	Report *Report `json:"report,omitempty"`
@@ -43,6 +40,22 @@ type SweepRow struct {
 	// Infeasible is true when Error is an engine-equivalent refusal
 	// (ErrInfeasible) rather than an invalid combination.
 	Infeasible bool `json:"infeasible,omitempty"`
+
+	// b and i rebuild the row's request (Request): a sweep of 100,000
+	// rows does not keep 100,000 copies of an 800-byte request.
+	b *sweepBuilder
+	i int
+}
+
+// Request returns the request that was planned: the sweep's base with
+// the row's axis values set (the zero Request for a row Sweep did not
+// build).
+func (r SweepRow) Request() Request {
+	var req Request
+	if r.b != nil {
+		r.b.request(&req, r.i, make([]int, len(r.b.axes)))
+	}
+	return req
 }
 
 // SweepSize returns the number of combinations of axes (the product of
@@ -113,29 +126,36 @@ func newSweepBuilder(base Request, axes []Axis) *sweepBuilder {
 	return &sweepBuilder{base: base, axes: axes, set: set, field: field, models: sweepModels(base, axes), clearOthers: engineAxisClear(axes)}
 }
 
-// build fills row with combination i, its values and request, the first
-// axis varying slowest; idx is scratch room for one index per axis. Rows
-// are built by the workers that plan them, in parallel.
-func (b *sweepBuilder) build(row *SweepRow, i int, idx []int) {
+// request fills req with combination i, the first axis varying slowest;
+// idx is scratch room for one index per axis.
+func (b *sweepBuilder) request(req *Request, i int, idx []int) {
 	for j := len(b.axes) - 1; j >= 0; j-- {
 		n := len(b.axes[j].Values)
 		idx[j], i = i%n, i/n
 	}
-	row.Request = b.base
-	req := &row.Request
+	*req = b.base
 	rv := reflect.ValueOf(req).Elem()
-	vals := make(map[string]string, len(b.axes))
-	for j, a := range b.axes {
-		vals[a.Field] = a.Values[idx[j]]
+	for j := range b.axes {
 		rv.Field(b.field[j]).Set(b.set[j][idx[j]])
 	}
-	row.Values = vals
 	if b.clearOthers != nil {
 		b.clearOthers(req)
 	}
 	if m, ok := b.models[req.Model]; ok {
 		req.Model, req.Resolved = m.Name, m
 	}
+}
+
+// build fills req with combination i and row with its values (Request
+// rebuilds req from the row). Rows are built by the workers that plan
+// them, in parallel.
+func (b *sweepBuilder) build(row *SweepRow, req *Request, i int, idx []int) {
+	b.request(req, i, idx)
+	vals := make(map[string]string, len(b.axes))
+	for j, a := range b.axes {
+		vals[a.Field] = a.Values[idx[j]]
+	}
+	row.Values, row.b, row.i = vals, b, i
 }
 
 // axisFieldValues parses every axis value once: set[j][k] is the request
@@ -193,14 +213,15 @@ func planRows(ctx context.Context, rows []SweepRow, b *sweepBuilder) {
 		wg.Go(func() {
 			o := runOpts{scratch: new(scratch)}
 			idx := make([]int, len(b.axes))
+			var req Request // the row's request, rebuilt by SweepRow.Request
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
 					return
 				}
 				r := &rows[i]
-				b.build(r, i, idx)
-				rep, err := run(ctx, r.Request, o)
+				b.build(r, &req, i, idx)
+				rep, err := run(ctx, req, o)
 				r.Report = rep
 				if err != nil {
 					r.Error = err.Error()

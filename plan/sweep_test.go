@@ -66,7 +66,7 @@ func TestSweepKnownAnswers(t *testing.T) {
 	// Every row is exactly plan.Run of its request (these plans serve:
 	// no advice either way).
 	for _, r := range rows {
-		rep, err := plan.Run(context.Background(), r.Request)
+		rep, err := plan.Run(context.Background(), r.Request())
 		if err != nil {
 			t.Fatalf("%v: %v", r.Values, err)
 		}
@@ -258,10 +258,10 @@ func TestSweepOrder(t *testing.T) {
 				if diff := cmp.Diff(want, r.Values); diff != "" {
 					t.Errorf("row %d values (-want +got):\n%s", i, diff)
 				}
-				if r.Request.GPU != g || strconv.Itoa(r.Request.TPSize) != tp || r.Request.KVCacheDType != d || r.Request.Model != "Qwen/Qwen3-8B" {
-					t.Errorf("row %d request %s tp %d %s %s", i, r.Request.GPU, r.Request.TPSize, r.Request.KVCacheDType, r.Request.Model)
+				if r.Request().GPU != g || strconv.Itoa(r.Request().TPSize) != tp || r.Request().KVCacheDType != d || r.Request().Model != "Qwen/Qwen3-8B" {
+					t.Errorf("row %d request %s tp %d %s %s", i, r.Request().GPU, r.Request().TPSize, r.Request().KVCacheDType, r.Request().Model)
 				}
-				if r.Report == nil || r.Report.TPSize != r.Request.TPSize {
+				if r.Report == nil || r.Report.TPSize != r.Request().TPSize {
 					t.Errorf("row %d report %+v", i, r.Report)
 				}
 				i++
@@ -288,7 +288,7 @@ func TestSweepRowsAreRun(t *testing.T) {
 	advised := 0
 	for _, r := range rows {
 		// The request as the command line gives it: the model by name.
-		req := r.Request
+		req := r.Request()
 		req.Resolved, req.Config = nil, nil
 		req.NoAdvice = true
 		rep, err := plan.Run(context.Background(), req)
@@ -345,7 +345,7 @@ func TestSweepRunsNoAdvice(t *testing.T) {
 	}
 	// A single Run of a row's request (H100, TP 1) searches once and
 	// fills the fix.
-	one := rows[1].Request
+	one := rows[1].Request()
 	if one.GPU != "H100" {
 		t.Fatalf("row 1 is %v", rows[1].Values)
 	}

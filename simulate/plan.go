@@ -230,12 +230,12 @@ func Compare(ctx context.Context, base plan.Request, axes []plan.Axis, o Options
 			out[i].Error = r.Error
 			continue
 		}
-		spec, err := plan.ResolveModel(r.Request)
+		spec, err := plan.ResolveModel(r.Request())
 		if err != nil {
 			out[i].Error = err.Error()
 			continue
 		}
-		c, err := ConfigFromReport(r.Request, r.Report, spec, o)
+		c, err := ConfigFromReport(r.Request(), r.Report, spec, o)
 		if err != nil {
 			out[i].Error = err.Error()
 			continue
