@@ -23,27 +23,8 @@ func RunEngines(ctx context.Context, o Options, engines []string) (*Result, erro
 	if len(engines) == 0 {
 		return Run(ctx, o)
 	}
-	for i, e := range engines {
-		engines[i] = strings.ToLower(strings.TrimSpace(e))
-		if !slices.Contains(plan.Engines(), engines[i]) {
-			return nil, fmt.Errorf("%w: engines: unknown engine %q (accepted: %s)", ErrInvalid, e, strings.Join(plan.Engines(), ", "))
-		}
-	}
-	for _, f := range plan.Flags() {
-		if v, _ := o.Base.FieldString(f.Key); v == "" || f.Key == "engine" || f.Key == "context_length" {
-			continue
-		}
-		if !slices.ContainsFunc(engines, f.Accepts) {
-			return nil, fmt.Errorf("%w: %s: %s is not a flag of the engines searched (%s)", ErrInvalid, f.Key, f.Name, strings.Join(engines, ", "))
-		}
-	}
-	// Each KV dtype must be one some engine takes; each engine searches
-	// the dtypes it takes.
-	takes := func(e, d string) bool { return (plan.Request{Engine: e}).CheckKVCacheDType(d) == nil }
-	for _, d := range o.KVCacheDTypes {
-		if !slices.ContainsFunc(engines, func(e string) bool { return takes(e, d) }) {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, (plan.Request{Engine: engines[0]}).CheckKVCacheDType(d))
-		}
+	if err := checkEngines(&o, engines); err != nil {
+		return nil, err
 	}
 	var out *Result
 	var misses []*Miss
@@ -51,28 +32,7 @@ func RunEngines(ctx context.Context, o Options, engines []string) (*Result, erro
 	for _, e := range engines {
 		eo := o
 		eo.Base = o.Base.ForEngine(e)
-		eo.KVCacheDTypes = nil
-		for _, d := range o.KVCacheDTypes {
-			if err := (plan.Request{Engine: e}).CheckKVCacheDType(d); err == nil {
-				// In the engine's spelling, each storage once (fp8 and
-				// fp8_e4m3 are one); a bf16 or fp16 that the engine plans
-				// as auto stays as given, so that the plan checks the model.
-				if ed := (plan.Request{Engine: e}).EngineKVCacheDType(d); ed != "auto" {
-					d = ed
-				}
-				if !slices.ContainsFunc(eo.KVCacheDTypes, func(x string) bool { return plan.CanonicalKVCacheDType(x) == plan.CanonicalKVCacheDType(d) }) {
-					eo.KVCacheDTypes = append(eo.KVCacheDTypes, d)
-				}
-			} else {
-				// The engine has no name for the storage (fp8_e4m3 and fp8
-				// are one): no rows of it, and the output says so.
-				why := err.Error()
-				if fe, ok := errors.AsType[*plan.FieldError](err); ok {
-					why = fe.Err.Error()
-				}
-				skipped = append(skipped, Skip{KVCacheDType: d, Reason: fmt.Sprintf("no %s rows for KV dtype %s: %s", plan.EngineLabel(e), d, why)})
-			}
-		}
+		eo.KVCacheDTypes, skipped = engineKVCacheDTypes(e, o.KVCacheDTypes, skipped)
 		if len(o.KVCacheDTypes) > 0 && len(eo.KVCacheDTypes) == 0 {
 			continue
 		}
@@ -112,4 +72,62 @@ func RunEngines(ctx context.Context, o Options, engines []string) (*Result, erro
 		out.ClosestMiss = best
 	}
 	return out, nil
+}
+
+// checkEngines lowers and trims engines in place and checks them, the flags
+// set in o.Base and o's KV dtypes: each must be taken by some engine of
+// engines.
+func checkEngines(o *Options, engines []string) error {
+	for i, e := range engines {
+		engines[i] = strings.ToLower(strings.TrimSpace(e))
+		if !slices.Contains(plan.Engines(), engines[i]) {
+			return fmt.Errorf("%w: engines: unknown engine %q (accepted: %s)", ErrInvalid, e, strings.Join(plan.Engines(), ", "))
+		}
+	}
+	for _, f := range plan.Flags() {
+		if v, _ := o.Base.FieldString(f.Key); v == "" || f.Key == "engine" || f.Key == "context_length" {
+			continue
+		}
+		if !slices.ContainsFunc(engines, f.Accepts) {
+			return fmt.Errorf("%w: %s: %s is not a flag of the engines searched (%s)", ErrInvalid, f.Key, f.Name, strings.Join(engines, ", "))
+		}
+	}
+	// Each KV dtype must be one some engine takes; each engine searches
+	// the dtypes it takes.
+	takes := func(e, d string) bool { return (plan.Request{Engine: e}).CheckKVCacheDType(d) == nil }
+	for _, d := range o.KVCacheDTypes {
+		if !slices.ContainsFunc(engines, func(e string) bool { return takes(e, d) }) {
+			return fmt.Errorf("%w: %w", ErrInvalid, (plan.Request{Engine: engines[0]}).CheckKVCacheDType(d))
+		}
+	}
+	return nil
+}
+
+// engineKVCacheDTypes returns the KV dtypes of dtypes that engine e takes,
+// in its spelling and each storage once, and appends a Skip to skipped for
+// each it does not.
+func engineKVCacheDTypes(e string, dtypes []string, skipped []Skip) ([]string, []Skip) {
+	var kept []string
+	for _, d := range dtypes {
+		if err := (plan.Request{Engine: e}).CheckKVCacheDType(d); err == nil {
+			// In the engine's spelling, each storage once (fp8 and
+			// fp8_e4m3 are one); a bf16 or fp16 that the engine plans
+			// as auto stays as given, so that the plan checks the model.
+			if ed := (plan.Request{Engine: e}).EngineKVCacheDType(d); ed != "auto" {
+				d = ed
+			}
+			if !slices.ContainsFunc(kept, func(x string) bool { return plan.CanonicalKVCacheDType(x) == plan.CanonicalKVCacheDType(d) }) {
+				kept = append(kept, d)
+			}
+		} else {
+			// The engine has no name for the storage (fp8_e4m3 and fp8
+			// are one): no rows of it, and the output says so.
+			why := err.Error()
+			if fe, ok := errors.AsType[*plan.FieldError](err); ok {
+				why = fe.Err.Error()
+			}
+			skipped = append(skipped, Skip{KVCacheDType: d, Reason: fmt.Sprintf("no %s rows for KV dtype %s: %s", plan.EngineLabel(e), d, why)})
+		}
+	}
+	return kept, skipped
 }

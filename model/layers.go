@@ -40,35 +40,15 @@ func (p *parser) readLayers() {
 	case famKimiLinear:
 		p.kimiLinearLayers(kinds)
 	case famLlama4:
-		if w, ok := t.int("attention_chunk_size"); ok && w > 0 {
-			p.window = w
-			for i := range kinds {
-				if (i+1)%4 != 0 {
-					kinds[i] = SlidingAttention
-				}
-			}
-		}
+		p.llama4Layers(kinds)
 	case famDeepseekV4:
 		p.compressedLayers()
 		return
 	case famMiniMaxM3:
 		p.sparseIndexLayers()
 	case famMiMo:
-		if pat, ok := t.ints("hybrid_layer_pattern"); ok {
-			if len(pat) != n {
-				p.r.fail(t.field("hybrid_layer_pattern"), fmt.Errorf("%w: %d entries for %d layers", ErrRange, len(pat), n))
-				return
-			}
-			for i, v := range pat {
-				switch v {
-				case 0:
-				case 1:
-					kinds[i] = SlidingAttention
-				default:
-					p.r.fail(fmt.Sprintf("%s[%d]", t.field("hybrid_layer_pattern"), i), fmt.Errorf("%w: %d (want 0 full or 1 sliding)", ErrRange, v))
-					return
-				}
-			}
+		if !p.mimoLayers(kinds) {
+			return
 		}
 	default:
 		if t.has("layer_types") {
@@ -91,6 +71,46 @@ func (p *parser) readLayers() {
 		}
 	}
 	s.HybridSWAPool = hybridSWAArchs[s.Architecture] && nSliding > 0
+}
+
+// llama4Layers maps Llama 4's chunked attention: with a positive
+// attention_chunk_size, every fourth layer is full and the others slide over
+// a window of one chunk.
+func (p *parser) llama4Layers(kinds []LayerKind) {
+	if w, ok := p.text.int("attention_chunk_size"); ok && w > 0 {
+		p.window = w
+		for i := range kinds {
+			if (i+1)%4 != 0 {
+				kinds[i] = SlidingAttention
+			}
+		}
+	}
+}
+
+// mimoLayers maps MiMo's hybrid_layer_pattern (0 full, 1 sliding). It
+// reports false when the pattern is wrong, after recording the failure;
+// readLayers then stops.
+func (p *parser) mimoLayers(kinds []LayerKind) bool {
+	t := p.text
+	pat, ok := t.ints("hybrid_layer_pattern")
+	if !ok {
+		return true
+	}
+	if len(pat) != len(kinds) {
+		p.r.fail(t.field("hybrid_layer_pattern"), fmt.Errorf("%w: %d entries for %d layers", ErrRange, len(pat), len(kinds)))
+		return false
+	}
+	for i, v := range pat {
+		switch v {
+		case 0:
+		case 1:
+			kinds[i] = SlidingAttention
+		default:
+			p.r.fail(fmt.Sprintf("%s[%d]", t.field("hybrid_layer_pattern"), i), fmt.Errorf("%w: %d (want 0 full or 1 sliding)", ErrRange, v))
+			return false
+		}
+	}
+	return true
 }
 
 // layerTypes maps a transformers layer_types list.

@@ -51,38 +51,8 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
 	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
 
-	var vl, vh int
-	noVision := false
-	if spec.Multimodal {
-		if v := spec.Vision; v != nil {
-			vl, vh = v.Layers, v.Hidden
-		} else {
-			noVision = true
-		}
-	}
-	in := sglang.Input{
-		Spec: spec, Parallel: par, Version: req.SGLangVersion,
-		Args: sglang.ServerArgs{
-			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
-			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
-			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
-			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS,
-			DisableCudaGraph: req.EnforceEager, DisableRadixCache: req.DisableRadixCache,
-			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
-			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
-			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
-			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
-			DSV4CompressStateDType: req.DSV4CompressStateDType,
-			EnableUnifiedMemory:    req.EnableUnifiedMemory, DisaggregationMode: req.DisaggregationMode,
-			EnableHierarchicalCache: req.EnableHierarchicalCache, HiCacheRatio: req.HiCacheRatio, HiCacheSize: req.HiCacheSize,
-			HiCacheMemLayout: req.HiCacheMemLayout, HostMemoryBytes: int64(req.HostMemory), NNodes: req.NNodes,
-		},
-		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
-		PostLoadFreeBytes: mem.post,
-		VisionLayers:      vl,
-		VisionHidden:      vh,
-		NoVisionConfig:    noVision,
-	}
+	in := sglangInput(&req, spec, par, g, mem.post)
+
 	// A sweep worker reuses its scratch configurator and result; a plan
 	// of its own configures on its stack.
 	var own scratch
@@ -117,6 +87,44 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	}
 	sglangLimits(rep, res, par.AttnDP())
 	return rep, nil
+}
+
+// sglangInput maps req onto the configurator's input: SGLang's server
+// arguments, the GPU, the free memory after loading and the vision tower
+// (NoVisionConfig when a multimodal model has none).
+func sglangInput(req *Request, spec *model.Spec, par sglang.Parallel, g gpu.GPU, postLoadFree int64) sglang.Input {
+	var vl, vh int
+	noVision := false
+	if spec.Multimodal {
+		if v := spec.Vision; v != nil {
+			vl, vh = v.Layers, v.Hidden
+		} else {
+			noVision = true
+		}
+	}
+	return sglang.Input{
+		Spec: spec, Parallel: par, Version: req.SGLangVersion,
+		Args: sglang.ServerArgs{
+			KVCacheDType: req.KVCacheDType, MemFractionStatic: req.MemFractionStatic, PageSize: req.PageSize,
+			ContextLength: req.ContextLength, MaxTotalTokens: req.MaxTotalTokens, MaxRunningRequests: req.MaxRunningRequests,
+			SWAFullTokensRatio: req.SWAFullTokensRatio, DisableHybridSWAMemory: req.DisableHybridSWAMemory,
+			ChunkedPrefillSize: req.ChunkedPrefillSize, CudaGraphMaxBS: req.CudaGraphMaxBS,
+			DisableCudaGraph: req.EnforceEager, DisableRadixCache: req.DisableRadixCache,
+			SpeculativeAlgorithm: req.SpeculativeAlgorithm, SpeculativeNumDraftTokens: req.SpeculativeNumDraftTokens,
+			SpeculativeDraftNumLayers: req.SpeculativeDraftNumLayers, MambaFullMemoryRatio: req.MambaFullMemoryRatio,
+			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
+			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
+			DSV4CompressStateDType: req.DSV4CompressStateDType,
+			EnableUnifiedMemory:    req.EnableUnifiedMemory, DisaggregationMode: req.DisaggregationMode,
+			EnableHierarchicalCache: req.EnableHierarchicalCache, HiCacheRatio: req.HiCacheRatio, HiCacheSize: req.HiCacheSize,
+			HiCacheMemLayout: req.HiCacheMemLayout, HostMemoryBytes: int64(req.HostMemory), NNodes: req.NNodes,
+		},
+		Hardware:          sglang.Hardware{MemoryMiB: g.MemoryMiB, SM: g.SM, Platform: g.Platform, FNUZ: g.FNUZ},
+		PostLoadFreeBytes: postLoadFree,
+		VisionLayers:      vl,
+		VisionHidden:      vh,
+		NoVisionConfig:    noVision,
+	}
 }
 
 // sglangRefusal records a configurator error in rep: an input problem is a

@@ -59,7 +59,6 @@ func (c *Configurator) kvLine(size, k, v int64) string {
 // wrapper), after pre, the concurrency report when there is one (which it
 // also sets as res.Concurrency.Line).
 func (c *Configurator) poolLogs(res *Result, p stagePlan, pre []byte) {
-	s := c.in.Spec
 	a := p.attn
 	if len(pre) > 0 && (c.state != nil || p.hybrid != nil || a.MLA) {
 		res.Concurrency.Line = string(pre)
@@ -81,64 +80,83 @@ func (c *Configurator) poolLogs(res *Result, p stagePlan, pre []byte) {
 	case p.dsv4 != nil:
 		// DeepSeekV4TokenToKVPool: the configurator's two lines carry the sizes.
 	case p.hybrid != nil:
-		h := p.hybrid
-		tp := c.in.Parallel.AttnTP()
-		hs := a.KVHeads
-		if s.SWANumKVHeads > 0 {
-			hs = max(1, s.SWANumKVHeads/tp)
-		}
-		sdk, sdv := s.SWAHeadDim, s.SWAVHeadDim
-		if sdk == 0 {
-			sdk = a.HeadDim
-		}
-		if sdv == 0 {
-			sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
-		}
-		sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
-		fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
-		res.Logs = append(res.Logs, c.kvLine(res.SWAMaxTotalNumTokens, sk, sv), c.kvLine(res.FullMaxTotalNumTokens, fk, fv),
-			fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
-		res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
+		c.hybridPoolLogs(res, p.hybrid, a)
 	case a.MLA:
-		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
-		pt, _ := a.PerToken() // a was validated when the cell was computed
-		kv := rows * pt.KRow()
-		if a.DSA {
-			res.IndexerBytes = rows * pt.Indexer / int64(max(a.IndexerRatio, 1)*max(a.DCP, 1))
-		}
-		res.KSizeBytes = kv
-		b := make([]byte, 0, 80)
-		if c.prof.kvLineTokens {
-			b = append(b, "KV Cache is allocated. #tokens: "...)
-			b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
-			b = append(b, ", KV size: "...)
-			b = appendGB(b, kv)
-			b = append(b, " GB"...)
-		} else {
-			b = append(b, "KV Cache is allocated. KV size: "...)
-			b = appendGB(b, kv)
-			b = append(b, " GB."...)
-		}
-		res.Logs = append(res.Logs, string(b))
+		c.mlaPoolLog(res, a)
 	default:
-		rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
-		pt, _ := a.PerToken() // a was validated when the cell was computed
-		k, v := rows*pt.KRow(), rows*pt.VRow()
-		res.KSizeBytes, res.VSizeBytes = k, v
-		if len(pre) == 0 {
-			res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
-		} else {
-			// Both lines in one allocation: this is every dense plan.
-			both := string(appendKVLine(pre, res.MaxTotalNumTokens, k, v))
-			res.Concurrency.Line = both[:len(pre)]
-			if cap(res.Logs) < 2 {
-				res.Logs = make([]string, 0, 2)
-			}
-			res.Logs = append(res.Logs, res.Concurrency.Line, both[len(pre):])
+		c.densePoolLogs(res, a, pre)
+	}
+}
+
+// hybridPoolLogs is poolLogs for SWAKVPool: the SWA sub-pool's line, the
+// full pool's line and the wrapper's mem usage line.
+func (c *Configurator) hybridPoolLogs(res *Result, h *sizing.HybridSWA, a sizing.Attention) {
+	s := c.in.Spec
+	tp := c.in.Parallel.AttnTP()
+	hs := a.KVHeads
+	if s.SWANumKVHeads > 0 {
+		hs = max(1, s.SWANumKVHeads/tp)
+	}
+	sdk, sdv := s.SWAHeadDim, s.SWAVHeadDim
+	if sdk == 0 {
+		sdk = a.HeadDim
+	}
+	if sdv == 0 {
+		sdv = sdk // swa_v_head_dim defaults to swa_head_dim (k.1)
+	}
+	sk, sv := c.swaSizes(res.SWAMaxTotalNumTokens, h.SWALayers, hs, sdk, sdv)
+	fk, fv := c.swaSizes(res.FullMaxTotalNumTokens, h.FullLayers, a.KVHeads, a.HeadDim, a.VHeadDim)
+	res.Logs = append(res.Logs, c.kvLine(res.SWAMaxTotalNumTokens, sk, sv), c.kvLine(res.FullMaxTotalNumTokens, fk, fv),
+		fmt.Sprintf("SWAKVPool mem usage: %s GB, swa size: %d, full size: %d", gb(sk+sv+fk+fv), res.SWAMaxTotalNumTokens, res.FullMaxTotalNumTokens))
+	res.KSizeBytes, res.VSizeBytes = sk+fk, sv+fv
+}
+
+// mlaPoolLog is poolLogs for the MLA pool: one KV row per token (plus the
+// DSA indexer's bytes) and the profile's "KV size" line.
+func (c *Configurator) mlaPoolLog(res *Result, a sizing.Attention) {
+	rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
+	pt, _ := a.PerToken() // a was validated when the cell was computed
+	kv := rows * pt.KRow()
+	if a.DSA {
+		res.IndexerBytes = rows * pt.Indexer / int64(max(a.IndexerRatio, 1)*max(a.DCP, 1))
+	}
+	res.KSizeBytes = kv
+	b := make([]byte, 0, 80)
+	if c.prof.kvLineTokens {
+		b = append(b, "KV Cache is allocated. #tokens: "...)
+		b = strconv.AppendInt(b, res.MaxTotalNumTokens, 10)
+		b = append(b, ", KV size: "...)
+		b = appendGB(b, kv)
+		b = append(b, " GB"...)
+	} else {
+		b = append(b, "KV Cache is allocated. KV size: "...)
+		b = appendGB(b, kv)
+		b = append(b, " GB."...)
+	}
+	res.Logs = append(res.Logs, string(b))
+}
+
+// densePoolLogs is poolLogs for the MHA pool (and MiniMax's extra lines).
+// With a concurrency report pre, it builds both lines in one allocation:
+// this is every dense plan, and TestDefaultPlanAllocs counts on it.
+func (c *Configurator) densePoolLogs(res *Result, a sizing.Attention, pre []byte) {
+	rows := res.MaxTotalNumTokens + int64(c.d.PageSize)
+	pt, _ := a.PerToken() // a was validated when the cell was computed
+	k, v := rows*pt.KRow(), rows*pt.VRow()
+	res.KSizeBytes, res.VSizeBytes = k, v
+	if len(pre) == 0 {
+		res.Logs = append(res.Logs, c.kvLine(res.MaxTotalNumTokens, k, v))
+	} else {
+		// Both lines in one allocation: this is every dense plan.
+		both := string(appendKVLine(pre, res.MaxTotalNumTokens, k, v))
+		res.Concurrency.Line = both[:len(pre)]
+		if cap(res.Logs) < 2 {
+			res.Logs = make([]string, 0, 2)
 		}
-		if a.MiniMax != nil {
-			c.miniMaxLogs(res, a.MiniMax)
-		}
+		res.Logs = append(res.Logs, res.Concurrency.Line, both[len(pre):])
+	}
+	if a.MiniMax != nil {
+		c.miniMaxLogs(res, a.MiniMax)
 	}
 }
 
