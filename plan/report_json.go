@@ -332,6 +332,8 @@ func (w *jsonWriter) plainValue(v reflect.Value) bool {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		w.b = strconv.AppendInt(w.b, v.Int(), 10)
+	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		w.b = strconv.AppendUint(w.b, v.Uint(), 10)
 	case reflect.Float64:
 		w.float(v.Float())
 	case reflect.Struct:
@@ -342,6 +344,39 @@ func (w *jsonWriter) plainValue(v reflect.Value) bool {
 		return false
 	}
 	return true
+}
+
+// walk writes a pointer to, or a slice of, values the writer handles
+// itself (structs of plain fields: a report's budget terms, concurrency
+// limits, pools) without a round trip through encoding/json and
+// json.Indent; false leaves v to encoding/json (a nil pointer is null, as
+// there; a byte slice is base64 there, so it is left).
+func (w *jsonWriter) walk(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			w.b = append(w.b, "null"...)
+			return true
+		}
+		if marshals(v.Elem().Type()) {
+			return false
+		}
+		w.value(v.Elem())
+		return true
+	case reflect.Slice:
+		et := v.Type().Elem()
+		if et.Kind() == reflect.Uint8 || marshals(et) {
+			return false
+		}
+		w.open('[')
+		for i := range v.Len() {
+			w.elem()
+			w.value(v.Index(i))
+		}
+		w.close(']')
+		return true
+	}
+	return false
 }
 
 // value writes one value: the kinds a Report holds directly, anything else
@@ -357,6 +392,9 @@ func (w *jsonWriter) value(v reflect.Value) {
 		}
 		if v.Type() == reflect.TypeFor[[]string]() {
 			w.strings(v.Interface().([]string))
+			return
+		}
+		if w.walk(v) {
 			return
 		}
 	}
