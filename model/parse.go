@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/dtype"
+	"github.com/kvcfg/kvcfg/internal/inputfile"
 )
 
 // ConfigFile is the file name Load looks for in a model directory.
@@ -64,7 +65,7 @@ func ReadConfig(p string) (data []byte, name string, isDir bool, err error) {
 		return nil, "", false, fmt.Errorf("model: %w", err)
 	}
 	if !st.IsDir() && !st.Mode().IsRegular() {
-		return nil, "", false, fmt.Errorf("%w: %s is %s: give a config.json file or a model directory", ErrNotFile, p, fileKind(st.Mode()))
+		return nil, "", false, fmt.Errorf("%w: %s is %s: give a config.json file or a model directory", ErrNotFile, p, inputfile.Kind(st.Mode()))
 	}
 	file := p
 	if st.IsDir() {
@@ -117,7 +118,7 @@ func readLimited(fsys fs.FS, name, shown string) ([]byte, error) {
 		return nil, fmt.Errorf("model: %s: %w", shown, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is %s, not a config.json file", ErrNotFile, shown, fileKind(st.Mode()))
+		return nil, fmt.Errorf("%w: %s is %s, not a config.json file", ErrNotFile, shown, inputfile.Kind(st.Mode()))
 	}
 	if st.Size() > MaxConfigBytes {
 		return nil, configTooLarge(shown, fmt.Sprintf("%d bytes", st.Size()))
@@ -140,23 +141,6 @@ func readLimited(fsys fs.FS, name, shown string) ([]byte, error) {
 // configTooLarge is the error for a config file over MaxConfigBytes.
 func configTooLarge(shown, got string) error {
 	return fmt.Errorf("%w: %s holds %s; a config.json is read up to %d MiB", ErrRange, shown, got, MaxConfigBytes>>20)
-}
-
-// fileKind names what a path that is not a regular file is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file"
 }
 
 // sourceName names a model loaded from p (slash-separated).
