@@ -5,5 +5,5 @@ package validate
 // bands are Summarize(Check(Runs())) per engine.
 var bands = map[string]Summary{
 	"sglang": {Engine: "sglang", Runs: 1, MedianAbs: 0.14309926841303555, MeanAbs: 0.14309926841303555, P90Abs: 0.14309926841303555, MaxAbs: 0.14309926841303555, Within1: 0, Within3: 0},
-	"vllm":   {Engine: "vllm", Runs: 67, MedianAbs: 0.0009811481056006058, MeanAbs: 0.00160183876901888, P90Abs: 0.0031801458626624208, MaxAbs: 0.01314802370373381, Within1: 0.9701492537313433, Within3: 1},
+	"vllm":   {Engine: "vllm", Runs: 73, MedianAbs: 0.001007996935221484, MeanAbs: 0.012498216403220457, P90Abs: 0.011733008916833123, MaxAbs: 0.23536868885271062, Within1: 0.8904109589041096, Within3: 0.9178082191780822},
 }

@@ -103,6 +103,10 @@ type Run struct {
 	// GPUSource says where the GPU type comes from (nvidia-smi lines, the
 	// issue text) when the log itself does not print it.
 	GPUSource string `json:"gpu_source,omitempty"`
+	// Assumed names the launch settings the log does not print and the
+	// row takes from the engine's defaults for that release and GPU
+	// (max_num_seqs, say), so that a reader can check them.
+	Assumed string `json:"assumed,omitempty"`
 	// Source is the URL of the run's log.
 	Source string `json:"source"`
 }
