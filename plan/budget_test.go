@@ -74,7 +74,7 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", "band         ±0."} {
+	for _, want := range []string{"KV BUDGET PER GPU", "activation   − 928.00 MiB (predicted: forward_activations 928.00 MiB)", fmt.Sprintf("band         ±%.2f %%", 100*bd.RelError)} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
