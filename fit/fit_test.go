@@ -186,8 +186,9 @@ func TestFitClosestMiss(t *testing.T) {
 		FlagsRunning string
 	}
 	got := miss{m.GPU, m.GPUCount, m.TPSize, m.MaxConcurrency, m.MaxContextLength, m.CapacityAtContextLength, flagValue(m.Flags, "--max-running-requests")}
-	// TP 1 PP 2 leads TP 2 by the custom all-reduce's 26 MiB per rank,
-	// which the PP group does not allocate.
+	// Two one-rank replicas (TP 1, DP 2) lead: a single rank builds no
+	// NCCL communicator, so each keeps the 2058 MiB that TP 2 on the
+	// H100s' NVSwitch loses before weights.
 	want := miss{"H100-80GB", 2, 1, 98, 4058, 98, "49"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("closest miss (-want +got):\n%s", d)

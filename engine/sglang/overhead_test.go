@@ -56,7 +56,7 @@ func TestPreLoadMemory(t *testing.T) {
 		{"H200", 8, 1, sglang.EraLatest, "137.11", 2032, 26, "nvswitch"},
 		{"A100-80GB", 4, 1, sglang.EraLatest, "78.25", 195, 26, "nvlink"},
 		{"RTX-4090", 2, 1, sglang.EraLatest, "22.76", 195, 0, "pcie"}, // "mem usage=0.19 GB" at TP 2
-		{"L4", 4, 1, sglang.Era04, "21.15", 195, 0, "pcie"},          // 0.4.3's "mem usage=0.13 GB"
+		{"L4", 4, 1, sglang.Era04, "21.15", 195, 0, "pcie"},           // 0.4.3's "mem usage=0.13 GB"
 		{"L4", 1, 4, sglang.EraLatest, "21.15", 195, 0, "pcie"},
 		{"RTX-3090", 1, 1, sglang.EraLatest, "22.89", 0, 0, "pcie"},
 		{"MI300X", 8, 1, sglang.EraLatest, "187.30", 3789, 0, "xgmi"},
