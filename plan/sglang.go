@@ -224,7 +224,11 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 	var mm memory
 	mm.pre = int64(req.PreLoadFreeMemory)
 	if mm.pre == 0 {
-		p := sglang.PreLoadMemory(g, tp, pp)
+		era := sglang.DefaultEra
+		if prof, _, err := sglang.ResolveProfile(req.SGLangVersion); err == nil {
+			era = prof.Era
+		}
+		p := sglang.PreLoadMemoryEra(g, tp, pp, era)
 		mm.pre = p.FreeBytes
 		if req.PostLoadFreeMemory == 0 {
 			rep.warn(overheadNote(p))
@@ -272,20 +276,28 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 	return mm, nil
 }
 
-// overheadNotes are the modelled pre-load notes, one per value of the
-// torch.distributed term (none, CUDA, ROCm), built once.
-var overheadNotes = sync.OnceValue(func() map[int64]string {
-	out := map[int64]string{}
-	for _, mib := range []int64{0, sglang.DistributedInitMiB, sglang.DistributedInitHIPMiB} {
-		dist := ""
-		if mib > 0 {
-			dist = fmt.Sprintf(" − %d MiB torch.distributed/NCCL initialisation (TP × PP > 1)", mib)
-		}
-		out[mib] = fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %d MiB CUDA context%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.CUDAContextMiB, dist)
-	}
-	return out
-})
+// overheadNotes caches the modelled pre-load notes by their terms (a few
+// combinations: interconnect, custom all-reduce, era).
+var overheadNotes sync.Map // overheadKey → string
+
+type overheadKey struct {
+	nccl, car    int64
+	interconnect string
+}
 
 func overheadNote(p sglang.PreLoad) string {
-	return overheadNotes()[p.DistributedBytes>>20]
+	k := overheadKey{p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.Interconnect}
+	if s, ok := overheadNotes.Load(k); ok {
+		return s.(string)
+	}
+	dist := ""
+	if k.nccl > 0 {
+		dist = fmt.Sprintf(" − %d MiB NCCL initialisation (%s, TP × PP > 1)", k.nccl, k.interconnect)
+	}
+	if k.car > 0 {
+		dist += fmt.Sprintf(" − %d MiB custom all-reduce buffers", k.car)
+	}
+	s := fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %d MiB CUDA context%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.CUDAContextMiB, dist)
+	overheadNotes.Store(k, s)
+	return s
 }

@@ -34,7 +34,11 @@ func predictSGLang(r Run) (Row, error) {
 	if err != nil {
 		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
 	}
-	pre := sglang.PreLoadMemory(g, r.TP, r.PP)
+	prof, _, err := sglang.ResolveProfile(r.Version)
+	if err != nil {
+		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	pre := sglang.PreLoadMemoryEra(g, r.TP, r.PP, prof.Era)
 	weights := int64(math.Round(r.WeightsGiB * gib))
 	in := sglang.Input{
 		Spec: s, Parallel: sglang.Parallel{TP: max(r.TP, 1), PP: max(r.PP, 1), DP: 1}, Version: r.Version,

@@ -18,20 +18,88 @@ import "github.com/kvcfg/kvcfg/gpu"
 const (
 	// CUDAContextMiB is the CUDA context, its kernel images and the
 	// torch state a worker holds when init_torch_distributed reads its
-	// free memory: docs/sglang.md#ex1's H100 (81090 MiB CUDA total) reads
-	// 78.50 GiB before weight load at TP 1, 81090 − 80384 = 706 MiB;
-	// public H100 logs of 2026 read 78.43–78.50 GiB.
+	// free memory (set_device runs before the first reading, so the "mem
+	// usage" line excludes it): docs/sglang.md#ex1's H100 (81090 MiB CUDA
+	// total) reads 78.50 GiB before weight load at TP 1, 81090 − 80384 =
+	// 706 MiB. It depends on the GPU, the driver, CUDA and torch, which
+	// SGLang's source does not fix: public logs put it at 0.27 GiB (4 × L4,
+	// SGLang 0.4.3: 22.03 − 21.63 − 0.13), 0.51–0.69 GiB (8 × H200, PR
+	// #11716: 139.81 − 137.29 − 1.77…2.01) and 0.69 GiB (H100), so the
+	// constant stays the H100's and the range is documented
+	// (docs/predict.md).
 	CUDAContextMiB int64 = 706
-	// DistributedInitMiB is what torch.distributed and NCCL take on a
-	// CUDA rank when TP × PP > 1 (the "Init torch distributed ends. mem
-	// usage" line: 0.19 GB on RTX 4090s at TP 2, 0.16 GB at PP 4; 0.00 at
-	// one rank, where no communicator is built).
+	// DistributedInitMiB is what NCCL takes on a CUDA rank over PCIe when
+	// TP × PP > 1: the communicators SGLang builds eagerly (the world
+	// group's and the TP or PP group's PyNcclCommunicator, each with a
+	// warm-up all-reduce) and their channel buffers. NCCL sizes those
+	// itself, outside SGLang's source, so the term is the logs' "Init
+	// torch distributed ends. mem usage": 0.19 GB on RTX 4090s at TP 2,
+	// 0.16 GB at PP 4, 0.13 GB on 4 × L4 (0.4.3); 0.00 at one rank.
 	DistributedInitMiB int64 = 195
-	// DistributedInitHIPMiB is the same on ROCm, where the custom
-	// all-reduce registers larger IPC buffers: 3.41–3.83 GB per rank in a
-	// public MI-series TP 8 log.
+	// DistributedInitNVSwitchMiB is the same on an NVSwitch node of
+	// Hopper or Blackwell GPUs (H100/H800/H200/H20 SXM, B200, B300,
+	// GB200). SGLang turns NVLink SHARP off (NCCL_NVLS_ENABLE =
+	// --enable-nccl-nvls, default false) and sets NCCL_CUMEM_ENABLE=0, so
+	// this is NCCL's ring/tree channel buffers, cudaMalloc'd per
+	// communicator: NCCL opens many more channels over NVSwitch (up to 32)
+	// than over PCIe (2–4), each with its SIMPLE, LL and LL128 buffers
+	// (NCCL_BUFFSIZE 4 MiB for SIMPLE) per peer. NCCL sizes them itself,
+	// so the figure is the log's: 8 × H200 at TP 8 (PR #11716, 2025-10)
+	// print "mem usage" 1.77–2.01 GB per rank, and free memory before
+	// weights is the MIN over ranks, so the largest counts: 2.01 GiB =
+	// 2058 MiB, less the custom all-reduce's 26 MiB = 2032 MiB.
+	DistributedInitNVSwitchMiB int64 = 2032
+	// DistributedInitHIPMiB is the same on ROCm (RCCL, the custom and
+	// quick all-reduce's IPC buffers): 3.41–3.83 GB per rank in a public
+	// MI-series TP 8 log.
 	DistributedInitHIPMiB int64 = 3789
 )
+
+// CustomAllReduceMiB returns the device memory SGLang's custom all-reduce
+// allocates on each rank at init (device_communicators/
+// custom_all_reduce.py), in MiB; 0 where it stays disabled. It is built
+// for the TP group only, at world sizes 2, 4, 6 and 8, on CUDA when the
+// GPUs are fully NVLink-connected (at TP 2 peer-to-peer access is enough,
+// which GeForce and PCIe data-centre cards do not grant SGLang's check).
+// Its buffers, with max_size = _MAX_CAR_SIZE = 8192 × 1024 bytes and
+// cudaMalloc's 2 MiB granularity:
+//
+//	0.4.8 onward (vLLM's layout): meta_ptrs = meta_size + max_size → 10 MiB,
+//	  buffer_ptrs = max_size → 8 MiB, rank_data = max_size → 8 MiB: 26 MiB;
+//	0.4 era (TensorRT-LLM's reduce in sgl_kernel): buffer and tmp_result
+//	  8 MiB each, two barriers of 8·(24+2)·8 B → 2 MiB each, rank_data
+//	  8 MiB: 28 MiB.
+//
+// Peers' buffers are mapped through IPC handles and take no memory here.
+func CustomAllReduceMiB(g gpu.GPU, tp int, era Era) int64 {
+	switch tp {
+	case 2, 4, 6, 8:
+	default:
+		return 0
+	}
+	if g.Platform != "cuda" || interconnect(g) == "pcie" {
+		return 0
+	}
+	if era == Era04 {
+		return 8 + 8 + 2 + 2 + 8
+	}
+	return 10 + 8 + 8
+}
+
+// interconnect classifies how a node of g's GPUs is wired, as NCCL and
+// the custom all-reduce see it: "nvswitch" (Hopper and Blackwell SXM
+// parts, whose NCCL term is DistributedInitNVSwitchMiB), "nvlink" (A100:
+// fully NVLink-connected for the custom all-reduce, but no public log of
+// its NCCL term, so the PCIe figure stays) or "pcie".
+func interconnect(g gpu.GPU) string {
+	switch g.Name {
+	case "H100-80GB", "H800", "H200", "H20", "B200", "B300", "GB200":
+		return "nvswitch"
+	case "A100-40GB", "A100-80GB":
+		return "nvlink"
+	}
+	return "pcie"
+}
 
 // PreLoad is SGLang's free memory before weight load and its terms, in
 // bytes.
@@ -40,32 +108,58 @@ type PreLoad struct {
 	TotalBytes int64 `json:"total_bytes"`
 	// ContextBytes is the CUDA context (CUDAContextMiB).
 	ContextBytes int64 `json:"context_bytes"`
-	// DistributedBytes is torch.distributed/NCCL initialisation; 0 at one
-	// rank.
+	// DistributedBytes is torch.distributed/NCCL initialisation, NCCL's
+	// and the custom all-reduce's together; 0 at one rank.
 	DistributedBytes int64 `json:"distributed_bytes"`
-	// FreeBytes is pre_model_load_memory: the total less the two terms,
+	// NCCLBytes is NCCL's (RCCL's) part of DistributedBytes.
+	NCCLBytes int64 `json:"nccl_bytes"`
+	// CustomAllReduceBytes is the custom all-reduce's buffers
+	// (CustomAllReduceMiB), part of DistributedBytes.
+	CustomAllReduceBytes int64 `json:"custom_all_reduce_bytes"`
+	// Interconnect is the wiring the NCCL term assumes: "nvswitch",
+	// "nvlink", "pcie" or "xgmi" (ROCm).
+	Interconnect string `json:"interconnect"`
+	// FreeBytes is pre_model_load_memory: the total less the terms,
 	// never negative.
 	FreeBytes int64 `json:"free_bytes"`
 }
 
-// PreLoadMemory models pre_model_load_memory on g for TP × PP ranks: the
-// CUDA-visible total (g.CUDATotalBytes) less the CUDA context and, with
-// more than one rank, torch.distributed's initialisation.
+// PreLoadMemory models pre_model_load_memory on g for TP × PP ranks with
+// the default (newest) SGLang profile; see PreLoadMemoryEra.
 func PreLoadMemory(g gpu.GPU, tp, pp int) PreLoad {
-	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextMiB << 20}
-	if max(tp, 1)*max(pp, 1) > 1 {
-		p.DistributedBytes = DistributedInitMiB << 20
-		if g.Platform == "hip" {
-			p.DistributedBytes = DistributedInitHIPMiB << 20
+	return PreLoadMemoryEra(g, tp, pp, DefaultEra)
+}
+
+// PreLoadMemoryEra models pre_model_load_memory on g for TP × PP ranks
+// under the era's custom all-reduce: the CUDA-visible total
+// (g.CUDATotalBytes) less the CUDA context and, with more than one rank,
+// NCCL's initialisation for the interconnect plus the custom all-reduce's
+// buffers.
+func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
+	tp, pp = max(tp, 1), max(pp, 1)
+	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextMiB << 20, Interconnect: interconnect(g)}
+	if g.Platform == "hip" {
+		p.Interconnect = "xgmi"
+	}
+	if tp*pp > 1 {
+		switch {
+		case g.Platform == "hip":
+			p.NCCLBytes = DistributedInitHIPMiB << 20
+		case p.Interconnect == "nvswitch":
+			p.NCCLBytes = DistributedInitNVSwitchMiB << 20
+		default:
+			p.NCCLBytes = DistributedInitMiB << 20
 		}
+		p.CustomAllReduceBytes = CustomAllReduceMiB(g, tp, era) << 20
+		p.DistributedBytes = p.NCCLBytes + p.CustomAllReduceBytes
 	}
 	p.FreeBytes = max(p.TotalBytes-p.ContextBytes-p.DistributedBytes, 0)
 	return p
 }
 
 // PreLoadFreeBytes returns SGLang's modelled free memory (bytes) before
-// weight load on a CUDA GPU whose CUDA-visible total is cudaTotalMiB, for a
-// world of worldSize ranks (PreLoadMemory's FreeBytes).
+// weight load on a PCIe CUDA GPU whose CUDA-visible total is cudaTotalMiB,
+// for a world of worldSize ranks (PreLoadMemory's FreeBytes).
 func PreLoadFreeBytes(cudaTotalMiB int64, worldSize int) int64 {
 	return PreLoadMemory(gpu.GPU{MemoryMiB: cudaTotalMiB, Platform: "cuda"}, worldSize, 1).FreeBytes
 }

@@ -30,10 +30,10 @@ func TestFitClosestMissAgreesWithFlags(t *testing.T) {
 	if share == "" || !strings.Contains(flags+" ", share+" ") {
 		t.Errorf("shortfall %q and flags %q disagree", short, flags)
 	}
-	if want := "holds 15 of the 32 requests (46%) with --mem-fraction-static 0.9"; short != want {
+	if want := "holds 15 of the 32 requests (46%) with --mem-fraction-static 0.92"; short != want {
 		t.Errorf("shortfall %q, want %q", short, want)
 	}
-	if !strings.Contains(line("serves:"), "15 requests of 32,768 tokens, or 32 requests of up to 16,373 tokens") {
+	if !strings.Contains(line("serves:"), "15 requests of 32,768 tokens, or 32 requests of up to 15,680 tokens") {
 		t.Errorf("serves %q", line("serves:"))
 	}
 	// Each set of flags, planned with its target, serves it.
