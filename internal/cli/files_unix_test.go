@@ -4,7 +4,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"time"
 )
 
-// runWithin runs the command line in this process and fails the test when
-// it has not returned in 5 s (a FIFO's open waits for a writer forever).
+// runWithin is runKV that fails the test when the command has not
+// returned in 5 s (a FIFO's open waits for a writer forever).
 func runWithin(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	type result struct {
@@ -24,9 +23,8 @@ func runWithin(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 	}
 	done := make(chan result, 1)
 	go func() {
-		var out, errb bytes.Buffer
-		code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
-		done <- result{out.String(), errb.String(), code}
+		out, errs, code := runKV(t, stdin, args...)
+		done <- result{out, errs, code}
 	}()
 	select {
 	case r := <-done:
