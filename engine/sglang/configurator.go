@@ -27,8 +27,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/dtype"
 	"github.com/kvcfg/kvcfg/engine"
@@ -658,28 +656,19 @@ func (c *Configurator) initMamba() error {
 // resolved memoizes dtype.Resolve (a pure function) for the few request
 // shapes plans ask for: a sweep or a fit resolves the same dtype for
 // thousands of plans. Only successful resolutions are kept, at most
-// maxResolved of them; their slices are clipped, so a caller's append
+// 1024 of them; their slices are clipped, so a caller's append
 // never writes into the shared arrays.
-var (
-	resolved      sync.Map // KVRequest → KVResolution
-	resolvedCount atomic.Int32
-)
-
-const maxResolved = 1024
+var resolved = engine.NewMemo[KVRequest, KVResolution](1024)
 
 func resolveKV(req KVRequest) (KVResolution, error) {
 	if v, ok := resolved.Load(req); ok {
-		return v.(KVResolution), nil
+		return v, nil
 	}
 	kv, err := ResolveKV(req)
 	if err != nil {
 		return kv, err
 	}
 	kv.Logs, kv.Warnings = slices.Clip(kv.Logs), slices.Clip(kv.Warnings)
-	if resolvedCount.Load() < maxResolved {
-		if _, loaded := resolved.LoadOrStore(req, kv); !loaded {
-			resolvedCount.Add(1)
-		}
-	}
+	resolved.Store(req, kv)
 	return kv, nil
 }

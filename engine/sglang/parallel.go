@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
@@ -101,14 +99,10 @@ func checkTensorParallel(in *Input) error {
 	r, ok := tpRefusals.Load(k)
 	if !ok {
 		r = newTPRefusal(k)
-		if tpRefusalsCount.Load() < maxTPRefusals {
-			if _, loaded := tpRefusals.LoadOrStore(k, r); !loaded {
-				tpRefusalsCount.Add(1)
-			}
-		}
+		tpRefusals.Store(k, r)
 	}
 	// Each caller gets its own copies: a refusal is the caller's to keep.
-	fe := *r.(*engine.Refusal)
+	fe := *r
 	e := *fe.Err.(*TPError)
 	e.ValidSizes = slices.Clone(e.ValidSizes)
 	fe.Err = &e
@@ -119,15 +113,10 @@ func checkTensorParallel(in *Input) error {
 // TP size and the attention DP size (the flag's value is their product).
 type tpKey struct{ heads, kv, tp, attnDP int }
 
-// tpRefusals holds the refusals built so far by tpKey, at most
-// maxTPRefusals of them: a sweep refuses the same few layouts again and
+// tpRefusals holds the refusals built so far by tpKey, at most 4096 of
+// them: a sweep refuses the same few layouts again and
 // again, and formatting each refusal anew was a sixth of its time.
-var (
-	tpRefusals      sync.Map // tpKey → *engine.Refusal
-	tpRefusalsCount atomic.Int32
-)
-
-const maxTPRefusals = 4096
+var tpRefusals = engine.NewMemo[tpKey, *engine.Refusal](4096)
 
 // newTPRefusal builds the refusal of k, whose heads do not split.
 func newTPRefusal(k tpKey) *engine.Refusal {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/engine"
 )
 
 // ErrUnknownVersion reports an SGLang version string that names no release.
@@ -242,26 +242,18 @@ func cachedProfile(version string) (Profile, error) {
 		return defaultProfile, nil
 	}
 	if p, ok := profiles.Load(version); ok {
-		return p.(Profile), nil
+		return p, nil
 	}
 	p, err := resolveProfile(version)
-	if err == nil && profilesCount.Load() < maxProfiles {
-		if _, loaded := profiles.LoadOrStore(version, p); !loaded {
-			profilesCount.Add(1)
-		}
+	if err == nil {
+		profiles.Store(version, p)
 	}
 	return p, err
 }
 
 // profiles holds the profiles resolved so far by version string as given,
-// at most maxProfiles of them (versions come from requests: the bound keeps
-// a stream of distinct strings from growing it without end).
-var (
-	profiles      sync.Map // string → Profile
-	profilesCount atomic.Int32
-)
-
-const maxProfiles = 256
+// at most 256 of them.
+var profiles = engine.NewMemo[string, Profile](256)
 
 // resolveProfile is cachedProfile without the cache.
 func resolveProfile(version string) (Profile, error) {

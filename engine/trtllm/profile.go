@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/engine"
 )
 
 // Profile names a generation of TensorRT-LLM whose KV sizing and startup log
@@ -47,14 +47,11 @@ func ResolveProfile(version string) (p Profile, note string, err error) {
 		return Latest, "", nil
 	}
 	if r, ok := resolvedVersions.Load(version); ok {
-		r := r.(resolvedVersion)
 		return r.p, r.note, nil
 	}
 	p, note, err = resolveProfile(version)
-	if err == nil && resolvedCount.Load() < maxResolved {
-		if _, loaded := resolvedVersions.LoadOrStore(version, resolvedVersion{p, note}); !loaded {
-			resolvedCount.Add(1)
-		}
+	if err == nil {
+		resolvedVersions.Store(version, resolvedVersion{p, note})
 	}
 	return p, note, err
 }
@@ -66,14 +63,8 @@ type resolvedVersion struct {
 }
 
 // resolvedVersions holds the versions resolved so far by the string as
-// given, at most maxResolved of them (versions come from requests: the
-// bound keeps a stream of distinct strings from growing it without end).
-var (
-	resolvedVersions sync.Map // string → resolvedVersion
-	resolvedCount    atomic.Int32
-)
-
-const maxResolved = 256
+// given, at most 256 of them.
+var resolvedVersions = engine.NewMemo[string, resolvedVersion](256)
 
 // resolveProfile is ResolveProfile without the cache.
 func resolveProfile(version string) (p Profile, note string, err error) {

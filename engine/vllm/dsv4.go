@@ -294,7 +294,7 @@ func planDSV4(res *Result, s *model.Spec, c Input, r rules, autoFit bool) (*Resu
 	use := func(L int) usage { return usage{maxModelLen: L, batchedTokens: batched} }
 	need := func(L int) int64 { return dsv4Needed(groups, use(L)) }
 	ca := avail - stride // the null block
-	if err := dsv4Admit(res, r, avail, ca, autoFit, need); err != nil {
+	if err := admit(res, r, avail, autoFit, []admitStage{{avail: ca, need: need}}); err != nil {
 		return res, err
 	}
 	nb := max(avail/stride, 0)
@@ -323,41 +323,4 @@ func planDSV4(res *Result, s *model.Spec, c Input, r rules, autoFit bool) (*Resu
 		res.Notes = append(res.Notes, "DeepSeek-V4's FlashMLA backend stores fp8_ds_mla (584-byte slots); kvcfg takes --kv-cache-dtype auto as the fp8 its recipes pass")
 	}
 	return res, nil
-}
-
-// dsv4Admit runs auto-fit and the admission check against avail less the
-// null block (ca), as planV1 does for the other models.
-func dsv4Admit(res *Result, r rules, avail, ca int64, autoFit bool, need func(L int) int64) error {
-	if autoFit {
-		orig := res.MaxModelLen
-		fit := searchMaxLen(orig, ca, need)
-		switch {
-		case fit <= 0:
-			return refuse(res, "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing `gpu_memory_utilization`.")
-		case fit >= orig:
-			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: full model context length %d fits in available GPU memory", orig))
-		default:
-			res.MaxModelLen = fit
-			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)", orig, fit, gibFor(r, avail)))
-		}
-	}
-	L := res.MaxModelLen
-	seeDocs := ""
-	if r.ceilRequested {
-		seeDocs = " See " + conservingMemoryURL + " for more details."
-	}
-	res.NeededBytes = need(L)
-	if avail <= 0 {
-		return refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."+seeDocs)
-	}
-	if res.NeededBytes > ca {
-		est := searchMaxLen(L, ca, need)
-		res.EstimatedMaxModelLen = est
-		estMsg := ""
-		if est > 0 {
-			estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
-		}
-		return refuse(res, admissionMessage(r, L, res.NeededBytes, ca, est, estMsg, seeDocs))
-	}
-	return nil
 }

@@ -52,8 +52,6 @@ const (
 	srcMoE      = "vllm/model_executor/layers/fused_moe/fused_moe.py TritonExperts.workspace_shapes (persistent modular-kernel workspace)"
 	srcPP       = "vllm/v1/worker/gpu_model_runner.py intermediate_tensors (hidden_states, residual) for pipeline stages"
 	srcMM       = "vllm/v1/worker/gpu_model_runner.py profile_run: the multimodal encoder's dummy batch (max_num_batched_tokens of image tokens), inputs_embeds"
-	srcNonTorch = "vllm/utils/mem_utils.py memory_profiling non_torch_increase (NCCL, custom all-reduce, cuBLAS workspaces; sizes measured in 0.19 logs)"
-	srcGraphs   = "vllm/v1/worker/gpu_worker.py determine_available_memory: CUDA-graph estimate (25 MiB per decoder layer)"
 )
 
 // Estimate returns the figures vLLM's profile run would measure on the

@@ -754,6 +754,58 @@ func planV0(res *Result, layers []LayerSpec, c Input, pp int, avail int64, label
 	return nil
 }
 
+// admitStage is one worker's admission check: the KV memory it has for a
+// request (avail less its null block) and the bytes a request of L tokens
+// needs there.
+type admitStage struct {
+	avail int64
+	need  func(L int) int64
+}
+
+// admit runs auto-fit (the longest max_model_len every stage holds, when
+// autoFit) and the admission check of one max_model_len request on every
+// stage, refusing as vLLM does; res.NeededBytes is the largest stage's need.
+func admit(res *Result, r rules, avail int64, autoFit bool, stages []admitStage) error {
+	if autoFit {
+		orig := res.MaxModelLen
+		fit := orig
+		for _, st := range stages {
+			fit = min(fit, searchMaxLen(orig, st.avail, st.need))
+		}
+		switch {
+		case fit <= 0:
+			return refuse(res, "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing `gpu_memory_utilization`.")
+		case fit >= orig:
+			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: full model context length %d fits in available GPU memory", orig))
+		default:
+			res.MaxModelLen = fit
+			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)", orig, fit, gibFor(r, avail)))
+		}
+	}
+	L := res.MaxModelLen
+	seeDocs := ""
+	if r.ceilRequested {
+		seeDocs = " See " + conservingMemoryURL + " for more details."
+	}
+	for _, st := range stages {
+		need := st.need(L)
+		res.NeededBytes = max(res.NeededBytes, need)
+		if avail <= 0 {
+			return refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."+seeDocs)
+		}
+		if need > st.avail {
+			est := searchMaxLen(L, st.avail, st.need)
+			res.EstimatedMaxModelLen = est
+			estMsg := ""
+			if est > 0 {
+				estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
+			}
+			return refuse(res, admissionMessage(r, L, need, st.avail, est, estMsg, seeDocs))
+		}
+	}
+	return nil
+}
+
 // planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
 // the minimum over pipeline stages, and the report lines.
 func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit, hmaOff bool) (*Result, error) {
@@ -815,81 +867,39 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 	for st := range pp {
 		workers[st] = project(groups, st)
 	}
-	stageLayers := func(st int) []LayerSpec {
-		var out []LayerSpec
-		for _, l := range layers {
-			if l.Stage == st {
-				out = append(out, l)
-			}
-		}
-		return out
-	}
-	needed := func(st, L int) int64 {
-		if r.groupAdmission {
-			return groupsNeeded(workers[st], use(L))
-		}
-		return layersNeeded(stageLayers(st), use(L))
-	}
-	checkAvail := func(st int) int64 {
-		if r.nullBlock {
-			return avail - nullBytes(workers[st])
-		}
-		return avail
-	}
-	empty := func(st int) bool { return groupSize(workers[st]) == 0 }
-
-	// Auto-fit max_model_len (latest).
-	if autoFit {
-		orig := res.MaxModelLen
-		fit := orig
-		for st := range pp {
-			if empty(st) {
-				continue
-			}
-			fit = min(fit, searchMaxLen(orig, checkAvail(st), func(L int) int64 { return needed(st, L) }))
-		}
-		if fit <= 0 {
-			return res, refuse(res, "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing `gpu_memory_utilization`.")
-		}
-		if fit >= orig {
-			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: full model context length %d fits in available GPU memory", orig))
-		} else {
-			res.MaxModelLen = fit
-			res.LogLines = append(res.LogLines, fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)", orig, fit, gibFor(r, avail)))
-		}
-	}
-	L := res.MaxModelLen
-	seeDocs := ""
-	if r.ceilRequested {
-		seeDocs = " See " + conservingMemoryURL + " for more details."
-	}
-
-	// Admission, per worker.
+	// The admission check per non-empty worker: its KV memory less the
+	// null block where the rules keep one, and what a request of L tokens
+	// needs there.
+	var stages []admitStage
 	for st := range pp {
-		if empty(st) {
+		if groupSize(workers[st]) == 0 {
 			continue
 		}
-		need := needed(st, L)
-		res.NeededBytes = max(res.NeededBytes, need)
-		if avail <= 0 {
-			return res, refuse(res, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."+seeDocs)
+		ca := avail
+		if r.nullBlock {
+			ca -= nullBytes(workers[st])
 		}
-		ca := checkAvail(st)
-		if need > ca {
-			est := searchMaxLen(L, ca, func(L int) int64 { return needed(st, L) })
-			res.EstimatedMaxModelLen = est
-			estMsg := ""
-			if est > 0 {
-				estMsg = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", est)
+		need := func(L int) int64 { return groupsNeeded(workers[st], use(L)) }
+		if !r.groupAdmission {
+			var sl []LayerSpec
+			for _, l := range layers {
+				if l.Stage == st {
+					sl = append(sl, l)
+				}
 			}
-			return res, refuse(res, admissionMessage(r, L, need, ca, est, estMsg, seeDocs))
+			need = func(L int) int64 { return layersNeeded(sl, use(L)) }
 		}
+		stages = append(stages, admitStage{avail: ca, need: need})
 	}
+	if err := admit(res, r, avail, autoFit, stages); err != nil {
+		return res, err
+	}
+	L := res.MaxModelLen
 
 	// num_blocks: the minimum across workers.
 	nb := int64(-1)
 	for st := range pp {
-		if empty(st) {
+		if groupSize(workers[st]) == 0 {
 			continue
 		}
 		n := numBlocks(workers[st], avail)

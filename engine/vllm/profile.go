@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/kvcfg/kvcfg/engine"
 )
 
 // Profile names a range of vLLM releases whose KV sizing and startup log
@@ -134,14 +134,11 @@ func resolve(version string) (Profile, release, string, error) {
 		return Latest, newest, "", nil
 	}
 	if r, ok := resolvedVersions.Load(version); ok {
-		r := r.(resolvedVersion)
 		return r.p, r.rel, r.note, nil
 	}
 	p, rel, note, err := resolveNew(version)
-	if err == nil && resolvedCount.Load() < maxResolved {
-		if _, loaded := resolvedVersions.LoadOrStore(version, resolvedVersion{p, rel, note}); !loaded {
-			resolvedCount.Add(1)
-		}
+	if err == nil {
+		resolvedVersions.Store(version, resolvedVersion{p, rel, note})
 	}
 	return p, rel, note, err
 }
@@ -154,14 +151,8 @@ type resolvedVersion struct {
 }
 
 // resolvedVersions holds the versions resolved so far by the string as
-// given, at most maxResolved of them (versions come from requests: the
-// bound keeps a stream of distinct strings from growing it without end).
-var (
-	resolvedVersions sync.Map // string → resolvedVersion
-	resolvedCount    atomic.Int32
-)
-
-const maxResolved = 256
+// given, at most 256 of them.
+var resolvedVersions = engine.NewMemo[string, resolvedVersion](256)
 
 // resolveNew is resolve without the cache.
 func resolveNew(version string) (Profile, release, string, error) {

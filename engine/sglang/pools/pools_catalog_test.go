@@ -5,7 +5,6 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/sglang"
-	"github.com/kvcfg/kvcfg/engine/sglang/pools"
 )
 
 // TestCatalogModelsReadyPools builds pools for real model configs (the
@@ -40,24 +39,9 @@ func TestCatalogModelsReadyPools(t *testing.T) {
 			args.MemFractionStatic, args.MaxRunningRequests, args.ContextLength = 0.9, 4, 2048
 			in := sglang.Input{Spec: spec, Parallel: sglang.Parallel{TP: tt.tp, PP: 1, DP: 1, DCP: 1}, Args: args,
 				Hardware: sglang.Hardware{MemoryMiB: 143771, SM: 90, Platform: "cuda"}, PostLoadFreeBytes: gib + tt.kvMiB<<20}
-			c, err := sglang.New(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := c.Configure(10 * gib)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := pools.New(in, c, res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			page := int64(c.Derived().PageSize)
+			c, res, p := readyPools(t, in)
 			b := p.Bytes()
-			slack := page * p.KV.Bytes().KV() / int64(p.KV.Rows())
-			if p.SWAKV != nil {
-				slack += page * p.SWAKV.Bytes().KV() / int64(p.SWAKV.Rows())
-			}
+			slack := pageSlack(c, p)
 			if d := b.KV() - res.KVPoolBytes; d > slack || -d > slack {
 				t.Errorf("kv pools %d B vs configured %d B: off by %d > one page per pool (%d)", b.KV(), res.KVPoolBytes, d, slack)
 			}

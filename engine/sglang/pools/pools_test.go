@@ -163,27 +163,10 @@ func TestReadyPoolsInTwoCalls(t *testing.T) {
 			args.MaxRunningRequests = 8
 			in := sglang.Input{Spec: tt.spec, Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1, DCP: 1}, Args: args,
 				Hardware: sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"}, PostLoadFreeBytes: gib + 24<<20}
-			// Call 1: configure from the measured free memory.
-			c, err := sglang.New(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := c.Configure(10 * gib)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Call 2: build the pools.
-			p, err := pools.New(in, c, res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			page := c.Derived().PageSize
+			// Call 1: configure from the measured free memory; call 2: build the pools.
+			c, res, p := readyPools(t, in)
 			b := p.Bytes()
-			// One page of rows per KV pool: page × that pool's bytes per token.
-			slack := int64(page) * p.KV.Bytes().KV() / int64(p.KV.Rows())
-			if p.SWAKV != nil {
-				slack += int64(page) * p.SWAKV.Bytes().KV() / int64(p.SWAKV.Rows())
-			}
+			slack := pageSlack(c, p)
 			diff := b.KV() - res.KVPoolBytes
 			if diff < 0 {
 				diff = -diff
@@ -342,18 +325,7 @@ func TestPostCaptureResize(t *testing.T) {
 			args.MemFractionStatic, args.MaxRunningRequests = 0.9, 4
 			in := sglang.Input{Spec: tt.spec, Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1, DCP: 1}, Args: args,
 				Hardware: sglang.Hardware{MemoryMiB: 81559, SM: 90, Platform: "cuda"}, PostLoadFreeBytes: gib + 16<<20}
-			c, err := sglang.New(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := c.Configure(10 * gib)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := pools.New(in, c, res)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, res, p := readyPools(t, in)
 			size := p.Allocator.Size()
 			// Fill the pool so its last pages are live.
 			live, err := p.Allocator.Alloc(nil, size/16*16)
@@ -388,6 +360,36 @@ func TestPostCaptureResize(t *testing.T) {
 			exercise(t, p)
 		})
 	}
+}
+
+// readyPools configures in's rank with 10 GiB free before loading (sglang.New,
+// Configure) and builds its pools (pools.New), failing t on any error.
+func readyPools(t *testing.T, in sglang.Input) (*sglang.Configurator, *sglang.Result, *pool.Pools) {
+	t.Helper()
+	c, err := sglang.New(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Configure(10 << 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pools.New(in, c, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, res, p
+}
+
+// pageSlack is one page of rows per KV pool of p: page × that pool's bytes
+// per token, how far its bytes may be off the configured budget.
+func pageSlack(c *sglang.Configurator, p *pool.Pools) int64 {
+	page := int64(c.Derived().PageSize)
+	slack := page * p.KV.Bytes().KV() / int64(p.KV.Rows())
+	if p.SWAKV != nil {
+		slack += page * p.SWAKV.Bytes().KV() / int64(p.SWAKV.Rows())
+	}
+	return slack
 }
 
 var kvFormats = []string{"bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16", "int8_g64", "int4_g32"}
