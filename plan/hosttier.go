@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
@@ -44,15 +43,12 @@ func sglangHostTier(h *sglang.HostPool) *HostTier {
 	t := &HostTier{Option: "--enable-hierarchical-cache", Tokens: h.Tokens, Blocks: h.Pages, BlockSize: h.PageSize,
 		BytesPerToken: h.BytesPerToken, Bytes: h.Bytes, TotalBytes: h.NodeBytes, BudgetBytes: h.BudgetBytes}
 	if h.SizedFrom == "hicache_size" {
-		t.SizedFrom = "--hicache-size " + fmtFloat(h.SizeGB) + " (decimal GB) // bytes per token, then size // page + 1 pages"
+		t.SizedFrom = "--hicache-size " + FormatFloat(h.SizeGB) + " (decimal GB) // bytes per token, then size // page + 1 pages"
 	} else {
-		t.SizedFrom = "--hicache-ratio " + fmtFloat(h.Ratio) + " × " + digits(h.DeviceTokens) + " GPU tokens, then size // page + 1 pages"
+		t.SizedFrom = "--hicache-ratio " + FormatFloat(h.Ratio) + " × " + digits(h.DeviceTokens) + " GPU tokens, then size // page + 1 pages"
 	}
 	return t
 }
-
-// fmtFloat prints a flag's float value the shortest way.
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // unifiedRows show SGLang's unified memory pool: the shared buffer, each
 // sub-pool's sized and maximum slots, and how the two trade.
@@ -110,7 +106,7 @@ func vllmHostTier(req Request, res *vllm.Result) *HostTier {
 	blocks := cpuBytes / (perBlock * world)
 	return &HostTier{Option: "--kv-offloading-size", Tokens: blocks * int64(res.BlockSize), Blocks: blocks, BlockSize: res.BlockSize,
 		BytesPerToken: perBlock / int64(res.BlockSize), Bytes: blocks * perBlock, TotalBytes: blocks * perBlock * world,
-		SizedFrom: fmt.Sprintf("cpu_bytes_to_use %s GiB over %d ranks // %s B per block per rank", fmtFloat(req.KVOffloadingSize), world, digits(perBlock))}
+		SizedFrom: fmt.Sprintf("cpu_bytes_to_use %s GiB over %d ranks // %s B per block per rank", FormatFloat(req.KVOffloadingSize), world, digits(perBlock))}
 }
 
 // trtllmHostTier is TensorRT-LLM's secondary (host) pool
