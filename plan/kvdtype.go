@@ -68,7 +68,13 @@ func engineKVDType(r *Request, dt string) string {
 // CanonicalKVCacheDType is kvcfg's name for the storage the KV cache dtype
 // dt names in any engine's spelling (fp8 → fp8_e4m3, bfloat16 → bf16); dt
 // trimmed and lowered when no engine spells it otherwise.
-func CanonicalKVCacheDType(dt string) string { return canonicalKVDType(dt) }
+func CanonicalKVCacheDType(dt string) string {
+	name := strings.ToLower(strings.TrimSpace(dt))
+	if g := spellingGroup(name); g != nil {
+		return g[0]
+	}
+	return name
+}
 
 // kvDTypeLists caches acceptedKVDTypes by engine and version: the
 // normalization of every plan with an explicit KV dtype reads it, and the
@@ -100,21 +106,12 @@ func cachedKVDTypes(r *Request) []string {
 // kvDTypeListsCount bounds kvDTypeLists (an API client chooses versions).
 var kvDTypeListsCount atomic.Int32
 
-// canonicalKVDType is CanonicalKVCacheDType.
-func canonicalKVDType(dt string) string {
-	name := strings.ToLower(strings.TrimSpace(dt))
-	if g := spellingGroup(name); g != nil {
-		return g[0]
-	}
-	return name
-}
-
 // dtypeHint says why an engine that refuses the KV dtype dt has no name
 // for its storage: for a model-dtype format, that its auto stores the
 // model's cache in the model's dtype; "" otherwise (the refusal lists what
 // the engine accepts).
 func dtypeHint(engine, dt string) string {
-	c := canonicalKVDType(dt)
+	c := CanonicalKVCacheDType(dt)
 	if !slices.Contains(kvModelFormats, c) {
 		return ""
 	}
@@ -135,7 +132,7 @@ func kvDTypeNote(engine, given, used string) string {
 		flag += "=" + used
 	}
 	if used == "auto" {
-		return fmt.Sprintf("kv_cache_dtype %s: %s has no name for it; its %s stores this %s model's cache as %s, so that is planned", given, EngineLabel(engine), flag, canonicalKVDType(given), canonicalKVDType(given))
+		return fmt.Sprintf("kv_cache_dtype %s: %s has no name for it; its %s stores this %s model's cache as %s, so that is planned", given, EngineLabel(engine), flag, CanonicalKVCacheDType(given), CanonicalKVCacheDType(given))
 	}
 	return fmt.Sprintf("kv_cache_dtype %s is %s's %s (the same storage): planned and printed so", given, EngineLabel(engine), flag)
 }
@@ -215,7 +212,7 @@ func planKVDType(ctx context.Context, req *Request, given string, o runOpts) (*R
 	if given == "" || strings.EqualFold(strings.TrimSpace(given), used) || rep == nil {
 		return rep, err
 	}
-	if used == "auto" && rep.ResolvedKVCacheDType != "" && rep.ResolvedKVCacheDType != canonicalKVDType(given) {
+	if used == "auto" && rep.ResolvedKVCacheDType != "" && rep.ResolvedKVCacheDType != CanonicalKVCacheDType(given) {
 		r := *req
 		r.KVCacheDType = given
 		return planValid(ctx, &r, o)
