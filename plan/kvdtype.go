@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
@@ -78,8 +76,9 @@ func CanonicalKVCacheDType(dt string) string {
 
 // kvDTypeLists caches acceptedKVDTypes by engine and version: the
 // normalization of every plan with an explicit KV dtype reads it, and the
-// engines return a fresh copy each time.
-var kvDTypeLists sync.Map // engine + "\x00" + version → []string
+// engines return a fresh copy each time; an API client chooses versions,
+// so at most 256 are kept.
+var kvDTypeLists = boundedCache[string, []string]{max: 256}
 
 // cachedKVDTypes is acceptedKVDTypes(*r), shared: callers never change it.
 func cachedKVDTypes(r *Request) []string {
@@ -91,20 +90,15 @@ func cachedKVDTypes(r *Request) []string {
 		v = r.TRTLLMVersion
 	}
 	key := r.Engine + "\x00" + v
-	if l, ok := kvDTypeLists.Load(key); ok {
-		return l.([]string)
+	if l, ok := kvDTypeLists.load(key); ok {
+		return l
 	}
 	l := acceptedKVDTypes(*r)
-	if l != nil && kvDTypeListsCount.Load() < 256 { // a handful of versions per process
-		if _, loaded := kvDTypeLists.LoadOrStore(key, l); !loaded {
-			kvDTypeListsCount.Add(1)
-		}
+	if l != nil {
+		kvDTypeLists.store(key, l)
 	}
 	return l
 }
-
-// kvDTypeListsCount bounds kvDTypeLists (an API client chooses versions).
-var kvDTypeListsCount atomic.Int32
 
 // dtypeHint says why an engine that refuses the KV dtype dt has no name
 // for its storage: for a model-dtype format, that its auto stores the
