@@ -156,7 +156,7 @@ func memoryLifts(k knobs, rep *Report) []change {
 	if k.share != "" && k.current < k.shareMax {
 		out = append(out, change{k.share, strconv.FormatFloat(k.shareMax, 'f', -1, 64)})
 	}
-	if k.fp8 != "" && !strings.HasPrefix(strings.ToLower(rep.ResolvedKVCacheDType), "fp8") && !strings.Contains(rep.ResolvedKVCacheDType, "fp4") {
+	if k.fp8Helps(rep.ResolvedKVCacheDType) {
 		out = append(out, change{"kv_cache_dtype", k.fp8})
 	}
 	return out
