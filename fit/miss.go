@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +238,7 @@ func largerGPUs(searched []string, k int) []string {
 			more = append(more, o)
 		}
 	}
-	slices.SortStableFunc(more, func(a, b gpu.GPU) int { return cmpInt64(a.MemoryMiB, b.MemoryMiB) })
+	slices.SortStableFunc(more, func(a, b gpu.GPU) int { return cmp.Compare(a.MemoryMiB, b.MemoryMiB) })
 	var out []string
 	var last int64
 	for _, o := range more {
