@@ -93,8 +93,9 @@ func Advise(ctx context.Context, e *Explanation, req plan.Request) (*Advice, err
 	req = req.Normalized()
 	// The knob's request key, from the flag table: the engines' names for
 	// one setting (--max-model-len, --context-length) land on one case.
-	key := plan.KeyOfFlag(e.Knob)
-	if contextKeys[key] && fromMessage(a.FromMessage, key) {
+	knob, _ := plan.LookupFlag(e.Knob)
+	key := knob.Key
+	if knob.Role == "context" && fromMessage(a.FromMessage, key) {
 		// The context itself was read from the message (one longer than
 		// the model's, which every engine refuses): the launch reproduced
 		// it, and the search starts from the engine's default context.
@@ -333,9 +334,6 @@ func holds(ctx context.Context, target int) func(plan.Request) (*plan.Report, bo
 		return rp, ok
 	}
 }
-
-// contextKeys are the request keys of the context length, one per engine.
-var contextKeys = map[string]bool{"context_length": true, "max_model_len": true, "max_seq_len": true}
 
 // fromMessage reports whether settings (key=value, as Advice.FromMessage
 // lists them) set key.

@@ -19,6 +19,7 @@
 package fit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -611,7 +612,7 @@ func cheaper(a, b Configuration) int {
 		return a.GPUCount - b.GPUCount
 	}
 	if a.HeadroomBytes != b.HeadroomBytes {
-		return cmpInt64(b.HeadroomBytes, a.HeadroomBytes)
+		return cmp.Compare(b.HeadroomBytes, a.HeadroomBytes)
 	}
 	if a.PPSize != b.PPSize {
 		return a.PPSize - b.PPSize

@@ -56,16 +56,6 @@ func skip(c candidate, reason string) Skip {
 	return Skip{GPU: c.gpu, TPSize: c.tp, PPSize: c.pp, KVCacheDType: c.dtype, Reason: reason}
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // scored is a candidate that misses, with how close it comes.
 type scored struct {
 	c   candidate

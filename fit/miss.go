@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,43 +63,38 @@ func (s *search) miss(ctx context.Context, sc scored, o Options, maxGPUs int) (*
 // maxConcurrency bisects for the largest n' < n such that candidate c
 // serves n' requests of L tokens, and returns it with its outcome.
 func (s *search) maxConcurrency(ctx context.Context, c candidate, n, L int) (int, outcome, error) {
-	lo, hi := 0, n-1
-	var atN outcome
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if err := ctx.Err(); err != nil {
-			return 0, outcome{}, err
-		}
-		if o := s.solve(ctx, c, mid, L); o.ok {
-			lo, atN = mid, o
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo, atN, nil
+	return largest(ctx, n-1, func(mid int) outcome { return s.solve(ctx, c, mid, L) })
 }
 
 // maxContext bisects for the largest context L' < L at which candidate c
 // serves n requests (0 for a workload: its context is its longest
 // request), and returns it with its outcome.
 func (s *search) maxContext(ctx context.Context, c candidate, n, L int) (int, outcome, error) {
-	clo, chi := 0, L-1
+	hi := L - 1
 	if s.wl != nil {
-		chi = 0 // a workload's context is its longest request
+		hi = 0 // a workload's context is its longest request
 	}
+	return largest(ctx, hi, func(mid int) outcome { return s.solve(ctx, c, n, mid) })
+}
+
+// largest bisects [0, hi] for the largest value whose outcome is ok (0,
+// with a zero outcome, when none above 0 is), and returns it with its
+// outcome.
+func largest(ctx context.Context, hi int, try func(int) outcome) (int, outcome, error) {
+	lo := 0
 	var at outcome
-	for clo < chi {
-		mid := (clo + chi + 1) / 2
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
 		if err := ctx.Err(); err != nil {
 			return 0, outcome{}, err
 		}
-		if o := s.solve(ctx, c, n, mid); o.ok {
-			clo, at = mid, o
+		if o := try(mid); o.ok {
+			lo, at = mid, o
 		} else {
-			chi = mid - 1
+			hi = mid - 1
 		}
 	}
-	return clo, at, nil
+	return lo, at, nil
 }
 
 // shortfall sets m's Error and Shortfall: why the outcome out of
@@ -242,7 +238,7 @@ func largerGPUs(searched []string, k int) []string {
 			more = append(more, o)
 		}
 	}
-	slices.SortStableFunc(more, func(a, b gpu.GPU) int { return cmpInt64(a.MemoryMiB, b.MemoryMiB) })
+	slices.SortStableFunc(more, func(a, b gpu.GPU) int { return cmp.Compare(a.MemoryMiB, b.MemoryMiB) })
 	var out []string
 	var last int64
 	for _, o := range more {

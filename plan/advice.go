@@ -92,6 +92,13 @@ type knobs struct {
 // spelling where kvcfg takes it, else kvcfg's name).
 func (k knobs) flag(key string) string { return FlagFor(k.engine, key) }
 
+// fp8Helps reports whether the engine's fp8 KV cache is a change for a
+// plan whose resolved KV dtype is resolved: the engine has one, and the
+// cache is not fp8 or fp4 already.
+func (k knobs) fp8Helps(resolved string) bool {
+	return k.fp8 != "" && !strings.HasPrefix(strings.ToLower(resolved), "fp8") && !strings.Contains(resolved, "fp4")
+}
+
 // change is one request field set to a value.
 type change struct{ key, value string }
 
@@ -164,8 +171,7 @@ func newAdviser(ctx context.Context, req Request, m *catalog.Model, rep *Report,
 	if errors.As(planErr, &tp) && len(tp.Sizes()) > 0 {
 		a.tpSizes = "TP sizes that split the heads: " + joinInts(tp.Sizes())
 	}
-	d := rep.ResolvedKVCacheDType
-	a.fp8 = a.k.fp8 != "" && !strings.HasPrefix(strings.ToLower(d), "fp8") && !strings.Contains(d, "fp4")
+	a.fp8 = a.k.fp8Helps(rep.ResolvedKVCacheDType)
 	return a
 }
 

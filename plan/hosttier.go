@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
@@ -44,15 +43,12 @@ func sglangHostTier(h *sglang.HostPool) *HostTier {
 	t := &HostTier{Option: "--enable-hierarchical-cache", Tokens: h.Tokens, Blocks: h.Pages, BlockSize: h.PageSize,
 		BytesPerToken: h.BytesPerToken, Bytes: h.Bytes, TotalBytes: h.NodeBytes, BudgetBytes: h.BudgetBytes}
 	if h.SizedFrom == "hicache_size" {
-		t.SizedFrom = "--hicache-size " + fmtFloat(h.SizeGB) + " (decimal GB) // bytes per token, then size // page + 1 pages"
+		t.SizedFrom = "--hicache-size " + FormatFloat(h.SizeGB) + " (decimal GB) // bytes per token, then size // page + 1 pages"
 	} else {
-		t.SizedFrom = "--hicache-ratio " + fmtFloat(h.Ratio) + " × " + digits(h.DeviceTokens) + " GPU tokens, then size // page + 1 pages"
+		t.SizedFrom = "--hicache-ratio " + FormatFloat(h.Ratio) + " × " + group3(h.DeviceTokens) + " GPU tokens, then size // page + 1 pages"
 	}
 	return t
 }
-
-// fmtFloat prints a flag's float value the shortest way.
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // unifiedRows show SGLang's unified memory pool: the shared buffer, each
 // sub-pool's sized and maximum slots, and how the two trade.
@@ -68,9 +64,9 @@ func (r *Report) unifiedRows() [][2]string {
 	}
 	return [][2]string{
 		{"unified memory pool", fmt.Sprintf("%s shared buffer (%s hybrid): full KV %s tokens × %s B + %s %s %s × %s B",
-			units.FormatBytes(u.TotalBytes), o.Name, digits(f.Sized), digits(f.EntryBytes), o.Name, unit, digits(o.Sized), digits(o.EntryBytes))},
+			units.FormatBytes(u.TotalBytes), o.Name, group3(f.Sized), group3(f.EntryBytes), o.Name, unit, group3(o.Sized), group3(o.EntryBytes))},
 		{"unified trade", fmt.Sprintf("1 %s slot = %.1f full tokens; all full: %s tokens (%s %s), all %s: %s %s (0 tokens)",
-			o.Name, u.TokensPerSlot(), digits(f.MaxSlots), "0", unit, o.Name, digits(o.MaxSlots), unit)},
+			o.Name, u.TokensPerSlot(), group3(f.MaxSlots), "0", unit, o.Name, group3(o.MaxSlots), unit)},
 	}
 }
 
@@ -81,7 +77,7 @@ func (r *Report) hostTierRows() [][2]string {
 		return nil
 	}
 	v := fmt.Sprintf("%s tokens (%s blocks of %d), %s per rank, %s per node (%s B/token; %s)",
-		digits(t.Tokens), digits(t.Blocks), t.BlockSize, units.FormatBytes(t.Bytes), units.FormatBytes(t.TotalBytes), digits(t.BytesPerToken), t.SizedFrom)
+		group3(t.Tokens), group3(t.Blocks), t.BlockSize, units.FormatBytes(t.Bytes), units.FormatBytes(t.TotalBytes), group3(t.BytesPerToken), t.SizedFrom)
 	rows := [][2]string{{"host KV tier " + t.Option, v}}
 	if t.BudgetBytes > 0 {
 		rows = append(rows, [2]string{"host RAM budget per rank", units.FormatBytes(t.BudgetBytes)})
@@ -110,7 +106,7 @@ func vllmHostTier(req Request, res *vllm.Result) *HostTier {
 	blocks := cpuBytes / (perBlock * world)
 	return &HostTier{Option: "--kv-offloading-size", Tokens: blocks * int64(res.BlockSize), Blocks: blocks, BlockSize: res.BlockSize,
 		BytesPerToken: perBlock / int64(res.BlockSize), Bytes: blocks * perBlock, TotalBytes: blocks * perBlock * world,
-		SizedFrom: fmt.Sprintf("cpu_bytes_to_use %s GiB over %d ranks // %s B per block per rank", fmtFloat(req.KVOffloadingSize), world, digits(perBlock))}
+		SizedFrom: fmt.Sprintf("cpu_bytes_to_use %s GiB over %d ranks // %s B per block per rank", FormatFloat(req.KVOffloadingSize), world, group3(perBlock))}
 }
 
 // trtllmHostTier is TensorRT-LLM's secondary (host) pool
@@ -124,7 +120,7 @@ func trtllmHostTier(req Request, res *trtllm.Result) *HostTier {
 	b := res.NumSecondaryBlocks
 	return &HostTier{Option: "kv_cache_config.host_cache_size", Tokens: b * int64(tokensPerBlock), Blocks: b, BlockSize: tokensPerBlock,
 		BytesPerToken: cellBytes, Bytes: int64(req.HostCacheSize), TotalBytes: int64(req.HostCacheSize) * int64(max(res.TPSize, 1)),
-		SizedFrom: fmt.Sprintf("host_cache_size %s // %s B per token // %d tokens per block", units.FormatBytes(int64(req.HostCacheSize)), digits(cellBytes), tokensPerBlock)}
+		SizedFrom: fmt.Sprintf("host_cache_size %s // %s B per token // %d tokens per block", units.FormatBytes(int64(req.HostCacheSize)), group3(cellBytes), tokensPerBlock)}
 }
 
 // warnHostRAM warns when a host tier does not fit the node's free RAM

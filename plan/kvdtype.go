@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
@@ -68,12 +66,19 @@ func engineKVDType(r *Request, dt string) string {
 // CanonicalKVCacheDType is kvcfg's name for the storage the KV cache dtype
 // dt names in any engine's spelling (fp8 → fp8_e4m3, bfloat16 → bf16); dt
 // trimmed and lowered when no engine spells it otherwise.
-func CanonicalKVCacheDType(dt string) string { return canonicalKVDType(dt) }
+func CanonicalKVCacheDType(dt string) string {
+	name := strings.ToLower(strings.TrimSpace(dt))
+	if g := spellingGroup(name); g != nil {
+		return g[0]
+	}
+	return name
+}
 
 // kvDTypeLists caches acceptedKVDTypes by engine and version: the
 // normalization of every plan with an explicit KV dtype reads it, and the
-// engines return a fresh copy each time.
-var kvDTypeLists sync.Map // engine + "\x00" + version → []string
+// engines return a fresh copy each time; an API client chooses versions,
+// so at most 256 are kept.
+var kvDTypeLists = boundedCache[string, []string]{max: 256}
 
 // cachedKVDTypes is acceptedKVDTypes(*r), shared: callers never change it.
 func cachedKVDTypes(r *Request) []string {
@@ -85,28 +90,14 @@ func cachedKVDTypes(r *Request) []string {
 		v = r.TRTLLMVersion
 	}
 	key := r.Engine + "\x00" + v
-	if l, ok := kvDTypeLists.Load(key); ok {
-		return l.([]string)
+	if l, ok := kvDTypeLists.load(key); ok {
+		return l
 	}
 	l := acceptedKVDTypes(*r)
-	if l != nil && kvDTypeListsCount.Load() < 256 { // a handful of versions per process
-		if _, loaded := kvDTypeLists.LoadOrStore(key, l); !loaded {
-			kvDTypeListsCount.Add(1)
-		}
+	if l != nil {
+		kvDTypeLists.store(key, l)
 	}
 	return l
-}
-
-// kvDTypeListsCount bounds kvDTypeLists (an API client chooses versions).
-var kvDTypeListsCount atomic.Int32
-
-// canonicalKVDType is CanonicalKVCacheDType.
-func canonicalKVDType(dt string) string {
-	name := strings.ToLower(strings.TrimSpace(dt))
-	if g := spellingGroup(name); g != nil {
-		return g[0]
-	}
-	return name
 }
 
 // dtypeHint says why an engine that refuses the KV dtype dt has no name
@@ -114,7 +105,7 @@ func canonicalKVDType(dt string) string {
 // model's cache in the model's dtype; "" otherwise (the refusal lists what
 // the engine accepts).
 func dtypeHint(engine, dt string) string {
-	c := canonicalKVDType(dt)
+	c := CanonicalKVCacheDType(dt)
 	if !slices.Contains(kvModelFormats, c) {
 		return ""
 	}
@@ -135,7 +126,7 @@ func kvDTypeNote(engine, given, used string) string {
 		flag += "=" + used
 	}
 	if used == "auto" {
-		return fmt.Sprintf("kv_cache_dtype %s: %s has no name for it; its %s stores this %s model's cache as %s, so that is planned", given, EngineLabel(engine), flag, canonicalKVDType(given), canonicalKVDType(given))
+		return fmt.Sprintf("kv_cache_dtype %s: %s has no name for it; its %s stores this %s model's cache as %s, so that is planned", given, EngineLabel(engine), flag, CanonicalKVCacheDType(given), CanonicalKVCacheDType(given))
 	}
 	return fmt.Sprintf("kv_cache_dtype %s is %s's %s (the same storage): planned and printed so", given, EngineLabel(engine), flag)
 }
@@ -215,7 +206,7 @@ func planKVDType(ctx context.Context, req *Request, given string, o runOpts) (*R
 	if given == "" || strings.EqualFold(strings.TrimSpace(given), used) || rep == nil {
 		return rep, err
 	}
-	if used == "auto" && rep.ResolvedKVCacheDType != "" && rep.ResolvedKVCacheDType != canonicalKVDType(given) {
+	if used == "auto" && rep.ResolvedKVCacheDType != "" && rep.ResolvedKVCacheDType != CanonicalKVCacheDType(given) {
 		r := *req
 		r.KVCacheDType = given
 		return planValid(ctx, &r, o)

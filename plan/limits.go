@@ -156,7 +156,7 @@ func memoryLifts(k knobs, rep *Report) []change {
 	if k.share != "" && k.current < k.shareMax {
 		out = append(out, change{k.share, strconv.FormatFloat(k.shareMax, 'f', -1, 64)})
 	}
-	if k.fp8 != "" && !strings.HasPrefix(strings.ToLower(rep.ResolvedKVCacheDType), "fp8") && !strings.Contains(rep.ResolvedKVCacheDType, "fp4") {
+	if k.fp8Helps(rep.ResolvedKVCacheDType) {
 		out = append(out, change{"kv_cache_dtype", k.fp8})
 	}
 	return out
@@ -224,12 +224,7 @@ func vllmLimits(rep *Report, res *vllm.Result, req *Request) {
 		rep.addLimit(ConcurrencyLimit{Source: LimitMambaGroups, Value: res.NumGPUBlocks / mamba,
 			Detail: "num_gpu_blocks / blocks one request's Mamba state takes", Flag: memFlag})
 	}
-	b := rep.bind()
-	if rep.ConcurrencyLimits[b].Source == LimitMaxNumSeqs {
-		rep.setLift("max_num_seqs", rep.nextLimit(func(l ConcurrencyLimit) bool { return l.Source == LimitMaxNumSeqs }), int64(res.MaxNumSeqs))
-		return
-	}
-	rep.setMemoryLift()
+	rep.bindCapOrMemory(LimitMaxNumSeqs, "max_num_seqs", int64(res.MaxNumSeqs))
 }
 
 // trtllmLimits lists TensorRT-LLM's limits on rep (filled from res).
@@ -248,9 +243,15 @@ func trtllmLimits(rep *Report, res *trtllm.Result) {
 	}
 	rep.addLimit(ConcurrencyLimit{Source: LimitKVBlocks, Value: blocks,
 		Detail: "primary blocks / blocks one request of max_seq_len needs", Flag: memFlag})
-	b := rep.bind()
-	if rep.ConcurrencyLimits[b].Source == LimitMaxBatchSize {
-		rep.setLift("max_batch_size", rep.nextLimit(func(l ConcurrencyLimit) bool { return l.Source == LimitMaxBatchSize }), int64(res.MaxBatchSize))
+	rep.bindCapOrMemory(LimitMaxBatchSize, "max_batch_size", int64(res.MaxBatchSize))
+}
+
+// bindCapOrMemory binds rep's limits; when the request cap (limit source,
+// set by key to value) binds, raising it to the next limit lifts it, else
+// more KV memory does.
+func (rep *Report) bindCapOrMemory(source, key string, value int64) {
+	if b := rep.bind(); rep.ConcurrencyLimits[b].Source == source {
+		rep.setLift(key, rep.nextLimit(func(l ConcurrencyLimit) bool { return l.Source == source }), value)
 		return
 	}
 	rep.setMemoryLift()

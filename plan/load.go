@@ -3,8 +3,6 @@ package plan
 import (
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
@@ -44,14 +42,9 @@ func loadDType(s string) (dtype.DType, error) {
 // dtypeVariants caches the model with another load dtype, one per model
 // and dtype, so that a sweep plans it without copying it (and reading its
 // directory's headers, cached per *catalog.Model) each time; at most
-// maxDTypeVariants are kept, so a server planning many models does not
+// 256 are kept, so a server planning many models does not
 // hold every one.
-var (
-	dtypeVariants      sync.Map // variantKey → *catalog.Model
-	dtypeVariantsCount atomic.Int64
-)
-
-const maxDTypeVariants = 256
+var dtypeVariants = boundedCache[variantKey, *catalog.Model]{max: 256}
 
 type variantKey struct {
 	m *catalog.Model
@@ -70,21 +63,14 @@ func withLoadDType(req *Request, m *catalog.Model) (*catalog.Model, error) {
 		return m, nil
 	}
 	k := variantKey{m, d}
-	if v, ok := dtypeVariants.Load(k); ok {
-		return v.(*catalog.Model), nil
+	if v, ok := dtypeVariants.load(k); ok {
+		return v, nil
 	}
 	s := *m.Spec
 	s.ModelDType = d
 	c := *m
 	c.Spec = &s
-	if dtypeVariantsCount.Load() >= maxDTypeVariants {
-		return &c, nil
-	}
-	v, loaded := dtypeVariants.LoadOrStore(k, &c)
-	if !loaded {
-		dtypeVariantsCount.Add(1)
-	}
-	return v.(*catalog.Model), nil
+	return dtypeVariants.store(k, &c), nil
 }
 
 // runtimeFP8 reports whether --quantization quantizes the weights after

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
@@ -132,30 +131,21 @@ type runOpts struct {
 }
 
 // weightsNotes holds the weight-estimate notes built so far by weights
-// per rank, at most maxWeightsNotes of them: a process plans a few models
+// per rank, at most 1,024 of them: a process plans a few models
 // at a few layouts, again and again (a sweep, a server, advice).
-var (
-	weightsNotes      sync.Map // int64 → string
-	weightsNotesCount atomic.Int32
-)
-
-const maxWeightsNotes = 1024
+var weightsNotes = boundedCache[int64, string]{max: 1024}
 
 // weightsNote is the note of a weight estimate of w bytes per rank.
 func weightsNote(w int64) string {
-	if v, ok := weightsNotes.Load(w); ok {
-		return v.(string)
+	if v, ok := weightsNotes.load(w); ok {
+		return v
 	}
 	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype; not counted: vocabulary padding, buffers, MTP draft layers and a vision encoder); pass a model directory or Hub id for the checkpoint's exact bytes, --weights-memory, or the measured free-memory readings"
 	b := make([]byte, 0, len(head)+24+len(tail)) // 24: the longest size units spells
 	b = append(b, head...)
 	b = units.AppendBytes(b, w)
 	note := string(append(b, tail...))
-	if weightsNotesCount.Load() < maxWeightsNotes {
-		if _, loaded := weightsNotes.LoadOrStore(w, note); !loaded {
-			weightsNotesCount.Add(1)
-		}
-	}
+	weightsNotes.store(w, note)
 	return note
 }
 
@@ -216,26 +206,19 @@ var defaultGPU = sync.OnceValue(func() gpu.GPU {
 })
 
 // namedGPUs holds the catalog GPUs looked up so far by the name as a
-// request gives it, at most maxNamedGPUs of them, shared as the default
+// request gives it, at most 256 of them, shared as the default
 // GPU is: a sweep or a server plans the same few GPUs again and again.
-var (
-	namedGPUs      sync.Map // string → gpu.GPU
-	namedGPUsCount atomic.Int32
-)
-
-const maxNamedGPUs = 256
+var namedGPUs = boundedCache[string, gpu.GPU]{max: 256}
 
 // lookupGPU is gpu.Lookup for a plan: the GPU's Aliases and SMINames are
 // shared with every plan of the same name.
 func lookupGPU(name string) (gpu.GPU, error) {
-	if g, ok := namedGPUs.Load(name); ok {
-		return g.(gpu.GPU), nil
+	if g, ok := namedGPUs.load(name); ok {
+		return g, nil
 	}
 	g, err := gpu.Lookup(name)
-	if err == nil && namedGPUsCount.Load() < maxNamedGPUs {
-		if _, loaded := namedGPUs.LoadOrStore(name, g); !loaded {
-			namedGPUsCount.Add(1)
-		}
+	if err == nil {
+		namedGPUs.store(name, g)
 	}
 	return g, err
 }

@@ -171,13 +171,13 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"vllm_version", r.VLLMVersion},
 			[2]string{"gpu_memory_utilization", util},
 			[2]string{"block_size", fmt.Sprint(r.BlockSize)},
-			[2]string{"max_model_len", digits(int64(r.MaxModelLen))},
+			[2]string{"max_model_len", group3(int64(r.MaxModelLen))},
 			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
 			cell,
-			[2]string{"num_gpu_blocks", digits(r.NumGPUBlocks)},
-			[2]string{"kv_cache_size_tokens", digits(r.KVCacheSizeTokens)},
+			[2]string{"num_gpu_blocks", group3(r.NumGPUBlocks)},
+			[2]string{"kv_cache_size_tokens", group3(r.KVCacheSizeTokens)},
 			[2]string{"max_concurrency", strconv.FormatFloat(r.MaxConcurrency, 'f', 2, 64) + "x at max_model_len"},
-			[2]string{"max_num_seqs", digits(int64(r.MaxRunningRequests))},
+			[2]string{"max_num_seqs", group3(int64(r.MaxRunningRequests))},
 			r.kvSizeRow(),
 		)
 		return append(rows, r.hostTierRows()...)
@@ -187,14 +187,14 @@ func (r *Report) summaryRows() [][2]string {
 			[2]string{"trtllm_version", r.TRTLLMVersion},
 			[2]string{"free_gpu_memory_fraction", strconv.FormatFloat(r.FreeGPUMemoryFraction, 'f', -1, 64)},
 			[2]string{"tokens_per_block", fmt.Sprint(r.TokensPerBlock)},
-			[2]string{"max_seq_len", digits(int64(r.MaxSeqLen))},
+			[2]string{"max_seq_len", group3(int64(r.MaxSeqLen))},
 			[2]string{"kv cache", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
 			cell,
-			[2]string{"estimate bytes per token", digits(r.EstimateBytesPerToken)},
-			[2]string{"num_blocks", digits(r.NumBlocks)},
-			[2]string{"max_tokens", digits(r.MaxTokens)},
-			[2]string{"max_batch_size", digits(int64(r.MaxRunningRequests))},
-			[2]string{"max concurrency at max_seq_len", digits(r.MaxConcurrencyAtContextLength)},
+			[2]string{"estimate bytes per token", group3(r.EstimateBytesPerToken)},
+			[2]string{"num_blocks", group3(r.NumBlocks)},
+			[2]string{"max_tokens", group3(r.MaxTokens)},
+			[2]string{"max_batch_size", group3(int64(r.MaxRunningRequests))},
+			[2]string{"max concurrency at max_seq_len", group3(r.MaxConcurrencyAtContextLength)},
 			r.kvSizeRow(),
 		)
 		return append(rows, r.hostTierRows()...)
@@ -205,20 +205,20 @@ func (r *Report) summaryRows() [][2]string {
 	rows = append(rows,
 		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
 		[2]string{"page_size", fmt.Sprint(r.PageSize)},
-		[2]string{"context_length", digits(int64(r.ContextLength))},
+		[2]string{"context_length", group3(int64(r.ContextLength))},
 		[2]string{"configurator", fmt.Sprintf("%s, %d KV layers per GPU", r.Configurator, r.KVLayers)},
 		cell,
-		[2]string{"max_total_num_tokens", digits(r.MaxTotalNumTokens)},
+		[2]string{"max_total_num_tokens", group3(r.MaxTotalNumTokens)},
 	)
 	if r.FullMaxTotalNumTokens > 0 || r.SWAMaxTotalNumTokens > 0 {
-		rows = append(rows, [2]string{"full / swa tokens", digits(r.FullMaxTotalNumTokens) + " / " + digits(r.SWAMaxTotalNumTokens)})
+		rows = append(rows, [2]string{"full / swa tokens", group3(r.FullMaxTotalNumTokens) + " / " + group3(r.SWAMaxTotalNumTokens)})
 	}
-	rows = append(rows, [2]string{"max_running_requests", digits(int64(r.MaxRunningRequests))})
+	rows = append(rows, [2]string{"max_running_requests", group3(int64(r.MaxRunningRequests))})
 	if r.MaxMambaCacheSize > 0 {
-		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", digits(r.MaxMambaCacheSize), units.FormatBytes(r.MambaStateBytesPerRequest))})
+		rows = append(rows, [2]string{"max_mamba_cache_size", fmt.Sprintf("%s (%s per request)", group3(r.MaxMambaCacheSize), units.FormatBytes(r.MambaStateBytesPerRequest))})
 	}
 	rows = append(rows,
-		[2]string{"max concurrency at context length", digits(r.MaxConcurrencyAtContextLength)},
+		[2]string{"max concurrency at context length", group3(r.MaxConcurrencyAtContextLength)},
 		r.kvSizeRow(),
 	)
 	if r.IndexerBytes > 0 && r.DSV4 == nil {
@@ -240,7 +240,7 @@ func (r *Report) dsv4Rows() [][2]string {
 	t, y := d.Tokens, d.Bytes
 	rows := [][2]string{
 		{"dsv4 pools (tokens)", fmt.Sprintf("full %s, swa %s, c4 %s, c128 %s, c4_state %s, c128_state %s",
-			digits(t.Full), digits(t.SWA), digits(t.C4), digits(t.C128), digits(t.C4State), digits(t.C128State))},
+			group3(t.Full), group3(t.SWA), group3(t.C4), group3(t.C128), group3(t.C4State), group3(t.C128State))},
 		{"dsv4 pools (bytes)", fmt.Sprintf("swa %s, c4 %s, c128 %s, indexer %s, c4_state %s, c128_state %s",
 			b(y.SWA), b(y.C4), b(y.C128), b(y.Indexer), b(y.C4State), b(y.C128State))},
 		{"c128_state fixed term", fmt.Sprintf("%s (taken off the budget before dividing; compress state %s, rings c4 %d / c128 %d)",
@@ -292,24 +292,6 @@ func (r *Report) memoryRows() [][2]string {
 	)
 }
 
-// digits writes n with thousands separators: 1250238 → "1,250,238".
-func digits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
 // mdEscape keeps a table cell's pipes from ending the cell.
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
@@ -333,7 +315,7 @@ func cellSize(b float64) string {
 	whole := int64(b)
 	frac := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", b-float64(whole)), "0"), ".")
 	if frac == "1" { // rounds up to the next whole byte
-		return digits(whole + 1)
+		return group3(whole + 1)
 	}
-	return digits(whole) + strings.TrimPrefix(frac, "0")
+	return group3(whole) + strings.TrimPrefix(frac, "0")
 }

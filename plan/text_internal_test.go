@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestDigits(t *testing.T) {
+func TestGroup3(t *testing.T) {
 	for _, tt := range []struct {
 		n    int64
 		want string
@@ -14,8 +14,8 @@ func TestDigits(t *testing.T) {
 		{1250238, "1,250,238"}, {100000, "100,000"}, {math.MaxInt64, "9,223,372,036,854,775,807"},
 		{math.MinInt64, "-9,223,372,036,854,775,808"},
 	} {
-		if got := digits(tt.n); got != tt.want {
-			t.Errorf("digits(%d) = %q, want %q", tt.n, got, tt.want)
+		if got := group3(tt.n); got != tt.want {
+			t.Errorf("group3(%d) = %q, want %q", tt.n, got, tt.want)
 		}
 	}
 }

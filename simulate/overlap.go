@@ -47,13 +47,7 @@ func (e *sglang) processResults() {
 		if r.done || r.retracted {
 			continue
 		}
-		r.out++
-		if r.out == 1 {
-			e.s.firsts = append(e.s.firsts, r)
-		}
-		if r.out >= r.M {
-			e.cacheFinished(r)
-			e.ended = append(e.ended, r)
+		if e.sample(r) {
 			e.live--
 			finished = true
 			continue

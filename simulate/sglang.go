@@ -511,13 +511,7 @@ func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 			e.curPrefill = true
 			continue
 		}
-		r.out++
-		if r.out == 1 {
-			e.s.firsts = append(e.s.firsts, r)
-		}
-		if r.out >= r.M {
-			e.cacheFinished(r)
-			e.ended = append(e.ended, r)
+		if e.sample(r) {
 			shrank = true
 			continue
 		}
@@ -528,6 +522,22 @@ func (e *sglang) sampleBatch(batch []*req, newChunked *req) {
 	if shrank {
 		e.latch = false
 	}
+}
+
+// sample gives r its next token: its first joins the first-token list;
+// one that reaches max_new_tokens finishes (its KV cached, r ended). It
+// reports whether r finished.
+func (e *sglang) sample(r *req) bool {
+	r.out++
+	if r.out == 1 {
+		e.s.firsts = append(e.s.firsts, r)
+	}
+	if r.out < r.M {
+		return false
+	}
+	e.cacheFinished(r)
+	e.ended = append(e.ended, r)
+	return true
 }
 
 func (e *sglang) extendOf(r *req, ext int) pool.Extend {
