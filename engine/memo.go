@@ -31,11 +31,15 @@ func (m *Memo[K, V]) Load(k K) (V, bool) {
 	return v.(V), true
 }
 
-// Store keeps v for k unless the memo is full or already holds k.
-func (m *Memo[K, V]) Store(k K, v V) {
-	if m.n.Load() < m.limit {
-		if _, loaded := m.m.LoadOrStore(k, v); !loaded {
-			m.n.Add(1)
-		}
+// Store keeps v for k unless the memo is full or already holds k, and
+// returns the value kept for k (v when the memo is full).
+func (m *Memo[K, V]) Store(k K, v V) V {
+	if m.n.Load() >= m.limit {
+		return v
 	}
+	got, loaded := m.m.LoadOrStore(k, v)
+	if !loaded {
+		m.n.Add(1)
+	}
+	return got.(V)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
@@ -78,7 +79,7 @@ func CanonicalKVCacheDType(dt string) string {
 // normalization of every plan with an explicit KV dtype reads it, and the
 // engines return a fresh copy each time; an API client chooses versions,
 // so at most 256 are kept.
-var kvDTypeLists = boundedCache[string, []string]{max: 256}
+var kvDTypeLists = kvengine.NewMemo[string, []string](256)
 
 // cachedKVDTypes is acceptedKVDTypes(*r), shared: callers never change it.
 func cachedKVDTypes(r *Request) []string {
@@ -90,12 +91,12 @@ func cachedKVDTypes(r *Request) []string {
 		v = r.TRTLLMVersion
 	}
 	key := r.Engine + "\x00" + v
-	if l, ok := kvDTypeLists.load(key); ok {
+	if l, ok := kvDTypeLists.Load(key); ok {
 		return l
 	}
 	l := acceptedKVDTypes(*r)
 	if l != nil {
-		kvDTypeLists.store(key, l)
+		kvDTypeLists.Store(key, l)
 	}
 	return l
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
@@ -44,7 +45,7 @@ func loadDType(s string) (dtype.DType, error) {
 // directory's headers, cached per *catalog.Model) each time; at most
 // 256 are kept, so a server planning many models does not
 // hold every one.
-var dtypeVariants = boundedCache[variantKey, *catalog.Model]{max: 256}
+var dtypeVariants = kvengine.NewMemo[variantKey, *catalog.Model](256)
 
 type variantKey struct {
 	m *catalog.Model
@@ -63,14 +64,14 @@ func withLoadDType(req *Request, m *catalog.Model) (*catalog.Model, error) {
 		return m, nil
 	}
 	k := variantKey{m, d}
-	if v, ok := dtypeVariants.load(k); ok {
+	if v, ok := dtypeVariants.Load(k); ok {
 		return v, nil
 	}
 	s := *m.Spec
 	s.ModelDType = d
 	c := *m
 	c.Spec = &s
-	return dtypeVariants.store(k, &c), nil
+	return dtypeVariants.Store(k, &c), nil
 }
 
 // runtimeFP8 reports whether --quantization quantizes the weights after

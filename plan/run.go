@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/dtype"
+	kvengine "github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -133,11 +134,11 @@ type runOpts struct {
 // weightsNotes holds the weight-estimate notes built so far by weights
 // per rank, at most 1,024 of them: a process plans a few models
 // at a few layouts, again and again (a sweep, a server, advice).
-var weightsNotes = boundedCache[int64, string]{max: 1024}
+var weightsNotes = kvengine.NewMemo[int64, string](1024)
 
 // weightsNote is the note of a weight estimate of w bytes per rank.
 func weightsNote(w int64) string {
-	if v, ok := weightsNotes.load(w); ok {
+	if v, ok := weightsNotes.Load(w); ok {
 		return v
 	}
 	const head, tail = "weights estimated from the config: ", " per rank (parameter count × weight dtype; not counted: vocabulary padding, buffers, MTP draft layers and a vision encoder); pass a model directory or Hub id for the checkpoint's exact bytes, --weights-memory, or the measured free-memory readings"
@@ -145,7 +146,7 @@ func weightsNote(w int64) string {
 	b = append(b, head...)
 	b = units.AppendBytes(b, w)
 	note := string(append(b, tail...))
-	weightsNotes.store(w, note)
+	weightsNotes.Store(w, note)
 	return note
 }
 
@@ -208,17 +209,17 @@ var defaultGPU = sync.OnceValue(func() gpu.GPU {
 // namedGPUs holds the catalog GPUs looked up so far by the name as a
 // request gives it, at most 256 of them, shared as the default
 // GPU is: a sweep or a server plans the same few GPUs again and again.
-var namedGPUs = boundedCache[string, gpu.GPU]{max: 256}
+var namedGPUs = kvengine.NewMemo[string, gpu.GPU](256)
 
 // lookupGPU is gpu.Lookup for a plan: the GPU's Aliases and SMINames are
 // shared with every plan of the same name.
 func lookupGPU(name string) (gpu.GPU, error) {
-	if g, ok := namedGPUs.load(name); ok {
+	if g, ok := namedGPUs.Load(name); ok {
 		return g, nil
 	}
 	g, err := gpu.Lookup(name)
 	if err == nil {
-		namedGPUs.store(name, g)
+		namedGPUs.Store(name, g)
 	}
 	return g, err
 }
