@@ -35,6 +35,11 @@ type GPU struct {
 	// B200/GB200, 103 for B300, 120 for RTX Blackwell); 0 for AMD. See
 	// ComputeCapability.
 	SM int `json:"sm"`
+	// SMCount is the number of streaming multiprocessors
+	// (cudaDevAttrMultiProcessorCount: 132 on an H100 SXM5, 58 on an L4);
+	// 0 for AMD and for a GPU given only by its memory. It sizes the CUDA
+	// runtime's local-memory reservation (LocalMemoryBytes).
+	SMCount int `json:"sm_count,omitempty"`
 	// MemoryMiB is the total memory in MiB as nvidia-smi
 	// (memory.total) or torch (total_memory // 2^20) reports it. This is
 	// what SGLang's server-args heuristics read.
@@ -107,6 +112,35 @@ func (g GPU) ComputeCapabilityString() string {
 	return fmt.Sprintf("%d.%d", major, minor)
 }
 
+// MaxThreadsPerSM returns the most threads an SM keeps resident
+// (cudaDevAttrMaxThreadsPerMultiProcessor) for the compute capability:
+// 2048 on 8.0, 8.7, 9.x and 10.x, 1536 on 8.6, 8.9 and 12.x, 1024 on 7.5;
+// 0 for AMD.
+func (g GPU) MaxThreadsPerSM() int {
+	switch g.SM {
+	case 0:
+		return 0
+	case 75:
+		return 1024
+	case 86, 89, 120, 121:
+		return 1536
+	}
+	return 2048
+}
+
+// DefaultStackBytes is the CUDA runtime's default per-thread stack
+// (cudaLimitStackSize), 1 KiB.
+const DefaultStackBytes = 1024
+
+// LocalMemoryBytes returns the local memory the CUDA runtime reserves when
+// it creates a context: the default per-thread stack for every thread the
+// device can keep resident, SMCount × MaxThreadsPerSM × 1 KiB (264 MiB on
+// an H100 SXM5, 87 MiB on an L4). 0 where the SM count is unknown (AMD, a
+// GPU given by its memory).
+func (g GPU) LocalMemoryBytes() int64 {
+	return int64(g.SMCount) * int64(g.MaxThreadsPerSM()) * DefaultStackBytes
+}
+
 // Sources of the memory figures. Unless noted, a figure is memory.total of
 // `nvidia-smi --query-gpu=memory.total --format=csv` as printed on that card
 // (driver 550+; ECC on where the card supports it). The two figures the
@@ -126,62 +160,62 @@ func (g GPU) ComputeCapabilityString() string {
 // also reach, is never counted as GPU memory.
 var catalog = []GPU{
 	// Hopper.
-	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "torch get_device_properties: total_memory=81090MB (79.19 GiB in vLLM 0.19 logs)", Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
-	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 114,
 		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: the SXM5 part's 81090 MiB (same 80GB and nvidia-smi figure)", Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
-	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 95830, CUDATotalMiB: 95334, CUDATotalSource: "torch OOM message: total capacity of 93.10 GiB", Description: "NVIDIA H100 NVL 94GB HBM3", SMINames: []string{"NVIDIA H100 NVL"}}, // nvidia-smi 95830MiB
-	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: H100 SXM5's 81090 MiB (same board memory)", Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
-	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "vLLM logs: 139.81 GiB", Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
-	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "estimate: H200 SXM's 139.81 GiB (same HBM stack)", Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
-	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 78,
 		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve", Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
-	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90,
+	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve (the HBM only)", Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)", SMINames: []string{"NVIDIA GH200 480GB"}}, // nvidia-smi 97871MiB on the 96GB part
 	// Blackwell.
-	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
+	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100, SMCount: 148,
 		MemoryMiB: 183359, CUDATotalMiB: 182631, CUDATotalSource: "torch get_device_properties: total_memory=182631MB", Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
-	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100,
+	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100, SMCount: 148,
 		MemoryMiB: 189471, CUDATotalMiB: 188743, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
-	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103,
+	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103, SMCount: 160,
 		MemoryMiB: 275040, CUDATotalMiB: 274312, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
-	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 188,
 		MemoryMiB: 97887, CUDATotalMiB: 97250, CUDATotalSource: "torch get_device_properties: total_memory=97250MB (Server Edition); OOM messages 94.97 GiB", Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
-	{Name: "RTX-5080", Aliases: []string{"5080", "RTX5080", "GeForce-RTX-5080"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+	{Name: "RTX-5080", Aliases: []string{"5080", "RTX5080", "GeForce-RTX-5080"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 84,
 		MemoryMiB: 16303, CUDATotalMiB: 15808, CUDATotalSource: "estimate: nvidia-smi minus RTX 5090's 495 MiB driver reserve", Description: "NVIDIA GeForce RTX 5080 16GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5080"}}, // nvidia-smi 16303MiB
-	{Name: "GB10", Aliases: []string{"DGX-Spark", "GB10-128GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 121,
+	{Name: "GB10", Aliases: []string{"DGX-Spark", "GB10-128GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 121, SMCount: 48,
 		MemoryMiB: 122572, CUDATotalMiB: 122572, CUDATotalSource: "estimate: 119.7 GiB of the 128 GB LPDDR5x that CUDA reports, shared with the CPU", Unified: true,
 		Description: "NVIDIA GB10 Grace Blackwell (DGX Spark) 128GB unified LPDDR5x", SMINames: []string{"NVIDIA GB10"}}, // nvidia-smi prints no memory.total: the memory is the host's
-	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120,
+	{Name: "RTX-5090", Aliases: []string{"5090", "RTX5090", "GeForce-RTX-5090"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 170,
 		MemoryMiB: 32607, CUDATotalMiB: 32112, CUDATotalSource: "torch OOM messages: total capacity of 31.36 GiB", Description: "NVIDIA GeForce RTX 5090 32GB GDDR7", SMINames: []string{"NVIDIA GeForce RTX 5090"}}, // nvidia-smi 32607MiB
 	// Ampere.
-	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
+	{Name: "A100-40GB", Aliases: []string{"A100-40G", "A100-SXM4-40GB", "A100-PCIE-40GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80, SMCount: 108,
 		MemoryMiB: 40960, CUDATotalMiB: 40536, CUDATotalSource: "torch get_device_properties: total_memory=40536MB", Description: "NVIDIA A100 40GB HBM2", SMINames: []string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}}, // nvidia-smi 40960MiB
-	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80,
+	{Name: "A100-80GB", Aliases: []string{"A100", "A100-80G", "A100-SXM4-80GB", "A100-PCIE-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 80, SMCount: 108,
 		MemoryMiB: 81920, CUDATotalMiB: 81050, CUDATotalSource: "torch OOM messages: total capacity of 79.15 GiB", Description: "NVIDIA A100 80GB HBM2e", SMINames: []string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}}, // nvidia-smi 81920MiB
-	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+	{Name: "A10", Aliases: []string{"A10G", "A10-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86, SMCount: 72,
 		MemoryMiB: 23028, CUDATotalMiB: 22589, CUDATotalSource: "torch OOM message on an A10G: total capacity of 22.06 GiB", Description: "NVIDIA A10 / A10G 24GB GDDR6", SMINames: []string{"NVIDIA A10", "NVIDIA A10G"}}, // nvidia-smi 23028MiB (A10G on AWS g5)
-	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+	{Name: "A6000", Aliases: []string{"RTX-A6000", "RTXA6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86, SMCount: 84,
 		MemoryMiB: 49140, CUDATotalMiB: 48556, CUDATotalSource: "estimate: nvidia-smi minus L40S's 584 MiB driver reserve (48GB GDDR6)", Description: "NVIDIA RTX A6000 48GB GDDR6", SMINames: []string{"NVIDIA RTX A6000"}}, // nvidia-smi 49140MiB
-	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86,
+	{Name: "RTX-3090", Aliases: []string{"3090", "RTX3090", "GeForce-RTX-3090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ampere", SM: 86, SMCount: 82,
 		MemoryMiB: 24576, CUDATotalMiB: 24146, CUDATotalSource: "vLLM logs: 23.58 GiB", Description: "NVIDIA GeForce RTX 3090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 3090"}}, // nvidia-smi 24576MiB
 	// Ada Lovelace.
-	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+	{Name: "L40S", Aliases: []string{"L40S-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89, SMCount: 142,
 		MemoryMiB: 46068, CUDATotalMiB: 45486, CUDATotalSource: "vLLM logs: 44.42 GiB", Description: "NVIDIA L40S 48GB GDDR6", SMINames: []string{"NVIDIA L40S"}}, // nvidia-smi 46068MiB
-	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+	{Name: "L40", Aliases: []string{"L40-48GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89, SMCount: 142,
 		MemoryMiB: 46068, CUDATotalMiB: 45486, CUDATotalSource: "estimate: L40S's 44.42 GiB (same board memory)", Description: "NVIDIA L40 48GB GDDR6", SMINames: []string{"NVIDIA L40"}}, // nvidia-smi 46068MiB
-	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+	{Name: "L4", Aliases: []string{"L4-24GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89, SMCount: 58,
 		MemoryMiB: 23034, CUDATotalMiB: 22559, CUDATotalSource: "estimate: torch OOM messages of 22.03 GiB on 24GB cards, nvidia-smi minus 475 MiB", Description: "NVIDIA L4 24GB GDDR6", SMINames: []string{"NVIDIA L4"}}, // nvidia-smi 23034MiB
-	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+	{Name: "RTX-6000-Ada", Aliases: []string{"RTX6000Ada", "RTX-6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89, SMCount: 142,
 		MemoryMiB: 49140, CUDATotalMiB: 48556, CUDATotalSource: "estimate: nvidia-smi minus L40S's 584 MiB driver reserve (48GB GDDR6)", Description: "NVIDIA RTX 6000 Ada 48GB GDDR6", SMINames: []string{"NVIDIA RTX 6000 Ada Generation"}}, // nvidia-smi 49140MiB
-	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89,
+	{Name: "RTX-4090", Aliases: []string{"4090", "RTX4090", "GeForce-RTX-4090"}, Vendor: "nvidia", Platform: "cuda", Arch: "ada", SM: 89, SMCount: 128,
 		MemoryMiB: 24564, CUDATotalMiB: 24207, CUDATotalSource: "torch OOM messages on RTX 4090: total capacity of 23.64 GiB", Description: "NVIDIA GeForce RTX 4090 24GB GDDR6X", SMINames: []string{"NVIDIA GeForce RTX 4090"}}, // nvidia-smi 24564MiB (docs/sglang.md#defaults-tier-table)
 	// Turing.
-	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75,
+	{Name: "T4", Aliases: []string{"T4-16GB", "Tesla-T4"}, Vendor: "nvidia", Platform: "cuda", Arch: "turing", SM: 75, SMCount: 40,
 		MemoryMiB: 15360, CUDATotalMiB: 15104, CUDATotalSource: "torch OOM messages: total capacity of 14.75 GiB", Description: "NVIDIA T4 16GB GDDR6", SMINames: []string{"Tesla T4"}}, // nvidia-smi 15360MiB
 	// AMD Instinct (ROCm).
 	{Name: "MI300X", Aliases: []string{"MI300", "MI300X-192GB"}, Vendor: "amd", Platform: "hip", Arch: "cdna3", SM: 0,

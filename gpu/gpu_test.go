@@ -258,3 +258,41 @@ func TestSuggestLongName(t *testing.T) {
 		t.Errorf("Suggest(H10) = %q, want H100-80GB first", got)
 	}
 }
+
+// Every NVIDIA GPU has its SM count, so the CUDA runtime's local-memory
+// reservation (SMs × resident threads per SM × the 1 KiB default stack) is
+// known; AMD and a GPU given by its memory have none.
+func TestLocalMemory(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		sms     int
+		threads int
+		mib     int64
+	}{
+		{"H100", 132, 2048, 264},
+		{"H200", 132, 2048, 264},
+		{"L4", 58, 1536, 87},
+		{"RTX-4090", 128, 1536, 192},
+		{"RTX-PRO-6000", 188, 1536, 282},
+		{"A100-80GB", 108, 2048, 216},
+		{"T4", 40, 1024, 40},
+		{"B200", 148, 2048, 296},
+		{"MI300X", 0, 0, 0},
+	} {
+		g, err := gpu.Lookup(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.SMCount != tt.sms || g.MaxThreadsPerSM() != tt.threads || g.LocalMemoryBytes() != tt.mib<<20 {
+			t.Errorf("%s: %d SMs × %d threads = %d B, want %d × %d = %d MiB", tt.name, g.SMCount, g.MaxThreadsPerSM(), g.LocalMemoryBytes(), tt.sms, tt.threads, tt.mib)
+		}
+	}
+	for _, g := range gpu.All() {
+		if (g.Vendor == "nvidia") != (g.SMCount > 0) {
+			t.Errorf("%s (%s): SM count %d", g.Name, g.Vendor, g.SMCount)
+		}
+	}
+	if got := (gpu.GPU{MemoryMiB: 1000}).LocalMemoryBytes(); got != 0 {
+		t.Errorf("custom GPU: %d", got)
+	}
+}

@@ -28,8 +28,9 @@ func TestAttentionBackendRule(t *testing.T) {
 		{"MLA default fa3", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, 0.886, 1, 659074}, // 8 × H200: NCCL over NVSwitch 2032 + custom AR 26 MiB before weights (was 195)
 		{"MLA flashmla", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8, AttentionBackend: "flashmla"}, 0.886, 64, 659072},
 		// B200: every MHA model defaults to trtllm_mha (page 64); flashinfer keeps page 1.
-		{"Blackwell trtllm_mha default", plan.Request{GPU: "B200"}, 0.854, 64, 1120320},
-		{"Blackwell flashinfer", plan.Request{GPU: "B200", AttentionBackend: "flashinfer"}, 0.854, 1, 1120379},
+		// (148 SMs: a 738 MiB CUDA context, 296 MiB of it local memory.)
+		{"Blackwell trtllm_mha default", plan.Request{GPU: "B200"}, 0.854, 64, 1120128},
+		{"Blackwell flashinfer", plan.Request{GPU: "B200", AttentionBackend: "flashinfer"}, 0.854, 1, 1120160},
 		// vLLM: FLASHMLA sets the block size to 64.
 		{"vLLM default", plan.Request{Engine: "vllm", Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, 0, 16, 0},
 		{"vLLM FLASHMLA", plan.Request{Engine: "vllm", Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8, AttentionBackend: "FLASHMLA"}, 0, 64, 0},

@@ -349,7 +349,8 @@ func TestPinnedPlanAllocs(t *testing.T) {
 }
 
 // Without readings SGLang's free memory before weights starts from the
-// total CUDA reports, less the CUDA context and, with more than one rank,
+// total CUDA reports, less the CUDA context (the local memory of the GPU's
+// SMs, SMs × resident threads × 1 KiB, plus 442 MiB) and, with more than one rank,
 // NCCL's initialisation for the interconnect and the custom all-reduce's
 // buffers (sglang.PreLoadMemory); the report's breakdown starts from the
 // same total.
@@ -360,13 +361,13 @@ func TestSGLangPreLoadFromCUDATotal(t *testing.T) {
 		total, preMi int64 // MiB
 	}{
 		{"H100", 1, 1, 81090, 81090 - 706},
-		{"H100", 2, 1, 81090, 81090 - 706 - 2032 - 26}, // NVSwitch NCCL, custom all-reduce at TP 2
-		{"H100", 1, 2, 81090, 81090 - 706 - 2032},      // the PP group builds no custom all-reduce
-		{"L4", 4, 1, 22559, 22559 - 706 - 195},
-		{"RTX-3090", 1, 2, 24146, 24146 - 706 - 195},
-		{"RTX-4090", 2, 1, 24207, 24207 - 706 - 195}, // GeForce: no P2P, so no custom all-reduce
-		{"A100-80GB", 4, 1, 81050, 81050 - 706 - 195 - 26},
-		{"RTX-5080", 1, 1, 15808, 15808 - 706},
+		{"H100", 2, 1, 81090, 81090 - 706 - 2032 - 26},           // NVSwitch NCCL, custom all-reduce at TP 2
+		{"H100", 1, 2, 81090, 81090 - 706 - 2032},                // the PP group builds no custom all-reduce
+		{"L4", 4, 1, 22559, 22559 - 87 - 442 - 195},              // 58 SMs × 1536 threads
+		{"RTX-3090", 1, 2, 24146, 24146 - 123 - 442 - 195},       // 82 × 1536
+		{"RTX-4090", 2, 1, 24207, 24207 - 192 - 442 - 195},       // 128 × 1536; GeForce: no P2P, so no custom all-reduce
+		{"A100-80GB", 4, 1, 81050, 81050 - 216 - 442 - 195 - 26}, // 108 × 2048
+		{"RTX-5080", 1, 1, 15808, 15808 - 126 - 442},             // 84 × 1536
 	} {
 		r, err := plan.Run(context.Background(), plan.Request{Model: "Qwen/Qwen3-8B", GPU: tt.gpu, TPSize: tt.tp, PPSize: tt.pp, WeightsMemory: units.Size(1 << 30)})
 		if err != nil {

@@ -281,12 +281,12 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 var overheadNotes sync.Map // overheadKey → string
 
 type overheadKey struct {
-	nccl, car    int64
-	interconnect string
+	ctx, local, nccl, car int64
+	interconnect          string
 }
 
 func overheadNote(p sglang.PreLoad) string {
-	k := overheadKey{p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.Interconnect}
+	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.Interconnect}
 	if s, ok := overheadNotes.Load(k); ok {
 		return s.(string)
 	}
@@ -297,7 +297,11 @@ func overheadNote(p sglang.PreLoad) string {
 	if k.car > 0 {
 		dist += fmt.Sprintf(" − %d MiB custom all-reduce buffers", k.car)
 	}
-	s := fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %d MiB CUDA context%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", sglang.CUDAContextMiB, dist)
+	ctx := fmt.Sprintf("%d MiB CUDA context", k.ctx)
+	if k.local > 0 {
+		ctx += fmt.Sprintf(" (%d MiB local memory for the GPU's SMs + %d MiB runtime and kernel images)", k.local, k.ctx-k.local)
+	}
+	s := fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %s%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", ctx, dist)
 	overheadNotes.Store(k, s)
 	return s
 }

@@ -16,25 +16,22 @@ import "github.com/kvcfg/kvcfg/gpu"
 // with the total CUDA reports (gpu.GPU.CUDATotalMiB: 81090 MiB on an H100
 // 80GB HBM3, not nvidia-smi's 81559).
 const (
-	// CUDAContextMiB is the CUDA context, its kernel images and the
-	// torch state a worker holds when init_torch_distributed reads its
-	// free memory (set_device runs before the first reading, so the "mem
-	// usage" line excludes it): docs/sglang.md#ex1's H100 (81090 MiB CUDA
-	// total) reads 78.50 GiB before weight load at TP 1, 81090 − 80384 =
-	// 706 MiB. It depends on the GPU, the driver, CUDA and torch, which
-	// SGLang's source does not fix: public logs put it at 0.27 GiB (4 × L4,
-	// SGLang 0.4.3: 22.03 − 21.63 − 0.13), 0.51–0.69 GiB (8 × H200, PR
-	// #11716: 139.81 − 137.29 − 1.77…2.01) and 0.69 GiB (H100), so the
-	// constant stays the H100's and the range is documented
-	// (docs/predict.md).
+	// CUDAContextMiB is the CUDA context of a GPU whose SM count the
+	// catalog does not know (AMD, a GPU given by its memory): what
+	// docs/sglang.md#ex1's H100 (81090 MiB CUDA total) loses before
+	// "Load weight begin. avail mem=78.50 GB" at TP 1, 81090 − 80384 =
+	// 706 MiB. A catalog NVIDIA GPU's context is CUDAContextBytes.
 	CUDAContextMiB int64 = 706
 	// DistributedInitMiB is what NCCL takes on a CUDA rank over PCIe when
 	// TP × PP > 1: the communicators SGLang builds eagerly (the world
 	// group's and the TP or PP group's PyNcclCommunicator, each with a
 	// warm-up all-reduce) and their channel buffers. NCCL sizes those
 	// itself, outside SGLang's source, so the term is the logs' "Init
-	// torch distributed ends. mem usage": 0.19 GB on RTX 4090s at TP 2,
-	// 0.16 GB at PP 4, 0.13 GB on 4 × L4 (0.4.3); 0.00 at one rank.
+	// torch distributed ends. mem usage", 0.19 GB on RTX 4090s at TP 2
+	// (0.00 at one rank). Other PCIe logs spread around it with NCCL's
+	// release, not with the rank count: 0.13 GB on four L4s (0.4.3),
+	// 0.16 GB at PP 4, 0.26 GB on two RTX 4090s (issue #16920, 2026-01),
+	// 0.39 GB on four RTX PRO 6000s (issue #40558, 2026-09).
 	DistributedInitMiB int64 = 195
 	// DistributedInitNVSwitchMiB is the same on an NVSwitch node of
 	// Hopper or Blackwell GPUs (H100/H800/H200/H20 SXM, B200, B300,
@@ -54,6 +51,40 @@ const (
 	// MI-series TP 8 log.
 	DistributedInitHIPMiB int64 = 3789
 )
+
+// RuntimeImagesMiB is the part of a CUDA context beyond the local-memory
+// reservation: the driver's per-context state and the kernel images torch,
+// NCCL and SGLang's kernels have loaded when init_torch_distributed takes
+// its first reading (torch sets CUDA_MODULE_LOADING=LAZY, so a module
+// loads when it is first used). Neither SGLang's source nor the GPU fixes
+// it: the driver, CUDA and the libraries' releases do, so it is read from
+// a log, the H100 at TP 1 of 2026 (706 MiB, less 264 MiB of local memory).
+// The other public runs put it at 190 MiB (4 × L4, 0.4.3), 258 MiB (8 ×
+// H200, PR #11716, 2025-10) and 303 MiB (4 × RTX PRO 6000, issue #40558,
+// 2026-09): older releases load less, but four runs on four GPUs do not
+// separate the release from the driver and the architecture, so the figure
+// is one for every era (docs/predict.md).
+const RuntimeImagesMiB int64 = 442
+
+// CUDAContextBytes returns the CUDA context a worker holds when
+// init_torch_distributed reads its free memory (set_device has created it
+// before the first reading, so the "mem usage" line excludes it): the CUDA
+// runtime's local-memory reservation for g (gpu.GPU.LocalMemoryBytes, SMs
+// × resident threads per SM × the 1 KiB default stack: 264 MiB on an
+// H100, 87 MiB on an L4) plus RuntimeImagesMiB. SGLang's own
+// reading (utils get_available_gpu_memory) calls torch.cuda.empty_cache
+// before mem_get_info, so the caching allocator holds no free segment at
+// that point; the only live tensors are the distributed MIN's scalar
+// buffers (one 2 MiB segment, returned before the next reading). A GPU
+// without an SM count (AMD, a GPU given by its memory) keeps
+// CUDAContextMiB.
+func CUDAContextBytes(g gpu.GPU) int64 {
+	local := g.LocalMemoryBytes()
+	if local == 0 {
+		return CUDAContextMiB << 20
+	}
+	return local + RuntimeImagesMiB<<20
+}
 
 // CustomAllReduceMiB returns the device memory SGLang's custom all-reduce
 // allocates on each rank at init (device_communicators/
@@ -106,8 +137,12 @@ func interconnect(g gpu.GPU) string {
 type PreLoad struct {
 	// TotalBytes is the total CUDA (HIP) reports.
 	TotalBytes int64 `json:"total_bytes"`
-	// ContextBytes is the CUDA context (CUDAContextMiB).
+	// ContextBytes is the CUDA context (CUDAContextBytes):
+	// LocalMemoryBytes plus the runtime and kernel images.
 	ContextBytes int64 `json:"context_bytes"`
+	// LocalMemoryBytes is the CUDA runtime's local-memory reservation,
+	// part of ContextBytes; 0 where the SM count is unknown.
+	LocalMemoryBytes int64 `json:"local_memory_bytes"`
 	// DistributedBytes is torch.distributed/NCCL initialisation, NCCL's
 	// and the custom all-reduce's together; 0 at one rank.
 	DistributedBytes int64 `json:"distributed_bytes"`
@@ -137,7 +172,7 @@ func PreLoadMemory(g gpu.GPU, tp, pp int) PreLoad {
 // buffers.
 func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
 	tp, pp = max(tp, 1), max(pp, 1)
-	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextMiB << 20, Interconnect: interconnect(g)}
+	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextBytes(g), LocalMemoryBytes: g.LocalMemoryBytes(), Interconnect: interconnect(g)}
 	if g.Platform == "hip" {
 		p.Interconnect = "xgmi"
 	}

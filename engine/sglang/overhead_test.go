@@ -23,61 +23,120 @@ func TestPreLoadFree(t *testing.T) {
 
 // The terms from the catalog's CUDA-visible total, as SGLang's logs print
 // them ("Load weight begin. avail mem=Y GB", formatted %.2f of GiB). The
-// arithmetic, in MiB (context 706):
+// context is the local-memory reservation (SMs × resident threads × 1 KiB)
+// plus 442 MiB of runtime and kernel images. The arithmetic, in MiB:
 //
-//	H100 TP 8:  81090 − 706 − 2032 NCCL (NVSwitch) − 26 custom AR = 78326 = 76.49 GiB
-//	H100 TP 2:  81090 − 706 − 2032 − 26 = 78326 (custom AR at TP 2 too)
+//	H100 TP 8:  81090 − (264 + 442) − 2032 NCCL (NVSwitch) − 26 custom AR = 78326 = 76.49 GiB
+//	H100 TP 2:  the same 78326 (custom AR at TP 2 too)
 //	H100 TP 3:  81090 − 706 − 2032 = 78352 = 76.52 GiB (3 is no custom-AR world size)
 //	H100 PP 4:  the same 78352: the PP group builds no custom all-reduce
-//	H200 TP 8:  143165 − 706 − 2058 = 140401 = 137.11 GiB; the public run
-//	            (PR #11716) printed 137.29 with a 0.51 GiB context
-//	A100 TP 4:  81050 − 706 − 195 − 26 = 80123 = 78.25 GiB (NVLink: custom AR;
+//	H100 TP 8, 0.4: 81090 − 706 − 2032 − 28 = 78324 = 76.49 GiB
+//	H200 TP 8:  143165 − 706 − 2058 = 140401 = 137.11 GiB
+//	A100 TP 4:  81050 − (216 + 442) − 195 − 26 = 80171 = 78.29 GiB (NVLink: custom AR;
 //	            no public log of its NCCL term, so the PCIe figure)
-//	RTX 4090 TP 2: 24207 − 706 − 195 = 23306 = 22.76 GiB ("mem usage=0.19 GB";
-//	            GeForce has no P2P, so no custom all-reduce)
-//	L4 TP 4:    22559 − 706 − 195 = 21658 = 21.15 GiB (PCIe beyond 2 GPUs: no custom AR)
-//	MI300X TP 8: 196288 − 706 − 3789 = 191793 = 187.30 GiB (HIP: the logged figure)
+//	RTX 4090 TP 2: 24207 − (192 + 442) − 195 = 23378 = 22.83 GiB (GeForce has no
+//	            P2P, so no custom all-reduce)
+//	L4 TP 4, 0.4: 22559 − (87 + 442) − 195 = 21835 = 21.32 GiB (0.4.3's log: 21.63)
+//	L4 PP 4:    22559 − (87 + 442) − 195 = 21835 = 21.32 GiB
+//	RTX 3090 TP 1: 24146 − (123 + 442) = 23581 = 23.03 GiB
+//	MI300X TP 8: 196288 − 706 − 3789 = 191793 = 187.30 GiB (HIP: no SM count, the
+//	            H100's 706 MiB context; the logged RCCL figure)
 func TestPreLoadMemory(t *testing.T) {
 	for _, tt := range []struct {
 		gpu         string
 		tp, pp      int
 		era         sglang.Era
 		avail       string // GiB
+		ctx         int64  // MiB
 		nccl, car   int64  // MiB
 		interconect string
 	}{
-		{"H100", 1, 1, sglang.EraLatest, "78.50", 0, 0, "nvswitch"},
-		{"H100", 8, 1, sglang.EraLatest, "76.49", 2032, 26, "nvswitch"},
-		{"H100", 2, 1, sglang.EraLatest, "76.49", 2032, 26, "nvswitch"},
-		{"H100", 3, 1, sglang.EraLatest, "76.52", 2032, 0, "nvswitch"},
-		{"H100", 1, 4, sglang.EraLatest, "76.52", 2032, 0, "nvswitch"},
-		{"H100", 8, 1, sglang.Era04, "76.49", 2032, 28, "nvswitch"}, // 78324 MiB = 76.488 GiB
-		{"H200", 1, 1, sglang.EraLatest, "139.12", 0, 0, "nvswitch"},
-		{"H200", 8, 1, sglang.EraLatest, "137.11", 2032, 26, "nvswitch"},
-		{"A100-80GB", 4, 1, sglang.EraLatest, "78.25", 195, 26, "nvlink"},
-		{"RTX-4090", 2, 1, sglang.EraLatest, "22.76", 195, 0, "pcie"}, // "mem usage=0.19 GB" at TP 2
-		{"L4", 4, 1, sglang.Era04, "21.15", 195, 0, "pcie"},           // 0.4.3's "mem usage=0.13 GB"
-		{"L4", 1, 4, sglang.EraLatest, "21.15", 195, 0, "pcie"},
-		{"RTX-3090", 1, 1, sglang.EraLatest, "22.89", 0, 0, "pcie"},
-		{"MI300X", 8, 1, sglang.EraLatest, "187.30", 3789, 0, "xgmi"},
+		{"H100", 1, 1, sglang.EraLatest, "78.50", 706, 0, 0, "nvswitch"},
+		{"H100", 8, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch"},
+		{"H100", 2, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch"},
+		{"H100", 3, 1, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch"},
+		{"H100", 1, 4, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch"},
+		{"H100", 8, 1, sglang.Era04, "76.49", 706, 2032, 28, "nvswitch"},
+		{"H200", 1, 1, sglang.EraLatest, "139.12", 706, 0, 0, "nvswitch"},
+		{"H200", 8, 1, sglang.EraLatest, "137.11", 706, 2032, 26, "nvswitch"},
+		{"A100-80GB", 4, 1, sglang.EraLatest, "78.29", 658, 195, 26, "nvlink"},
+		{"RTX-4090", 2, 1, sglang.EraLatest, "22.83", 634, 195, 0, "pcie"},
+		{"L4", 4, 1, sglang.Era04, "21.32", 529, 195, 0, "pcie"},
+		{"L4", 1, 4, sglang.EraLatest, "21.32", 529, 195, 0, "pcie"},
+		{"RTX-3090", 1, 1, sglang.EraLatest, "23.03", 565, 0, 0, "pcie"},
+		{"MI300X", 8, 1, sglang.EraLatest, "187.30", 706, 3789, 0, "xgmi"},
 	} {
 		g, err := gpu.Lookup(tt.gpu)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := sglang.PreLoadMemoryEra(g, tt.tp, tt.pp, tt.era)
-		want := g.CUDATotalMiB<<20 - sglang.CUDAContextMiB<<20 - (tt.nccl+tt.car)<<20
-		if got := gib2(p.FreeBytes); got != tt.avail || p.FreeBytes != want ||
+		want := g.CUDATotalMiB<<20 - tt.ctx<<20 - (tt.nccl+tt.car)<<20
+		if got := gib2(p.FreeBytes); got != tt.avail || p.FreeBytes != want || p.ContextBytes != tt.ctx<<20 ||
+			p.ContextBytes != sglang.CUDAContextBytes(g) || p.LocalMemoryBytes != g.LocalMemoryBytes() ||
 			p.NCCLBytes != tt.nccl<<20 || p.CustomAllReduceBytes != tt.car<<20 || p.Interconnect != tt.interconect ||
 			p.DistributedBytes != p.NCCLBytes+p.CustomAllReduceBytes || p.TotalBytes != g.CUDATotalMiB<<20 {
-			t.Errorf("%s TP %d PP %d %s: %+v (avail %s GiB), want avail %s GiB, NCCL %d MiB, custom AR %d MiB, %s",
-				tt.gpu, tt.tp, tt.pp, tt.era, p, got, tt.avail, tt.nccl, tt.car, tt.interconect)
+			t.Errorf("%s TP %d PP %d %s: %+v (avail %s GiB), want avail %s GiB, context %d MiB, NCCL %d MiB, custom AR %d MiB, %s",
+				tt.gpu, tt.tp, tt.pp, tt.era, p, got, tt.avail, tt.ctx, tt.nccl, tt.car, tt.interconect)
 		}
 	}
 	// The default era is the newest.
 	g, _ := gpu.Lookup("H100")
 	if sglang.PreLoadMemory(g, 8, 1) != sglang.PreLoadMemoryEra(g, 8, 1, sglang.DefaultEra) {
 		t.Error("PreLoadMemory is not PreLoadMemoryEra with the default era")
+	}
+	// The context: local memory plus the runtime images; the H100's 706 MiB
+	// for a GPU without an SM count.
+	if got := sglang.CUDAContextBytes(g); got != g.LocalMemoryBytes()+sglang.RuntimeImagesMiB<<20 || got != sglang.CUDAContextMiB<<20 {
+		t.Errorf("H100 context %d", got)
+	}
+	if got := sglang.CUDAContextBytes(gpu.GPU{MemoryMiB: 1000}); got != sglang.CUDAContextMiB<<20 {
+		t.Errorf("custom GPU context %d", got)
+	}
+}
+
+// The public runs that print "Load weight begin. avail mem" (the MIN over
+// ranks: the rank that used most) and, with more than one rank, "Init
+// torch distributed ends. mem usage" (the largest rank's). logged context =
+// CUDA total − distributed init − pre-load. A run marked read gave one of
+// the model's figures (the runtime images, the NVSwitch NCCL term), so it
+// is no test of that term; the others are held out.
+func TestPreLoadPublicRuns(t *testing.T) {
+	for _, tt := range []struct {
+		run       string
+		gpu       string
+		tp        int
+		era       sglang.Era
+		pre, dist float64 // GiB, as printed
+		read      bool
+		maxErrPct float64
+	}{
+		// docs/sglang.md#ex1: public 2026 H100 logs at TP 1 read 78.43–78.50.
+		{"H100 TP 1 (2026 logs)", "H100", 1, sglang.EraLatest, 78.50, 0, true, 0.01},
+		// https://github.com/sgl-project/sglang/pull/11716 (2025-10), 8 × H200.
+		// Its NCCL figure is the model's; its context (522 MiB) is held out.
+		{"8 × H200 TP 8, PR #11716", "H200", 8, sglang.Era053, 137.29, 2.01, true, 0.2},
+		// https://github.com/didier-durand/llms-in-clouds (SGLang 0.4.3), 4 × L4:
+		// context 277 MiB logged, 529 modelled; NCCL 133 logged, 195 modelled.
+		{"4 × L4 TP 4, 0.4.3", "L4", 4, sglang.Era04, 21.63, 0.13, false, 1.5},
+		// https://github.com/sgl-project/sglang/issues/40558 (2026-09), 4 × RTX
+		// PRO 6000 (sm_120): context 585 MiB logged, 724 modelled; NCCL 399
+		// logged, 195 modelled; the two errors offset.
+		{"4 × RTX PRO 6000 TP 4, issue #40558", "RTX-PRO-6000", 4, sglang.EraLatest, 94.01, 0.39, false, 0.1},
+	} {
+		g, err := gpu.Lookup(tt.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sglang.PreLoadMemoryEra(g, tt.tp, 1, tt.era)
+		got := float64(p.FreeBytes) / (1 << 30)
+		errPct := 100 * (got/tt.pre - 1)
+		ctx := float64(g.CUDATotalMiB)/1024 - tt.dist - tt.pre
+		t.Logf("%-36s logged %.2f GiB (context %.2f, distributed %.2f), predicted %.2f GiB (context %.2f, distributed %.2f): %+.2f %%",
+			tt.run, tt.pre, ctx, tt.dist, got, float64(p.ContextBytes)/(1<<30), float64(p.DistributedBytes)/(1<<30), errPct)
+		if errPct > tt.maxErrPct || errPct < -tt.maxErrPct {
+			t.Errorf("%s: predicted %.2f GiB, the run printed %.2f (%+.2f %%)", tt.run, got, tt.pre, errPct)
+		}
 	}
 }
 
