@@ -522,8 +522,10 @@ func TestFitKeepsGivenShare(t *testing.T) {
 	}
 }
 
-// Rows that differ only by the GPU type's name are one: H100-80GB,
-// H100-PCIe and H800 have the same memory and rules.
+// Rows that differ only by the GPU type's name are one: H100-80GB and H800
+// have the same memory, SM count and rules. The H100 PCIe has the same
+// memory but 114 SMs, so a smaller CUDA context (228 + 442 MiB, not 264 +
+// 442): more headroom, its own row.
 func TestFitCollapsesGPUAliases(t *testing.T) {
 	o := fit.Options{Base: llamaBase(), Concurrency: 40, ContextLength: 8192, GPUs: []string{"H100", "H800", "H100-PCIe", "A100-80GB"}}
 	res, err := fit.Run(context.Background(), o)
@@ -534,8 +536,10 @@ func TestFitCollapsesGPUAliases(t *testing.T) {
 	for _, c := range res.Configurations {
 		got = append(got, append([]string{c.GPU}, c.SameAs...))
 	}
-	// The H100s have 81090 MiB CUDA-visible against A100-80GB's 81050: more headroom.
-	want := [][]string{{"H100-80GB", "H800", "H100-PCIe"}, {"A100-80GB"}}
+	// Ordered by headroom: the H100 PCIe's 81090 MiB less a 670 MiB context,
+	// the A100-80GB's 81050 less 658 (108 SMs reserve 216 MiB), the H100
+	// SXM's 81090 less 706.
+	want := [][]string{{"H100-PCIe"}, {"A100-80GB"}, {"H100-80GB", "H800"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)
 	}
