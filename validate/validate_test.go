@@ -29,7 +29,7 @@ var knownMisses = map[string]struct {
 	"llms-in-clouds-qwq-32b-l4-tp4": {-0.1431, "CUDA context per GPU and release"},
 	// Held-out vLLM 0.10.1.1 run (dennislee22/vLLM-benchmarking): Qwen2-7B
 	// at TP 2 over two A100 40GB in two pods on two nodes (Ray). Its
-	// requested 19.70 GiB less 7.12 of weights and 11.03 of KV leaves 1.54
+	// requested 19.80 GiB less 7.12 of weights and 11.03 of KV leaves 1.64
 	// GiB of activation and non-torch memory, where the same model and
 	// flags at TP 2 on one A100 80GB node leave 0.62-0.65 and kvcfg
 	// charges 0.53 (the FlashInfer sampler) + 0.34 (0.13 alone, NCCL's 195
