@@ -250,8 +250,11 @@ var classDefaults = map[string]map[string]any{
 	"llama4_text": {"max_position_embeddings": json.Number("131072"), "attention_chunk_size": json.Number("8192"), "head_dim": json.Number("128")},
 }
 
-// nestedDefaults are LlamaConfig defaults, applied only to a nested
-// text_config (LLaVA-style wrappers write just the keys that differ).
+// nestedDefaults are transformers' LlamaConfig and MistralConfig defaults,
+// applied only to a nested text_config (LLaVA-style wrappers write just the
+// keys that differ: llava-v1.6-mistral-7b-hf's text_config gives
+// intermediate_size, num_key_value_heads and vocab_size, not the width or
+// depth).
 var nestedDefaults = map[string][]struct {
 	key string
 	val json.Number
@@ -259,6 +262,11 @@ var nestedDefaults = map[string][]struct {
 	"llama": {
 		{"hidden_size", "4096"}, {"intermediate_size", "11008"}, {"num_hidden_layers", "32"},
 		{"num_attention_heads", "32"}, {"max_position_embeddings", "2048"}, {"vocab_size", "32000"},
+	},
+	"mistral": {
+		{"hidden_size", "4096"}, {"intermediate_size", "14336"}, {"num_hidden_layers", "32"},
+		{"num_attention_heads", "32"}, {"num_key_value_heads", "8"}, {"max_position_embeddings", "131072"},
+		{"vocab_size", "32000"},
 	},
 }
 

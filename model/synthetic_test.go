@@ -122,3 +122,29 @@ func TestLlavaNestedDefaults(t *testing.T) {
 		t.Errorf("llava (-want +got):\n%s\nwarnings: %q", diff, s.Warnings)
 	}
 }
+
+// TestLlavaNextMistralDefaults: llava-v1.6-mistral-7b-hf's text_config
+// lists intermediate_size, num_key_value_heads and vocab_size; the width,
+// depth and head count are MistralConfig's defaults.
+func TestLlavaNextMistralDefaults(t *testing.T) {
+	cfg := `{
+	  "architectures": ["LlavaNextForConditionalGeneration"],
+	  "model_type": "llava_next",
+	  "text_config": {"architectures": ["MistralForCausalLM"], "intermediate_size": 14336, "max_position_embeddings": 32768,
+	    "model_type": "mistral", "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+	    "torch_dtype": "bfloat16", "vocab_size": 32064},
+	  "torch_dtype": "float16",
+	  "vision_config": {"hidden_size": 1024, "image_size": 336, "intermediate_size": 4096, "model_type": "clip_vision_model",
+	    "num_attention_heads": 16, "num_hidden_layers": 24, "patch_size": 14, "projection_dim": 768, "vocab_size": 32000},
+	  "vocab_size": 32064
+	}`
+	s, err := model.Parse([]byte(cfg), "llava-hf/llava-v1.6-mistral-7b-hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{s.NumLayers, s.NumAttentionHeads, s.NumKVHeads, s.HeadDim, s.HiddenSize, s.FFN.Intermediate, s.FFN.VocabSize, s.ContextLength, s.Multimodal}
+	want := []any{32, 32, 8, 128, 4096, 14336, 32064, 32768, true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("llava-next (-want +got):\n%s\nwarnings: %q", diff, s.Warnings)
+	}
+}

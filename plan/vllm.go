@@ -97,6 +97,7 @@ func vllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) vllm.Inpu
 		NoAsyncScheduling:    req.NoAsyncScheduling,
 		GPUName:              g.Name,
 		GPUSM:                g.SM,
+		Interconnect:         g.Interconnect(),
 		Memory: vllm.Memory{TotalBytes: g.CUDATotalBytes(), FreeBytes: int64(req.PreLoadFreeMemory),
 			AvailableKVBytes: int64(req.KVCacheMemory)},
 	}

@@ -62,6 +62,10 @@ type Run struct {
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
 	MaxNumSeqs           int     `json:"max_num_seqs"`
 	EnforceEager         bool    `json:"enforce_eager"`
+	// Sampler is the top-k/top-p backend the log names ("flashinfer" for
+	// "Using FlashInfer for top-p & top-k sampling", "native" for the
+	// PyTorch fallback); "" is the release's default (vllm.DefaultSampler).
+	Sampler string `json:"sampler,omitempty"`
 	// The printed figures: the CUDA total, the requested memory, the
 	// weights, the profile run's torch peak increase and non-torch
 	// increase, the CUDA-graph estimate, the KV memory.
@@ -273,7 +277,8 @@ func predictVLLM(r Run) (Row, error) {
 	}
 	m, err := vllm.PredictBudget(s, vllm.BudgetInput{
 		EstimateInput: vllm.EstimateInput{TP: r.TP, PP: r.PP, Stage: r.Stage,
-			MaxNumBatchedTokens: r.MaxNumBatchedTokens, MaxNumSeqs: r.MaxNumSeqs, DTypeBytes: b},
+			MaxNumBatchedTokens: r.MaxNumBatchedTokens, MaxNumSeqs: r.MaxNumSeqs, DTypeBytes: b,
+			Sampler: r.Sampler, Interconnect: g.Interconnect()},
 		Version: r.Version, GPUMemoryUtilization: r.GPUMemoryUtilization, TotalBytes: g.CUDATotalBytes(),
 		WeightsBytes: int64(math.Round(r.WeightsGiB * gib)), EnforceEager: r.EnforceEager,
 	})

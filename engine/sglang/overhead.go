@@ -117,17 +117,12 @@ func CustomAllReduceMiB(g gpu.GPU, tp int, era Era) int64 {
 	return 10 + 8 + 8
 }
 
-// interconnect classifies how a node of g's GPUs is wired, as NCCL and
-// the custom all-reduce see it: "nvswitch" (Hopper and Blackwell SXM
-// parts, whose NCCL term is DistributedInitNVSwitchMiB), "nvlink" (A100:
-// fully NVLink-connected for the custom all-reduce, but no public log of
-// its NCCL term, so the PCIe figure stays) or "pcie".
+// interconnect classifies how a node of g's GPUs is wired
+// (gpu.GPU.Interconnect; a ROCm card reads as "pcie" here, its figure is
+// the HIP one).
 func interconnect(g gpu.GPU) string {
-	switch g.Name {
-	case "H100-80GB", "H800", "H200", "H20", "B200", "B300", "GB200":
-		return "nvswitch"
-	case "A100-40GB", "A100-80GB":
-		return "nvlink"
+	if ic := g.Interconnect(); ic != "xgmi" {
+		return ic
 	}
 	return "pcie"
 }

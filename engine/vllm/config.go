@@ -95,6 +95,10 @@ type Input struct {
 	// (gpu.GPU.SM); it picks the attention backend. 0 (unknown) is taken
 	// for a Hopper (90).
 	GPUSM int `json:"gpu_sm,omitempty"`
+	// Interconnect is how the node's GPUs are wired (gpu.GPU.Interconnect:
+	// "nvswitch", "nvlink", "pcie", "xgmi"); it sizes the non-torch
+	// increase at TP >= 2 before launch. "" takes the NVSwitch figure.
+	Interconnect string `json:"interconnect,omitempty"`
 	// SwapSpaceBytes is the V0 CPU swap space per GPU (4 GiB when 0).
 	SwapSpaceBytes int64 `json:"swap_space_bytes,omitempty"`
 

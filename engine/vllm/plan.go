@@ -664,7 +664,7 @@ func budget(res *Result, s *model.Spec, c Input, r rules, tp, pp int) error {
 		}
 		res.GPUMemoryUtilization = util
 		est, terms := EstimateStage(s, EstimateInput{TP: tp, PP: pp, Stage: -1,
-			MaxNumBatchedTokens: res.MaxNumBatchedTokens, MaxNumSeqs: res.MaxNumSeqs, DTypeBytes: s.ModelDType.Size(), Version: c.Version})
+			MaxNumBatchedTokens: res.MaxNumBatchedTokens, MaxNumSeqs: res.MaxNumSeqs, DTypeBytes: s.ModelDType.Size(), Version: c.Version, Interconnect: c.Interconnect})
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given
