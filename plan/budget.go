@@ -152,12 +152,20 @@ func (r *Report) budgetRows() [][2]string {
 	}
 	rows = append(rows, [2]string{"= KV budget", units.FormatBytes(r.AvailableKVBytes)})
 	if bd := r.bandOf(); bd != nil {
-		v := fmt.Sprintf("±%.2f %% of the KV memory: %s–%s tokens, %s–%s requests of %s tokens (%d validation runs",
-			100*bd.RelError, group3(bd.TokensLow), group3(bd.TokensHigh), group3(bd.ConcurrencyLow), group3(bd.ConcurrencyHigh), group3(int64(r.ContextLength)), bd.Runs)
+		v := fmt.Sprintf("±%.2f %% of the KV memory: %s–%s tokens, %s–%s requests of %s tokens (%d validation %s",
+			100*bd.RelError, group3(bd.TokensLow), group3(bd.TokensHigh), group3(bd.ConcurrencyLow), group3(bd.ConcurrencyHigh), group3(int64(r.ContextLength)), bd.Runs, plural(bd.Runs, "run", "runs"))
 		if bd.WeightsEstimated {
 			v += "; the weights are the config's estimate, outside the band: give the checkpoint (Hub id or directory) for exact bytes"
 		}
 		rows = append(rows, [2]string{"band", v + ")"})
 	}
 	return rows
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

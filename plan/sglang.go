@@ -86,6 +86,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 		return rep, sglangRefusal(rep, cerr)
 	}
 	sglangLimits(rep, res, par.AttnDP())
+	sglangBudget(rep, mem, spec)
 	return rep, nil
 }
 
@@ -215,6 +216,10 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 type memory struct {
 	pre, post, weights int64
 	source             weights.Source
+	// preLoad is the modelled free memory before weights (its terms),
+	// when modelled is true (no reading was given).
+	preLoad  sglang.PreLoad
+	modelled bool
 }
 
 // memoryReadings resolves one rank's memory readings; its notes go to
@@ -229,7 +234,7 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 			era = prof.Era
 		}
 		p := sglang.PreLoadMemoryEra(g, tp, pp, era)
-		mm.pre = p.FreeBytes
+		mm.pre, mm.preLoad, mm.modelled = p.FreeBytes, p, true
 		if req.PostLoadFreeMemory == 0 {
 			rep.warn(overheadNote(p))
 		}

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/validate"
+	"github.com/kvcfg/kvcfg/weights"
+)
+
+// sglangBudget fills rep.Budget for an SGLang plan whose free memory
+// before weights kvcfg predicted (no --pre-load-free-memory): the device
+// total less the CUDA context, torch.distributed's initialisation, the
+// weights, the share mem_fraction_static keeps out of the static pool, a
+// multimodal cache and a state pool, which leaves the KV budget
+// (docs/predict.md §SGLang). The band is the SGLang table's once it holds
+// minBandRuns runs; before that the plan says why it has none.
+func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
+	p := &mem.preLoad
+	if !mem.modelled || rep.AvailableKVBytes <= 0 {
+		return
+	}
+	bd := &rep.Breakdown
+	weightsOrigin := weightsOriginOf(mem.source)
+	// One allocation for the budget and its terms (a plan's hot path).
+	buf := new(struct {
+		b     Budget
+		terms [7]BudgetTerm
+	})
+	b := &buf.b
+	b.Terms = append(buf.terms[:0],
+		BudgetTerm{Name: "total", Bytes: p.TotalBytes, Origin: "computed"},
+		BudgetTerm{Name: "cuda_context", Bytes: p.ContextBytes, Origin: "predicted"})
+	if p.DistributedBytes > 0 {
+		b.Terms = append(b.Terms, BudgetTerm{Name: "distributed_init", Bytes: p.DistributedBytes, Origin: "predicted"})
+	}
+	b.Terms = append(b.Terms, BudgetTerm{Name: "weights", Bytes: mem.weights, Origin: weightsOrigin},
+		BudgetTerm{Name: "reserved", Bytes: bd.ReservedBytes, Origin: "computed"})
+	if bd.MultimodalCacheBytes > 0 {
+		b.Terms = append(b.Terms, BudgetTerm{Name: "multimodal_cache", Bytes: bd.MultimodalCacheBytes, Origin: "computed"})
+	}
+	if bd.StateBytes > 0 {
+		b.Terms = append(b.Terms, BudgetTerm{Name: "state", Bytes: bd.StateBytes, Origin: "computed"})
+	}
+	rep.Budget = b
+	e, sum, ok := validate.Band("sglang")
+	if !ok || sum.Runs < minBandRuns {
+		rep.warn(noSGLangBand())
+		return
+	}
+	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
+		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs with exact weights (median %.2f %%; fewer runs than the table's target asks); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
+	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
+	band.KVBytesLow, band.KVBytesHigh = scale(rep.AvailableKVBytes, 1-e), scale(rep.AvailableKVBytes, 1+e)
+	band.TokensLow, band.TokensHigh = scale(rep.MaxTotalNumTokens, 1-e), scale(rep.MaxTotalNumTokens, 1+e)
+	// The requests at once move with the pool when the pool bounds them
+	// (a plain pool: tokens over the context length); a request cap does
+	// not move.
+	conc := float64(Capacity(rep, spec, rep.ContextLength))
+	if rep.ContextLength > 0 && rep.FullMaxTotalNumTokens == 0 && rep.SWAMaxTotalNumTokens == 0 && rep.MaxMambaCacheSize == 0 {
+		conc = float64(rep.MaxTotalNumTokens) / float64(rep.ContextLength)
+	}
+	limit := rep.MaxConcurrencyAtContextLength
+	if rep.MaxRunningRequests > 0 {
+		limit = max(limit, int64(rep.MaxRunningRequests))
+	}
+	band.ConcurrencyLow = min(int64(math.Floor(conc*(1-e))), limit, rep.MaxConcurrencyAtContextLength)
+	band.ConcurrencyHigh = max(min(int64(math.Floor(conc*(1+e))), limit), rep.MaxConcurrencyAtContextLength)
+	b.Band = band
+}
+
+// minBandRuns is how many runs of an engine the validation table must hold
+// before a plan quotes the band they support: the 90th percentile of fewer
+// runs is one run's error, not a band.
+const minBandRuns = 5
+
+// noSGLangBand is the note of a plan without a band (the table is fixed
+// at build time, so the note is made once).
+var noSGLangBand = sync.OnceValue(func() string {
+	_, sum, _ := validate.Band("sglang")
+	return fmt.Sprintf("no error band: kvcfg's validation table holds %d SGLang %s with the readings a band needs (a band takes %d); the predicted terms are listed under the KV budget",
+		sum.Runs, plural(sum.Runs, "run", "runs"), minBandRuns)
+})
+
+// weightsOriginOf is a budget term's origin for weights from src.
+func weightsOriginOf(src weights.Source) string {
+	switch src {
+	case weights.Estimated:
+		return "estimated"
+	case weights.Safetensors, weights.HubSafetensors:
+		return "exact"
+	case weights.Measured:
+		return "measured"
+	case weights.Given:
+		return "given"
+	}
+	return string(src)
+}

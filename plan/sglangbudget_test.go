@@ -1,0 +1,82 @@
+package plan_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvcfg/kvcfg/plan"
+	"github.com/kvcfg/kvcfg/units"
+	"github.com/kvcfg/kvcfg/validate"
+)
+
+// An SGLang plan without readings lists the terms of its predicted budget;
+// they add up to the KV budget the pool is sized from, for plain, MLA,
+// hybrid-Mamba and multimodal models, at one rank and at several.
+func TestSGLangBudgetTermsAddUp(t *testing.T) {
+	for _, tc := range []struct {
+		req   plan.Request
+		terms string
+	}{
+		{plan.Request{Model: "Qwen/Qwen3-8B", GPU: "H100", ContextLength: 8192}, "total cuda_context weights reserved"},
+		{plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "H100", TPSize: 4}, "total cuda_context distributed_init weights reserved"},
+		{plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, "total cuda_context distributed_init weights reserved"},
+		{plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", GPU: "H200", TPSize: 4}, "total cuda_context distributed_init weights reserved state"},
+		{plan.Request{Model: "meta-llama/Llama-4-Scout-17B-16E", GPU: "H100", TPSize: 4}, ""},
+		{plan.Request{Model: "google/gemma-3-1b-pt", GPU: "L40S"}, ""},
+	} {
+		t.Run(tc.req.Model, func(t *testing.T) {
+			rep, err := plan.Run(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := rep.Budget
+			if b == nil {
+				t.Fatal("no budget")
+			}
+			var names []string
+			sum := int64(0)
+			for i, term := range b.Terms {
+				names = append(names, term.Name)
+				if i == 0 {
+					sum += term.Bytes
+				} else {
+					sum -= term.Bytes
+				}
+			}
+			if tc.terms != "" && strings.Join(names, " ") != tc.terms {
+				t.Errorf("terms %q, want %q", strings.Join(names, " "), tc.terms)
+			}
+			// The reserved share is SGLang's float GiB, so the sum may miss
+			// by rounding, never by a term.
+			if d := sum - rep.AvailableKVBytes; d < -(1<<20) || d > 1<<20 {
+				t.Errorf("terms add up to %s, the KV budget is %s", units.FormatBytes(sum), units.FormatBytes(rep.AvailableKVBytes))
+			}
+			// A band once the table holds five SGLang runs; before that
+			// the plan says why it has none.
+			_, tbl, _ := validate.Band("sglang")
+			switch {
+			case tbl.Runs < 5:
+				if b.Band != nil || !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "no error band") }) {
+					t.Errorf("%d runs: band %+v, warnings %q", tbl.Runs, b.Band, rep.Warnings)
+				}
+			case b.Band == nil || b.Band.TokensLow > rep.MaxTotalNumTokens || b.Band.TokensHigh < rep.MaxTotalNumTokens ||
+				b.Band.ConcurrencyLow > rep.MaxConcurrencyAtContextLength || b.Band.ConcurrencyHigh < rep.MaxConcurrencyAtContextLength:
+				t.Errorf("band %+v around %d tokens, %d requests", b.Band, rep.MaxTotalNumTokens, rep.MaxConcurrencyAtContextLength)
+			}
+		})
+	}
+}
+
+// Given readings, nothing is predicted: no budget terms, no band.
+func TestSGLangBudgetMeasured(t *testing.T) {
+	rep, err := plan.Run(context.Background(), plan.Request{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100",
+		PreLoadFreeMemory: units.Size(78.5 * (1 << 30)), PostLoadFreeMemory: units.Size(63.5 * (1 << 30))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Budget != nil || strings.Contains(rep.Answer, "–") {
+		t.Errorf("budget %+v, answer %q", rep.Budget, rep.Answer)
+	}
+}
