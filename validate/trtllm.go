@@ -54,8 +54,9 @@ func predictTRTLLM(r Run) (Row, error) {
 
 // torchVersion maps a release to the profile of its PyTorch backend: 0.20
 // and 0.21 print the estimate of the 1.0 profile ("Estimated max tokens in
-// KV cache", the temporary pool added back, blocks rounded up; trtllm.md
-// §5), while trtllm.ResolveProfile sizes a 0.x version as an engine build.
+// KV cache", the temporary pool added back, blocks rounded up;
+// docs/trtllm.md#profiles), while trtllm.ResolveProfile sizes a 0.x
+// version as an engine build.
 func torchVersion(v string) string {
 	t := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(v)), "v")
 	if strings.HasPrefix(t, "0.20") || strings.HasPrefix(t, "0.21") {
