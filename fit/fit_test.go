@@ -468,15 +468,18 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			},
 		},
 		{
-			// At the default 0.9 the pool holds 54,144 tokens and
-			// TensorRT-LLM clamps max_seq_len to them: not a 55,000-token
-			// request. 0.92 holds 55,360.
-			name: "trtllm: free_gpu_memory_fraction 0.92 for one 55,000-token request",
+			// On the 79.19 GiB TensorRT-LLM reads as the device total
+			// (torch's, not nvidia-smi's 79.65), two H100s at TP 2 hold
+			// 51,456 tokens at the default 0.9 and still 54,304 at 0.95:
+			// TensorRT-LLM clamps max_seq_len to the pool, so not a
+			// 55,000-token request. PP 2 holds 53,344 at 0.9, 54,528 at
+			// 0.92 and 55,104 at 0.93.
+			name: "trtllm: free_gpu_memory_fraction 0.93 for one 55,000-token request",
 			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 55000, GPUs: []string{"H100"}, MaxGPUs: 2},
 			want: []share{
-				{row{"H100-80GB", 2, 2, 1, 1, "auto", 55360, 1, 1,
-					[]string{"--tp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "55000", "--kv_cache_free_gpu_memory_fraction", "0.92", "--max_batch_size", "1"}},
-					0.92, 0.9, "free_gpu_memory_fraction", true},
+				{row{"H100-80GB", 2, 1, 2, 1, "auto", 55104, 1, 1,
+					[]string{"--tp_size", "1", "--pp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "55000", "--kv_cache_free_gpu_memory_fraction", "0.93", "--max_batch_size", "1"}},
+					0.93, 0.9, "free_gpu_memory_fraction", true},
 			},
 		},
 	}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
 	"github.com/kvcfg/kvcfg/validate"
 	"github.com/kvcfg/kvcfg/weights"
@@ -107,6 +109,73 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 		per := float64(res.NumGPUBlocks) / float64(res.BlocksPerRequest)
 		band.ConcurrencyLow = min(int64(math.Floor(per*(1-e))), int64(res.MaxNumSeqs))
 		band.ConcurrencyHigh = min(int64(math.Floor(per*(1+e))), int64(res.MaxNumSeqs))
+	}
+	b.Band = band
+}
+
+// minBandRuns is the fewest validation runs of an engine from which a plan
+// quotes their error as its band.
+const minBandRuns = 5
+
+// trtllmBudget fills rep.Budget from a TensorRT-LLM result whose budget
+// kvcfg modelled (no kv_cache_memory or free_memory_after_load reading):
+// the device total, less the weights, the dry run's activation, the
+// non-torch memory and the CUDA graphs, less the share that
+// free_gpu_memory_fraction keeps back (the temporary pool is in the peak
+// and added back, so it cancels). The band is validate.Band("trtllm") once
+// the table holds minBandRuns runs of the engine; until then the plan says
+// why it has none.
+func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
+	m := res.Memory
+	if m.Source != "modelled" || m.TotalBytes == 0 || res.Profile == trtllm.Engine {
+		return
+	}
+	origin := func(name string) string {
+		if slices.Contains(m.Estimated, name) {
+			return "predicted"
+		}
+		return "given"
+	}
+	weightsOrigin := map[string]string{string(weights.Estimated): "estimated", string(weights.Safetensors): "exact",
+		string(weights.HubSafetensors): "exact", string(weights.Measured): "measured", string(weights.Given): "given"}[rep.WeightsSource]
+	if slices.Contains(m.Estimated, "weights") {
+		weightsOrigin = "estimated"
+	}
+	var parts []vllm.Term
+	if slices.Contains(m.Estimated, "activation") {
+		for _, t := range trtllm.ActivationTerms(spec, res.TPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen)) {
+			parts = append(parts, vllm.Term{Name: t.Name, Bytes: t.Bytes, Source: t.Source})
+		}
+	}
+	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
+	b := &Budget{Terms: []BudgetTerm{
+		{Name: "total", Bytes: m.TotalBytes, Origin: "computed"},
+		{Name: "weights", Bytes: m.WeightsBytes, Origin: weightsOrigin},
+		{Name: "activation", Bytes: m.ActivationBytes, Origin: origin("activation"), Parts: parts},
+		{Name: "non_torch", Bytes: m.NonTorchBytes, Origin: origin("non_torch")},
+	}}
+	if m.CUDAGraphBytes > 0 {
+		b.Terms = append(b.Terms, BudgetTerm{Name: "cudagraph", Bytes: m.CUDAGraphBytes, Origin: origin("cudagraph")})
+	}
+	b.Terms = append(b.Terms, BudgetTerm{Name: "fraction_reserve", Bytes: max(m.TotalBytes-nonKV-m.AvailableKVBytes, 0), Origin: "computed"})
+	rep.Budget = b
+	predicted := slices.ContainsFunc(m.Estimated, func(s string) bool { return s != "weights" })
+	e, sum, ok := validate.Band("trtllm")
+	if !predicted || !ok || m.AvailableKVBytes <= 0 || res.Error != "" {
+		return
+	}
+	if sum.Runs < minBandRuns {
+		rep.warn(fmt.Sprintf("no error band for this TensorRT-LLM prediction: the validation table holds %d TensorRT-LLM run(s) (%.2f %% off), too few to bound other models, GPUs and releases (kvcfg validate --engine trtllm)", sum.Runs, 100*sum.MaxAbs))
+		return
+	}
+	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
+		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d TensorRT-LLM runs with exact weights (median %.2f %%); kvcfg validate --engine trtllm", sum.Runs, 100*sum.MedianAbs)}
+	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
+	band.KVBytesLow, band.KVBytesHigh = scale(m.AvailableKVBytes, 1-e), scale(m.AvailableKVBytes, 1+e)
+	band.TokensLow, band.TokensHigh = scale(res.MaxTokens, 1-e), scale(res.MaxTokens, 1+e)
+	if c := res.MaxConcurrency(res.MaxSeqLen); c > 0 {
+		band.ConcurrencyLow = min(int64(math.Floor(c*(1-e))), int64(res.MaxBatchSize))
+		band.ConcurrencyHigh = min(int64(math.Floor(c*(1+e))), int64(res.MaxBatchSize))
 	}
 	b.Band = band
 }

@@ -110,3 +110,44 @@ func TestVLLMBudgetNoBandForV0(t *testing.T) {
 		t.Errorf("budget %+v", rep.Budget)
 	}
 }
+
+// Issue 29: a TensorRT-LLM plan without readings lists the same terms as
+// trtllm.PredictBudget (the device total CUDA reports, less the weights,
+// the dry run's activation with its parts, the non-torch memory and the
+// CUDA graphs, less what free_gpu_memory_fraction keeps back); with one
+// TensorRT-LLM run in the validation table it quotes no band and says why.
+func TestTRTLLMBudgetTerms(t *testing.T) {
+	rep, err := plan.Run(context.Background(), plan.Request{Engine: "trtllm", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Budget
+	if b == nil {
+		t.Fatal("no budget")
+	}
+	var names []string
+	sum := int64(0)
+	for i, term := range b.Terms {
+		names = append(names, term.Name)
+		if i == 0 {
+			sum += term.Bytes
+		} else {
+			sum -= term.Bytes
+		}
+	}
+	if got, want := strings.Join(names, " "), "total weights activation non_torch cudagraph fraction_reserve"; got != want {
+		t.Errorf("terms %q, want %q", got, want)
+	}
+	if sum != rep.AvailableKVBytes || b.Terms[0].Bytes != 81090<<20 {
+		t.Errorf("terms sum to %d, KV budget %d; total %d", sum, rep.AvailableKVBytes, b.Terms[0].Bytes)
+	}
+	if len(b.Terms[2].Parts) != 3 || b.Terms[2].Parts[2].Name != "logits" {
+		t.Errorf("activation parts %+v", b.Terms[2].Parts)
+	}
+	if b.Band != nil {
+		t.Errorf("a band from the table's %d TensorRT-LLM run(s): %+v", b.Band.Runs, b.Band)
+	}
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "no error band for this TensorRT-LLM prediction") {
+		t.Errorf("warnings %q", rep.Warnings)
+	}
+}

@@ -57,6 +57,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		return nil, trtllmInputError(perr)
 	}
 	fillTRTLLM(rep, res, spec)
+	trtllmBudget(rep, res, spec)
 	rep.HostTier = trtllmHostTier(req, res)
 	warnHostRAM(rep, req)
 	if perr != nil {
@@ -98,7 +99,7 @@ func trtllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) trtllm.
 		MaxDraftLen:             req.MaxDraftLen,
 		EnableChunkedPrefill:    req.EnableChunkedPrefill,
 		DisableOverlapScheduler: req.DisableOverlapScheduler,
-		GPUMemoryBytes:          g.MemoryBytes(),
+		GPUMemoryBytes:          g.CUDATotalBytes(), // torch.cuda.mem_get_info()[1], "device total memory"
 		KVCacheMemory:           int64(req.KVCacheMemory),
 		FreeMemoryAfterLoad:     int64(req.FreeMemoryAfterLoad),
 		WeightsBytes:            int64(req.WeightsMemory),

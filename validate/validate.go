@@ -26,6 +26,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/sglang"
+	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
 	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/model"
@@ -104,6 +105,29 @@ type Run struct {
 	DistributedInitGiB float64 `json:"distributed_init_gib,omitempty"`
 	PreLoadGiB         float64 `json:"pre_load_gib,omitempty"`
 	PostLoadGiB        float64 `json:"post_load_gib,omitempty"`
+	// TensorRT-LLM's launch: kv_cache_config.free_gpu_memory_fraction,
+	// --max_num_tokens, --max_batch_size, --max_seq_len (the value the
+	// engine ran with before its pool clamp), tokens_per_block (0: 32),
+	// disable_overlap_scheduler; EnforceEager stands for
+	// cuda_graph_config: null.
+	FreeGPUMemoryFraction   float64 `json:"free_gpu_memory_fraction,omitempty"`
+	MaxNumTokens            int     `json:"max_num_tokens,omitempty"`
+	MaxBatchSize            int     `json:"max_batch_size,omitempty"`
+	MaxSeqLen               int     `json:"max_seq_len,omitempty"`
+	TokensPerBlock          int     `json:"tokens_per_block,omitempty"`
+	DisableOverlapScheduler bool    `json:"disable_overlap_scheduler,omitempty"`
+	// TensorRT-LLM's printed readings, GiB: "Peak memory during memory
+	// usage profiling", its "tmp kv_mem", "Memory used after loading model
+	// weights (outside torch)", and the estimate's "max_tokens" of "Both
+	// free_gpu_memory_fraction and max_tokens are set" (0 when the log does
+	// not show them). WeightsGiB is "Memory used after loading model weights
+	// (inside torch)" (or what the row's assumed field names),
+	// AvailableKVGiB and KVCacheTokens the final pool's "[MemUsageChange]
+	// Allocated X GiB for max tokens in paged KV cache (N)".
+	PeakGiB            float64 `json:"peak_gib,omitempty"`
+	TmpKVGiB           float64 `json:"tmp_kv_gib,omitempty"`
+	OutsideTorchGiB    float64 `json:"outside_torch_gib,omitempty"`
+	EstimatedMaxTokens int64   `json:"estimated_max_tokens,omitempty"`
 	// GPUSource says where the GPU type comes from (nvidia-smi lines, the
 	// issue text) when the log itself does not print it.
 	GPUSource string `json:"gpu_source,omitempty"`
@@ -136,6 +160,8 @@ type Row struct {
 	MemFractionStatic float64         `json:"mem_fraction_static,omitempty"`
 	KVTokens          int64           `json:"predicted_kv_tokens,omitempty"`
 	CellBytes         float64         `json:"cell_bytes,omitempty"`
+	// TensorRT-LLM: the predicted budget with its terms.
+	TRTLLM *trtllm.Budget `json:"predicted_trtllm_budget,omitempty"`
 }
 
 // Summary is one engine's table.
@@ -192,6 +218,10 @@ func ParseRuns(data []byte) ([]Run, error) {
 		}
 		if r.Engine == "" || r.Model == "" || r.AvailableKVGiB <= 0 || r.Source == "" {
 			return nil, fmt.Errorf("validate: line %d (%s): engine, model, available_kv_gib and source are required", n, r.ID)
+		}
+		if r.Engine == "trtllm" && (r.KVCacheTokens <= 0 || r.WeightsGiB <= 0 || r.FreeGPUMemoryFraction <= 0 ||
+			r.MaxNumTokens <= 0 || r.MaxBatchSize <= 0 || r.MaxSeqLen <= 0) {
+			return nil, fmt.Errorf("validate: line %d (%s): a TensorRT-LLM run needs kv_cache_tokens, weights_gib, free_gpu_memory_fraction, max_num_tokens, max_batch_size and max_seq_len", n, r.ID)
 		}
 		runs = append(runs, r)
 	}
@@ -255,6 +285,8 @@ func Predict(r Run) (Row, error) {
 		return predictVLLM(r)
 	case "sglang":
 		return predictSGLang(r)
+	case "trtllm":
+		return predictTRTLLM(r)
 	}
 	return Row{Run: r}, fmt.Errorf("validate: %s: engine %q has no before-launch predictor in the table yet", r.ID, r.Engine)
 }

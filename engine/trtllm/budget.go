@@ -24,13 +24,14 @@ type Parts struct {
 
 // Estimate returns kvcfg's estimates of the non-KV memory one rank holds
 // when TensorRT-LLM measures its KV budget, for model s with tp × pp ranks
-// and max_num_tokens tokens in the profiling forward:
+// and max_num_tokens tokens in the profiling forward (one dummy request; see
+// EstimateDryRun for the request count that max_seq_len gives):
 //
 //   - weights: the weights package's per-rank estimate from the config's
 //     parameter counts (0 when the config has none);
-//   - activation: the dry run's forward of max_num_tokens tokens from the
-//     model's shapes (dryRunActivation): 0.88 GiB for gpt-oss-120b at 8192
-//     tokens, where its 1.1.0rc3 log measured 0.85 GiB;
+//   - activation: the dry run's torch peak from the model's shapes
+//     (ActivationTerms): 0.88 GiB for gpt-oss-120b at 8192 tokens, where
+//     its 1.1.0rc3 log measured 0.85 GiB;
 //   - non-torch: the gpu package's runtime overhead (CUDA context and
 //     libraries, plus NCCL buffers with more than one rank);
 //   - CUDA graphs: 25 MiB per decoder layer on the rank (PyTorch backend;
@@ -39,20 +40,41 @@ type Parts struct {
 // They are estimates; a real run's reading (Input.KVCacheMemory or
 // Input.FreeMemoryAfterLoad) reproduces it exactly.
 func Estimate(s *model.Spec, tp, pp, maxNumTokens int, engine bool) Parts {
-	tp, pp = max(tp, 1), max(pp, 1)
+	p, _ := EstimateDryRun(s, DryRun{TP: tp, PP: pp, MaxNumTokens: maxNumTokens, Engine: engine})
+	return p
+}
+
+// DryRun is what EstimateDryRun needs: the layout, the dry run's token
+// budget and the sequence length that cuts it into dummy requests.
+type DryRun struct {
+	TP, PP int
+	// MaxNumTokens is max_num_tokens; MaxSeqLen is max_seq_len (0: one
+	// request of MaxNumTokens tokens).
+	MaxNumTokens, MaxSeqLen int
+	// Engine is an engine build (no CUDA graphs by default).
+	Engine bool
+	// NoCUDAGraph is cuda_graph_config: null (no graphs captured).
+	NoCUDAGraph bool
+}
+
+// EstimateDryRun is Estimate for a dry run cut into max_seq_len − 1 token
+// requests, with the activation's parts and the source of each.
+func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
+	tp, pp := max(d.TP, 1), max(d.PP, 1)
 	var m Parts
 	if s == nil {
-		return m
+		return m, nil
 	}
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	m.ActivationBytes = dryRunActivation(s, tp, maxNumTokens)
+	terms := ActivationTerms(s, tp, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
+	m.ActivationBytes = peakOf(terms)
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
-	if !engine {
+	if !d.Engine && !d.NoCUDAGraph {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
 	}
-	return m
+	return m, terms
 }
 
 // budget is the memory side of a plan, per GPU.
@@ -73,7 +95,7 @@ type budget struct {
 }
 
 // makeBudget resolves the budget: a reading, or the modelled figures.
-func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTokens int) (budget, error) {
+func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTokens, maxSeqLen int) (budget, error) {
 	b := budget{total: in.GPUMemoryBytes}
 	switch {
 	case r.engine && in.FreeMemoryAfterLoad > 0:
@@ -85,7 +107,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTo
 		if in.GPUMemoryBytes <= 0 {
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
-		est := Estimate(s, tp, pp, maxNumTokens, r.engine)
+		est, _ := EstimateDryRun(s, DryRun{TP: tp, PP: pp, MaxNumTokens: maxNumTokens, MaxSeqLen: maxSeqLen, Engine: r.engine, NoCUDAGraph: in.DisableCUDAGraph})
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given
@@ -99,7 +121,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTo
 		}
 		b.parts.ActivationBytes = pick(in.ActivationBytes, est.ActivationBytes, "activation")
 		b.parts.NonTorchBytes = pick(in.NonTorchBytes, est.NonTorchBytes, "non_torch")
-		if !r.engine {
+		if !r.engine && !in.DisableCUDAGraph {
 			b.parts.CUDAGraphBytes = pick(in.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")
 		}
 		p := b.parts
@@ -127,32 +149,4 @@ func (b budget) estimatedNote() string {
 	}
 	return fmt.Sprintf("estimated without a GPU: %s; pass a real run's reading (kv_cache_memory, or free_memory_after_load for engine builds) to reproduce it exactly",
 		strings.Join(b.estimated, ", "))
-}
-
-// dryRunActivation is the torch peak of the PyTorch backend's estimation
-// dry run (py_executor_creator / KvCacheCreator: one forward of
-// max_num_tokens tokens in context requests), from the model's shapes in
-// its dtype: a dense layer's MLP outputs per TP rank (gate/up and the
-// activation's output) and four hidden-state-sized tensors (residual,
-// normed input, attention or MLP output, the layer's output); for a MoE
-// layer the fused-MoE kernel's workspace over the routed rows instead of
-// the dense MLP: the permuted input, the first expert GEMM's output and
-// the second's (tokens × top_k × (H + 2I/tp + H); CUTLASS MoE
-// getWorkspaceSize). Logits are computed for the last token of each dry-run
-// request only, a few rows, and are left out.
-func dryRunActivation(s *model.Spec, tp, maxNumTokens int) int64 {
-	tokens := int64(max(maxNumTokens, 0))
-	b := int64(max(s.ModelDType.Size(), 2))
-	h := int64(max(s.HiddenSize, 0))
-	f := s.FFN
-	tp64 := int64(max(tp, 1))
-	mats := int64(2)
-	if f.Gated {
-		mats = 3
-	}
-	mlp := mats * int64(f.Intermediate) / tp64
-	if f.Experts > 0 && f.TopK > 0 {
-		mlp = mats*int64(f.SharedIntermediate)/tp64 + int64(f.TopK)*(2*int64(f.ExpertIntermediate)/tp64+2*h)
-	}
-	return satMul(tokens, satMul(mlp+4*h, b))
 }

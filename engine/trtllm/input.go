@@ -101,6 +101,9 @@ type Input struct {
 	EnableChunkedPrefill bool `json:"enable_chunked_prefill,omitempty"`
 	// DisableOverlapScheduler is disable_overlap_scheduler (dry-run tokens).
 	DisableOverlapScheduler bool `json:"disable_overlap_scheduler,omitempty"`
+	// DisableCUDAGraph is cuda_graph_config: null (no CUDA graphs are
+	// captured, so none are charged to the modelled budget).
+	DisableCUDAGraph bool `json:"disable_cuda_graph,omitempty"`
 	// CUDAGraphMaxBatchSize is cuda_graph_config.max_batch_size (latest
 	// profile's dry run); 0 takes 128.
 	CUDAGraphMaxBatchSize int `json:"cuda_graph_max_batch_size,omitempty"`

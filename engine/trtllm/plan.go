@@ -238,7 +238,7 @@ func (p *planner) run() error {
 			s.Name, max(s.SlidingWindow, 1), p.maxSeqLen))
 	}
 
-	p.b, err = makeBudget(in, s, r, p.frac, p.tp, p.pp, p.maxTokens)
+	p.b, err = makeBudget(in, s, r, p.frac, p.tp, p.pp, p.maxTokens, p.maxSeqLen)
 	if err != nil {
 		return err
 	}
