@@ -15,7 +15,7 @@ import (
 // total less the CUDA context, torch.distributed's initialisation, the
 // weights, the share mem_fraction_static keeps out of the static pool, a
 // multimodal cache and a state pool, which leaves the KV budget
-// (docs/predict.md §SGLang). The band is the SGLang table's once it holds
+// (docs/predict.md#sglang-the-free-memory-before-weights). The band is the SGLang table's once it holds
 // minBandRuns runs; before that the plan says why it has none.
 func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	p := &mem.preLoad
@@ -70,11 +70,6 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	band.ConcurrencyHigh = max(min(int64(math.Floor(conc*(1+e))), limit), rep.MaxConcurrencyAtContextLength)
 	b.Band = band
 }
-
-// minBandRuns is how many runs of an engine the validation table must hold
-// before a plan quotes the band they support: the 90th percentile of fewer
-// runs is one run's error, not a band.
-const minBandRuns = 5
 
 // noSGLangBand is the note of a plan without a band (the table is fixed
 // at build time, so the note is made once).
