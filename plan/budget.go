@@ -77,8 +77,7 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 		}
 		return "measured"
 	}
-	weightsOrigin := map[string]string{string(weights.Estimated): "estimated", string(weights.Safetensors): "exact",
-		string(weights.HubSafetensors): "exact", string(weights.Measured): "measured", string(weights.Given): "given"}[rep.WeightsSource]
+	weightsOrigin := weightsOriginOf(weights.Source(rep.WeightsSource))
 	if slices.Contains(m.Estimated, "weights") {
 		weightsOrigin = "estimated"
 	}
@@ -136,8 +135,7 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 		}
 		return "given"
 	}
-	weightsOrigin := map[string]string{string(weights.Estimated): "estimated", string(weights.Safetensors): "exact",
-		string(weights.HubSafetensors): "exact", string(weights.Measured): "measured", string(weights.Given): "given"}[rep.WeightsSource]
+	weightsOrigin := weightsOriginOf(weights.Source(rep.WeightsSource))
 	if slices.Contains(m.Estimated, "weights") {
 		weightsOrigin = "estimated"
 	}

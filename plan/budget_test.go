@@ -32,16 +32,7 @@ func TestVLLMBudgetTermsAndBand(t *testing.T) {
 	if b == nil || b.Band == nil {
 		t.Fatalf("no budget or band: %+v", b)
 	}
-	var names, origins []string
-	sum := int64(0)
-	for i, term := range b.Terms {
-		names, origins = append(names, term.Name), append(origins, term.Origin)
-		if i == 0 {
-			sum += term.Bytes
-		} else {
-			sum -= term.Bytes
-		}
-	}
+	names, origins, sum := budgetTerms(b)
 	if got, want := strings.Join(names, " "), "requested weights activation non_torch cudagraph"; got != want {
 		t.Errorf("terms %q, want %q", got, want)
 	}
@@ -125,16 +116,7 @@ func TestTRTLLMBudgetTerms(t *testing.T) {
 	if b == nil {
 		t.Fatal("no budget")
 	}
-	var names []string
-	sum := int64(0)
-	for i, term := range b.Terms {
-		names = append(names, term.Name)
-		if i == 0 {
-			sum += term.Bytes
-		} else {
-			sum -= term.Bytes
-		}
-	}
+	names, _, sum := budgetTerms(b)
 	if got, want := strings.Join(names, " "), "total weights activation non_torch cudagraph fraction_reserve"; got != want {
 		t.Errorf("terms %q, want %q", got, want)
 	}
@@ -150,4 +132,18 @@ func TestTRTLLMBudgetTerms(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "no error band for this TensorRT-LLM prediction") {
 		t.Errorf("warnings %q", rep.Warnings)
 	}
+}
+
+// budgetTerms returns b's term names and origins in order and what they
+// add up to: the first term less the others.
+func budgetTerms(b *plan.Budget) (names, origins []string, sum int64) {
+	for i, term := range b.Terms {
+		names, origins = append(names, term.Name), append(origins, term.Origin)
+		if i == 0 {
+			sum += term.Bytes
+		} else {
+			sum -= term.Bytes
+		}
+	}
+	return names, origins, sum
 }

@@ -35,16 +35,7 @@ func TestSGLangBudgetTermsAddUp(t *testing.T) {
 			if b == nil {
 				t.Fatal("no budget")
 			}
-			var names []string
-			sum := int64(0)
-			for i, term := range b.Terms {
-				names = append(names, term.Name)
-				if i == 0 {
-					sum += term.Bytes
-				} else {
-					sum -= term.Bytes
-				}
-			}
+			names, _, sum := budgetTerms(b)
 			if tc.terms != "" && strings.Join(names, " ") != tc.terms {
 				t.Errorf("terms %q, want %q", strings.Join(names, " "), tc.terms)
 			}
