@@ -141,9 +141,7 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	}
 	var parts []vllm.Term
 	if slices.Contains(m.Estimated, "activation") {
-		for _, t := range trtllm.ActivationTerms(spec, res.TPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen)) {
-			parts = append(parts, vllm.Term{Name: t.Name, Bytes: t.Bytes, Source: t.Source})
-		}
+		parts = trtllm.ActivationTerms(spec, res.TPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
 	}
 	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 	b := &Budget{Terms: []BudgetTerm{

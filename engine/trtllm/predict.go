@@ -3,19 +3,13 @@ package trtllm
 import (
 	"fmt"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 )
 
-// Term is one part of a predicted figure with the TensorRT-LLM source that
-// allocates it.
-type Term struct {
-	// Name is the part ("mlp", "moe_workspace", "hidden_states", "logits").
-	Name string `json:"name"`
-	// Bytes is its size on one rank.
-	Bytes int64 `json:"bytes"`
-	// Source is the TensorRT-LLM source file behind it.
-	Source string `json:"source"`
-}
+// Term is one named part of a predicted figure and the TensorRT-LLM
+// source that allocates it.
+type Term = engine.Term
 
 // Source files of the activation terms (NVIDIA/TensorRT-LLM, PyTorch
 // backend, 1.1 to 2026 main).

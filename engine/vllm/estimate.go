@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kvcfg/kvcfg/engine"
 	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/weights"
 )
@@ -74,16 +75,9 @@ func DefaultSampler(version string) string {
 	return SamplerNative
 }
 
-// Term is one named part of an estimated figure and where vLLM's source
+// Term is one named part of a predicted figure and the vLLM source that
 // allocates it.
-type Term struct {
-	// Name is the part ("sampler_logits", "moe_workspace", ...).
-	Name string `json:"name"`
-	// Bytes is its size on one rank.
-	Bytes int64 `json:"bytes"`
-	// Source is the vLLM source that allocates it.
-	Source string `json:"source"`
-}
+type Term = engine.Term
 
 // Source files of the terms (vllm-project/vllm, v0.19.0).
 const (
@@ -240,17 +234,17 @@ func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sampler string
 	last := in.Stage < 0 || in.Stage >= pp-1
 	var shared []Term
 	if ws := moeWorkspace(s, tokens, tp, b); ws > 0 {
-		shared = append(shared, Term{"moe_workspace", ws, srcMoE})
+		shared = append(shared, Term{Name: "moe_workspace", Bytes: ws, Source: srcMoE})
 	}
 	if pp > 1 {
-		shared = append(shared, Term{"pipeline_intermediate_tensors", 2 * tokens * h * b, srcPP})
+		shared = append(shared, Term{Name: "pipeline_intermediate_tensors", Bytes: 2 * tokens * h * b, Source: srcPP})
 	}
 	if s.Encoder && (in.Stage <= 0) {
-		shared = append(shared, Term{"multimodal_inputs_embeds", tokens * h * b, srcMM})
+		shared = append(shared, Term{Name: "multimodal_inputs_embeds", Bytes: tokens * h * b, Source: srcMM})
 		if v := s.Vision; v != nil && v.Hidden > 0 {
 			// The dummy images fill the batch's tokens; the tower's hidden
 			// states cover PatchesPerToken patches per token.
-			shared = append(shared, Term{"multimodal_encoder_states", tokens * int64(max(v.PatchesPerToken, 1)) * int64(v.Hidden) * b, srcMM})
+			shared = append(shared, Term{Name: "multimodal_encoder_states", Bytes: tokens * int64(max(v.PatchesPerToken, 1)) * int64(v.Hidden) * b, Source: srcMM})
 		}
 	}
 	// The forward: a dense layer's MLP outputs (gate/up and the activation's
@@ -264,7 +258,7 @@ func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sampler string
 	if f.Gated {
 		mats = 3
 	}
-	fwd := Term{"forward_activations", tokens * (mats*inter/int64(tp) + 4*h) * b, srcDummyRun + "; " + srcMLP}
+	fwd := Term{Name: "forward_activations", Bytes: tokens * (mats*inter/int64(tp) + 4*h) * b, Source: srcDummyRun + "; " + srcMLP}
 	peak := fwd
 	if last && f.VocabSize > 0 {
 		seqs := min(int64(max(in.MaxNumSeqs, 1)), max(tokens, 1))
@@ -275,7 +269,7 @@ func activationTerms(s *model.Spec, in EstimateInput, tp, pp int, sampler string
 		case sortBefore017:
 			per += 24
 		}
-		smp := Term{"sampler_logits", seqs*int64(f.VocabSize)*per + 2*tokens*h*b, src}
+		smp := Term{Name: "sampler_logits", Bytes: seqs*int64(f.VocabSize)*per + 2*tokens*h*b, Source: src}
 		if smp.Bytes > peak.Bytes {
 			peak = smp
 		}
