@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
@@ -92,11 +93,15 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 	}
 	rep.Budget = b
 	predicted := slices.ContainsFunc(m.Estimated, func(s string) bool { return s != "weights" })
-	e, sum, ok := validate.Band("vllm")
 	// The table's runs of 0.15 to 0.19 are within their band; its 0.10.1.1
 	// runs miss by up to 23 %: no band for older profiles.
 	validated := res.Profile == vllm.V013 || res.Profile == vllm.V018 || res.Profile == vllm.Latest
-	if !predicted || !ok || !validated || m.AvailableKVBytes <= 0 {
+	if !predicted || !validated || m.AvailableKVBytes <= 0 {
+		return
+	}
+	e, sum, note := tableBand("vllm", rep.Platform)
+	if note != "" {
+		rep.warn(note)
 		return
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
@@ -156,12 +161,12 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	b.Terms = append(b.Terms, BudgetTerm{Name: "fraction_reserve", Bytes: max(m.TotalBytes-nonKV-m.AvailableKVBytes, 0), Origin: "computed"})
 	rep.Budget = b
 	predicted := slices.ContainsFunc(m.Estimated, func(s string) bool { return s != "weights" })
-	e, sum, ok := validate.Band("trtllm")
-	if !predicted || !ok || m.AvailableKVBytes <= 0 || res.Error != "" {
+	if !predicted || m.AvailableKVBytes <= 0 || res.Error != "" {
 		return
 	}
-	if sum.Runs < minBandRuns {
-		rep.warn(fmt.Sprintf("no error band for this TensorRT-LLM prediction: the validation table holds %d TensorRT-LLM run(s) (%.2f %% off), too few to bound other models, GPUs and releases (kvcfg validate --engine trtllm)", sum.Runs, 100*sum.MaxAbs))
+	e, sum, note := tableBand("trtllm", rep.Platform)
+	if note != "" {
+		rep.warn(note)
 		return
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
@@ -233,4 +238,54 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// engineNames are the engines' names in prose.
+var engineNames = map[string]string{"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}
+
+// tableBand returns the validation table's band for a prediction of engine
+// on a GPU of platform ("cuda", "hip"): the 90th percentile of |error| over
+// the engine's runs on that platform and their summary. note is non-empty,
+// and says why, when the table holds fewer than minBandRuns such runs: the
+// plan then quotes no band.
+func tableBand(engine, platform string) (e float64, sum validate.Summary, note string) {
+	e, sum, ok := validate.PlatformBand(engine, platform)
+	if ok && sum.Runs >= minBandRuns {
+		return e, sum, ""
+	}
+	if n, ok := bandNotes()[[2]string{engine, platform}]; ok {
+		return e, sum, n
+	}
+	return e, sum, bandNote(engine, platform, sum.Runs)
+}
+
+// bandNotes are tableBand's notes for the engines and platforms plan knows,
+// made once (the table is fixed at build time, and a plan's hot path does
+// not format them).
+var bandNotes = sync.OnceValue(func() map[[2]string]string {
+	m := map[[2]string]string{}
+	for e := range engineNames {
+		for _, p := range []string{"cuda", "hip"} {
+			_, sum, _ := validate.PlatformBand(e, p)
+			m[[2]string{e, p}] = bandNote(e, p, sum.Runs)
+		}
+	}
+	return m
+})
+
+// bandNote says that the table holds too few runs for a band.
+func bandNote(engine, platform string, runs int) string {
+	return fmt.Sprintf("no error band: kvcfg's validation table holds %d %s %s on %s GPUs (a band takes %d; kvcfg validate --engine %s); the predicted terms are listed under the KV budget",
+		runs, engineNames[engine], plural(runs, "run", "runs"), platformName(platform), minBandRuns, engine)
+}
+
+// platformName is a platform in prose.
+func platformName(platform string) string {
+	switch platform {
+	case "hip":
+		return "ROCm"
+	case "cuda", "":
+		return "CUDA"
+	}
+	return platform
 }

@@ -129,7 +129,7 @@ func TestTRTLLMBudgetTerms(t *testing.T) {
 	if b.Band != nil {
 		t.Errorf("a band from the table's %d TensorRT-LLM run(s): %+v", b.Band.Runs, b.Band)
 	}
-	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "no error band for this TensorRT-LLM prediction") {
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "no error band: kvcfg's validation table holds") {
 		t.Errorf("warnings %q", rep.Warnings)
 	}
 }

@@ -3,10 +3,8 @@ package plan
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/validate"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
@@ -45,13 +43,13 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 		b.Terms = append(b.Terms, BudgetTerm{Name: "state", Bytes: bd.StateBytes, Origin: "computed"})
 	}
 	rep.Budget = b
-	e, sum, ok := validate.Band("sglang")
-	if !ok || sum.Runs < minBandRuns {
-		rep.warn(noSGLangBand())
+	e, sum, note := tableBand("sglang", rep.Platform)
+	if note != "" {
+		rep.warn(note)
 		return
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
-		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs with exact weights (median %.2f %%; fewer runs than the table's target asks); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
+		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs on %s GPUs with exact weights (median %.2f %%); kvcfg validate --engine sglang", sum.Runs, platformName(rep.Platform), 100*sum.MedianAbs)}
 	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
 	band.KVBytesLow, band.KVBytesHigh = scale(rep.AvailableKVBytes, 1-e), scale(rep.AvailableKVBytes, 1+e)
 	band.TokensLow, band.TokensHigh = scale(rep.MaxTotalNumTokens, 1-e), scale(rep.MaxTotalNumTokens, 1+e)
@@ -70,14 +68,6 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	band.ConcurrencyHigh = max(min(int64(math.Floor(conc*(1+e))), limit), rep.MaxConcurrencyAtContextLength)
 	b.Band = band
 }
-
-// noSGLangBand is the note of a plan without a band (the table is fixed
-// at build time, so the note is made once).
-var noSGLangBand = sync.OnceValue(func() string {
-	_, sum, _ := validate.Band("sglang")
-	return fmt.Sprintf("no error band: kvcfg's validation table holds %d SGLang %s with the readings a band needs (a band takes %d); the predicted terms are listed under the KV budget",
-		sum.Runs, plural(sum.Runs, "run", "runs"), minBandRuns)
-})
 
 // weightsOriginOf is a budget term's origin for weights from src.
 func weightsOriginOf(src weights.Source) string {

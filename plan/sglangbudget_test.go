@@ -46,7 +46,7 @@ func TestSGLangBudgetTermsAddUp(t *testing.T) {
 			}
 			// A band once the table holds five SGLang runs; before that
 			// the plan says why it has none.
-			_, tbl, _ := validate.Band("sglang")
+			_, tbl, _ := validate.PlatformBand("sglang", rep.Platform)
 			switch {
 			case tbl.Runs < 5:
 				if b.Band != nil || !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "no error band") }) {

@@ -342,9 +342,32 @@ func Check(runs []Run) ([]Row, error) {
 
 // Summarize returns one Summary per engine, in engine order.
 func Summarize(rows []Row) []Summary {
+	return summarize(rows, func(r Row) string { return r.Run.Engine })
+}
+
+// SummarizePlatforms returns one Summary per engine and GPU platform
+// ("cuda", "hip": the catalog's for the run's GPU), in key order; each
+// Summary's Engine is "engine/platform".
+func SummarizePlatforms(rows []Row) []Summary {
+	return summarize(rows, func(r Row) string { return r.Run.Engine + "/" + r.Run.Platform() })
+}
+
+// Platform is the catalog's platform of the run's GPU ("cuda", "hip"),
+// "unknown" when the catalog does not know the GPU.
+func (r Run) Platform() string {
+	g, err := gpu.Lookup(r.GPU)
+	if err != nil || g.Platform == "" {
+		return "unknown"
+	}
+	return g.Platform
+}
+
+// summarize returns one Summary per key of the rows, in key order.
+func summarize(rows []Row, key func(Row) string) []Summary {
 	by := map[string][]float64{}
 	for _, r := range rows {
-		by[r.Run.Engine] = append(by[r.Run.Engine], math.Abs(r.Error))
+		k := key(r)
+		by[k] = append(by[k], math.Abs(r.Error))
 	}
 	var out []Summary
 	for _, e := range slices.Sorted(maps.Keys(by)) {
@@ -393,4 +416,12 @@ func quantile(xs []float64, q float64) float64 {
 func Band(engine string) (band float64, s Summary, ok bool) {
 	s, ok = bands[engine]
 	return s.P90Abs, s, ok
+}
+
+// PlatformBand is Band over the engine's runs on GPUs of one platform
+// ("cuda", "hip"): a plan for an NVIDIA GPU is judged by the table's
+// NVIDIA runs, not by its ROCm ones. ok is false when the table has no
+// runs of the engine on that platform.
+func PlatformBand(engine, platform string) (band float64, s Summary, ok bool) {
+	return Band(engine + "/" + platform)
 }
