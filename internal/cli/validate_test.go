@@ -38,7 +38,7 @@ func TestValidateCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
-	if len(v.Rows) != 76 || len(v.Summary) != 2 || v.Summary[1].Engine != "vllm" || v.Summary[1].Runs != 75 || !strings.HasPrefix(v.Rows[0].Run.Source, "https://github.com/") {
+	if len(v.Rows) != 87 || len(v.Summary) != 2 || v.Summary[1].Engine != "vllm" || v.Summary[1].Runs != 86 || !strings.HasPrefix(v.Rows[0].Run.Source, "https://github.com/") {
 		t.Errorf("json: %d rows, summary %+v", len(v.Rows), v.Summary)
 	}
 	if out, _, code := run(t, "validate", "--engine", "sglang"); code != 0 || strings.Contains(out, "vllm") {
