@@ -105,7 +105,7 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 		return
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
-		Basis: fmt.Sprintf("90th percentile of |error| of the predicted KV memory over %d vLLM runs with exact weights (0.10.2 and 0.15 to 0.19 on H100, 0.10.1.1 and 0.19 on A100; median %.2f %%); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
+		Basis: fmt.Sprintf("90th percentile of |error| of the predicted KV memory over %d vLLM runs with exact weights (0.10.2 and 0.15 to 0.19 on H100, 0.10.1.1, 0.15.1 and 0.19 on A100, 0.17.1 on RTX 3090 and MI300X; median %.2f %%); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
 	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
 	band.KVBytesLow, band.KVBytesHigh = scale(m.AvailableKVBytes, 1-e), scale(m.AvailableKVBytes, 1+e)
 	band.TokensLow, band.TokensHigh = scale(res.KVCacheSizeTokens, 1-e), scale(res.KVCacheSizeTokens, 1+e)

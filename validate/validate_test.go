@@ -53,6 +53,14 @@ var knownMisses = map[string]struct {
 	// source as kvcfg reads it (NCCL over the network between nodes opens
 	// few channels; the custom all-reduce is off across nodes); no term
 	// was changed to fit it.
+	// Held-out vLLM 0.17.1 run (TheBuccaneer/vllm-offload-profiles, RTX
+	// 3090): Qwen2.5-7B at utilization 0.65 leaves a 0.49 GiB pool, so the
+	// 0.08 GiB kvcfg predicts below it is 16 %. The same launch, repeated
+	// four minutes later (kv_vram_qwen_gmem065_offload0_failed.log),
+	// printed 0.41 GiB, the figure kvcfg predicts (+0.5 %): the spread is
+	// the run-to-run spread of the profile (activation and non-torch
+	// memory), not a term; no term was changed to fit either launch.
+	"buccaneer-qwen2.5-7b-gmem065-rtx3090":                 {-0.1589, "a 0.49 GiB pool: the same launch printed 0.41 GiB another time, the prediction"},
 	"dennislee22-qwen2-7b-a100-40gb-tp2-util0.5-two-nodes": {0.0697, "TP 2 over two nodes (Ray): about 1 GiB more non-torch memory than one node, not modelled"},
 }
 
