@@ -365,7 +365,7 @@ func TestVersionGates(t *testing.T) {
 }
 
 // A multimodal model reserves SGLANG_VLM_CACHE_SIZE_MB (100) of the KV
-// budget from 0.5.18 (PR #34141, opened after 0.5.17); before, the pool was
+// budget from 0.5.18 (PR #34141, merged after 0.5.17); before, the pool was
 // sized without it (the RTX 5060 Ti runs of 2026-06 main: the printed pool is
 // post − pre·(1 − mfs) to the rounding, no reservation line).
 func TestMultimodalReserveGate(t *testing.T) {
