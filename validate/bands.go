@@ -5,6 +5,6 @@ package validate
 // bands are Summarize(Check(Runs())) per engine.
 var bands = map[string]Summary{
 	"sglang": {Engine: "sglang", Runs: 1, MedianAbs: 0.09145909763789661, MeanAbs: 0.09145909763789661, P90Abs: 0.09145909763789661, MaxAbs: 0.09145909763789661, Within1: 0, Within3: 0},
-	"trtllm": {Engine: "trtllm", Runs: 1, MedianAbs: 0.008517760833178345, MeanAbs: 0.008517760833178345, P90Abs: 0.008517760833178345, MaxAbs: 0.008517760833178345, Within1: 1, Within3: 1},
+	"trtllm": {Engine: "trtllm", Runs: 2, MedianAbs: 0.009979469406379338, MeanAbs: 0.009979469406379338, P90Abs: 0.011148836264940131, MaxAbs: 0.01144117797958033, Within1: 0.5, Within3: 1},
 	"vllm":   {Engine: "vllm", Runs: 75, MedianAbs: 0.001007996935221484, MeanAbs: 0.003338775284278428, P90Abs: 0.006308455597233755, MaxAbs: 0.06965991189654379, Within1: 0.9333333333333333, Within3: 0.9866666666666667},
 }
