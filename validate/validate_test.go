@@ -45,7 +45,7 @@ var knownMisses = map[string]struct {
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
 	"sglang": "one public run with the figures the table needs; its 0.4-era CUDA context and NCCL are below the modelled ones",
-	"trtllm": "one public run with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage); the non-torch and CUDA-graph terms are not checked by any discrete-GPU log that prints them",
+	"trtllm": "two public runs with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage, an RTX 6000 Ada trtllm-serve log of 1.1.0); the non-torch and CUDA-graph terms are checked by that one small-model log only",
 }
 
 // minEngineRuns is the fewest runs an engine's table needs before its

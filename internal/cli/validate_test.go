@@ -38,13 +38,13 @@ func TestValidateCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
-	if len(v.Rows) != 77 || len(v.Summary) != 3 || v.Summary[1].Engine != "trtllm" || v.Summary[2].Engine != "vllm" || v.Summary[2].Runs != 75 || !strings.HasPrefix(v.Rows[0].Run.Source, "https://github.com/") {
+	if len(v.Rows) != 78 || len(v.Summary) != 3 || v.Summary[1].Engine != "trtllm" || v.Summary[2].Engine != "vllm" || v.Summary[2].Runs != 75 || !strings.HasPrefix(v.Rows[0].Run.Source, "https://github.com/") {
 		t.Errorf("json: %d rows, summary %+v", len(v.Rows), v.Summary)
 	}
 	if out, _, code := run(t, "validate", "--engine", "sglang"); code != 0 || strings.Contains(out, "vllm") {
 		t.Errorf("--engine sglang: exit %d\n%s", code, out)
 	}
-	if out, _, code := run(t, "validate", "--engine", "trtllm"); code != 0 || !strings.Contains(out, "trtllm: 1 runs") {
+	if out, _, code := run(t, "validate", "--engine", "trtllm"); code != 0 || !strings.Contains(out, "trtllm: 2 runs") {
 		t.Errorf("--engine trtllm: exit %d\n%s", code, out)
 	}
 	if _, errOut, code := run(t, "validate", "--engine", "nosuch"); code != 2 || !strings.Contains(errOut, "no runs of that engine (it has sglang, trtllm, vllm)") {
