@@ -68,7 +68,7 @@ var knownMisses = map[string]struct {
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
 	"sglang": "nine public runs from two sources: the L4 run's 0.4-era CUDA context and NCCL are below the modelled ones, and the MI355X runs' distributed init (8.18 GiB at TP 2, 10.5 at TP 8) is over twice the modelled ROCm figure",
-	"trtllm": "one public run with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage); the non-torch and CUDA-graph terms are not checked by any discrete-GPU log that prints them",
+	"trtllm": "two public runs with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage, an RTX 6000 Ada trtllm-serve log of 1.1.0); the non-torch and CUDA-graph terms are checked by that one small-model log only",
 }
 
 // minEngineRuns is the fewest runs an engine's table needs before its
