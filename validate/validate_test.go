@@ -1,6 +1,7 @@
 package validate_test
 
 import (
+	"errors"
 	"fmt"
 	"go/format"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/validate"
 )
 
@@ -303,4 +305,22 @@ func TestBandsCurrent(t *testing.T) {
 		return
 	}
 	t.Errorf("bands.go is stale: run KVCFG_UPDATE_BANDS=1 go test ./validate -run TestBandsCurrent\nwant:\n%s", src)
+}
+
+// A run on a unified-memory device (GB10) is refused, as a plan refuses
+// it: the catalog's total is not what the engine can take.
+func TestUnifiedMemoryRunRefused(t *testing.T) {
+	for _, engine := range []string{"vllm", "sglang", "trtllm"} {
+		r := validate.Run{ID: "gb10", Engine: engine, Version: "1.1.0", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "GB10",
+			TP: 1, PP: 1, WeightsGiB: 15, AvailableKVGiB: 5, KVCacheTokens: 1000, Source: "https://example.invalid"}
+		if engine == "vllm" {
+			r.Version = "0.19.0"
+		}
+		if engine == "sglang" {
+			r.Version = "0.5.3"
+		}
+		if _, err := validate.Predict(r); !errors.Is(err, gpu.ErrUnified) {
+			t.Errorf("%s: %v, want gpu.ErrUnified", engine, err)
+		}
+	}
 }
