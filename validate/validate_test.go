@@ -1,6 +1,7 @@
 package validate_test
 
 import (
+	"errors"
 	"fmt"
 	"go/format"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/validate"
 )
 
@@ -53,7 +55,7 @@ var knownMisses = map[string]struct {
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
 	"sglang": "nine public runs from two sources, eight of them one model on one MI355X node: the L4 run's 0.4-era CUDA context and NCCL are below the modelled ones (8 of 9 within 3 %, under the 90 %), and the ROCm terms rest on three logs",
-	"trtllm": "one public run with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage); the non-torch and CUDA-graph terms are not checked by any discrete-GPU log that prints them",
+	"trtllm": "two public runs with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage, an RTX 6000 Ada trtllm-serve log of 1.1.0); the non-torch and CUDA-graph terms are checked by that one small-model log only",
 }
 
 // minEngineRuns is the fewest runs an engine's table needs before its
@@ -288,4 +290,22 @@ func TestBandsCurrent(t *testing.T) {
 		return
 	}
 	t.Errorf("bands.go is stale: run KVCFG_UPDATE_BANDS=1 go test ./validate -run TestBandsCurrent\nwant:\n%s", src)
+}
+
+// A run on a unified-memory device (GB10) is refused, as a plan refuses
+// it: the catalog's total is not what the engine can take.
+func TestUnifiedMemoryRunRefused(t *testing.T) {
+	for _, engine := range []string{"vllm", "sglang", "trtllm"} {
+		r := validate.Run{ID: "gb10", Engine: engine, Version: "1.1.0", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "GB10",
+			TP: 1, PP: 1, WeightsGiB: 15, AvailableKVGiB: 5, KVCacheTokens: 1000, Source: "https://example.invalid"}
+		if engine == "vllm" {
+			r.Version = "0.19.0"
+		}
+		if engine == "sglang" {
+			r.Version = "0.5.3"
+		}
+		if _, err := validate.Predict(r); !errors.Is(err, gpu.ErrUnified) {
+			t.Errorf("%s: %v, want gpu.ErrUnified", engine, err)
+		}
+	}
 }
