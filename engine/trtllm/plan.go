@@ -225,20 +225,30 @@ func (p *planner) checkFraction() error {
 	return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
 }
 
-// stageCosts splits the attention layers over the pipeline stages and
+// stageCosts splits the attention layers over the pipeline stages (the
+// PyTorch backend's split, or an engine build's num_layers // pp_size) and
 // works out both costs of each: the pool's allocation per token
 // (get_cache_bytes_per_token) and the estimate's (get_cache_size_per_token).
 func (p *planner) stageCosts(kv CacheDType) error {
 	s, r, res := p.s, p.r, p.res
-	split, err := p.stageSplit()
-	if err != nil {
-		return err
+	n := attentionLayers(s)
+	split := StageLayers(n, p.pp)
+	if r.engine {
+		split = engineStageLayers(n, p.pp)
+		if p.pp > 1 && n%p.pp != 0 {
+			p.note(fmt.Sprintf("engine builds split %d layers as %d per stage (num_layers // pp_size)", n, n/p.pp))
+		}
+	}
+	if split == nil {
+		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "pp size cannot be larger than num_hidden_layers", Flag: "pp_size",
+			Hint: fmt.Sprintf("use pp_size at most %d", n)}
 	}
 	for i, layers := range split {
 		st := Stage{Index: i, Layers: layers}
 		if i == p.pp-1 {
 			st.DraftLayers = p.draft
 		}
+		var err error
 		st.CellSizeBytes, err = AllocationBytesPerToken(s, kv, p.tp, p.in.EnableAttentionDP, layers+st.DraftLayers)
 		if err != nil {
 			return err
@@ -254,34 +264,22 @@ func (p *planner) stageCosts(kv CacheDType) error {
 		res.Stages = append(res.Stages, st)
 		res.CellSizeBytes = max(res.CellSizeBytes, st.CellSizeBytes)
 	}
+	p.costNotes()
+	return nil
+}
+
+// costNotes records the first stage's estimate cost and remarks where the
+// stages differ or the estimate's cost is not the pool's.
+func (p *planner) costNotes() {
+	res := p.res
 	res.EstimateBytesPerToken = res.Stages[0].EstimateBytesPerToken
 	if p.pp > 1 && res.Stages[0].CellSizeBytes != res.Stages[p.pp-1].CellSizeBytes {
 		p.note("pipeline stages hold different layer counts; the log lines shown are the first stage's")
 	}
-	if res.EstimateBytesPerToken != res.Stages[0].CellSizeBytes && !r.engine {
+	if res.EstimateBytesPerToken != res.Stages[0].CellSizeBytes && !p.r.engine {
 		p.note(fmt.Sprintf("the estimate counts %d B/token but the pool allocates %d B/token per GPU (get_cache_size_per_token floors head_dim × kv_heads ÷ TP and counts draft layers differently; get_cache_bytes_per_token ceils heads per layer)",
 			res.EstimateBytesPerToken, res.Stages[0].CellSizeBytes))
 	}
-	return nil
-}
-
-// stageSplit is the attention layers of each pipeline stage: the PyTorch
-// backend's split, or an engine build's num_layers // pp_size; refused when
-// there are more stages than layers.
-func (p *planner) stageSplit() ([]int, error) {
-	n := attentionLayers(p.s)
-	split := StageLayers(n, p.pp)
-	if p.r.engine {
-		split = engineStageLayers(n, p.pp)
-		if p.pp > 1 && n%p.pp != 0 {
-			p.note(fmt.Sprintf("engine builds split %d layers as %d per stage (num_layers // pp_size)", n, n/p.pp))
-		}
-	}
-	if split == nil {
-		return nil, &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: "pp size cannot be larger than num_hidden_layers", Flag: "pp_size",
-			Hint: fmt.Sprintf("use pp_size at most %d", n)}
-	}
-	return split, nil
 }
 
 // attentionWindows is max_attention_window (capped at max_seq_len by the
