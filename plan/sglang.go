@@ -286,21 +286,27 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 var overheadNotes sync.Map // overheadKey → string
 
 type overheadKey struct {
-	ctx, local, nccl, car int64
-	interconnect          string
+	ctx, local, nccl, car, qr int64
+	interconnect              string
 }
 
 func overheadNote(p sglang.PreLoad) string {
-	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.Interconnect}
+	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.QuickAllReduceBytes >> 20, p.Interconnect}
 	if s, ok := overheadNotes.Load(k); ok {
 		return s.(string)
 	}
-	dist := ""
+	dist, nccl := "", "NCCL"
+	if k.interconnect == "xgmi" {
+		nccl = "RCCL"
+	}
 	if k.nccl > 0 {
-		dist = fmt.Sprintf(" − %d MiB NCCL initialisation (%s, TP × PP > 1)", k.nccl, k.interconnect)
+		dist = fmt.Sprintf(" − %d MiB %s initialisation (%s, TP × PP > 1)", k.nccl, nccl, k.interconnect)
 	}
 	if k.car > 0 {
 		dist += fmt.Sprintf(" − %d MiB custom all-reduce buffers", k.car)
+	}
+	if k.qr > 0 {
+		dist += fmt.Sprintf(" − %d MiB quick all-reduce buffer (ROCM_QUICK_REDUCE_QUANTIZATION as SGLang's ROCm images set it)", k.qr)
 	}
 	ctx := fmt.Sprintf("%d MiB CUDA context", k.ctx)
 	if k.local > 0 {

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/kvcfg/kvcfg/engine/sglang"
-	"github.com/kvcfg/kvcfg/gpu"
 )
 
 // predictSGLang predicts an SGLang run from what is known before launch.
@@ -26,13 +25,9 @@ func predictSGLang(r Run) (Row, error) {
 	if r.KVCacheTokens <= 0 || r.WeightsGiB <= 0 {
 		return row, fmt.Errorf("validate: %s: an SGLang run needs kv_cache_tokens and weights_gib (the \"mem usage\" of \"Load weight end\")", r.ID)
 	}
-	s, err := Spec(r.Model)
+	s, g, err := modelAndGPU(r)
 	if err != nil {
 		return row, err
-	}
-	g, err := gpu.Lookup(r.GPU)
-	if err != nil {
-		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
 	}
 	prof, _, err := sglang.ResolveProfile(r.Version)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kvcfg/kvcfg/engine/trtllm"
-	"github.com/kvcfg/kvcfg/gpu"
 )
 
 // predictTRTLLM predicts a TensorRT-LLM (PyTorch backend) run from what is
@@ -20,13 +19,9 @@ import (
 // against the printed GiB).
 func predictTRTLLM(r Run) (Row, error) {
 	row := Row{Run: r}
-	s, err := Spec(r.Model)
+	s, g, err := modelAndGPU(r)
 	if err != nil {
 		return row, err
-	}
-	g, err := gpu.Lookup(r.GPU)
-	if err != nil {
-		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
 	}
 	in := trtllm.BudgetInput{TotalBytes: g.CUDATotalBytes(), Input: trtllm.Input{
 		Version: torchVersion(r.Version), FreeGPUMemoryFraction: r.FreeGPUMemoryFraction, TokensPerBlock: r.TokensPerBlock,

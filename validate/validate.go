@@ -291,17 +291,31 @@ func Predict(r Run) (Row, error) {
 	return Row{Run: r}, fmt.Errorf("validate: %s: engine %q has no before-launch predictor in the table yet", r.ID, r.Engine)
 }
 
+// modelAndGPU returns a run's model and its GPU from the catalog; a
+// unified-memory device (GB10) is refused, as a plan refuses it: its
+// memory is the host's, so no catalog total predicts the run.
+func modelAndGPU(r Run) (*model.Spec, gpu.GPU, error) {
+	s, err := Spec(r.Model)
+	if err != nil {
+		return nil, gpu.GPU{}, err
+	}
+	g, err := gpu.Lookup(r.GPU)
+	if err == nil {
+		err = g.CheckDiscrete()
+	}
+	if err != nil {
+		return nil, gpu.GPU{}, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	return s, g, nil
+}
+
 // predictVLLM predicts a vLLM run: vllm.PredictBudget from the catalog's
 // CUDA total and the run's weights.
 func predictVLLM(r Run) (Row, error) {
 	row := Row{Run: r}
-	s, err := Spec(r.Model)
+	s, g, err := modelAndGPU(r)
 	if err != nil {
 		return row, err
-	}
-	g, err := gpu.Lookup(r.GPU)
-	if err != nil {
-		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
 	}
 	b := 2
 	if strings.EqualFold(r.DType, "float32") {

@@ -1,6 +1,7 @@
 package validate_test
 
 import (
+	"errors"
 	"fmt"
 	"go/format"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/engine/vllm"
+	"github.com/kvcfg/kvcfg/gpu"
 	"github.com/kvcfg/kvcfg/validate"
 )
 
@@ -28,21 +30,6 @@ var knownMisses = map[string]struct {
 	// mem_fraction_static 0.85 with 15.54 GiB of weights a 0.31 GiB
 	// shortfall before load is 9 % of a 2.84 GiB pool.
 	"llms-in-clouds-qwq-32b-l4-tp4": {-0.0915, "0.4-era runtime images (190 MiB) and NCCL (133 MiB) below the modelled 442 and 195"},
-	// SGLang 0.5.10rc0-0.5.12 on MI355X at TP 2 (Jacob0226/SGLang-benchmarks,
-	// amd/GLM-5.1-MXFP4, mem_fraction_static 0.85). Each rank prints "Init
-	// torch distributed ends. mem usage=8.18 GB" at TP 2 (10.04-10.46 GB at
-	// TP 8) with "[AR] Using AiterCustomAllreduce (AMD default)", where
-	// PreLoadMemory charges the 3789 MiB of ROCm distributed init read from
-	// an older MI-series TP 8 log; the CUDA context the logs imply (total
-	// 287.98 GiB less 279.13 free less 8.18, about 686 MiB) is the modelled
-	// 706. So kvcfg predicts 283.59 GiB free before weights where the runs
-	// read 279.13, and with 199.5 GiB of weights per rank the 4.46 GiB
-	// (× 0.85) is 10 % of a 37.7 GiB pool. The TP 8 runs (6.74 GiB over
-	// before load, +3.15 % of a 182 GiB pool) are inside the band.
-	"jacob0226-glm51-mxfp4-mi355x-tp2-0.5.10rc0":    {0.1009, "ROCm distributed init with aiter's custom all-reduce on MI355X: 8.18 GiB logged, 3.70 modelled"},
-	"jacob0226-glm51-mxfp4-mi355x-tp2-0.5.10.post1": {0.1007, "ROCm distributed init with aiter's custom all-reduce on MI355X: 8.18 GiB logged, 3.70 modelled"},
-	"jacob0226-glm51-mxfp4-mi355x-tp2-0.5.11":       {0.1007, "ROCm distributed init with aiter's custom all-reduce on MI355X: 8.18 GiB logged, 3.70 modelled"},
-	"jacob0226-glm51-mxfp4-mi355x-tp2-0.5.12":       {0.1007, "ROCm distributed init with aiter's custom all-reduce on MI355X: 8.18 GiB logged, 3.70 modelled"},
 	// SGLang (a late-2025 checkout, StevenWang-CY/sglang-attention-
 	// reproducibility qwen3vl-log), Qwen3-VL-30B-A3B on one A100-SXM4-80GB
 	// at the derived mem_fraction_static 0.773: the run reads 78.84 GiB
@@ -79,8 +66,8 @@ var knownMisses = map[string]struct {
 // notYetAccepted are the engines whose table does not meet the done-when
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
-	"sglang": "sixteen public runs from three sources: the MI355X runs' distributed init (8.18 GiB at TP 2, 10.5 at TP 8) is over twice the modelled ROCm figure, and the CUDA context's runtime images (one 442 MiB figure) spread from 101 MiB (A100) to 442 (H100) across GPUs and builds, which the L4, A100 and RTX 5060 Ti runs show",
-	"trtllm": "one public run with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage); the non-torch and CUDA-graph terms are not checked by any discrete-GPU log that prints them",
+	"sglang": "seventeen public runs from three sources: the CUDA context's runtime images (one 442 MiB figure) spread from 101 MiB (A100) to 442 (H100) across GPUs and builds, so the runs whose weights take most of the card (the L4, the A100) miss by 9 %, and the RTX 5060 Ti runs by 1-2 %",
+	"trtllm": "two public runs with the figures the table needs (an H100 trtllm-bench log of 0.20.0 whose weights line is the rank's model storage, an RTX 6000 Ada trtllm-serve log of 1.1.0); the non-torch and CUDA-graph terms are checked by that one small-model log only",
 }
 
 // minEngineRuns is the fewest runs an engine's table needs before its
@@ -318,4 +305,22 @@ func TestBandsCurrent(t *testing.T) {
 		return
 	}
 	t.Errorf("bands.go is stale: run KVCFG_UPDATE_BANDS=1 go test ./validate -run TestBandsCurrent\nwant:\n%s", src)
+}
+
+// A run on a unified-memory device (GB10) is refused, as a plan refuses
+// it: the catalog's total is not what the engine can take.
+func TestUnifiedMemoryRunRefused(t *testing.T) {
+	for _, engine := range []string{"vllm", "sglang", "trtllm"} {
+		r := validate.Run{ID: "gb10", Engine: engine, Version: "1.1.0", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "GB10",
+			TP: 1, PP: 1, WeightsGiB: 15, AvailableKVGiB: 5, KVCacheTokens: 1000, Source: "https://example.invalid"}
+		if engine == "vllm" {
+			r.Version = "0.19.0"
+		}
+		if engine == "sglang" {
+			r.Version = "0.5.3"
+		}
+		if _, err := validate.Predict(r); !errors.Is(err, gpu.ErrUnified) {
+			t.Errorf("%s: %v, want gpu.ErrUnified", engine, err)
+		}
+	}
 }

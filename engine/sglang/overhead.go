@@ -46,10 +46,51 @@ const (
 	// weights is the MIN over ranks, so the largest counts: 2.01 GiB =
 	// 2058 MiB, less the custom all-reduce's 26 MiB = 2032 MiB.
 	DistributedInitNVSwitchMiB int64 = 2032
-	// DistributedInitHIPMiB is the same on ROCm (RCCL, the custom and
-	// quick all-reduce's IPC buffers): 3.41–3.83 GB per rank in a public
-	// MI-series TP 8 log.
-	DistributedInitHIPMiB int64 = 3789
+	// RCCLHIPMiB is RCCL's part of the distributed init on a ROCm rank
+	// whose TP group has fewer than 8 ranks. SGLang's ROCm images set
+	// NCCL_MIN_NCHANNELS=112 (docker/rocm.Dockerfile), so each RCCL
+	// communicator (the TP group's PyNcclCommunicator with its warm-up
+	// all-reduce) opens at least 112 channels, whose buffers RCCL sizes
+	// itself: the figure is a log's. 4 × MI300X at TP 4 (issue #25118,
+	// rocm720 image of 2026-05) print "mem usage" 8.24–8.31 GB; the largest
+	// rank's 8.31 GiB (8509 MiB) less aiter's custom all-reduce (3082) and
+	// the quick all-reduce (4098) leaves 1329 MiB.
+	RCCLHIPMiB int64 = 1329
+	// RCCLHIP8MiB is the same at 8 ranks, where RCCL's footprint steps up
+	// (about 2.2 GiB more; its own choice of algorithms and connections for
+	// a full node, not traced). 8 × MI355X at TP 8 on SGLang 0.5.8.post1
+	// (ajith-sirra-amd/Issues, 2026-02) print 3.41–3.83 GB with the older
+	// aiter custom all-reduce (394 MiB) and no quick all-reduce (its init
+	// failed without amdsmi): 3.83 GiB (3922 MiB) − 394 = 3528 MiB.
+	RCCLHIP8MiB int64 = 3528
+)
+
+// The ROCm communicators SGLang builds for the TP group besides RCCL
+// (GroupCoordinator in distributed/parallel_state.py, use_custom_allreduce
+// on, TP size 2, 4, 6 or 8 in one node). Their buffers are hipMalloc'd at
+// the 2 MiB granularity; peers' buffers are IPC mappings and take no memory
+// here.
+const (
+	// AiterCustomAllReduceMiB is aiter's CustomAllreduce, which
+	// dispatch_custom_allreduce (device_communicators/custom_all_reduce.py)
+	// returns on ROCm unless SGLANG_USE_AITER_AR=0, built without a
+	// max_size. aiter from v0.1.12 (PR ROCm/aiter#2453, 2026-04; in SGLang's
+	// ROCm images from 0.5.10) defaults max_size to 1 GiB and allocates an
+	// uncached meta buffer of meta_size() (5504 B) + 2 × max_size → 2050
+	// MiB, a 1 GiB input buffer and 8 MiB of rank_data
+	// (aiter/dist/device_communicators/custom_all_reduce.py).
+	AiterCustomAllReduceMiB int64 = 2050 + 1024 + 8
+	// AiterCustomAllReduce0509MiB is the same before 0.5.10 (aiter up to
+	// v0.1.11): max_size 8192·1024·8·2 = 128 MiB, meta_size() + max_size →
+	// 130 MiB, input and output buffers of 128 MiB each, rank_data 8 MiB.
+	AiterCustomAllReduce0509MiB int64 = 130 + 128 + 128 + 8
+	// QuickAllReduceMiB is SGLang's QuickAllReduce
+	// (device_communicators/quick_all_reduce.py), built next to the custom
+	// all-reduce on gfx94x/gfx95x at TP 2, 4 or 8 when
+	// ROCM_QUICK_REDUCE_QUANTIZATION is not NONE, which SGLang's ROCm images
+	// set to INT8. init_custom_qr without a max size allocates one uncached
+	// buffer of flags + 2 × kMaxProblemSize (2 GiB): 4098 MiB.
+	QuickAllReduceMiB int64 = 4096 + 2
 )
 
 // RuntimeImagesMiB is the part of a CUDA context beyond the local-memory
@@ -102,11 +143,17 @@ func CUDAContextBytes(g gpu.GPU) int64 {
 //	  8 MiB: 28 MiB.
 //
 // Peers' buffers are mapped through IPC handles and take no memory here.
+// On ROCm the class is aiter's (AiterCustomAllReduceMiB from 0.5.10,
+// AiterCustomAllReduce0509MiB before), built at the same TP sizes: the
+// GPUs of an MI300-series node are fully XGMI-connected.
 func CustomAllReduceMiB(g gpu.GPU, tp int, era Era) int64 {
 	switch tp {
 	case 2, 4, 6, 8:
 	default:
 		return 0
+	}
+	if g.Platform == "hip" {
+		return hipCustomAllReduceMiB(era)
 	}
 	if g.Platform != "cuda" || interconnect(g) == "pcie" {
 		return 0
@@ -117,9 +164,52 @@ func CustomAllReduceMiB(g gpu.GPU, tp int, era Era) int64 {
 	return 10 + 8 + 8
 }
 
+// hipCustomAllReduceMiB is aiter's custom all-reduce by era: the 1 GiB
+// max_size from 0.5.10's images on, 128 MiB before.
+func hipCustomAllReduceMiB(era Era) int64 {
+	if eraBefore0510(era) {
+		return AiterCustomAllReduce0509MiB
+	}
+	return AiterCustomAllReduceMiB
+}
+
+// eraBefore0510 reports whether era predates 0.5.10.
+func eraBefore0510(era Era) bool {
+	switch era {
+	case Era04, Era048, Era053:
+		return true
+	}
+	return false
+}
+
+// QuickAllReduceMiBFor returns the quick all-reduce's buffer on a rank of
+// g at tp (QuickAllReduceMiB), in MiB: ROCm only, TP 2, 4 or 8, from
+// 0.5.10 on. The one public log before 0.5.10 (0.5.8.post1) shows its init
+// failing ("Failed to initialize QuickAllReduce": amdsmi missing from the
+// image), so the older eras charge none.
+func QuickAllReduceMiBFor(g gpu.GPU, tp int, era Era) int64 {
+	if g.Platform != "hip" || eraBefore0510(era) {
+		return 0
+	}
+	switch tp {
+	case 2, 4, 8:
+		return QuickAllReduceMiB
+	}
+	return 0
+}
+
+// RCCLMiB returns RCCL's part of a ROCm rank's distributed init, in MiB:
+// RCCLHIP8MiB when the TP group spans 8 or more ranks, RCCLHIPMiB below.
+func RCCLMiB(tp int) int64 {
+	if tp >= 8 {
+		return RCCLHIP8MiB
+	}
+	return RCCLHIPMiB
+}
+
 // interconnect classifies how a node of g's GPUs is wired
-// (gpu.GPU.Interconnect; a ROCm card reads as "pcie" here, its figure is
-// the HIP one).
+// (gpu.GPU.Interconnect; a ROCm card reads as "pcie" here, its figures
+// are the HIP ones).
 func interconnect(g gpu.GPU) string {
 	if ic := g.Interconnect(); ic != "xgmi" {
 		return ic
@@ -146,6 +236,9 @@ type PreLoad struct {
 	// CustomAllReduceBytes is the custom all-reduce's buffers
 	// (CustomAllReduceMiB), part of DistributedBytes.
 	CustomAllReduceBytes int64 `json:"custom_all_reduce_bytes"`
+	// QuickAllReduceBytes is ROCm's quick all-reduce buffer
+	// (QuickAllReduceMiBFor), part of DistributedBytes.
+	QuickAllReduceBytes int64 `json:"quick_all_reduce_bytes"`
 	// Interconnect is the wiring the NCCL term assumes: "nvswitch",
 	// "nvlink", "pcie" or "xgmi" (ROCm).
 	Interconnect string `json:"interconnect"`
@@ -164,7 +257,8 @@ func PreLoadMemory(g gpu.GPU, tp, pp int) PreLoad {
 // under the era's custom all-reduce: the CUDA-visible total
 // (g.CUDATotalBytes) less the CUDA context and, with more than one rank,
 // NCCL's initialisation for the interconnect plus the custom all-reduce's
-// buffers.
+// buffers; on ROCm RCCL by the TP group's size (RCCLMiB), aiter's custom
+// all-reduce and the quick all-reduce (SGLang's ROCm images' environment).
 func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
 	tp, pp = max(tp, 1), max(pp, 1)
 	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextBytes(g), LocalMemoryBytes: g.LocalMemoryBytes(), Interconnect: interconnect(g)}
@@ -174,14 +268,15 @@ func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
 	if tp*pp > 1 {
 		switch {
 		case g.Platform == "hip":
-			p.NCCLBytes = DistributedInitHIPMiB << 20
+			p.NCCLBytes = RCCLMiB(tp) << 20
+			p.QuickAllReduceBytes = QuickAllReduceMiBFor(g, tp, era) << 20
 		case p.Interconnect == "nvswitch":
 			p.NCCLBytes = DistributedInitNVSwitchMiB << 20
 		default:
 			p.NCCLBytes = DistributedInitMiB << 20
 		}
 		p.CustomAllReduceBytes = CustomAllReduceMiB(g, tp, era) << 20
-		p.DistributedBytes = p.NCCLBytes + p.CustomAllReduceBytes
+		p.DistributedBytes = p.NCCLBytes + p.CustomAllReduceBytes + p.QuickAllReduceBytes
 	}
 	p.FreeBytes = max(p.TotalBytes-p.ContextBytes-p.DistributedBytes, 0)
 	return p

@@ -39,8 +39,16 @@ func TestPreLoadFree(t *testing.T) {
 //	L4 TP 4, 0.4: 22559 − (87 + 442) − 195 = 21835 = 21.32 GiB (0.4.3's log: 21.63)
 //	L4 PP 4:    22559 − (87 + 442) − 195 = 21835 = 21.32 GiB
 //	RTX 3090 TP 1: 24146 − (123 + 442) = 23581 = 23.03 GiB
-//	MI300X TP 8: 196288 − 706 − 3789 = 191793 = 187.30 GiB (HIP: no SM count, the
-//	            H100's 706 MiB context; the logged RCCL figure)
+//	MI300X TP 8: 196288 − 706 − 3528 RCCL (8 ranks) − 3082 aiter custom AR
+//	            − 4098 quick AR = 184874 = 180.54 GiB (HIP: no SM count, the
+//	            H100's 706 MiB context)
+//	MI300X TP 4: 196288 − 706 − 1329 − 3082 − 4098 = 187073 = 182.69 GiB
+//	MI300X TP 6: 196288 − 706 − 1329 − 3082 = 191171 = 186.69 GiB (no quick AR
+//	            at 6)
+//	MI300X TP 8, 0.5.3: 196288 − 706 − 3528 − 394 = 191660 = 187.17 GiB (aiter's
+//	            128 MiB custom AR, no quick AR)
+//	MI300X PP 2: 196288 − 706 − 1329 = 194253 = 189.70 GiB (the PP group builds
+//	            neither all-reduce)
 func TestPreLoadMemory(t *testing.T) {
 	for _, tt := range []struct {
 		gpu         string
@@ -50,34 +58,41 @@ func TestPreLoadMemory(t *testing.T) {
 		ctx         int64  // MiB
 		nccl, car   int64  // MiB
 		interconect string
+		qr          int64 // MiB
 	}{
-		{"H100", 1, 1, sglang.EraLatest, "78.50", 706, 0, 0, "nvswitch"},
-		{"H100", 8, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch"},
-		{"H100", 2, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch"},
-		{"H100", 3, 1, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch"},
-		{"H100", 1, 4, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch"},
-		{"H100", 8, 1, sglang.Era04, "76.49", 706, 2032, 28, "nvswitch"},
-		{"H200", 1, 1, sglang.EraLatest, "139.12", 706, 0, 0, "nvswitch"},
-		{"H200", 8, 1, sglang.EraLatest, "137.11", 706, 2032, 26, "nvswitch"},
-		{"A100-80GB", 4, 1, sglang.EraLatest, "78.29", 658, 195, 26, "nvlink"},
-		{"RTX-4090", 2, 1, sglang.EraLatest, "22.83", 634, 195, 0, "pcie"},
-		{"L4", 4, 1, sglang.Era04, "21.32", 529, 195, 0, "pcie"},
-		{"L4", 1, 4, sglang.EraLatest, "21.32", 529, 195, 0, "pcie"},
-		{"RTX-3090", 1, 1, sglang.EraLatest, "23.03", 565, 0, 0, "pcie"},
-		{"MI300X", 8, 1, sglang.EraLatest, "187.30", 706, 3789, 0, "xgmi"},
+		{"H100", 1, 1, sglang.EraLatest, "78.50", 706, 0, 0, "nvswitch", 0},
+		{"H100", 8, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch", 0},
+		{"H100", 2, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch", 0},
+		{"H100", 3, 1, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch", 0},
+		{"H100", 1, 4, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch", 0},
+		{"H100", 8, 1, sglang.Era04, "76.49", 706, 2032, 28, "nvswitch", 0},
+		{"H200", 1, 1, sglang.EraLatest, "139.12", 706, 0, 0, "nvswitch", 0},
+		{"H200", 8, 1, sglang.EraLatest, "137.11", 706, 2032, 26, "nvswitch", 0},
+		{"A100-80GB", 4, 1, sglang.EraLatest, "78.29", 658, 195, 26, "nvlink", 0},
+		{"RTX-4090", 2, 1, sglang.EraLatest, "22.83", 634, 195, 0, "pcie", 0},
+		{"L4", 4, 1, sglang.Era04, "21.32", 529, 195, 0, "pcie", 0},
+		{"L4", 1, 4, sglang.EraLatest, "21.32", 529, 195, 0, "pcie", 0},
+		{"RTX-3090", 1, 1, sglang.EraLatest, "23.03", 565, 0, 0, "pcie", 0},
+		{"MI300X", 8, 1, sglang.EraLatest, "180.54", 706, 3528, 3082, "xgmi", 4098},
+		{"MI300X", 4, 1, sglang.Era0510, "182.69", 706, 1329, 3082, "xgmi", 4098},
+		{"MI300X", 6, 1, sglang.EraLatest, "186.69", 706, 1329, 3082, "xgmi", 0},
+		{"MI300X", 8, 1, sglang.Era053, "187.17", 706, 3528, 394, "xgmi", 0},
+		{"MI300X", 1, 2, sglang.EraLatest, "189.70", 706, 1329, 0, "xgmi", 0},
+		{"MI355X", 1, 1, sglang.EraLatest, "287.29", 706, 0, 0, "xgmi", 0},
 	} {
 		g, err := gpu.Lookup(tt.gpu)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := sglang.PreLoadMemoryEra(g, tt.tp, tt.pp, tt.era)
-		want := g.CUDATotalMiB<<20 - tt.ctx<<20 - (tt.nccl+tt.car)<<20
+		want := g.CUDATotalMiB<<20 - tt.ctx<<20 - (tt.nccl+tt.car+tt.qr)<<20
 		if got := gib2(p.FreeBytes); got != tt.avail || p.FreeBytes != want || p.ContextBytes != tt.ctx<<20 ||
 			p.ContextBytes != sglang.CUDAContextBytes(g) || p.LocalMemoryBytes != g.LocalMemoryBytes() ||
-			p.NCCLBytes != tt.nccl<<20 || p.CustomAllReduceBytes != tt.car<<20 || p.Interconnect != tt.interconect ||
-			p.DistributedBytes != p.NCCLBytes+p.CustomAllReduceBytes || p.TotalBytes != g.CUDATotalMiB<<20 {
-			t.Errorf("%s TP %d PP %d %s: %+v (avail %s GiB), want avail %s GiB, context %d MiB, NCCL %d MiB, custom AR %d MiB, %s",
-				tt.gpu, tt.tp, tt.pp, tt.era, p, got, tt.avail, tt.ctx, tt.nccl, tt.car, tt.interconect)
+			p.NCCLBytes != tt.nccl<<20 || p.CustomAllReduceBytes != tt.car<<20 || p.QuickAllReduceBytes != tt.qr<<20 ||
+			p.Interconnect != tt.interconect || p.TotalBytes != g.CUDATotalMiB<<20 ||
+			p.DistributedBytes != p.NCCLBytes+p.CustomAllReduceBytes+p.QuickAllReduceBytes {
+			t.Errorf("%s TP %d PP %d %s: %+v (avail %s GiB), want avail %s GiB, context %d MiB, NCCL %d MiB, custom AR %d MiB, quick AR %d MiB, %s",
+				tt.gpu, tt.tp, tt.pp, tt.era, p, got, tt.avail, tt.ctx, tt.nccl, tt.car, tt.qr, tt.interconect)
 		}
 	}
 	// The default era is the newest.
@@ -123,6 +138,19 @@ func TestPreLoadPublicRuns(t *testing.T) {
 		// PRO 6000 (sm_120): context 585 MiB logged, 724 modelled; NCCL 399
 		// logged, 195 modelled; the two errors offset.
 		{"4 × RTX PRO 6000 TP 4, issue #40558", "RTX-PRO-6000", 4, sglang.EraLatest, 94.01, 0.39, false, 0.1},
+		// ROCm, SGLang's ROCm images. https://github.com/ajith-sirra-amd/Issues
+		// (GLM-5-FP8-MI355X-SGLANG-ERROR.md, 2026-02), 8 × MI355X on
+		// v0.5.8.post1: aiter's 128 MiB custom all-reduce, the quick
+		// all-reduce failed; its 8-rank RCCL figure is the model's.
+		{"8 × MI355X TP 8, 0.5.8.post1", "MI355X", 8, sglang.Era053, 283.48, 3.83, true, 0.05},
+		// https://github.com/sgl-project/sglang/issues/25118 (2026-05), 4 ×
+		// MI300X at TP 4 (DP attention): its RCCL figure below 8 ranks is the
+		// model's.
+		{"4 × MI300X TP 4, issue #25118", "MI300X", 4, sglang.Era0510, 182.61, 8.31, true, 0.05},
+		// Jacob0226/SGLang-benchmarks (2026-05), 0.5.12 on MI355X, held out:
+		// aiter's 1 GiB custom all-reduce and the quick all-reduce.
+		{"2 × MI355X TP 2, 0.5.12", "MI355X", 2, sglang.Era0510, 279.13, 8.18, false, 0.1},
+		{"8 × MI355X TP 8, 0.5.12", "MI355X", 8, sglang.Era0510, 276.85, 10.46, false, 0.05},
 	} {
 		g, err := gpu.Lookup(tt.gpu)
 		if err != nil {
@@ -162,7 +190,12 @@ func TestCustomAllReduceMiB(t *testing.T) {
 		{h100, 16, sglang.EraLatest, 0},
 		{l40s, 2, sglang.EraLatest, 0},
 		{l40s, 4, sglang.EraLatest, 0},
-		{mi, 8, sglang.EraLatest, 0}, // inside the logged HIP figure
+		{mi, 8, sglang.EraLatest, 3082}, // aiter: 2050 meta + 1024 input + 8 rank_data
+		{mi, 2, sglang.Era0510, 3082},
+		{mi, 6, sglang.EraLatest, 3082},
+		{mi, 8, sglang.Era053, 394}, // aiter up to v0.1.11: 130 + 128 + 128 + 8
+		{mi, 3, sglang.EraLatest, 0},
+		{mi, 16, sglang.EraLatest, 0},
 	} {
 		if got := sglang.CustomAllReduceMiB(tt.g, tt.tp, tt.era); got != tt.want {
 			t.Errorf("%s TP %d %s: %d MiB, want %d", tt.g.Name, tt.tp, tt.era, got, tt.want)
@@ -171,3 +204,33 @@ func TestCustomAllReduceMiB(t *testing.T) {
 }
 
 func gib2(b int64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<30)) }
+
+// The quick all-reduce (ROCm, TP 2, 4 or 8, from 0.5.10) and RCCL's part by
+// the TP group's size.
+func TestQuickAllReduceAndRCCL(t *testing.T) {
+	mi, _ := gpu.Lookup("MI355X")
+	h100, _ := gpu.Lookup("H100")
+	for _, tt := range []struct {
+		g    gpu.GPU
+		tp   int
+		era  sglang.Era
+		want int64
+	}{
+		{mi, 2, sglang.Era0510, 4098},
+		{mi, 4, sglang.EraLatest, 4098},
+		{mi, 8, sglang.EraLatest, 4098},
+		{mi, 6, sglang.EraLatest, 0},
+		{mi, 16, sglang.EraLatest, 0},
+		{mi, 8, sglang.Era053, 0},
+		{h100, 8, sglang.EraLatest, 0},
+	} {
+		if got := sglang.QuickAllReduceMiBFor(tt.g, tt.tp, tt.era); got != tt.want {
+			t.Errorf("%s TP %d %s: quick all-reduce %d MiB, want %d", tt.g.Name, tt.tp, tt.era, got, tt.want)
+		}
+	}
+	for tp, want := range map[int]int64{1: 1329, 2: 1329, 4: 1329, 6: 1329, 8: 3528, 16: 3528} {
+		if got := sglang.RCCLMiB(tp); got != want {
+			t.Errorf("RCCL at TP %d: %d MiB, want %d", tp, got, want)
+		}
+	}
+}

@@ -142,16 +142,32 @@ type Input struct {
 // Validate reports every problem with the input at once.
 func (in Input) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, a...)...))
-	}
 	p, _, err := ResolveProfile(in.Version)
 	if err != nil {
 		errs = append(errs, err)
 	}
+	errs = in.rangeErrors(errs)
+	if err == nil {
+		errs = in.profileErrors(errs, p)
+	}
+	if in.KVCacheMemory == 0 && in.FreeMemoryAfterLoad == 0 && in.GPUMemoryBytes == 0 {
+		errs = append(errs, invalid("the GPU memory (gpu_memory_bytes) is needed unless a real run's reading is given (kv_cache_memory, or free_memory_after_load for engine builds)"))
+	}
+	return errors.Join(errs...)
+}
+
+// invalid is an ErrInvalidInput error with the formatted message.
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, a...)...)
+}
+
+// rangeErrors appends to errs the settings out of their ranges: the
+// fraction, the counts, the attention windows, the byte figures and the
+// speculative mode.
+func (in Input) rangeErrors(errs []error) []error {
 	f := in.FreeGPUMemoryFraction
 	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-		bad("free_gpu_memory_fraction %v must be in (0, 1)", f)
+		errs = append(errs, invalid("free_gpu_memory_fraction %v must be in (0, 1)", f))
 	}
 	counts := []struct {
 		name string
@@ -173,18 +189,27 @@ func (in Input) Validate() error {
 	}
 	for _, c := range counts {
 		if c.v < 0 || c.v > c.lim {
-			bad("%s %d must be between 0 and %d", c.name, c.v, c.lim)
+			errs = append(errs, invalid("%s %d must be between 0 and %d", c.name, c.v, c.lim))
 		}
 	}
 	for _, w := range in.MaxAttentionWindow {
 		if w <= 0 || w > maxLen {
-			bad("max_attention_window entries must be positive token counts, got %v", in.MaxAttentionWindow)
+			errs = append(errs, invalid("max_attention_window entries must be positive token counts, got %v", in.MaxAttentionWindow))
 			break
 		}
 	}
 	if len(in.MaxAttentionWindow) > maxCount {
-		bad("max_attention_window has %d entries", len(in.MaxAttentionWindow))
+		errs = append(errs, invalid("max_attention_window has %d entries", len(in.MaxAttentionWindow)))
 	}
+	errs = in.byteErrors(errs)
+	if !slices.Contains([]string{"", SpecMTP, SpecEagle3}, in.SpeculativeMode) {
+		errs = append(errs, invalid("speculative_decoding_mode %q (accepted: mtp, eagle3, or empty)", in.SpeculativeMode))
+	}
+	return errs
+}
+
+// byteErrors appends to errs the byte figures out of range.
+func (in Input) byteErrors(errs []error) []error {
 	bytes := []struct {
 		name string
 		v    int64
@@ -196,34 +221,33 @@ func (in Input) Validate() error {
 	}
 	for _, b := range bytes {
 		if b.v < 0 || b.v > maxBytes {
-			bad("%s %d must be between 0 and %d", b.name, b.v, int64(maxBytes))
+			errs = append(errs, invalid("%s %d must be between 0 and %d", b.name, b.v, int64(maxBytes)))
 		}
 	}
-	if !slices.Contains([]string{"", SpecMTP, SpecEagle3}, in.SpeculativeMode) {
-		bad("speculative_decoding_mode %q (accepted: mtp, eagle3, or empty)", in.SpeculativeMode)
+	return errs
+}
+
+// profileErrors appends to errs the settings profile p does not take: the
+// other backend's memory reading, draft layers and per-window pools on
+// engine builds, per-window pools under 1.0.
+func (in Input) profileErrors(errs []error, p Profile) []error {
+	r := p.rules()
+	if r.engine && in.KVCacheMemory > 0 {
+		errs = append(errs, invalid("kv_cache_memory is a PyTorch-backend reading; an engine build (0.x) logs free_memory_after_load (\"Memory usage when calculating max tokens in paged kv cache\")"))
 	}
-	if err == nil {
-		r := p.rules()
-		if r.engine && in.KVCacheMemory > 0 {
-			bad("kv_cache_memory is a PyTorch-backend reading; an engine build (0.x) logs free_memory_after_load (\"Memory usage when calculating max tokens in paged kv cache\")")
-		}
-		if !r.engine && in.FreeMemoryAfterLoad > 0 {
-			bad("free_memory_after_load is an engine-build reading; a PyTorch-backend log gives kv_cache_memory (\"available KV cache memory when calculating max tokens\")")
-		}
-		if r.engine && (in.SpeculativeMode != "" || in.DraftLayers > 0) {
-			bad("one-model MTP / EAGLE3 draft layers are modelled for the PyTorch profiles (1.0, 1.1, latest), not for engine builds")
-		}
-		if r.engine && len(distinct(in.MaxAttentionWindow)) > 1 {
-			bad("per-window pools (several max_attention_window values) are modelled for the PyTorch profiles 1.1 and latest")
-		}
-		if p == V10 && len(distinct(in.MaxAttentionWindow)) > 1 {
-			bad("per-window pools under 1.0 are not modelled (1.0 sized them from all free memory); use 1.1 or latest")
-		}
+	if !r.engine && in.FreeMemoryAfterLoad > 0 {
+		errs = append(errs, invalid("free_memory_after_load is an engine-build reading; a PyTorch-backend log gives kv_cache_memory (\"available KV cache memory when calculating max tokens\")"))
 	}
-	if in.KVCacheMemory == 0 && in.FreeMemoryAfterLoad == 0 && in.GPUMemoryBytes == 0 {
-		bad("the GPU memory (gpu_memory_bytes) is needed unless a real run's reading is given (kv_cache_memory, or free_memory_after_load for engine builds)")
+	if r.engine && (in.SpeculativeMode != "" || in.DraftLayers > 0) {
+		errs = append(errs, invalid("one-model MTP / EAGLE3 draft layers are modelled for the PyTorch profiles (1.0, 1.1, latest), not for engine builds"))
 	}
-	return errors.Join(errs...)
+	if r.engine && len(distinct(in.MaxAttentionWindow)) > 1 {
+		errs = append(errs, invalid("per-window pools (several max_attention_window values) are modelled for the PyTorch profiles 1.1 and latest"))
+	}
+	if p == V10 && len(distinct(in.MaxAttentionWindow)) > 1 {
+		errs = append(errs, invalid("per-window pools under 1.0 are not modelled (1.0 sized them from all free memory); use 1.1 or latest"))
+	}
+	return errs
 }
 
 // distinct returns the distinct values of v in first-seen order.

@@ -116,8 +116,53 @@ func (p *planner) warn(format string, a ...any) {
 
 func (p *planner) note(s string) { p.res.Notes = append(p.res.Notes, s) }
 
+// run is one launch in the order the LLM API takes it: the scheduler and
+// cache settings, max_seq_len, the fraction and TP checks, the cache dtype,
+// the draft settings, each pipeline stage's costs, the attention windows,
+// the memory budget, then the engine-build or PyTorch flow and admission.
 func (p *planner) run() error {
-	in, s, r, res := p.in, p.s, p.r, p.res
+	p.settings()
+	if err := p.resolveMaxSeqLen(); err != nil {
+		return err
+	}
+	if err := p.checkFraction(); err != nil {
+		return err
+	}
+	if err := checkTensorParallel(p.s, p.tp, p.in.EnableAttentionDP, p.r.engine); err != nil {
+		return err
+	}
+	kv, warning, err := ResolveKVDType(p.in.KVCacheDType, p.s, p.res.Profile)
+	if err != nil {
+		return err
+	}
+	p.res.KVCacheDType = kv
+	if warning != "" {
+		p.warn("%s", warning)
+	}
+	p.speculative()
+	if err := p.stageCosts(kv); err != nil {
+		return err
+	}
+	p.attentionWindows()
+	if err := p.memory(); err != nil {
+		return err
+	}
+	if p.r.engine {
+		err = p.engineFlow()
+	} else {
+		err = p.torchFlow()
+	}
+	if err != nil {
+		return err
+	}
+	return p.admission()
+}
+
+// settings resolves the launch's defaults: free_gpu_memory_fraction,
+// tokens_per_block, the parallel sizes, beam width, max_batch_size and
+// max_num_tokens.
+func (p *planner) settings() {
+	in, r, res := p.in, p.r, p.res
 	fracIn := in.FreeGPUMemoryFraction
 	if fracIn == 0 {
 		fracIn = DefaultFreeGPUMemoryFraction
@@ -142,7 +187,12 @@ func (p *planner) run() error {
 		p.maxTokens = DefaultMaxNumTokens
 	}
 	res.MaxBatchSize, res.MaxNumTokens, res.MaxBeamWidth = p.maxBatch, p.maxTokens, p.beam
+}
 
+// resolveMaxSeqLen is max_seq_len: the input's, else the model's context
+// length (logged as inferred by the PyTorch backend), checked and capped.
+func (p *planner) resolveMaxSeqLen() error {
+	in, s, r := p.in, p.s, p.r
 	p.maxSeqLen = in.MaxSeqLen
 	if p.maxSeqLen == 0 {
 		p.maxSeqLen = s.ContextLength
@@ -157,30 +207,30 @@ func (p *planner) run() error {
 		return err
 	}
 	p.maxSeqLen = min(p.maxSeqLen, maxLen)
-	res.RequestedMaxSeqLen, res.MaxSeqLen = p.maxSeqLen, p.maxSeqLen
+	p.res.RequestedMaxSeqLen, p.res.MaxSeqLen = p.maxSeqLen, p.maxSeqLen
+	return nil
+}
 
-	if fracIn >= 1 {
-		msg := fmt.Sprintf("Invalid freeMemFraction, freeMemFraction %s must be smaller than 1.0", fractionRepr(fracIn, r))
-		if r.engine {
-			msg = fmt.Sprintf("Invalid freeMemFraction, freeMemFraction (%s) must be smaller than 1.0f", cFloat(float64(float32(fracIn))))
-		}
-		return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
+// checkFraction is KvCacheConfig's refusal of a free_gpu_memory_fraction of
+// 1 or more, in the wording of the PyTorch backend or the engine build.
+func (p *planner) checkFraction() error {
+	fracIn, r := p.res.FreeGPUMemoryFraction, p.r
+	if fracIn < 1 {
+		return nil
 	}
+	msg := fmt.Sprintf("Invalid freeMemFraction, freeMemFraction %s must be smaller than 1.0", fractionRepr(fracIn, r))
+	if r.engine {
+		msg = fmt.Sprintf("Invalid freeMemFraction, freeMemFraction (%s) must be smaller than 1.0f", cFloat(float64(float32(fracIn))))
+	}
+	return &engine.Refusal{Engine: engineName, Err: ErrRefused, Message: msg, Flag: "free_gpu_memory_fraction", Hint: "set free_gpu_memory_fraction below 1, e.g. 0.9"}
+}
 
-	if err := checkTensorParallel(s, p.tp, in.EnableAttentionDP, r.engine); err != nil {
-		return err
-	}
-	kv, warning, err := ResolveKVDType(in.KVCacheDType, s, res.Profile)
-	if err != nil {
-		return err
-	}
-	res.KVCacheDType = kv
-	if warning != "" {
-		p.warn("%s", warning)
-	}
-	p.speculative()
-
-	// Pipeline stages and both costs.
+// stageCosts splits the attention layers over the pipeline stages (the
+// PyTorch backend's split, or an engine build's num_layers // pp_size) and
+// works out both costs of each: the pool's allocation per token
+// (get_cache_bytes_per_token) and the estimate's (get_cache_size_per_token).
+func (p *planner) stageCosts(kv CacheDType) error {
+	s, r, res := p.s, p.r, p.res
 	n := attentionLayers(s)
 	split := StageLayers(n, p.pp)
 	if r.engine {
@@ -198,7 +248,8 @@ func (p *planner) run() error {
 		if i == p.pp-1 {
 			st.DraftLayers = p.draft
 		}
-		st.CellSizeBytes, err = AllocationBytesPerToken(s, kv, p.tp, in.EnableAttentionDP, layers+st.DraftLayers)
+		var err error
+		st.CellSizeBytes, err = AllocationBytesPerToken(s, kv, p.tp, p.in.EnableAttentionDP, layers+st.DraftLayers)
 		if err != nil {
 			return err
 		}
@@ -213,18 +264,31 @@ func (p *planner) run() error {
 		res.Stages = append(res.Stages, st)
 		res.CellSizeBytes = max(res.CellSizeBytes, st.CellSizeBytes)
 	}
+	p.costNotes()
+	return nil
+}
+
+// costNotes records the first stage's estimate cost and remarks where the
+// stages differ or the estimate's cost is not the pool's.
+func (p *planner) costNotes() {
+	res := p.res
 	res.EstimateBytesPerToken = res.Stages[0].EstimateBytesPerToken
 	if p.pp > 1 && res.Stages[0].CellSizeBytes != res.Stages[p.pp-1].CellSizeBytes {
 		p.note("pipeline stages hold different layer counts; the log lines shown are the first stage's")
 	}
-	if res.EstimateBytesPerToken != res.Stages[0].CellSizeBytes && !r.engine {
+	if res.EstimateBytesPerToken != res.Stages[0].CellSizeBytes && !p.r.engine {
 		p.note(fmt.Sprintf("the estimate counts %d B/token but the pool allocates %d B/token per GPU (get_cache_size_per_token floors head_dim × kv_heads ÷ TP and counts draft layers differently; get_cache_bytes_per_token ceils heads per layer)",
 			res.EstimateBytesPerToken, res.Stages[0].CellSizeBytes))
 	}
+}
 
-	// Attention windows.
+// attentionWindows is max_attention_window (capped at max_seq_len by the
+// PyTorch backend; max_seq_len when unset), and whether it asks for
+// per-window (VSWA) pools.
+func (p *planner) attentionWindows() {
+	in, s := p.in, p.s
 	for _, w := range in.MaxAttentionWindow {
-		if !r.engine {
+		if !p.r.engine {
 			w = min(w, p.maxSeqLen)
 		}
 		p.windows = append(p.windows, w)
@@ -237,19 +301,23 @@ func (p *planner) run() error {
 		p.note(fmt.Sprintf("%s has sliding-window layers, but TensorRT-LLM's default KV cache manager sizes every layer for max_seq_len unless max_attention_window gives per-layer windows (e.g. [%d, %d])",
 			s.Name, max(s.SlidingWindow, 1), p.maxSeqLen))
 	}
+}
 
-	p.b, err = makeBudget(in, s, r, p.frac, p.tp, p.pp, p.maxTokens, p.maxSeqLen)
+// memory makes the memory budget and records its figures and their source.
+func (p *planner) memory() error {
+	var err error
+	p.b, err = makeBudget(p.in, p.s, p.r, p.frac, p.tp, p.pp, p.maxTokens, p.maxSeqLen)
 	if err != nil {
 		return err
 	}
-	m := &res.Memory
+	m := &p.res.Memory
 	m.TotalBytes = p.b.total
 	m.WeightsBytes, m.ActivationBytes, m.NonTorchBytes, m.CUDAGraphBytes = p.b.parts.WeightsBytes, p.b.parts.ActivationBytes, p.b.parts.NonTorchBytes, p.b.parts.CUDAGraphBytes
 	m.Estimated = p.b.estimated
 	switch {
 	case !p.b.measured:
 		m.Source = "modelled"
-	case r.engine:
+	case p.r.engine:
 		m.Source = "free_memory_after_load"
 	default:
 		m.Source = "kv_cache_memory"
@@ -257,16 +325,7 @@ func (p *planner) run() error {
 	if n := p.b.estimatedNote(); n != "" {
 		p.note(n)
 	}
-
-	if r.engine {
-		err = p.engineFlow()
-	} else {
-		err = p.torchFlow()
-	}
-	if err != nil {
-		return err
-	}
-	return p.admission()
+	return nil
 }
 
 // speculative resolves the one-model draft settings.

@@ -129,24 +129,8 @@ func (p *planner) estimate() {
 	if p.b.freeAlloc > 0 {
 		m.FreeAtAllocationBytes = floorInt(p.b.freeAlloc)
 	}
-	tmp := m.TemporaryKVBytes
 	if !p.b.measured {
-		pt := p.b.parts
-		outside := pt.NonTorchBytes + pt.CUDAGraphBytes + tmp
-		m.PeakBytes = pt.WeightsBytes + pt.ActivationBytes + outside
-		p.info("Memory used after loading model weights (inside torch) in memory usage profiling: %s GiB", gib2(float64(pt.WeightsBytes)))
-		p.info("Memory used after loading model weights (outside torch) in memory usage profiling: %s GiB", gib2(float64(outside)))
-		p.info("Memory dynamically allocated during inference (inside torch) in memory usage profiling: %s GiB", gib2(float64(pt.ActivationBytes)))
-		p.info("Memory used outside torch (e.g., NCCL and CUDA graphs) in memory usage profiling: %s GiB", gib2(float64(outside)))
-		est := p.res.Stages[0].EstimateBytesPerToken
-		frac := fractionRepr(p.res.FreeGPUMemoryFraction, p.r)
-		if p.r.cudaGraphDryRun {
-			p.info("Peak memory during memory usage profiling (torch + non-torch): %s GiB, available KV cache memory when calculating max tokens: %s GiB, fraction is set %s, kv size per token is %d bytes/token. device total memory %s GiB, temporary kv cache memory during profiling %s GiB",
-				gib2(float64(m.PeakBytes)), gib2(avail), frac, est, gib2(float64(p.b.total)), gib2(float64(tmp)))
-		} else {
-			p.info("Peak memory during memory usage profiling (torch + non-torch): %s GiB, available KV cache memory when calculating max tokens: %s GiB, fraction is set %s, kv size is %d. device total memory %s GiB, , tmp kv_mem %s GiB",
-				gib2(float64(m.PeakBytes)), gib2(avail), frac, est, gib2(float64(p.b.total)), gib2(float64(tmp)))
-		}
+		p.profilingLines(avail)
 	} else {
 		p.note("the profiling lines (weights, peak, temporary pool) come from the run whose kv_cache_memory was given; they are not repeated")
 	}
@@ -161,49 +145,85 @@ func (p *planner) estimate() {
 	}
 	for i := range p.res.Stages {
 		st := &p.res.Stages[i]
-		bpt := st.EstimateBytesPerToken
-		first := i == 0
 		if !p.r.memoryFirst {
-			tokens := floorInt(avail / float64(bpt))
-			if userTokens > 0 {
-				tokens = min(tokens, userTokens)
-			}
-			st.EstimatedMaxTokens = tokens
-			if first {
-				p.info("Estimated max tokens in KV cache : %d", tokens)
-			}
+			p.maxTokensFromMemory(st, i == 0, avail, userTokens)
 			continue
 		}
-		mem := floorInt(avail)
-		if userTokens > 0 {
-			fromTokens := satMul(userTokens, bpt)
-			mem = min(mem, fromTokens)
-			if first {
-				p.info("max_tokens=%d is provided. It limits max memory to %s GiB. New max_memory is set to %s GiB", userTokens, gib2(float64(fromTokens)), gib2(float64(mem)))
-			}
-		}
-		st.EstimatedMaxTokens = mem / max(bpt, 1)
-		if userBytes > 0 {
-			mem = min(mem, userBytes)
-			if first {
-				if p.r.cudaGraphDryRun {
-					p.info("max_gpu_total_bytes=%s GiB is provided. New max memory is %s GiB", gib2(float64(userBytes)), gib2(float64(mem)))
-				} else {
-					p.info("max_gpu_total_bytes=%s GiB is provided, max_memory is set to %s GiB", gib2(float64(userBytes)), gib2(float64(mem)))
-				}
-			}
-			if !p.vswa && first {
-				p.note("max_gpu_total_bytes caps TensorRT-LLM's per-window (VSWA) pools; with one window the V1 manager sizes the pool from max_tokens, which was computed before this cap")
-			}
-		}
-		st.EstimatedMaxMemory = mem
-		if first {
-			p.info("Estimated max memory in KV cache : %s GiB", gib2(float64(mem)))
-		}
+		p.kvCacheCapacity(st, i == 0, avail, userTokens, userBytes)
 	}
 	p.res.EstimatedMaxTokens = p.res.Stages[0].EstimatedMaxTokens
 	for _, st := range p.res.Stages {
 		p.res.EstimatedMaxTokens = min(p.res.EstimatedMaxTokens, st.EstimatedMaxTokens)
+	}
+}
+
+// profilingLines are the memory-usage-profiling lines of a modelled run:
+// the figures inside and outside torch, and the peak; it records the peak.
+func (p *planner) profilingLines(avail float64) {
+	m := &p.res.Memory
+	tmp := m.TemporaryKVBytes
+	pt := p.b.parts
+	outside := pt.NonTorchBytes + pt.CUDAGraphBytes + tmp
+	m.PeakBytes = pt.WeightsBytes + pt.ActivationBytes + outside
+	p.info("Memory used after loading model weights (inside torch) in memory usage profiling: %s GiB", gib2(float64(pt.WeightsBytes)))
+	p.info("Memory used after loading model weights (outside torch) in memory usage profiling: %s GiB", gib2(float64(outside)))
+	p.info("Memory dynamically allocated during inference (inside torch) in memory usage profiling: %s GiB", gib2(float64(pt.ActivationBytes)))
+	p.info("Memory used outside torch (e.g., NCCL and CUDA graphs) in memory usage profiling: %s GiB", gib2(float64(outside)))
+	est := p.res.Stages[0].EstimateBytesPerToken
+	frac := fractionRepr(p.res.FreeGPUMemoryFraction, p.r)
+	if p.r.cudaGraphDryRun {
+		p.info("Peak memory during memory usage profiling (torch + non-torch): %s GiB, available KV cache memory when calculating max tokens: %s GiB, fraction is set %s, kv size per token is %d bytes/token. device total memory %s GiB, temporary kv cache memory during profiling %s GiB",
+			gib2(float64(m.PeakBytes)), gib2(avail), frac, est, gib2(float64(p.b.total)), gib2(float64(tmp)))
+	} else {
+		p.info("Peak memory during memory usage profiling (torch + non-torch): %s GiB, available KV cache memory when calculating max tokens: %s GiB, fraction is set %s, kv size is %d. device total memory %s GiB, , tmp kv_mem %s GiB",
+			gib2(float64(m.PeakBytes)), gib2(avail), frac, est, gib2(float64(p.b.total)), gib2(float64(tmp)))
+	}
+}
+
+// maxTokensFromMemory is 1.0's estimate_max_tokens on one stage: the
+// available memory over the estimate's bytes per token, capped by
+// max_tokens.
+func (p *planner) maxTokensFromMemory(st *Stage, first bool, avail float64, userTokens int64) {
+	tokens := floorInt(avail / float64(st.EstimateBytesPerToken))
+	if userTokens > 0 {
+		tokens = min(tokens, userTokens)
+	}
+	st.EstimatedMaxTokens = tokens
+	if first {
+		p.info("Estimated max tokens in KV cache : %d", tokens)
+	}
+}
+
+// kvCacheCapacity is configure_kv_cache_capacity (1.1, latest) on one
+// stage: the memory first, capped by max_tokens' worth, the tokens it
+// holds, then the max_gpu_total_bytes cap.
+func (p *planner) kvCacheCapacity(st *Stage, first bool, avail float64, userTokens, userBytes int64) {
+	bpt := st.EstimateBytesPerToken
+	mem := floorInt(avail)
+	if userTokens > 0 {
+		fromTokens := satMul(userTokens, bpt)
+		mem = min(mem, fromTokens)
+		if first {
+			p.info("max_tokens=%d is provided. It limits max memory to %s GiB. New max_memory is set to %s GiB", userTokens, gib2(float64(fromTokens)), gib2(float64(mem)))
+		}
+	}
+	st.EstimatedMaxTokens = mem / max(bpt, 1)
+	if userBytes > 0 {
+		mem = min(mem, userBytes)
+		if first {
+			if p.r.cudaGraphDryRun {
+				p.info("max_gpu_total_bytes=%s GiB is provided. New max memory is %s GiB", gib2(float64(userBytes)), gib2(float64(mem)))
+			} else {
+				p.info("max_gpu_total_bytes=%s GiB is provided, max_memory is set to %s GiB", gib2(float64(userBytes)), gib2(float64(mem)))
+			}
+		}
+		if !p.vswa && first {
+			p.note("max_gpu_total_bytes caps TensorRT-LLM's per-window (VSWA) pools; with one window the V1 manager sizes the pool from max_tokens, which was computed before this cap")
+		}
+	}
+	st.EstimatedMaxMemory = mem
+	if first {
+		p.info("Estimated max memory in KV cache : %s GiB", gib2(float64(mem)))
 	}
 }
 

@@ -51,72 +51,112 @@ func (p *planner) stageWindows(st Stage) (map[int]int, []int) {
 }
 
 // vswaStage sizes one stage's window pools: adjust_window_sizes_for_vswa,
-// equal shares of the estimated memory, floor to blocks.
+// equal shares of the estimated memory, floor to blocks. Only the stage
+// with logs set logs its lines.
 func (p *planner) vswaStage(st Stage, logs bool) ([]windowGroup, map[int]int, error) {
-	kv := p.res.KVCacheDType
-	per := p.perLayerElements()
+	z := windowSizer{kv: p.res.KVCacheDType, per: p.perLayerElements()}
 	count, order := p.stageWindows(st)
-	bytesFor := func(layers int) (int64, int64, error) {
-		e := per * int64(layers)
-		scaled, err := elementBytes(kv, e)
-		return sizeNoScale(kv, e), scaled, err
+	remap, err := p.adjustWindowSizes(z, st, count, order, logs)
+	if err != nil {
+		return nil, nil, err
 	}
-	info := func(format string, a ...any) {
-		if logs {
-			p.info(format, a...)
-		}
+	groups := groupByWindow(count, order, remap)
+	if err := p.equalShareBlocks(z, st, groups, logs); err != nil {
+		return nil, nil, err
 	}
+	return groups, remap, nil
+}
+
+// windowSizer is get_size_in_bytes of one token over some layers of a
+// stage: per layer elements in the cache dtype.
+type windowSizer struct {
+	kv  CacheDType
+	per int64 // elements of one token in one layer on one rank
+}
+
+// bytes is one token of the given layers without the NVFP4 scale pool, and
+// with it (the pool's real bytes).
+func (z windowSizer) bytes(layers int) (plain, scaled int64, err error) {
+	e := z.per * int64(layers)
+	scaled, err = elementBytes(z.kv, e)
+	return sizeNoScale(z.kv, e), scaled, err
+}
+
+// infoIf logs the line when on.
+func (p *planner) infoIf(on bool, format string, a ...any) {
+	if on {
+		p.info(format, a...)
+	}
+}
+
+// adjustWindowSizes is adjust_window_sizes_for_vswa: when one sequence of
+// every window does not fit the stage's pool, the windows shrink, smallest
+// first, to what the memory holds. It maps each requested window to its
+// adjusted one.
+func (p *planner) adjustWindowSizes(z windowSizer, st Stage, count map[int]int, order []int, logs bool) (map[int]int, error) {
 	pool := st.EstimatedMaxMemory
 	sorted := slices.Clone(order)
 	slices.Sort(sorted)
 	var required int64
 	for _, w := range sorted {
-		_, scaled, err := bytesFor(count[w])
+		_, scaled, err := z.bytes(count[w])
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		required += satMul(int64(w), scaled)
 	}
-	info("Required memory per sequence: %d bytes", required)
-	info("Memory bytes in pool: %d", pool)
+	p.infoIf(logs, "Required memory per sequence: %d bytes", required)
+	p.infoIf(logs, "Memory bytes in pool: %d", pool)
 	remap := map[int]int{} // requested window → adjusted window
 	for _, w := range order {
 		remap[w] = w
 	}
 	if required < pool {
-		info("No need to adjust the window sizes, returning")
-	} else {
-		info("Adjusting the window sizes %s to fit the memory %d bytes.", pyList(order), pool)
-		remaining := pool
-		remainingLayers := 0
-		for _, w := range sorted {
-			remainingLayers += count[w]
-		}
-		var accum, prev int64
-		capTokens := st.EstimatedMaxTokens
-		for _, w := range sorted {
-			if remaining > 0 && remainingLayers > 0 {
-				_, scaled, err := bytesFor(remainingLayers)
-				if err != nil {
-					return nil, nil, err
-				}
-				take := min(remaining/max(scaled, 1), int64(w)-prev)
-				remaining -= take * scaled
-				accum += take
-				if accum < int64(w) {
-					remaining = 0
-				}
-				accum = min(accum, capTokens)
-				if accum == capTokens {
-					remaining = 0
-				}
-			}
-			remap[w] = int(accum)
-			remainingLayers -= count[w]
-			prev = int64(w)
-		}
+		p.infoIf(logs, "No need to adjust the window sizes, returning")
+		return remap, nil
 	}
-	// Group layers by their adjusted window, keeping first-seen order.
+	p.infoIf(logs, "Adjusting the window sizes %s to fit the memory %d bytes.", pyList(order), pool)
+	return remap, shrinkWindows(z, remap, sorted, count, pool, st.EstimatedMaxTokens)
+}
+
+// shrinkWindows is the adjusting loop of adjust_window_sizes_for_vswa: from
+// the smallest window up, the memory left buys tokens for every layer whose
+// window is still larger, capped at the stage's max tokens; it records the
+// adjusted windows in remap.
+func shrinkWindows(z windowSizer, remap map[int]int, sorted []int, count map[int]int, pool, capTokens int64) error {
+	remaining := pool
+	remainingLayers := 0
+	for _, w := range sorted {
+		remainingLayers += count[w]
+	}
+	var accum, prev int64
+	for _, w := range sorted {
+		if remaining > 0 && remainingLayers > 0 {
+			_, scaled, err := z.bytes(remainingLayers)
+			if err != nil {
+				return err
+			}
+			take := min(remaining/max(scaled, 1), int64(w)-prev)
+			remaining -= take * scaled
+			accum += take
+			if accum < int64(w) {
+				remaining = 0
+			}
+			accum = min(accum, capTokens)
+			if accum == capTokens {
+				remaining = 0
+			}
+		}
+		remap[w] = int(accum)
+		remainingLayers -= count[w]
+		prev = int64(w)
+	}
+	return nil
+}
+
+// groupByWindow groups the layers by their adjusted window, keeping
+// first-seen order, then sorts the groups by window.
+func groupByWindow(count map[int]int, order []int, remap map[int]int) []windowGroup {
 	var groups []windowGroup
 	idx := map[int]int{}
 	for _, w := range order {
@@ -129,31 +169,38 @@ func (p *planner) vswaStage(st Stage, logs bool) ([]windowGroup, map[int]int, er
 		groups = append(groups, windowGroup{window: k, requested: w, layers: count[w]})
 	}
 	slices.SortFunc(groups, func(a, b windowGroup) int { return a.window - b.window })
-	host := p.in.HostCacheSize
-	info("Primary pool memory bytes: %d", pool)
-	info("Secondary pool memory bytes: %d", host)
-	info("Using default allocation of equal proportion of memory to each window size")
+	return groups
+}
+
+// equalShareBlocks is the default allocation of equal proportion of memory
+// to each window size: every group gets pool / groups of the primary (and
+// host) memory, floored to blocks of its bytes per token.
+func (p *planner) equalShareBlocks(z windowSizer, st Stage, groups []windowGroup, logs bool) error {
+	pool, host := st.EstimatedMaxMemory, p.in.HostCacheSize
+	p.infoIf(logs, "Primary pool memory bytes: %d", pool)
+	p.infoIf(logs, "Secondary pool memory bytes: %d", host)
+	p.infoIf(logs, "Using default allocation of equal proportion of memory to each window size")
 	share := 1 / float64(len(groups))
 	shares := make([]string, len(groups))
 	for i := range shares {
 		shares[i] = pyRepr(share)
 	}
-	info("Derived window_size_shares: [%s]", strings.Join(shares, ", "))
+	p.infoIf(logs, "Derived window_size_shares: [%s]", strings.Join(shares, ", "))
 	for i := range groups {
 		g := &groups[i]
 		var err error
-		g.bytes, g.scaled, err = bytesFor(g.layers)
+		g.bytes, g.scaled, err = z.bytes(g.layers)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		primary := float64(pool) * share / float64(max(g.bytes, 1))
 		secondary := float64(host) * share / float64(max(g.bytes, 1))
-		info("kv_cache_config.max_tokens is not None (%d) but we are operating on VSWA scheme. Ignoring the configuration.", st.EstimatedMaxTokens)
+		p.infoIf(logs, "kv_cache_config.max_tokens is not None (%d) but we are operating on VSWA scheme. Ignoring the configuration.", st.EstimatedMaxTokens)
 		g.blocks = floorInt(primary / float64(p.tpb))
 		g.secondary = floorInt(secondary / float64(p.tpb))
-		info("Window size = %d, primary_blocks: %d, secondary_blocks: %d", g.window, g.blocks, g.secondary)
+		p.infoIf(logs, "Window size = %d, primary_blocks: %d, secondary_blocks: %d", g.window, g.blocks, g.secondary)
 	}
-	return groups, remap, nil
+	return nil
 }
 
 // blocksDict renders blocks_per_window as Python prints the dict.

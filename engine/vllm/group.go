@@ -102,37 +102,66 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 	}
 	hasChunked := slices.ContainsFunc(specs, func(s LayerSpec) bool { return s.Kind == ChunkedLocalAttention })
 	if (disableHybrid || (hasChunked && !r.hybridWithChunked)) && !allEqual(specs) && !sameType(specs) {
-		*logs = append(*logs, "Hybrid KV cache manager is disabled for this hybrid model, This means we do not enable any optimizations for saving KV cache memory (e.g., dropping the KV cache outside the sliding window). The compute of layers like sliding window is still saved.")
-		hasFull := slices.ContainsFunc(specs, func(s LayerSpec) bool { return s.Kind.fullType() })
-		if hasFull {
-			for i, s := range specs {
-				if s.Kind == SlidingWindow || s.Kind == ChunkedLocalAttention {
-					s.Kind = FullAttention
-					s.Window, s.ChunkSize = 0, 0
-					specs[i] = s
-				}
-			}
-		}
-		if !allEqual(specs) && !sameType(specs) {
-			return nil, specs, fix(refusal(unifyFailed), "", "", unifyHint)
+		if err := unifyHybridSpecs(specs, logs); err != nil {
+			return nil, specs, err
 		}
 	}
+	if g, ok := uniformSpecGroup(specs); ok {
+		return g, specs, nil
+	}
+	// Hybrid: unify page sizes by growing the block size of smaller pages.
+	if err := unifyPageSizes(specs, r); err != nil {
+		return nil, specs, err
+	}
+	return uniformPageGroups(specs, logs), specs, nil
+}
+
+// unifyHybridSpecs is unify_hybrid_kv_cache_specs, run with the hybrid KV
+// cache manager off: sliding and chunked layers next to full ones become
+// full attention; anything else still mixed is refused.
+func unifyHybridSpecs(specs []LayerSpec, logs *[]string) error {
+	*logs = append(*logs, "Hybrid KV cache manager is disabled for this hybrid model, This means we do not enable any optimizations for saving KV cache memory (e.g., dropping the KV cache outside the sliding window). The compute of layers like sliding window is still saved.")
+	hasFull := slices.ContainsFunc(specs, func(s LayerSpec) bool { return s.Kind.fullType() })
+	if hasFull {
+		for i, s := range specs {
+			if s.Kind == SlidingWindow || s.Kind == ChunkedLocalAttention {
+				s.Kind = FullAttention
+				s.Window, s.ChunkSize = 0, 0
+				specs[i] = s
+			}
+		}
+	}
+	if !allEqual(specs) && !sameType(specs) {
+		return fix(refusal(unifyFailed), "", "", unifyHint)
+	}
+	return nil
+}
+
+// uniformSpecGroup is the one group of a model whose layers share a spec
+// (_get_kv_cache_groups_uniform_spec) or a type with different page sizes
+// (_get_kv_cache_groups_uniform_type, one page of their sum); false for a
+// hybrid.
+func uniformSpecGroup(specs []LayerSpec) ([]Group, bool) {
+	s := specs[0]
 	if allEqual(specs) {
-		s := specs[0]
 		return []Group{{Kind: s.Kind, Variant: s.Variant, Layers: names(specs), BlockSize: s.BlockSize,
-			PageBytes: s.PageBytes(), Window: s.Window, ChunkSize: s.ChunkSize, spec: s, specs: specs}}, specs, nil
+			PageBytes: s.PageBytes(), Window: s.Window, ChunkSize: s.ChunkSize, spec: s, specs: specs}}, true
 	}
 	if sameType(specs) {
 		var page int64
-		for _, s := range specs {
-			page += s.PageBytes()
+		for _, l := range specs {
+			page += l.PageBytes()
 		}
-		s := specs[0]
 		return []Group{{Kind: s.Kind, Layers: names(specs), BlockSize: s.BlockSize, PageBytes: page,
-			Window: s.Window, ChunkSize: s.ChunkSize, UniformType: true, spec: s, specs: specs}}, specs, nil
+			Window: s.Window, ChunkSize: s.ChunkSize, UniformType: true, spec: s, specs: specs}}, true
 	}
+	return nil, false
+}
 
-	// Hybrid: unify page sizes by growing the block size of smaller pages.
+// unifyPageSizes is unify_kv_cache_spec_page_size: every page grows to the
+// largest by a larger block (Mamba pages, and pages that do not divide it
+// where the release pads, are padded instead).
+func unifyPageSizes(specs []LayerSpec, r rules) error {
 	var maxPage int64
 	for _, s := range specs {
 		maxPage = max(maxPage, s.PageBytes())
@@ -148,7 +177,7 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 			continue
 		}
 		if maxPage%p != 0 && !r.padPages {
-			return nil, specs, fix(refusal("The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."), "", "", unifyHint)
+			return fix(refusal("The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."), "", "", unifyHint)
 		}
 		s.BlockSize *= int(maxPage / p)
 		if s.PageBytes() != maxPage {
@@ -156,38 +185,29 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 		}
 		specs[i] = s
 	}
+	return nil
+}
 
-	// Bucket equal specs, in layer order.
-	type bucket struct {
-		key    LayerSpec
-		layers []LayerSpec
-	}
-	var buckets []*bucket
-	for _, s := range specs {
-		i := slices.IndexFunc(buckets, func(b *bucket) bool { return b.key == s.key() })
-		if i < 0 {
-			buckets = append(buckets, &bucket{key: s.key()})
-			i = len(buckets) - 1
-		}
-		buckets[i].layers = append(buckets[i].layers, s)
-	}
-	minN, maxN := len(specs), 0
-	for _, b := range buckets {
-		minN = min(minN, len(b.layers))
-		maxN = max(maxN, len(b.layers))
-	}
-	groupSize := minN
-	if float64(maxN) < float64(minN)*1.5 {
-		groupSize = maxN
-	}
+// specBucket is the layers of one spec, in layer order.
+type specBucket struct {
+	key    LayerSpec
+	layers []LayerSpec
+}
+
+// uniformPageGroups is _get_kv_cache_groups_uniform_page_size: layers
+// bucketed by spec, each bucket split into groups of the group size
+// (padding the last, as vLLM logs).
+func uniformPageGroups(specs []LayerSpec, logs *[]string) []Group {
+	buckets := bucketSpecs(specs)
+	size := layersPerGroup(buckets, len(specs))
 	var groups []Group
 	for _, b := range buckets {
 		n := len(b.layers)
-		if pad := groupSize - n%groupSize; pad != groupSize {
+		if pad := size - n%size; pad != size {
 			*logs = append(*logs, fmt.Sprintf("Add %d padding layers, may waste at most %.2f%% KV cache memory",
 				pad, float64(pad)/float64(n)*100))
 		}
-		ng := (n + groupSize - 1) / groupSize
+		ng := (n + size - 1) / size
 		for i := range ng {
 			var members []LayerSpec
 			for j := i; j < n; j += ng {
@@ -199,7 +219,35 @@ func groupLayers(in []LayerSpec, r rules, disableHybrid bool, logs *[]string) ([
 				spec: s, specs: members})
 		}
 	}
-	return groups, specs, nil
+	return groups
+}
+
+// bucketSpecs buckets equal specs (same_type_layers), in layer order.
+func bucketSpecs(specs []LayerSpec) []*specBucket {
+	var buckets []*specBucket
+	for _, s := range specs {
+		i := slices.IndexFunc(buckets, func(b *specBucket) bool { return b.key == s.key() })
+		if i < 0 {
+			buckets = append(buckets, &specBucket{key: s.key()})
+			i = len(buckets) - 1
+		}
+		buckets[i].layers = append(buckets[i].layers, s)
+	}
+	return buckets
+}
+
+// layersPerGroup is the group size: the smallest bucket's layer count, or
+// the largest's when that is less than 1.5 times the smallest.
+func layersPerGroup(buckets []*specBucket, layers int) int {
+	minN, maxN := layers, 0
+	for _, b := range buckets {
+		minN = min(minN, len(b.layers))
+		maxN = max(maxN, len(b.layers))
+	}
+	if float64(maxN) < float64(minN)*1.5 {
+		return maxN
+	}
+	return minN
 }
 
 // project keeps the layers of one pipeline stage in every group (groups

@@ -101,8 +101,35 @@ func isChunkedLocal(s *model.Spec) bool {
 }
 
 // buildLayers turns a model into per-layer specs on one TP rank, tagged with
-// their pipeline stage.
+// their pipeline stage: the attention geometry the release sees
+// (get_num_kv_heads, get_head_size, use_mla), each kind's bytes per token,
+// one spec per layer (get_kv_cache_spec), then the drafter's copies.
 func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
+	kinds, err := layerKinds(s)
+	if err != nil {
+		return nil, err
+	}
+	stages := stageOf(len(kinds), in.pp)
+	shape, err := attentionShape(s, in, kinds)
+	if err != nil {
+		return nil, err
+	}
+	b := layerBuilder{s: s, in: in, mla: shape.mla, uniformWindow: uniformWindow(s, in.rules)}
+	if b.tok, err = tokenBytesOf(s, in, shape); err != nil {
+		return nil, err
+	}
+	var out []LayerSpec
+	for i, k := range kinds {
+		if out, err = b.appendLayer(out, i, k, stages[i]); err != nil {
+			return nil, err
+		}
+	}
+	return appendDrafters(out, in, b.uniformWindow)
+}
+
+// layerKinds is the model's kind of every layer (all full attention when the
+// config names none), checked against its layer count.
+func layerKinds(s *model.Spec) ([]model.LayerKind, error) {
 	n := s.NumLayers
 	kinds := s.LayerKinds
 	if len(kinds) == 0 {
@@ -117,167 +144,240 @@ func buildLayers(s *model.Spec, in layerInputs) ([]LayerSpec, error) {
 	if len(kinds) != n {
 		return nil, fmt.Errorf("%w: %d layer kinds for %d layers", ErrUnsupportedModel, len(kinds), n)
 	}
-	stages := stageOf(n, in.pp)
-	hkvTotal := s.NumKVHeads
-	if hkvTotal <= 0 {
-		hkvTotal = s.NumAttentionHeads
+	return kinds, nil
+}
+
+// attnShape is a model's attention geometry as the release sees it: the
+// total KV heads, the K and V head sizes, and whether it serves the model
+// with MLA.
+type attnShape struct {
+	hkv, dk, dv int
+	mla         bool
+}
+
+// attentionShape is ModelConfig's get_total_num_kv_heads and get_head_size
+// (the legacy head size for a latent-attention model served without MLA),
+// refusing what the release does not serve.
+func attentionShape(s *model.Spec, in layerInputs, kinds []model.LayerKind) (attnShape, error) {
+	sh := attnShape{hkv: s.NumKVHeads, dk: s.HeadDim, dv: s.VHeadDim, mla: engineMLA(s, in.rules)}
+	if sh.hkv <= 0 {
+		sh.hkv = s.NumAttentionHeads
 	}
-	dk := s.HeadDim
-	if dk <= 0 && s.NumAttentionHeads > 0 {
-		dk = s.HiddenSize / s.NumAttentionHeads
+	if sh.dk <= 0 && s.NumAttentionHeads > 0 {
+		sh.dk = s.HiddenSize / s.NumAttentionHeads
 	}
-	dv := s.VHeadDim
-	if dv <= 0 {
-		dv = dk
+	if sh.dv <= 0 {
+		sh.dv = sh.dk
 	}
-	mla := engineMLA(s, in.rules)
-	if (s.Attention == model.MLA || s.Attention == model.DSA) && !mla {
+	if (s.Attention == model.MLA || s.Attention == model.DSA) && !sh.mla {
 		if !in.rules.v0 {
-			return nil, fmt.Errorf("%w: vLLM %s does not serve %s (model_type %s) with MLA; kvcfg sizes it from 0.11 on (or on the V0 engine)", ErrUnsupportedModel, in.rules.rel, s.Name, s.ModelType)
+			return sh, fmt.Errorf("%w: vLLM %s does not serve %s (model_type %s) with MLA; kvcfg sizes it from 0.11 on (or on the V0 engine)", ErrUnsupportedModel, in.rules.rel, s.Name, s.ModelType)
 		}
 		// Full per-head K and V with the release's head size.
-		hkvTotal = s.NumKVHeads
-		if hkvTotal <= 0 {
-			hkvTotal = s.NumAttentionHeads
-		}
-		dk = legacyHeadSize(s, in.rules)
-		dv = dk
+		sh.dk = legacyHeadSize(s, in.rules)
+		sh.dv = sh.dk
 	}
 	if in.rules.v0 && s.Attention == model.DSA {
-		return nil, fmt.Errorf("%w: DeepSeek sparse attention (DSA) needs the V1 engine; use --vllm-version 0.11 or latest", ErrUnsupportedModel)
+		return sh, fmt.Errorf("%w: DeepSeek sparse attention (DSA) needs the V1 engine; use --vllm-version 0.11 or latest", ErrUnsupportedModel)
 	}
 	hasAttention := slices.ContainsFunc(kinds, func(k model.LayerKind) bool {
 		return k == model.FullAttention || k == model.SlidingAttention
 	})
-	if hasAttention && !mla && (hkvTotal <= 0 || dk <= 0) {
-		return nil, fmt.Errorf("%w: model has no KV heads or head dim", ErrUnsupportedModel)
+	if hasAttention && !sh.mla && (sh.hkv <= 0 || sh.dk <= 0) {
+		return sh, fmt.Errorf("%w: model has no KV heads or head dim", ErrUnsupportedModel)
 	}
+	return sh, nil
+}
 
-	fullTok := in.cache.tokenBytes(kvHeadsPerRank(hkvTotal, in.tp), dk, dv)
-	var mlaTok, indexerTok int64
-	if mla {
-		if s.KVLoraRank <= 0 {
-			return nil, fmt.Errorf("%w: MLA model without kv_lora_rank", ErrUnsupportedModel)
-		}
-		if in.cache.DSMLA {
-			mlaTok = DSMLATokenBytes
-		} else {
-			// One latent row, never sharded across TP; no separate V.
-			mlaTok = v0MLATokenBytes(int64(s.KVLoraRank+s.QKRopeHeadDim)*int64(in.cache.Format.ElementBits)/8, in.rules)
-		}
-		if s.Attention == model.DSA {
-			d := s.IndexHeadDim
-			if d <= 0 {
-				d = 128
-			}
-			// fp8 keys plus one fp32 scale per 128 values, stored as uint8.
-			indexerTok = int64(d + d/128*4)
-		}
-	}
-	swaTok := fullTok
-	if s.SWANumKVHeads > 0 || s.SWAHeadDim > 0 || s.SWAVHeadDim > 0 {
-		h := hkvTotal
-		if s.SWANumKVHeads > 0 {
-			h = s.SWANumKVHeads
-		}
-		sk, sv := dk, dv
-		if s.SWAHeadDim > 0 {
-			sk = s.SWAHeadDim
-		}
-		if s.SWAVHeadDim > 0 {
-			sv = s.SWAVHeadDim
-		} else if s.SWAHeadDim > 0 {
-			sv = sk
-		}
-		if !in.rules.swaHeadSizeV {
-			sv = sk // SlidingWindowSpec had no head_size_v yet
-		}
-		swaTok = in.cache.tokenBytes(kvHeadsPerRank(h, in.tp), sk, sv)
-	}
+// layerTokens are the bytes one token takes in one layer on one rank, per
+// kind of layer.
+type layerTokens struct {
+	full, swa, mla, indexer int64
+}
 
-	var mambaBytes int64
-	var out []LayerSpec
-	uniformWindow := 0
-	if s.UniformSlidingWindow > 0 && in.rules.swaSpec {
-		// CacheConfig.sliding_window: every layer without a window of its
-		// own slides, however long the window.
-		uniformWindow = s.UniformSlidingWindow
+// tokenBytesOf is each layer kind's bytes per token: full attention
+// (FullAttentionSpec), sliding (SlidingWindowSpec, with the model's own
+// sliding-layer heads where it has them), the MLA latent row (MLAAttentionSpec)
+// and DSA's indexer keys.
+func tokenBytesOf(s *model.Spec, in layerInputs, sh attnShape) (layerTokens, error) {
+	t := layerTokens{full: in.cache.tokenBytes(kvHeadsPerRank(sh.hkv, in.tp), sh.dk, sh.dv)}
+	t.swa = slidingTokenBytes(s, in, sh, t.full)
+	if !sh.mla {
+		return t, nil
 	}
-	for i, k := range kinds {
-		base := LayerSpec{Name: fmt.Sprintf("layers.%d.attn", i), Stage: stages[i], BlockSize: in.blockSize}
-		switch k {
-		case model.NoCache:
-			// An MLP-only block: no KV cache, no state.
-			continue
-		case model.LinearAttention:
-			if in.rules.v0 {
-				return nil, fmt.Errorf("%w: %s has Mamba / linear-attention layers, which the 0.6 (V0) profile does not size; use --vllm-version 0.11 or latest", ErrUnsupportedModel, s.Name)
-			}
-			if mambaBytes == 0 {
-				b, err := mambaStateBytes(s, in)
-				if err != nil {
-					return nil, err
-				}
-				mambaBytes = b
-			}
-			base.Name = fmt.Sprintf("layers.%d.mixer", i)
-			base.Kind = Mamba
-			base.StateBytes = mambaBytes
-			// Mamba's "block" is the whole sequence; the page does not depend on it.
-			base.BlockSize = in.blockSize
-			out = append(out, base)
-			continue
-		case model.SlidingAttention:
-			if s.SlidingWindow <= 0 {
-				return nil, fmt.Errorf("%w: sliding layer %d without a window", ErrUnsupportedModel, i)
-			}
-			base.TokenBytes = swaTok
-			switch {
-			case in.rules.v0 || !in.rules.swaSpec || (isChunkedLocal(s) && !in.rules.hybridGroups):
-				// V0 (and V1 before SlidingWindowSpec, or before chunked
-				// local attention had a spec) sizes every layer for the
-				// full context.
-				base.Kind = FullAttention
-				if in.rules.v0 {
-					base.Window = s.SlidingWindow
-				}
-			case isChunkedLocal(s):
-				base.Kind = ChunkedLocalAttention
-				base.ChunkSize = s.SlidingWindow
-			default:
-				base.Kind = SlidingWindow
-				base.Window = s.SlidingWindow
-			}
-			if mla {
-				base.TokenBytes = mlaTok
-			}
-		default:
-			switch {
-			case mla:
-				base.Kind = MLAAttention
-				base.TokenBytes = mlaTok
-			case uniformWindow > 0:
-				base.Kind = SlidingWindow
-				base.Window = uniformWindow
-				base.TokenBytes = fullTok
-			default:
-				base.Kind = FullAttention
-				base.TokenBytes = fullTok
-			}
-		}
-		out = append(out, base)
-		if indexerTok > 0 {
-			idx := base
-			idx.Name = fmt.Sprintf("layers.%d.indexer", i)
-			idx.Kind = MLAAttention
-			idx.TokenBytes = indexerTok
-			idx.Variant = "indexer"
-			idx.Window, idx.ChunkSize = 0, 0
-			out = append(out, idx)
-		}
+	if s.KVLoraRank <= 0 {
+		return t, fmt.Errorf("%w: MLA model without kv_lora_rank", ErrUnsupportedModel)
 	}
-	// Speculative drafter layers: copies of the target's full-attention
-	// layer (with its indexer), on the last stage.
+	if in.cache.DSMLA {
+		t.mla = DSMLATokenBytes
+	} else {
+		// One latent row, never sharded across TP; no separate V.
+		t.mla = v0MLATokenBytes(int64(s.KVLoraRank+s.QKRopeHeadDim)*int64(in.cache.Format.ElementBits)/8, in.rules)
+	}
+	if s.Attention == model.DSA {
+		d := s.IndexHeadDim
+		if d <= 0 {
+			d = 128
+		}
+		// fp8 keys plus one fp32 scale per 128 values, stored as uint8.
+		t.indexer = int64(d + d/128*4)
+	}
+	return t, nil
+}
+
+// slidingTokenBytes is a sliding layer's bytes per token: full's unless
+// the model gives its sliding layers their own KV heads or head sizes
+// (SlidingWindowSpec's head_size_v arrived with swaHeadSizeV).
+func slidingTokenBytes(s *model.Spec, in layerInputs, sh attnShape, full int64) int64 {
+	if s.SWANumKVHeads <= 0 && s.SWAHeadDim <= 0 && s.SWAVHeadDim <= 0 {
+		return full
+	}
+	h := sh.hkv
+	if s.SWANumKVHeads > 0 {
+		h = s.SWANumKVHeads
+	}
+	sk, sv := sh.dk, sh.dv
+	if s.SWAHeadDim > 0 {
+		sk = s.SWAHeadDim
+	}
+	if s.SWAVHeadDim > 0 {
+		sv = s.SWAVHeadDim
+	} else if s.SWAHeadDim > 0 {
+		sv = sk
+	}
+	if !in.rules.swaHeadSizeV {
+		sv = sk // SlidingWindowSpec had no head_size_v yet
+	}
+	return in.cache.tokenBytes(kvHeadsPerRank(h, in.tp), sk, sv)
+}
+
+// uniformWindow is CacheConfig.sliding_window: with a SlidingWindowSpec,
+// every layer without a window of its own slides, however long the window.
+func uniformWindow(s *model.Spec, r rules) int {
+	if s.UniformSlidingWindow > 0 && r.swaSpec {
+		return s.UniformSlidingWindow
+	}
+	return 0
+}
+
+// layerBuilder is what buildLayers works out once per model for the specs
+// of its layers.
+type layerBuilder struct {
+	s             *model.Spec
+	in            layerInputs
+	mla           bool
+	tok           layerTokens
+	uniformWindow int
+	mambaBytes    int64 // one Mamba layer's state, worked out at the first one
+}
+
+// appendLayer appends layer i's spec (and its indexer's, for DSA) to out,
+// as the layer's get_kv_cache_spec gives it; an MLP-only block has none.
+func (b *layerBuilder) appendLayer(out []LayerSpec, i int, k model.LayerKind, stage int) ([]LayerSpec, error) {
+	spec := LayerSpec{Name: fmt.Sprintf("layers.%d.attn", i), Stage: stage, BlockSize: b.in.blockSize}
+	var err error
+	switch k {
+	case model.NoCache:
+		// An MLP-only block: no KV cache, no state.
+		return out, nil
+	case model.LinearAttention:
+		if spec, err = b.mambaLayer(spec, i); err != nil {
+			return out, err
+		}
+		return append(out, spec), nil
+	case model.SlidingAttention:
+		if spec, err = b.slidingLayer(spec, i); err != nil {
+			return out, err
+		}
+	default:
+		spec = b.attentionLayer(spec)
+	}
+	out = append(out, spec)
+	if b.tok.indexer > 0 {
+		idx := spec
+		idx.Name = fmt.Sprintf("layers.%d.indexer", i)
+		idx.Kind = MLAAttention
+		idx.TokenBytes = b.tok.indexer
+		idx.Variant = "indexer"
+		idx.Window, idx.ChunkSize = 0, 0
+		out = append(out, idx)
+	}
+	return out, nil
+}
+
+// mambaLayer is a Mamba / linear-attention layer's MambaSpec: one state per
+// request, whose page does not depend on the block.
+func (b *layerBuilder) mambaLayer(spec LayerSpec, i int) (LayerSpec, error) {
+	if b.in.rules.v0 {
+		return spec, fmt.Errorf("%w: %s has Mamba / linear-attention layers, which the 0.6 (V0) profile does not size; use --vllm-version 0.11 or latest", ErrUnsupportedModel, b.s.Name)
+	}
+	if b.mambaBytes == 0 {
+		n, err := mambaStateBytes(b.s, b.in)
+		if err != nil {
+			return spec, err
+		}
+		b.mambaBytes = n
+	}
+	spec.Name = fmt.Sprintf("layers.%d.mixer", i)
+	spec.Kind = Mamba
+	spec.StateBytes = b.mambaBytes
+	// Mamba's "block" is the whole sequence; the page does not depend on it.
+	spec.BlockSize = b.in.blockSize
+	return spec, nil
+}
+
+// slidingLayer is a sliding layer's spec: SlidingWindowSpec, Llama-4's
+// ChunkedLocalAttentionSpec, or full attention where the release has no
+// spec for it.
+func (b *layerBuilder) slidingLayer(spec LayerSpec, i int) (LayerSpec, error) {
+	s, r := b.s, b.in.rules
+	if s.SlidingWindow <= 0 {
+		return spec, fmt.Errorf("%w: sliding layer %d without a window", ErrUnsupportedModel, i)
+	}
+	spec.TokenBytes = b.tok.swa
+	switch {
+	case r.v0 || !r.swaSpec || (isChunkedLocal(s) && !r.hybridGroups):
+		// V0 (and V1 before SlidingWindowSpec, or before chunked
+		// local attention had a spec) sizes every layer for the
+		// full context.
+		spec.Kind = FullAttention
+		if r.v0 {
+			spec.Window = s.SlidingWindow
+		}
+	case isChunkedLocal(s):
+		spec.Kind = ChunkedLocalAttention
+		spec.ChunkSize = s.SlidingWindow
+	default:
+		spec.Kind = SlidingWindow
+		spec.Window = s.SlidingWindow
+	}
+	if b.mla {
+		spec.TokenBytes = b.tok.mla
+	}
+	return spec, nil
+}
+
+// attentionLayer is a full-attention layer's spec: MLAAttentionSpec,
+// SlidingWindowSpec under a uniform sliding window, else FullAttentionSpec.
+func (b *layerBuilder) attentionLayer(spec LayerSpec) LayerSpec {
+	switch {
+	case b.mla:
+		spec.Kind = MLAAttention
+		spec.TokenBytes = b.tok.mla
+	case b.uniformWindow > 0:
+		spec.Kind = SlidingWindow
+		spec.Window = b.uniformWindow
+		spec.TokenBytes = b.tok.full
+	default:
+		spec.Kind = FullAttention
+		spec.TokenBytes = b.tok.full
+	}
+	return spec
+}
+
+// appendDrafters appends the speculative drafter's layers: copies of the
+// target's last full-attention layer (with its indexer), on the last stage.
+func appendDrafters(out []LayerSpec, in layerInputs, uniformWindow int) ([]LayerSpec, error) {
 	var proto []LayerSpec
 	for i := len(out) - 1; i >= 0 && len(proto) == 0; i-- {
 		if out[i].Kind == FullAttention || (out[i].Kind == MLAAttention && out[i].Variant == "") || (out[i].Kind == SlidingWindow && uniformWindow > 0) {

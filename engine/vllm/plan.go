@@ -129,7 +129,10 @@ func Plan(s *model.Spec, c Input) (*Result, error) {
 	return res, err
 }
 
-// plan is Plan without the fix.
+// plan is Plan without the fix: LLMEngine start-up in order — the release's
+// rules, max_model_len, the V1 oracle, the TP check, the scheduler limits,
+// the cache dtype and attention backend, the layers' specs, the memory
+// profile, then the V0 or V1 cache sizing.
 func plan(s *model.Spec, c Input) (*Result, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no model", ErrInvalidConfig)
@@ -139,69 +142,26 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	}
 	prof, rel, note, _ := resolve(c.Version)
 	r := rulesFor(prof, rel)
-	res := &Result{Profile: prof, ProfileNote: note, Engine: "V1"}
-	if r.v0 {
-		res.Engine = "V0"
-	}
-	if note != "" {
-		res.Notes = append(res.Notes, note)
-	}
-	if s.Architecture == "DeepseekV3ForCausalLM" && !rel.atLeast(0, 6, 6) {
-		return nil, fmt.Errorf("%w: vLLM %s does not register DeepseekV3ForCausalLM (\"Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.\"); it runs from 0.6.6", ErrUnsupportedModel, rel)
-	}
-
-	if err := checkNewPoolKinds(s, prof, rel); err != nil {
+	res := newResult(prof, note, r)
+	if err := checkArchitecture(s, prof, rel); err != nil {
 		return nil, err
 	}
-
 	tp, pp := max(c.TensorParallelSize, 1), max(c.PipelineParallelSize, 1)
 	res.TensorParallelSize, res.PipelineParallelSize = tp, pp
-	block := c.BlockSize
-	if block == 0 {
-		block = 16
-	}
 	sm := c.GPUSM
 	if sm == 0 {
 		sm = 90 // an unknown CUDA device is taken for a Hopper
 	}
-	cuda := c.Platform == "" || c.Platform == "cuda"
 
-	// max_model_len.
-	L := c.MaxModelLen
-	autoFit := false
-	switch {
-	case L == -1:
-		if !r.autoFit {
-			return nil, fmt.Errorf("%w: max_model_len -1 (auto-fit) is not supported by vLLM %s", ErrInvalidConfig, prof)
-		}
-		autoFit = true
-		L = s.ContextLength
-	case L == 0:
-		L = s.ContextLength
-	}
-	if L <= 0 {
-		return nil, fmt.Errorf("%w: the model's context length is unknown; set max_model_len", ErrInvalidConfig)
-	}
-	if s.ContextLength > 0 && L > s.ContextLength {
-		res.MaxModelLen = L
-		n := strconv.Itoa(s.ContextLength)
-		return res, fix(refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, s.ContextLength)),
-			"--max-model-len", n, "set --max-model-len "+n+" or lower (the model's context length)")
+	L, autoFit, err := maxModelLen(s, c, r, prof)
+	if err != nil {
+		return nil, err
 	}
 	res.MaxModelLen = L
-
-	// 0.8 to 0.10: the V1 engine falls back to V0 for what it lacks.
-	if r.v1Oracle {
-		if feature, line := v1Fallback(s, c, r, sm); feature != "" {
-			r = r.v0Fallback()
-			res.Engine = "V0"
-			if line != "" {
-				res.LogLines = append(res.LogLines, line)
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s runs this launch on the V0 engine (%s)", rel, feature))
-		}
+	if s.ContextLength > 0 && L > s.ContextLength {
+		return res, longerThanModel(res, L, s.ContextLength)
 	}
-
+	r = v1OrV0(res, s, c, r, sm)
 	if err := checkTensorParallel(s, tp, engineMLA(s, r)); err != nil {
 		var te *TPError
 		if errors.As(err, &te) {
@@ -214,21 +174,119 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 	if s.Compressed != nil {
 		return planDSV4(res, s, c, r, autoFit)
 	}
-
 	cache, err := resolveCacheDType(c.KVCacheDType, s, prof, r)
 	if err != nil {
 		return nil, err
 	}
 	res.KVCacheDType = cache
+	block, err := attentionBlock(res, s, c, r, cache, sm, tp)
+	if err != nil {
+		if msg, ok := refusalMessage(err); ok {
+			res.Error = msg
+			return res, err
+		}
+		return nil, err
+	}
+	layers, err := planLayers(res, s, c, r, block, sm)
+	if err != nil {
+		return nil, err
+	}
 
-	if cuda && !r.v0 {
+	// A KV connector may turn the hybrid KV cache manager off.
+	hmaOff := !r.v0 && hybridManagerOff(res, r, c)
+	if err := budget(res, s, c, r, tp, pp); err != nil {
+		return res, err
+	}
+	avail := res.Memory.AvailableKVBytes
+	if r.v0 {
+		return res, planV0(res, layers, c, pp, avail, r.v0Label)
+	}
+	return planV1(res, layers, c, r, pp, avail, autoFit, hmaOff)
+}
+
+// newResult is the Result plan starts from: the profile (and why), and the
+// engine the profile runs.
+func newResult(prof Profile, note string, r rules) *Result {
+	res := &Result{Profile: prof, ProfileNote: note, Engine: "V1"}
+	if r.v0 {
+		res.Engine = "V0"
+	}
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	return res
+}
+
+// checkArchitecture refuses a model the release does not register:
+// DeepseekV3ForCausalLM before 0.6.6, and the newer cache kinds
+// (checkNewPoolKinds).
+func checkArchitecture(s *model.Spec, prof Profile, rel release) error {
+	if s.Architecture == "DeepseekV3ForCausalLM" && !rel.atLeast(0, 6, 6) {
+		return fmt.Errorf("%w: vLLM %s does not register DeepseekV3ForCausalLM (\"Model architectures ['DeepseekV3ForCausalLM'] are not supported for now.\"); it runs from 0.6.6", ErrUnsupportedModel, rel)
+	}
+	return checkNewPoolKinds(s, prof, rel)
+}
+
+// maxModelLen is ModelConfig's max_model_len: the flag, the model's context
+// length when unset, and -1 for auto-fit where the release has it.
+func maxModelLen(s *model.Spec, c Input, r rules, prof Profile) (L int, autoFit bool, err error) {
+	L = c.MaxModelLen
+	switch {
+	case L == -1:
+		if !r.autoFit {
+			return 0, false, fmt.Errorf("%w: max_model_len -1 (auto-fit) is not supported by vLLM %s", ErrInvalidConfig, prof)
+		}
+		autoFit = true
+		L = s.ContextLength
+	case L == 0:
+		L = s.ContextLength
+	}
+	if L <= 0 {
+		return 0, false, fmt.Errorf("%w: the model's context length is unknown; set max_model_len", ErrInvalidConfig)
+	}
+	return L, autoFit, nil
+}
+
+// longerThanModel is _get_and_verify_max_len's refusal of a max_model_len L
+// beyond the model's context length n.
+func longerThanModel(res *Result, L, n int) error {
+	ns := strconv.Itoa(n)
+	return fix(refuse(res, fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (%d). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.", L, n)),
+		"--max-model-len", ns, "set --max-model-len "+ns+" or lower (the model's context length)")
+}
+
+// v1OrV0 is the 0.8 to 0.10 oracle: where the V1 engine lacks a feature of
+// the launch, the release falls back to V0, and the rules become V0's.
+func v1OrV0(res *Result, s *model.Spec, c Input, r rules, sm int) rules {
+	if !r.v1Oracle {
+		return r
+	}
+	feature, line := v1Fallback(s, c, r, sm)
+	if feature == "" {
+		return r
+	}
+	res.Engine = "V0"
+	if line != "" {
+		res.LogLines = append(res.LogLines, line)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("vLLM %s runs this launch on the V0 engine (%s)", r.rel, feature))
+	return r.v0Fallback()
+}
+
+// attentionBlock is the attention block size after the backend is chosen:
+// the flag (16 by default), or the V1 backend's own page on CUDA, or
+// FlashMLA's 64 tokens on V0 (0.8 on, Hopper).
+func attentionBlock(res *Result, s *model.Spec, c Input, r rules, cache CacheDType, sm, tp int) (int, error) {
+	block := c.BlockSize
+	if block == 0 {
+		block = 16
+	}
+	cuda := c.Platform == "" || c.Platform == "cuda"
+	switch {
+	case cuda && !r.v0:
 		a, err := attentionSetup(s, c, r, cache, sm, tp)
 		if err != nil {
-			if msg, ok := refusalMessage(err); ok {
-				res.Error = msg
-				return res, err
-			}
-			return nil, err
+			return 0, err
 		}
 		res.AttentionBackend = a.backend.name
 		if a.block > 0 {
@@ -240,14 +298,21 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 		if a.note != "" {
 			res.Notes = append(res.Notes, a.note)
 		}
-	} else if cuda && r.v0 && c.BlockSize != 64 && engineMLA(s, r) && rel.atLeast(0, 8, 0) && sm/10 == 9 {
+	case cuda && r.v0 && c.BlockSize != 64 && engineMLA(s, r) && r.rel.atLeast(0, 8, 0) && sm/10 == 9:
 		// The platform forces FlashMLA's page on V0 too.
 		block = 64
 		res.Notes = append(res.Notes, "the FlashMLA attention backend uses 64-token KV blocks")
 	}
+	return block, nil
+}
 
+// planLayers builds the layers' specs, sums their bytes per token and, for
+// Mamba hybrids, grows the attention block until one attention page holds a
+// Mamba state (then pads the Mamba page to match); it sets res.BlockSize.
+func planLayers(res *Result, s *model.Spec, c Input, r rules, block, sm int) ([]LayerSpec, error) {
 	var notes []string
-	layers, err := buildLayers(s, layerInputs{rules: r, cache: cache, blockSize: block, tp: tp, pp: pp, notes: &notes, draftLayers: c.DraftLayers})
+	layers, err := buildLayers(s, layerInputs{rules: r, cache: res.KVCacheDType, blockSize: block,
+		tp: res.TensorParallelSize, pp: res.PipelineParallelSize, notes: &notes, draftLayers: c.DraftLayers})
 	if err != nil {
 		return nil, err
 	}
@@ -257,28 +322,12 @@ func plan(s *model.Spec, c Input) (*Result, error) {
 			res.BytesPerToken += l.TokenBytes
 		}
 	}
-
-	// Mamba hybrids: grow the attention block until one attention page holds
-	// a Mamba state, then pad the Mamba page to match.
 	if !r.v0 {
-		align := hybridAlignment(s, c, r, res.AttentionBackend, block, sm, cache)
+		align := hybridAlignment(s, c, r, res.AttentionBackend, block, sm, res.KVCacheDType)
 		block = inflateForMamba(layers, block, align, &res.LogLines)
 	}
 	res.BlockSize = block
-
-	// A KV connector may turn the hybrid KV cache manager off.
-	hmaOff := !r.v0 && hybridManagerOff(res, r, c)
-
-	// Budget.
-	if err := budget(res, s, c, r, tp, pp); err != nil {
-		return res, err
-	}
-	avail := res.Memory.AvailableKVBytes
-
-	if r.v0 {
-		return res, planV0(res, layers, c, pp, avail, r.v0Label)
-	}
-	return planV1(res, layers, c, r, pp, avail, autoFit, hmaOff)
+	return layers, nil
 }
 
 // refuse records vLLM's refusal message on the result and returns the
@@ -806,34 +855,20 @@ func admit(res *Result, r rules, avail int64, autoFit bool, stages []admitStage)
 	return nil
 }
 
-// planV1 is the V1 engine: groups, admission (and auto-fit), num_blocks as
-// the minimum over pipeline stages, and the report lines.
+// planV1 is the V1 engine: groups (get_kv_cache_groups), admission (and
+// auto-fit), num_blocks as the minimum over pipeline stages, and the report
+// lines.
 func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int64, autoFit, hmaOff bool) (*Result, error) {
 	mode := c.MambaCacheMode
 	if mode == "" {
 		mode = r.mambaMode
 	}
 	if mode == "none" {
-		// Without prefix caching a Mamba "block" is the whole sequence.
-		for i := range layers {
-			if layers[i].Kind == Mamba {
-				layers[i].BlockSize = res.MaxModelLen
-			}
-		}
+		wholeSequenceMamba(layers, res.MaxModelLen)
 	}
 	if !r.hybridGroups {
-		// Before the hybrid allocator (0.9.2) a model had one KV cache
-		// type: sliding layers next to full ones became full attention
-		// (unify_hybrid_kv_cache_specs, 0.8.5), anything else raised.
-		if slices.ContainsFunc(layers, func(l LayerSpec) bool { return l.Kind.fullType() }) {
-			for i, l := range layers {
-				if l.Kind == SlidingWindow || l.Kind == ChunkedLocalAttention {
-					layers[i].Kind, layers[i].Window, layers[i].ChunkSize = FullAttention, 0, 0
-				}
-			}
-		}
-		if len(layers) > 0 && !allEqual(layers) {
-			return nil, fmt.Errorf("%w: vLLM %s supports models with one KV cache type only (its V1 engine raises NotImplementedError for %s)", ErrUnsupportedModel, r.rel, kindsOf(layers))
+		if err := unifyOneType(layers, r); err != nil {
+			return nil, err
 		}
 	}
 	groups, _, err := groupLayers(layers, r, hmaOff, &res.LogLines)
@@ -846,15 +881,12 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		}
 		return res, err
 	}
-	batches := maxConcurrentBatches(r, c, pp)
 	enc := c.MaxNumEncoderInputTokens
 	if enc == 0 {
 		enc = res.MaxNumBatchedTokens
 	}
-	use := func(L int) usage {
-		return usage{maxModelLen: L, batchedTokens: res.MaxNumBatchedTokens * batches, mambaMode: mode,
-			specBlocks: c.NumSpeculativeTokens, encoderTokens: enc}
-	}
+	use := usage{batchedTokens: res.MaxNumBatchedTokens * maxConcurrentBatches(r, c, pp), mambaMode: mode,
+		specBlocks: c.NumSpeculativeTokens, encoderTokens: enc}
 	if len(groups) == 0 {
 		res.NumGPUBlocks = 1
 		res.Notes = append(res.Notes, "attention-free model: no KV cache")
@@ -867,19 +899,60 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 	for st := range pp {
 		workers[st] = project(groups, st)
 	}
-	// The admission check per non-empty worker: its KV memory less the
-	// null block where the rules keep one, and what a request of L tokens
-	// needs there.
+	if err := admit(res, r, avail, autoFit, admitStages(layers, workers, r, avail, use)); err != nil {
+		return res, err
+	}
+	nb := minNumBlocks(workers, avail)
+	if c.NumGPUBlocksOverride > 0 {
+		res.LogLines = append(res.LogLines, fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", nb, c.NumGPUBlocksOverride))
+		nb = c.NumGPUBlocksOverride
+	}
+	res.NumGPUBlocks = nb
+	reportGroups(res, r, groups, nb, use.at(res.MaxModelLen))
+	return res, nil
+}
+
+// wholeSequenceMamba gives Mamba layers one block of max_model_len tokens:
+// without prefix caching a Mamba "block" is the whole sequence.
+func wholeSequenceMamba(layers []LayerSpec, maxModelLen int) {
+	for i := range layers {
+		if layers[i].Kind == Mamba {
+			layers[i].BlockSize = maxModelLen
+		}
+	}
+}
+
+// unifyOneType is the V1 engine before the hybrid allocator (0.9.2), when a
+// model had one KV cache type: sliding layers next to full ones became full
+// attention (unify_hybrid_kv_cache_specs, 0.8.5), anything else raised.
+func unifyOneType(layers []LayerSpec, r rules) error {
+	if slices.ContainsFunc(layers, func(l LayerSpec) bool { return l.Kind.fullType() }) {
+		for i, l := range layers {
+			if l.Kind == SlidingWindow || l.Kind == ChunkedLocalAttention {
+				layers[i].Kind, layers[i].Window, layers[i].ChunkSize = FullAttention, 0, 0
+			}
+		}
+	}
+	if len(layers) > 0 && !allEqual(layers) {
+		return fmt.Errorf("%w: vLLM %s supports models with one KV cache type only (its V1 engine raises NotImplementedError for %s)", ErrUnsupportedModel, r.rel, kindsOf(layers))
+	}
+	return nil
+}
+
+// admitStages is the admission check per non-empty worker: its KV memory
+// less the null block where the rules keep one, and what a request of L
+// tokens needs there (by group from 0.11's group admission, else by layer).
+func admitStages(layers []LayerSpec, workers [][]Group, r rules, avail int64, use usage) []admitStage {
 	var stages []admitStage
-	for st := range pp {
-		if groupSize(workers[st]) == 0 {
+	for st, w := range workers {
+		if groupSize(w) == 0 {
 			continue
 		}
 		ca := avail
 		if r.nullBlock {
-			ca -= nullBytes(workers[st])
+			ca -= nullBytes(w)
 		}
-		need := func(L int) int64 { return groupsNeeded(workers[st], use(L)) }
+		need := func(L int) int64 { return groupsNeeded(w, use.at(L)) }
 		if !r.groupAdmission {
 			var sl []LayerSpec
 			for _, l := range layers {
@@ -887,35 +960,34 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 					sl = append(sl, l)
 				}
 			}
-			need = func(L int) int64 { return layersNeeded(sl, use(L)) }
+			need = func(L int) int64 { return layersNeeded(sl, use.at(L)) }
 		}
 		stages = append(stages, admitStage{avail: ca, need: need})
 	}
-	if err := admit(res, r, avail, autoFit, stages); err != nil {
-		return res, err
-	}
-	L := res.MaxModelLen
+	return stages
+}
 
-	// num_blocks: the minimum across workers.
+// minNumBlocks is num_blocks: the minimum over the non-empty workers
+// (get_kv_cache_configs), never negative.
+func minNumBlocks(workers [][]Group, avail int64) int64 {
 	nb := int64(-1)
-	for st := range pp {
-		if groupSize(workers[st]) == 0 {
+	for _, w := range workers {
+		if groupSize(w) == 0 {
 			continue
 		}
-		n := numBlocks(workers[st], avail)
+		n := numBlocks(w, avail)
 		if nb < 0 || n < nb {
 			nb = n
 		}
 	}
-	nb = max(nb, 0)
-	if c.NumGPUBlocksOverride > 0 {
-		res.LogLines = append(res.LogLines, fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", nb, c.NumGPUBlocksOverride))
-		nb = c.NumGPUBlocksOverride
-	}
-	res.NumGPUBlocks = nb
+	return max(nb, 0)
+}
 
-	// Reports.
-	u := use(L)
+// reportGroups fills the groups' blocks per request, the token capacity and
+// the release's "GPU KV cache size" / "Maximum concurrency" lines for nb
+// blocks and requests of u.maxModelLen tokens, with kvcfg's notes.
+func reportGroups(res *Result, r rules, groups []Group, nb int64, u usage) {
+	L := u.maxModelLen
 	minBlock := groups[0].BlockSize
 	var perReq, sumMax int64
 	for i := range groups {
@@ -948,8 +1020,14 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 		reportLines(res, r, nb, perReq, sumMax, minBlock, int64(L))
 	}
 	if r.report == "combined" {
-		groupBlockSizes(res, mode)
+		groupBlockSizes(res, u.mambaMode)
 	}
+	mambaNotes(res, groups, nb)
+}
+
+// mambaNotes remarks on a Mamba hybrid: attention blocks inflated to hold a
+// state page, and fewer requests holding state than max_num_seqs.
+func mambaNotes(res *Result, groups []Group, nb int64) {
 	if block := res.BlockSize; block > 16 && slices.ContainsFunc(groups, func(g Group) bool { return g.Kind == Mamba }) {
 		res.Notes = append(res.Notes, fmt.Sprintf("attention blocks are inflated to %d tokens to hold a Mamba state page; prefix caching works in %d-token units (vllm#54458)", block, block))
 	}
@@ -964,7 +1042,6 @@ func planV1(res *Result, layers []LayerSpec, c Input, r rules, pp int, avail int
 			res.Notes = append(res.Notes, fmt.Sprintf("only %d requests can hold Mamba state at once; max_num_seqs %d exceeds that (vllm#49064): pass --max-num-seqs %d", seqs, res.MaxNumSeqs, seqs))
 		}
 	}
-	return res, nil
 }
 
 // groupBlockSizes records, when the KV cache groups have different block

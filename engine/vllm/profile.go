@@ -317,101 +317,126 @@ type rules struct {
 
 // rulesFor returns the rules of release rel in profile p.
 func rulesFor(p Profile, rel release) rules {
-	v0dtypes := []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
 	switch p {
 	case V06, V07:
-		r := rules{v0: true, defaultUtil: 0.9, dtypes: v0dtypes, v0Label: "GPU"}
-		if p == V07 {
-			r.v0Label = "CUDA"
-		}
-		r.rel = rel
-		return r
+		return v0Rules(p, rel)
 	case V08:
-		r := rules{
-			rel:                rel,
-			v0Label:            "cuda",
-			defaultUtil:        0.9,
-			mambaMode:          "none",
-			kvCacheMemoryBytes: rel.atLeast(0, 10, 2),
-			dtypes:             v0dtypes,
-			v1Oracle:           true,
-			swaSpec:            rel.atLeast(0, 8, 5),
-			hybridGroups:       rel.atLeast(0, 9, 2),
-			tokenConcurrency:   !rel.atLeast(0, 9, 2),
-			availLine:          rel.atLeast(0, 9, 1),
-			hybridAlign:        "16",
-			report:             "floor",
-		}
-		switch {
-		case !rel.atLeast(0, 8, 5):
-			r.msg, r.batchDefaults = "gb", "name"
-		case !rel.atLeast(0, 9, 0):
-			r.msg, r.batchDefaults = "half", "mem70"
-		case !rel.atLeast(0, 9, 2):
-			r.msg, r.batchDefaults = "half", "mem70-a100"
-		default:
-			r.msg, r.batchDefaults = "v011", "mem70-a100"
-		}
-		return r
+		return v08Rules(rel)
 	case V011:
-		r := rules{
-			rel:                rel,
-			defaultUtil:        0.9,
-			mambaMode:          "none",
-			kvCacheMemoryBytes: true,
-			dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
-			swaSpec:            true,
-			hybridGroups:       true,
-			availLine:          true,
-			msg:                "v011",
-			batchDefaults:      "mem70-a100",
-			hybridAlign:        "fixed",
-			report:             "floor",
-		}
-		if !rel.atLeast(0, 11, 1) {
-			r.hybridAlign = "16"
-		}
-		return r
+		return v011Rules(rel)
 	default:
-		r := rules{
-			rel:                rel,
-			defaultUtil:        0.92,
-			ceilRequested:      true,
-			graphsSubtracted:   p == Latest || rel.atLeast(0, 20, 0),
-			nullBlock:          true,
-			groupAdmission:     true,
-			autoFit:            true,
-			mambaMode:          "align",
-			hybridWithChunked:  true,
-			padPages:           true,
-			nemotronSSMFP32:    true,
-			swaHeadSizeV:       true,
-			kvCacheMemoryBytes: true,
-			swaSpec:            true,
-			hybridGroups:       true,
-			availLine:          true,
-			msg:                "new",
-			batchDefaults:      "mem70-a100",
-			backendCheck:       true,
-			hybridAlign:        "fixed",
-			report:             "floor",
-			dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
-		}
-		if rel.atLeast(0, 21, 0) {
-			r.report = "concurrency"
-		}
-		r.inFlight = rel.atLeast(0, 26, 0)
-		switch p {
-		case V018:
-			r.backendBlocks, r.hybridAlign = true, "backend"
-			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"}
-		case Latest:
-			r.backendBlocks, r.hybridAlign, r.batchDefaults, r.report = true, "backend-mla128", "mem160", "combined"
-			r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla", "nvfp4",
-				"int8_per_token_head", "fp8_per_token_head"}
-		}
-		return r
+		return v013Rules(p, rel)
 	}
+}
+
+// v0CacheDTypes are the --kv-cache-dtype values of the 0.6 to 0.10 releases.
+func v0CacheDTypes() []string { return []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"} }
+
+// v0Rules are the rules of the V0-only releases (0.6 and 0.7).
+func v0Rules(p Profile, rel release) rules {
+	r := rules{v0: true, defaultUtil: 0.9, dtypes: v0CacheDTypes(), v0Label: "GPU"}
+	if p == V07 {
+		r.v0Label = "CUDA"
+	}
+	r.rel = rel
+	return r
+}
+
+// v08Rules are the rules of 0.8.0 to 0.10.x: V1 by default with the oracle's
+// fallback to V0, and the refusal wording and batch defaults of each step.
+func v08Rules(rel release) rules {
+	r := rules{
+		rel:                rel,
+		v0Label:            "cuda",
+		defaultUtil:        0.9,
+		mambaMode:          "none",
+		kvCacheMemoryBytes: rel.atLeast(0, 10, 2),
+		dtypes:             v0CacheDTypes(),
+		v1Oracle:           true,
+		swaSpec:            rel.atLeast(0, 8, 5),
+		hybridGroups:       rel.atLeast(0, 9, 2),
+		tokenConcurrency:   !rel.atLeast(0, 9, 2),
+		availLine:          rel.atLeast(0, 9, 1),
+		hybridAlign:        "16",
+		report:             "floor",
+	}
+	switch {
+	case !rel.atLeast(0, 8, 5):
+		r.msg, r.batchDefaults = "gb", "name"
+	case !rel.atLeast(0, 9, 0):
+		r.msg, r.batchDefaults = "half", "mem70"
+	case !rel.atLeast(0, 9, 2):
+		r.msg, r.batchDefaults = "half", "mem70-a100"
+	default:
+		r.msg, r.batchDefaults = "v011", "mem70-a100"
+	}
+	return r
+}
+
+// v011Rules are the rules of 0.11.x.
+func v011Rules(rel release) rules {
+	r := rules{
+		rel:                rel,
+		defaultUtil:        0.9,
+		mambaMode:          "none",
+		kvCacheMemoryBytes: true,
+		dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
+		swaSpec:            true,
+		hybridGroups:       true,
+		availLine:          true,
+		msg:                "v011",
+		batchDefaults:      "mem70-a100",
+		hybridAlign:        "fixed",
+		report:             "floor",
+	}
+	if !rel.atLeast(0, 11, 1) {
+		r.hybridAlign = "16"
+	}
+	return r
+}
+
+// v013Rules are the rules of 0.13 and later (profiles 0.13, 0.18 and
+// latest): the requested memory rounded up, the null block, group
+// admission, auto-fit and Mamba align mode.
+func v013Rules(p Profile, rel release) rules {
+	r := rules{
+		rel:                rel,
+		defaultUtil:        0.92,
+		ceilRequested:      true,
+		graphsSubtracted:   p == Latest || rel.atLeast(0, 20, 0),
+		nullBlock:          true,
+		groupAdmission:     true,
+		autoFit:            true,
+		mambaMode:          "align",
+		hybridWithChunked:  true,
+		padPages:           true,
+		nemotronSSMFP32:    true,
+		swaHeadSizeV:       true,
+		kvCacheMemoryBytes: true,
+		swaSpec:            true,
+		hybridGroups:       true,
+		availLine:          true,
+		msg:                "new",
+		batchDefaults:      "mem70-a100",
+		backendCheck:       true,
+		hybridAlign:        "fixed",
+		report:             "floor",
+		dtypes:             []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"},
+	}
+	if rel.atLeast(0, 21, 0) {
+		r.report = "concurrency"
+	}
+	r.inFlight = rel.atLeast(0, 26, 0)
+	switch p {
+	case V018:
+		r.backendBlocks, r.hybridAlign = true, "backend"
+		r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"}
+	case Latest:
+		r.backendBlocks, r.hybridAlign, r.batchDefaults, r.report = true, "backend-mla128", "mem160", "combined"
+		r.dtypes = []string{"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla", "nvfp4",
+			"int8_per_token_head", "fp8_per_token_head"}
+	}
+	return r
 }
 
 // rules returns the rules of the profile's newest release.

@@ -85,6 +85,12 @@ type usage struct {
 	encoderTokens int
 }
 
+// at is u for requests of L tokens.
+func (u usage) at(L int) usage {
+	u.maxModelLen = L
+	return u
+}
+
 // blocks returns how many pages one request of u.maxModelLen tokens needs
 // in the worst case (max_memory_usage_bytes / page_size_bytes).
 func (s LayerSpec) blocks(u usage) int64 {
