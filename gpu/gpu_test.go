@@ -114,7 +114,7 @@ func TestComputeCapability(t *testing.T) {
 	want := map[string]string{
 		"H100-80GB": "9.0", "H100-PCIe": "9.0", "H100-NVL": "9.0", "H800": "9.0", "H200": "9.0", "H200-NVL": "9.0",
 		"H20": "9.0", "GH200": "9.0", "B200": "10.0", "GB200": "10.0", "B300": "10.3", "RTX-PRO-6000": "12.0",
-		"RTX-5090": "12.0", "RTX-5080": "12.0", "GB10": "12.1", "A100-40GB": "8.0", "A100-80GB": "8.0", "A10": "8.6", "A6000": "8.6", "RTX-3090": "8.6",
+		"RTX-5090": "12.0", "RTX-5080": "12.0", "RTX-5060-Ti": "12.0", "GB10": "12.1", "A100-40GB": "8.0", "A100-80GB": "8.0", "A10": "8.6", "A6000": "8.6", "RTX-3090": "8.6",
 		"L40S": "8.9", "L40": "8.9", "L4": "8.9", "RTX-6000-Ada": "8.9", "RTX-4090": "8.9", "T4": "7.5",
 		"MI300X": "", "MI325X": "", "MI355X": "",
 	}
@@ -223,7 +223,7 @@ func TestCUDATotal(t *testing.T) {
 func TestCatalogCoversPlannedGPUs(t *testing.T) {
 	for _, name := range []string{"RTX 3090", "RTX 4090", "RTX 5080", "RTX 5090", "RTX PRO 6000 Blackwell", "L4", "L40S", "A10",
 		"A100-40GB", "A100-80GB", "H100 PCIe", "H100 SXM", "H100 NVL", "H200", "H20", "B200", "B300", "GB200",
-		"MI300X", "MI325X", "MI355X", "NVIDIA GeForce RTX 5080", "GB10", "DGX Spark"} {
+		"MI300X", "MI325X", "MI355X", "NVIDIA GeForce RTX 5080", "GB10", "DGX Spark", "RTX 5060 Ti", "NVIDIA GeForce RTX 5060 Ti"} {
 		if _, err := gpu.Lookup(name); err != nil {
 			t.Errorf("Lookup(%q): %v", name, err)
 		}
@@ -274,6 +274,7 @@ func TestLocalMemory(t *testing.T) {
 		{"L4", 58, 1536, 87},
 		{"RTX-4090", 128, 1536, 192},
 		{"RTX-PRO-6000", 188, 1536, 282},
+		{"RTX-5060-Ti", 36, 1536, 54},
 		{"A100-80GB", 108, 2048, 216},
 		{"T4", 40, 1024, 40},
 		{"B200", 148, 2048, 296},

@@ -48,7 +48,7 @@ func judge(rep *Report, req *Request, refused bool) {
 		var b [128]byte
 		a := append(b[:0], "Serves: "...)
 		a = units.AppendGroup(a, rep.MaxConcurrencyAtContextLength)
-		a = append(a, rep.bandText()...)
+		a = rep.appendBandText(a)
 		a = append(a, " requests of "...)
 		a = units.AppendGroup(a, int64(rep.ContextLength))
 		a = append(a, " tokens fit at once (target "...)

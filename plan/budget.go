@@ -182,12 +182,18 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 }
 
 // bandText is " (low–high)" for a count the band moves, "" otherwise.
-func (r *Report) bandText() string {
+func (r *Report) bandText() string { return string(r.appendBandText(nil)) }
+
+// appendBandText appends bandText to a without formatting (the common
+// answer, on every plan the server answers, is appended).
+func (r *Report) appendBandText(a []byte) []byte {
 	bd := r.bandOf()
 	if bd == nil || bd.ConcurrencyLow == bd.ConcurrencyHigh {
-		return ""
+		return a
 	}
-	return fmt.Sprintf(" (%s–%s)", group3(bd.ConcurrencyLow), group3(bd.ConcurrencyHigh))
+	a = units.AppendGroup(append(a, " ("...), bd.ConcurrencyLow)
+	a = units.AppendGroup(append(a, "–"...), bd.ConcurrencyHigh)
+	return append(a, ')')
 }
 
 // bandOf returns the report's band, nil when it has none.

@@ -3,8 +3,10 @@ package plan
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/kvcfg/kvcfg/model"
+	"github.com/kvcfg/kvcfg/validate"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
@@ -26,6 +28,7 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	buf := new(struct {
 		b     Budget
 		terms [7]BudgetTerm
+		band  Band
 	})
 	b := &buf.b
 	b.Terms = append(buf.terms[:0],
@@ -48,8 +51,8 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 		rep.warn(note)
 		return
 	}
-	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
-		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs on %s GPUs with exact weights (median %.2f %%); kvcfg validate --engine sglang", sum.Runs, platformName(rep.Platform), 100*sum.MedianAbs)}
+	band := &buf.band
+	*band = Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated", Basis: sglangBandBasis(rep.Platform)}
 	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
 	band.KVBytesLow, band.KVBytesHigh = scale(rep.AvailableKVBytes, 1-e), scale(rep.AvailableKVBytes, 1+e)
 	band.TokensLow, band.TokensHigh = scale(rep.MaxTotalNumTokens, 1-e), scale(rep.MaxTotalNumTokens, 1+e)
@@ -67,6 +70,32 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	band.ConcurrencyLow = min(int64(math.Floor(conc*(1-e))), limit, rep.MaxConcurrencyAtContextLength)
 	band.ConcurrencyHigh = max(min(int64(math.Floor(conc*(1+e))), limit), rep.MaxConcurrencyAtContextLength)
 	b.Band = band
+}
+
+// sglangBandBasis is the basis of an SGLang band on platform, formatted
+// once per platform (the table is fixed at build time, and a plan's hot
+// path does not format it).
+func sglangBandBasis(platform string) string {
+	if b, ok := sglangBandBases()[platform]; ok {
+		return b
+	}
+	return bandBasis(platform)
+}
+
+// sglangBandBases are sglangBandBasis's texts for the platforms plan knows.
+var sglangBandBases = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, p := range []string{"cuda", "hip"} {
+		m[p] = bandBasis(p)
+	}
+	return m
+})
+
+// bandBasis formats the basis of an SGLang band on platform.
+func bandBasis(platform string) string {
+	_, sum, _ := validate.PlatformBand("sglang", platform)
+	return fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs on %s GPUs with exact weights (median %.2f %%); kvcfg validate --engine sglang",
+		sum.Runs, platformName(platform), 100*sum.MedianAbs)
 }
 
 // weightsOriginOf is a budget term's origin for weights from src.

@@ -505,8 +505,8 @@ func (c *Configurator) deriveMemory() {
 	if p.EnableDPAttention && p.DP > 1 && d.ChunkedPrefillSize > 0 {
 		d.ChunkedPrefillSize /= p.DP
 	}
-	if s.Multimodal {
-		d.MultimodalReserveMB = 100
+	if s.Multimodal && c.prof.mmReserve {
+		d.MultimodalReserveMB = 100 // SGLANG_VLM_CACHE_SIZE_MB (docs/sglang.md#model-multimodal)
 	}
 }
 

@@ -114,6 +114,14 @@ type rules struct {
 	// decodeReservation: allocation_sizing.py's decode reservation and
 	// request-to-token headroom with speculation and pages.
 	decodeReservation bool
+	// mmReserve: a multimodal model reserves SGLANG_VLM_CACHE_SIZE_MB
+	// (100) of the KV budget for the embedding cache allocated after the
+	// pool (kv_cache_configurator.py mm_runtime_reservation_gb, PR #34141,
+	// opened 2026-08-09 and merged 2026-08-12..16, after 0.5.17 of early
+	// August and before 0.5.18, which carries PRs of 2026-08-19); before,
+	// the cache took its memory from the runtime slack and the pool was
+	// sized without it.
+	mmReserve bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -225,6 +233,7 @@ var versionGates = []struct {
 }{
 	{v(0, 4, 7), func(r *rules) { r.aiterScale, r.aiterDefault = true, true }}, // PR #6564
 	{v(0, 4, 9), func(r *rules) { r.vlmAdjust, r.hybridSWA, r.kvLineTokens = true, true, true }},
+	{v(0, 5, 18), func(r *rules) { r.mmReserve = true }}, // PR #34141
 }
 
 // defaultProfile is ResolveProfile(""), built once.

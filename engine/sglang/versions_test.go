@@ -364,6 +364,32 @@ func TestVersionGates(t *testing.T) {
 	}
 }
 
+// A multimodal model reserves SGLANG_VLM_CACHE_SIZE_MB (100) of the KV
+// budget from 0.5.18 (PR #34141, merged after 0.5.17); before, the pool was
+// sized without it (the RTX 5060 Ti runs of 2026-06 main: the printed pool is
+// post − pre·(1 − mfs) to the rounding, no reservation line).
+func TestMultimodalReserveGate(t *testing.T) {
+	vlm := llama8B()
+	vlm.Multimodal = true
+	for _, tt := range []struct {
+		version string
+		wantMB  int
+	}{{"0.4.3", 0}, {"0.5.13", 0}, {"0.5.17", 0}, {"0.5.18", 100}, {"latest", 100}, {"", 100}} {
+		c, err := sglang.New(sglang.Input{Spec: vlm, Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
+			Args: sglang.ServerArgs{MemFractionStatic: 0.8}, PostLoadFreeBytes: gibBytes(40), Version: tt.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Configure(gibBytes(78))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Derived().MultimodalReserveMB; got != tt.wantMB || res.MultimodalGiB != float64(tt.wantMB)/1024 {
+			t.Errorf("%q: reserve %d MB (%.4f GiB), want %d", tt.version, got, res.MultimodalGiB, tt.wantMB)
+		}
+	}
+}
+
 func TestBadVersionIsARefusal(t *testing.T) {
 	_, err := sglang.New(sglang.Input{Spec: llama8B(), Parallel: sglang.Parallel{TP: 1, PP: 1, DP: 1}, Hardware: h100,
 		PostLoadFreeBytes: gibBytes(20), Version: "zero"})
