@@ -106,14 +106,11 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
 		Basis: fmt.Sprintf("90th percentile of |error| of the predicted KV memory over %d vLLM runs with exact weights (0.10.2 and 0.15 to 0.19 on H100, 0.10.1.1, 0.15.1 and 0.19 on A100, 0.17.1 on RTX 3090 and MI300X; median %.2f %%); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
-	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
-	band.KVBytesLow, band.KVBytesHigh = scale(m.AvailableKVBytes, 1-e), scale(m.AvailableKVBytes, 1+e)
-	band.TokensLow, band.TokensHigh = scale(res.KVCacheSizeTokens, 1-e), scale(res.KVCacheSizeTokens, 1+e)
+	per := 0.0
 	if res.BlocksPerRequest > 0 {
-		per := float64(res.NumGPUBlocks) / float64(res.BlocksPerRequest)
-		band.ConcurrencyLow = min(int64(math.Floor(per*(1-e))), int64(res.MaxNumSeqs))
-		band.ConcurrencyHigh = min(int64(math.Floor(per*(1+e))), int64(res.MaxNumSeqs))
+		per = float64(res.NumGPUBlocks) / float64(res.BlocksPerRequest)
 	}
+	band.scale(e, m.AvailableKVBytes, res.KVCacheSizeTokens, per, int64(res.MaxNumSeqs))
 	b.Band = band
 }
 
@@ -171,14 +168,21 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	}
 	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
 		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d TensorRT-LLM runs with exact weights (median %.2f %%); kvcfg validate --engine trtllm", sum.Runs, 100*sum.MedianAbs)}
-	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
-	band.KVBytesLow, band.KVBytesHigh = scale(m.AvailableKVBytes, 1-e), scale(m.AvailableKVBytes, 1+e)
-	band.TokensLow, band.TokensHigh = scale(res.MaxTokens, 1-e), scale(res.MaxTokens, 1+e)
-	if c := res.MaxConcurrency(res.MaxSeqLen); c > 0 {
-		band.ConcurrencyLow = min(int64(math.Floor(c*(1-e))), int64(res.MaxBatchSize))
-		band.ConcurrencyHigh = min(int64(math.Floor(c*(1+e))), int64(res.MaxBatchSize))
-	}
+	band.scale(e, m.AvailableKVBytes, res.MaxTokens, max(res.MaxConcurrency(res.MaxSeqLen), 0), int64(res.MaxBatchSize))
 	b.Band = band
+}
+
+// scale sets band's ends at relative error e around a predicted KV budget
+// of kv bytes holding tokens tokens and conc requests at once (the exact
+// count, before flooring; 0 leaves the requests unset), none above limit.
+func (band *Band) scale(e float64, kv, tokens int64, conc float64, limit int64) {
+	at := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
+	band.KVBytesLow, band.KVBytesHigh = at(kv, 1-e), at(kv, 1+e)
+	band.TokensLow, band.TokensHigh = at(tokens, 1-e), at(tokens, 1+e)
+	if conc > 0 {
+		band.ConcurrencyLow = min(int64(math.Floor(conc*(1-e))), limit)
+		band.ConcurrencyHigh = min(int64(math.Floor(conc*(1+e))), limit)
+	}
 }
 
 // bandText is " (low–high)" for a count the band moves, "" otherwise.

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/kvcfg/kvcfg/model"
@@ -53,9 +52,6 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	}
 	band := &buf.band
 	*band = Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated", Basis: sglangBandBasis(rep.Platform)}
-	scale := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
-	band.KVBytesLow, band.KVBytesHigh = scale(rep.AvailableKVBytes, 1-e), scale(rep.AvailableKVBytes, 1+e)
-	band.TokensLow, band.TokensHigh = scale(rep.MaxTotalNumTokens, 1-e), scale(rep.MaxTotalNumTokens, 1+e)
 	// The requests at once move with the pool when the pool bounds them
 	// (a plain pool: tokens over the context length); a request cap does
 	// not move.
@@ -67,8 +63,9 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	if rep.MaxRunningRequests > 0 {
 		limit = max(limit, int64(rep.MaxRunningRequests))
 	}
-	band.ConcurrencyLow = min(int64(math.Floor(conc*(1-e))), limit, rep.MaxConcurrencyAtContextLength)
-	band.ConcurrencyHigh = max(min(int64(math.Floor(conc*(1+e))), limit), rep.MaxConcurrencyAtContextLength)
+	band.scale(e, rep.AvailableKVBytes, rep.MaxTotalNumTokens, conc, limit)
+	band.ConcurrencyLow = min(band.ConcurrencyLow, rep.MaxConcurrencyAtContextLength)
+	band.ConcurrencyHigh = max(band.ConcurrencyHigh, rep.MaxConcurrencyAtContextLength)
 	b.Band = band
 }
 
