@@ -65,6 +65,23 @@ type Band struct {
 	WeightsEstimated bool `json:"weights_estimated,omitempty"`
 }
 
+// termOrigins returns the origin of a term an engine estimated or not
+// (estimated names the terms kvcfg predicted; otherwise is the origin of
+// the others) and the weights' origin from their source.
+func termOrigins(estimated []string, otherwise, weightsSource string) (origin func(string) string, weightsOrigin string) {
+	origin = func(name string) string {
+		if slices.Contains(estimated, name) {
+			return "predicted"
+		}
+		return otherwise
+	}
+	weightsOrigin = weightsOriginOf(weights.Source(weightsSource))
+	if slices.Contains(estimated, "weights") {
+		weightsOrigin = "estimated"
+	}
+	return origin, weightsOrigin
+}
+
 // vllmBudget fills rep.Budget from a vLLM result whose budget kvcfg
 // computed from its terms (not a measured or given KV budget).
 func vllmBudget(rep *Report, res *vllm.Result) {
@@ -72,16 +89,7 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 	if m.Source != "profile" || m.RequestedBytes == 0 {
 		return
 	}
-	origin := func(name string) string {
-		if slices.Contains(m.Estimated, name) {
-			return "predicted"
-		}
-		return "measured"
-	}
-	weightsOrigin := weightsOriginOf(weights.Source(rep.WeightsSource))
-	if slices.Contains(m.Estimated, "weights") {
-		weightsOrigin = "estimated"
-	}
+	origin, weightsOrigin := termOrigins(m.Estimated, "measured", rep.WeightsSource)
 	b := &Budget{Terms: []BudgetTerm{
 		{Name: "requested", Bytes: m.RequestedBytes, Origin: "computed"},
 		{Name: "weights", Bytes: m.WeightsBytes, Origin: weightsOrigin},
@@ -131,16 +139,7 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	if m.Source != "modelled" || m.TotalBytes == 0 || res.Profile == trtllm.Engine {
 		return
 	}
-	origin := func(name string) string {
-		if slices.Contains(m.Estimated, name) {
-			return "predicted"
-		}
-		return "given"
-	}
-	weightsOrigin := weightsOriginOf(weights.Source(rep.WeightsSource))
-	if slices.Contains(m.Estimated, "weights") {
-		weightsOrigin = "estimated"
-	}
+	origin, weightsOrigin := termOrigins(m.Estimated, "given", rep.WeightsSource)
 	var parts []vllm.Term
 	if slices.Contains(m.Estimated, "activation") {
 		parts = trtllm.ActivationTerms(spec, res.TPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
