@@ -86,7 +86,7 @@ var knownMisses = map[string]struct {
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
 	"sglang": "nineteen public runs from four sources (89 % within 3 %): the CUDA context's runtime images (one 442 MiB figure) spread from 101 MiB (A100) to 442 (H100) across GPUs and builds, so the runs whose weights take most of the card (the L4, the A100) miss by 9 %, and the RTX 5060 Ti and the B200 DeepSeek-R1 runs by 1-2 %",
-	"trtllm": "six public runs from three sources (an H100 trtllm-bench log of 0.20.0, an RTX 6000 Ada trtllm-serve log of 1.1.0, four B200 logs of NVFP4 DeepSeek-R1-0528 with expert parallelism): the small single-GPU runs are within 1.2 %, the EP runs miss by 6-7 % on memory outside torch (EP communication workspaces, NCCL) that the non-torch term does not hold",
+	"trtllm": "ten public runs from four sources (two H100 trtllm-bench sources of 0.20.0, an RTX 6000 Ada trtllm-serve log of 1.1.0, four B200 logs of NVFP4 DeepSeek-R1-0528 with expert parallelism): the six dense single-GPU runs are within 1.2 %, the four EP runs miss by 6-7 % on memory outside torch (EP communication workspaces, NCCL) that the non-torch term does not hold, so 60 % are within 3 %",
 }
 
 // minEngineRuns is the fewest runs an engine's table needs before its
