@@ -478,9 +478,9 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			// (torch's, not nvidia-smi's 79.65), two H100s at TP 2 hold
 			// 51,456 tokens at the default 0.9 and still 54,304 at 0.95,
 			// and fit keeps the TensorRT-LLM band's margin on CUDA GPUs
-			// (±6.85 %: 50,582 at 0.95), so not a 51,000-token request.
-			// PP 2 holds 53,344 at 0.9, 54,528 at 0.92 (50,791 with the
-			// margin) and 55,104 at 0.93 (51,328).
+			// (±6.71 %: 50,659 at 0.95), so not a 51,000-token request.
+			// PP 2 holds 53,344 at 0.9, 54,528 at 0.92 (50,868 with the
+			// margin) and 55,104 at 0.93 (51,405).
 			name: "trtllm: free_gpu_memory_fraction 0.93 for one 51,000-token request",
 			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 51000, GPUs: []string{"H100"}, MaxGPUs: 2},
 			want: []share{

@@ -106,7 +106,7 @@ func TestVLLMBudgetNoBandForV0(t *testing.T) {
 // Issue 29: a TensorRT-LLM plan without readings lists the same terms as
 // trtllm.PredictBudget (the device total CUDA reports, less the weights,
 // the dry run's activation with its parts, the non-torch memory and the
-// CUDA graphs, less what free_gpu_memory_fraction keeps back); with six
+// CUDA graphs, less what free_gpu_memory_fraction keeps back); with ten
 // TensorRT-LLM runs on CUDA GPUs in the validation table (minBandRuns is
 // five) it quotes their 90th percentile as its band around the budget.
 func TestTRTLLMBudgetTerms(t *testing.T) {
