@@ -70,10 +70,11 @@ var knownMisses = map[string]struct {
 	// while the activation is 0.21 GiB where kvcfg charges 2.26 (its MoE
 	// term routes every token's top-k through experts split by TP; with EP 8
 	// a rank runs its 32 local experts only). The memory outside torch that
-	// is there before the dry run is the expert-parallel communication's
-	// workspaces (MoE all-to-all, NVLink one-sided buffers) and NCCL over 4
-	// or 8 ranks, which kvcfg's non-torch figure (a single-node TP figure)
-	// does not hold; kvcfg has no EP input. No term was changed to fit.
+	// is there before the dry run is not traced to TensorRT-LLM's source
+	// yet; an EP launch adds the expert-parallel communication (the MoE
+	// all-to-all and its workspaces) and NCCL over 4 or 8 ranks, which
+	// kvcfg's non-torch figure (a TP figure) does not hold, and kvcfg has
+	// no EP input. No term was changed to fit.
 	"trtllm-zufayu-dsr1-0528-fp4-b200-tp4ep4-1.3.0rc10-chat":      {0.0668, "EP 4 on B200: 7.69 GiB outside torch beyond the temporary pool (present after load) against the modelled 3.14"},
 	"trtllm-zufayu-dsr1-0528-fp4-b200-tp4ep4-1.3.0rc10-summarize": {0.0703, "EP 4 on B200: 7.94 GiB outside torch beyond the temporary pool against the modelled 3.14"},
 	"trtllm-zufayu-dsr1-0528-fp4-b200-tp8ep8-1.2.0rc6.post2-cg4":  {0.0615, "EP 8 on B200: 12.36 GiB outside torch beyond the temporary pool against the modelled 3.14; activation 0.21 GiB against 2.26"},
