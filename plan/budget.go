@@ -142,7 +142,7 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	origin, weightsOrigin := termOrigins(m.Estimated, "given", rep.WeightsSource)
 	var parts []vllm.Term
 	if slices.Contains(m.Estimated, "activation") {
-		parts = trtllm.ActivationTerms(spec, res.TPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
+		parts = trtllm.ActivationTermsEP(spec, res.TPSize, res.EPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
 	}
 	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 	b := &Budget{Terms: []BudgetTerm{

@@ -111,7 +111,7 @@ var (
 			"block_size", "max_num_batched_tokens", "kv_cache_memory_bytes", "num_gpu_blocks_override", "enforce_eager",
 			"kv_transfer_config", "disable_hybrid_kv_cache_manager", "no_async_scheduling", "attention_backend", "kv_offloading_size"}},
 		{Engine: EngineTRTLLM, Label: "TensorRT-LLM", Keys: []string{
-			"tp_size", "pp_size", "enable_dp_attention", "dtype", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
+			"tp_size", "pp_size", "ep_size", "enable_dp_attention", "dtype", "kv_cache_dtype", "max_seq_len", "free_gpu_memory_fraction",
 			"max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block", "max_tokens", "max_gpu_total_bytes",
 			"max_attention_window", "host_cache_size", "max_input_len", "enable_chunked_prefill",
 			"disable_overlap_scheduler", "max_draft_len"}},
@@ -197,6 +197,9 @@ var flagTable = []Flag{
 		Spelling: sp(EngineSGLang, "--pp-size", EngineVLLM, "--pipeline-parallel-size", EngineTRTLLM, "--pp_size")},
 	{Key: "dp_size", Name: "--dp-size", Aliases: []Alias{{"--data-parallel-size", "vLLM's name"}}, Kind: KindInt, Engines: allEngines, NonZero: true, Help: "data parallel size (default 1)",
 		Spelling: sp(EngineSGLang, "--dp-size", EngineVLLM, "--data-parallel-size")},
+	{Key: "ep_size", Name: "--ep-size", Kind: KindInt, Engines: trtllmOnly, NonZero: true,
+		Help:     "expert parallel size of the MoE layers (moe_expert_parallel_size; must divide tp_size; default 1)",
+		Spelling: sp(EngineTRTLLM, "--ep_size")},
 	{Key: "enable_dp_attention", Name: "--enable-dp-attention", Kind: KindBool, Engines: sglangTRTLLM,
 		Help:     "data-parallel attention (attention TP = tp / dp)",
 		Spelling: sp(EngineSGLang, "--enable-dp-attention", EngineTRTLLM, "enable_attention_dp")},

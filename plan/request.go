@@ -115,6 +115,9 @@ type Request struct {
 	PPSize            int  `json:"pp_size,omitempty"`
 	DPSize            int  `json:"dp_size,omitempty"`
 	EnableDPAttention bool `json:"enable_dp_attention,omitempty"`
+	// EPSize is TensorRT-LLM's expert parallel size (trtllm-serve
+	// --ep_size, moe_expert_parallel_size); it must divide tp_size.
+	EPSize int `json:"ep_size,omitempty"`
 
 	// DType is --dtype (every engine; TensorRT-LLM's LLM-API dtype):
 	// auto, half or float16, bfloat16, float or float32. The weights and
@@ -349,13 +352,16 @@ func (r *Request) checkParallel(p *problems) {
 		name string
 		v    int
 		max  int
-	}{{"tp_size", r.TPSize, 1024}, {"pp_size", r.PPSize, 1024}, {"dp_size", r.DPSize, 1024}} {
+	}{{"tp_size", r.TPSize, 1024}, {"pp_size", r.PPSize, 1024}, {"dp_size", r.DPSize, 1024}, {"ep_size", r.EPSize, 1024}} {
 		if f.v < 0 || f.v > f.max {
 			p.add(f.name, "%d must be between 1 and %d", f.v, f.max)
 		}
 	}
 	if r.EnableDPAttention && r.DPSize > 1 && r.TPSize > 0 && r.TPSize%r.DPSize != 0 {
 		p.add("dp_size", "with --enable-dp-attention, tp_size %d must be a multiple of dp_size %d", r.TPSize, r.DPSize)
+	}
+	if r.EPSize > 1 && max(r.TPSize, 1)%r.EPSize != 0 {
+		p.add("ep_size", "%d must divide tp_size %d", r.EPSize, max(r.TPSize, 1))
 	}
 	if r.EnableDPAttention && r.DPSize > 1 && max(r.TPSize, 1) < r.DPSize {
 		p.add("dp_size", "with --enable-dp-attention, dp_size %d must not exceed tp_size %d", r.DPSize, max(r.TPSize, 1))

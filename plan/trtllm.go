@@ -96,6 +96,7 @@ func trtllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) trtllm.
 		TPSize:                  tp,
 		PPSize:                  pp,
 		EnableAttentionDP:       req.EnableDPAttention,
+		EPSize:                  req.EPSize,
 		MaxDraftLen:             req.MaxDraftLen,
 		EnableChunkedPrefill:    req.EnableChunkedPrefill,
 		DisableOverlapScheduler: req.DisableOverlapScheduler,

@@ -101,6 +101,7 @@ func TestTRTLLMRefusalsAndInput(t *testing.T) {
 		{Engine: plan.EngineTRTLLM, FreeGPUMemoryFraction: 1.5},
 		{Engine: plan.EngineTRTLLM, MaxAttentionWindow: []int{128, 0}},
 		{Engine: plan.EngineTRTLLM, MaxBatchSize: -1},
+		{Engine: plan.EngineTRTLLM, TPSize: 8, EPSize: 3},
 	} {
 		if _, err := plan.Run(context.Background(), req); !errors.Is(err, plan.ErrInvalid) {
 			t.Errorf("%+v: err %v, want an input error", req, err)
@@ -128,5 +129,34 @@ func TestTRTLLMAdvice(t *testing.T) {
 	fixed, err := plan.Run(context.Background(), req)
 	if err != nil || fixed.Verdict != plan.VerdictServes {
 		t.Fatalf("with %q: %v, verdict %q", r.FixArgs, err, fixed.Verdict)
+	}
+}
+
+// --ep-size reaches TensorRT-LLM's MoE term: at EP = TP a DeepSeek-V3 rank
+// holds whole experts, so the routed rows carry the full intermediate and
+// the activation grows; the launch flag is trtllm-serve's --ep_size.
+func TestTRTLLMEPSize(t *testing.T) {
+	base := plan.Request{Engine: plan.EngineTRTLLM, Model: "deepseek-ai/DeepSeek-V3", GPU: "B200", TPSize: 8, MaxSeqLen: 8192}
+	activation := func(req plan.Request) int64 {
+		t.Helper()
+		r, err := plan.Run(context.Background(), req)
+		if err != nil || r.Budget == nil {
+			t.Fatalf("%+v: err %v", req, err)
+		}
+		for _, term := range r.Budget.Terms {
+			if term.Name == "activation" {
+				return term.Bytes
+			}
+		}
+		t.Fatal("no activation term")
+		return 0
+	}
+	ep := base
+	ep.EPSize = 8
+	if tp, ep8 := activation(base), activation(ep); ep8 <= tp {
+		t.Errorf("activation at EP 8 %d, at TP 8 without EP %d: want more", ep8, tp)
+	}
+	if got := plan.KeyOfFlag("--ep_size"); got != "ep_size" {
+		t.Errorf("KeyOfFlag(--ep_size) = %q", got)
 	}
 }

@@ -26,7 +26,7 @@ func predictTRTLLM(r Run) (Row, error) {
 	in := trtllm.BudgetInput{TotalBytes: g.CUDATotalBytes(), Input: trtllm.Input{
 		Version: torchVersion(r.Version), FreeGPUMemoryFraction: r.FreeGPUMemoryFraction, TokensPerBlock: r.TokensPerBlock,
 		MaxSeqLen: r.MaxSeqLen, MaxBatchSize: r.MaxBatchSize, MaxNumTokens: r.MaxNumTokens, KVCacheDType: r.KVCacheDType,
-		TPSize: max(r.TP, 1), PPSize: max(r.PP, 1), DisableOverlapScheduler: r.DisableOverlapScheduler,
+		TPSize: max(r.TP, 1), PPSize: max(r.PP, 1), EPSize: r.EP, DisableOverlapScheduler: r.DisableOverlapScheduler,
 		DisableCUDAGraph: r.EnforceEager, WeightsBytes: int64(math.Round(r.WeightsGiB * gib)),
 	}}
 	b, err := trtllm.PredictBudget(s, in)

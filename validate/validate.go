@@ -48,9 +48,11 @@ type Run struct {
 	// Model is the served model; GPU the catalog name of the device.
 	Model string `json:"model"`
 	GPU   string `json:"gpu"`
-	// TP, PP and Stage are the layout and the pipeline stage printed.
+	// TP, PP and Stage are the layout and the pipeline stage printed; EP
+	// is TensorRT-LLM's moe_expert_parallel_size (0: none).
 	TP    int `json:"tp"`
 	PP    int `json:"pp"`
+	EP    int `json:"ep,omitempty"`
 	Stage int `json:"stage"`
 	// DType is the model dtype the engine ran (bfloat16, float16,
 	// float32); Quantization its weight quantization ("" none).

@@ -48,6 +48,8 @@ func Estimate(s *model.Spec, tp, pp, maxNumTokens int, engine bool) Parts {
 // budget and the sequence length that cuts it into dummy requests.
 type DryRun struct {
 	TP, PP int
+	// EP is moe_expert_parallel_size (0 or 1: none).
+	EP int
 	// MaxNumTokens is max_num_tokens; MaxSeqLen is max_seq_len (0: one
 	// request of MaxNumTokens tokens).
 	MaxNumTokens, MaxSeqLen int
@@ -55,6 +57,32 @@ type DryRun struct {
 	Engine bool
 	// NoCUDAGraph is cuda_graph_config: null (no graphs captured).
 	NoCUDAGraph bool
+	// FusionAllReduce adds the all-reduce fusion workspace at TP > 1
+	// (AllReduceWorkspaceBytes; the PyTorch backend from 1.1).
+	FusionAllReduce bool
+}
+
+// srcAllReduce is the source of AllReduceWorkspaceBytes.
+const srcAllReduce = "tensorrt_llm/_torch/distributed/ops.py get_allreduce_workspace → tensorrt_llm/plugin/plugin.py CustomAllReduceHelper.allocate_allreduce_fusion_workspace(max_workspace_size_auto(tp)): IPC buffers of size × tp, barriers of 256 × tp and Lamport buffers of 3 × size × tp bytes, each cudaMalloc'd by tensorrt_llm/_ipc_utils.py IpcMemory at 2 MiB alignment"
+
+// AllReduceWorkspaceBytes is the custom all-reduce fusion workspace one
+// rank of a TP group allocates outside torch when its AllReduce modules are
+// built (strategy AUTO, the default; srcAllReduce): with size = 16,000,000
+// bytes at TP ≤ 2 and 8,000,000 above (max_workspace_size_auto), the IPC
+// buffers (size × tp), the barriers (256 × tp) and the three Lamport
+// buffers (3 × size × tp), each rounded up to 2 MiB: 126 MiB at TP 2 and 4,
+// 248 MiB at TP 8; none at TP 1.
+func AllReduceWorkspaceBytes(tp int) int64 {
+	if tp <= 1 {
+		return 0
+	}
+	size := int64(8_000_000)
+	if tp <= 2 {
+		size = 16_000_000
+	}
+	t := int64(tp)
+	align := func(n int64) int64 { return cdiv(n, 2<<20) * (2 << 20) }
+	return align(size*t) + align(256*t) + align(3*size*t)
 }
 
 // EstimateDryRun is Estimate for a dry run cut into max_seq_len − 1 token
@@ -68,9 +96,12 @@ func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	terms := ActivationTerms(s, tp, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
+	terms := ActivationTermsEP(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
 	m.ActivationBytes = peakOf(terms)
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
+	if d.FusionAllReduce && !d.Engine {
+		m.NonTorchBytes += AllReduceWorkspaceBytes(tp)
+	}
 	if !d.Engine && !d.NoCUDAGraph {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
 	}
@@ -95,7 +126,7 @@ type budget struct {
 }
 
 // makeBudget resolves the budget: a reading, or the modelled figures.
-func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTokens, maxSeqLen int) (budget, error) {
+func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budget, error) {
 	b := budget{total: in.GPUMemoryBytes}
 	switch {
 	case r.engine && in.FreeMemoryAfterLoad > 0:
@@ -107,7 +138,8 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, tp, pp, maxNumTo
 		if in.GPUMemoryBytes <= 0 {
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
-		est, _ := EstimateDryRun(s, DryRun{TP: tp, PP: pp, MaxNumTokens: maxNumTokens, MaxSeqLen: maxSeqLen, Engine: r.engine, NoCUDAGraph: in.DisableCUDAGraph})
+		d.Engine, d.NoCUDAGraph, d.FusionAllReduce = r.engine, in.DisableCUDAGraph, r.fusionAllReduce
+		est, _ := EstimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given

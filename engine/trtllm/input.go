@@ -82,6 +82,12 @@ type Input struct {
 	// TPSize and PPSize are --tp_size and --pp_size (1 when 0).
 	TPSize int `json:"tp_size,omitempty"`
 	PPSize int `json:"pp_size,omitempty"`
+	// EPSize is moe_expert_parallel_size (trtllm-serve --ep_size): the MoE
+	// layers' experts are split over EPSize ranks of the TP group and each
+	// expert's intermediate over tp ÷ EPSize (tensorrt_llm/mapping.py:
+	// moe_tp_size = tp_size ÷ moe_ep_size); 0 or 1 keeps every expert on
+	// every rank, split by TP. It must divide TPSize.
+	EPSize int `json:"moe_expert_parallel_size,omitempty"`
 	// EnableAttentionDP is enable_attention_dp: attention runs data parallel,
 	// so every rank holds all KV heads.
 	EnableAttentionDP bool `json:"enable_attention_dp,omitempty"`
@@ -182,6 +188,7 @@ func (in Input) rangeErrors(errs []error) []error {
 		{"max_input_len", in.MaxInputLen, maxLen},
 		{"tp_size", in.TPSize, maxCount},
 		{"pp_size", in.PPSize, maxCount},
+		{"moe_expert_parallel_size", in.EPSize, maxCount},
 		{"draft_layers", in.DraftLayers, 64},
 		{"max_draft_len", in.MaxDraftLen, 1024},
 		{"cuda_graph_max_batch_size", in.CUDAGraphMaxBatchSize, maxCount},
@@ -191,6 +198,9 @@ func (in Input) rangeErrors(errs []error) []error {
 		if c.v < 0 || c.v > c.lim {
 			errs = append(errs, invalid("%s %d must be between 0 and %d", c.name, c.v, c.lim))
 		}
+	}
+	if in.EPSize > 1 && max(in.TPSize, 1)%in.EPSize != 0 {
+		errs = append(errs, invalid("moe_expert_parallel_size %d must divide tp_size %d", in.EPSize, max(in.TPSize, 1)))
 	}
 	for _, w := range in.MaxAttentionWindow {
 		if w <= 0 || w > maxLen {

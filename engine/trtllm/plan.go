@@ -177,6 +177,9 @@ func (p *planner) settings() {
 	p.tp, p.pp = max(in.TPSize, 1), max(in.PPSize, 1)
 	p.tpKV = tpForKV(p.tp, in.EnableAttentionDP)
 	res.TPSize, res.PPSize, res.AttentionDP = p.tp, p.pp, in.EnableAttentionDP
+	if in.EPSize > 1 {
+		res.EPSize = in.EPSize
+	}
 	p.beam = max(in.MaxBeamWidth, 1)
 	p.maxBatch = in.MaxBatchSize
 	if p.maxBatch == 0 {
@@ -306,7 +309,7 @@ func (p *planner) attentionWindows() {
 // memory makes the memory budget and records its figures and their source.
 func (p *planner) memory() error {
 	var err error
-	p.b, err = makeBudget(p.in, p.s, p.r, p.frac, p.tp, p.pp, p.maxTokens, p.maxSeqLen)
+	p.b, err = makeBudget(p.in, p.s, p.r, p.frac, DryRun{TP: p.tp, PP: p.pp, EP: p.in.EPSize, MaxNumTokens: p.maxTokens, MaxSeqLen: p.maxSeqLen})
 	if err != nil {
 		return err
 	}

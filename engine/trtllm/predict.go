@@ -15,7 +15,7 @@ type Term = engine.Term
 // backend, 1.1 to 2026 main).
 const (
 	srcMLP    = "tensorrt_llm/_torch/modules/gated_mlp.py GatedMLP: the fused gate_up_proj output (2I/tp) and the SwiGLU output (I/tp) per token"
-	srcMoE    = "tensorrt_llm/_torch/modules/fused_moe (CUTLASS MoE getWorkspaceSize): the permuted input, the fc1 and fc2 outputs over tokens × top_k"
+	srcMoE    = "tensorrt_llm/_torch/modules/fused_moe (CUTLASS MoE getWorkspaceSize; trtllm-gen Routing::getMaxPermutedPaddedCount): the permuted input, the fc1 and fc2 outputs over all tokens × top_k expanded rows, whatever the EP size; each expert's intermediate split by moe_tp_size = tp ÷ ep (tensorrt_llm/mapping.py)"
 	srcHidden = "tensorrt_llm/_torch/models/modeling_llama.py decoder layer: residual, normed input, attention or MLP output, layer output"
 	srcLogits = "tensorrt_llm/_torch/pyexecutor/model_engine.py: logits of each dummy context request's last token (model dtype) and the sampler's float32 copy, beside the final hidden states"
 )
@@ -41,8 +41,19 @@ func DryRunRequests(maxNumTokens, maxSeqLen int) int64 {
 // shared expert's MLP) and four hidden-state-sized tensors; on a single
 // stage the logits of each request's last token beside two hidden-state
 // copies. The peak (peakOf) is the larger of the forward (every term but
-// the logits) and the logits.
+// the logits) and the logits. The experts are split by TP (no expert
+// parallelism); ActivationTermsEP takes moe_expert_parallel_size.
 func ActivationTerms(s *model.Spec, tp, pp, tokens int, requests int64) []Term {
+	return ActivationTermsEP(s, tp, 1, pp, tokens, requests)
+}
+
+// ActivationTermsEP is ActivationTerms with ep ranks of expert
+// parallelism: a routed expert's intermediate is split over moe_tp_size =
+// tp ÷ ep ranks (tensorrt_llm/mapping.py), while the MoE workspace still
+// covers every token's top_k rows (the CUTLASS workspace and trtllm-gen's
+// getMaxPermutedPaddedCount size the expanded rows, not the rows routed to
+// the rank's experts). An ep that does not divide tp counts as 1.
+func ActivationTermsEP(s *model.Spec, tp, ep, pp, tokens int, requests int64) []Term {
 	if s == nil {
 		return nil
 	}
@@ -51,13 +62,17 @@ func ActivationTerms(s *model.Spec, tp, pp, tokens int, requests int64) []Term {
 	h := int64(max(s.HiddenSize, 0))
 	f := s.FFN
 	tp64 := int64(max(tp, 1))
+	moeTP := tp64
+	if ep > 1 && tp64%int64(ep) == 0 {
+		moeTP = tp64 / int64(ep)
+	}
 	mats := int64(2)
 	if f.Gated {
 		mats = 3
 	}
 	var terms []Term
 	if f.Experts > 0 && f.TopK > 0 {
-		per := mats*int64(f.SharedIntermediate)/tp64 + int64(f.TopK)*(2*int64(f.ExpertIntermediate)/tp64+2*h)
+		per := mats*int64(f.SharedIntermediate)/tp64 + int64(f.TopK)*(2*int64(f.ExpertIntermediate)/moeTP+2*h)
 		terms = append(terms, Term{Name: "moe_workspace", Bytes: satMul(t, satMul(per, b)), Source: srcMoE})
 	} else {
 		terms = append(terms, Term{Name: "mlp", Bytes: satMul(t, satMul(mats*int64(f.Intermediate)/tp64, b)), Source: srcMLP})
@@ -160,7 +175,7 @@ func PredictBudget(s *model.Spec, in BudgetInput) (Budget, error) {
 		KVCacheBytes: res.KVCacheBytes, MaxSeqLen: res.MaxSeqLen, Estimated: m.Estimated}
 	if pin.ActivationBytes == 0 && !res.Profile.rules().engine {
 		tp, pp := max(pin.TPSize, 1), max(pin.PPSize, 1)
-		b.ActivationTerms = ActivationTerms(s, tp, pp, res.MaxNumTokens, DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
+		b.ActivationTerms = ActivationTermsEP(s, tp, pin.EPSize, pp, res.MaxNumTokens, DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
 	}
 	return b, err
 }

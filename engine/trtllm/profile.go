@@ -156,6 +156,9 @@ type rules struct {
 	dtypes []string
 	// defaultTPB is tokens_per_block's default.
 	defaultTPB int
+	// fusionAllReduce allocates the custom all-reduce fusion workspace
+	// outside torch at TP > 1 (AllReduceWorkspaceBytes).
+	fusionAllReduce bool
 }
 
 func (p Profile) rules() rules {
@@ -166,9 +169,9 @@ func (p Profile) rules() rules {
 		return rules{ceilBlocks: true, float32Fraction: true, refuseKVOverride: true, dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32}
 	case V11:
 		return rules{ceilBlocks: true, float32Fraction: true, memoryFirst: true, nvfp4Estimate: true, vswa: true, runtimeLine: true,
-			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32}
+			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32, fusionAllReduce: true}
 	default:
 		return rules{memoryFirst: true, cudaGraphDryRun: true, draftInEstimate: true, nvfp4Estimate: true, vswa: true, runtimeLine: true,
-			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32}
+			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32, fusionAllReduce: true}
 	}
 }

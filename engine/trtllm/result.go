@@ -85,9 +85,11 @@ type Result struct {
 	TokensPerBlock int `json:"tokens_per_block"`
 	// FreeGPUMemoryFraction is the effective fraction.
 	FreeGPUMemoryFraction float64 `json:"free_gpu_memory_fraction"`
-	// TPSize, PPSize and AttentionDP are the parallel layout.
+	// TPSize, PPSize, EPSize and AttentionDP are the parallel layout
+	// (EPSize is moe_expert_parallel_size, 0 when not set above 1).
 	TPSize      int  `json:"tp_size"`
 	PPSize      int  `json:"pp_size"`
+	EPSize      int  `json:"moe_expert_parallel_size,omitempty"`
 	AttentionDP bool `json:"enable_attention_dp,omitempty"`
 	// MaxBatchSize, MaxNumTokens and MaxBeamWidth are the effective runtime
 	// limits.
