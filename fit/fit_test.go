@@ -96,7 +96,7 @@ func TestFitKnownAnswers(t *testing.T) {
 		{
 			// One H100 holds 405,893 tokens, 49.5 requests of 8,192; a
 			// predicted budget keeps the validation table's margin (the
-			// SGLang band on CUDA GPUs, ±9.03 %): ⌊49.5 × 0.9097⌋ = 45
+			// SGLang band on CUDA GPUs, ±9.13 %): ⌊49.5 × 0.9087⌋ = 45
 			// requests fit one GPU, 46 take two.
 			name: "45 requests fit one GPU exactly, inside the band",
 			opts: fit.Options{Base: llamaBase(), Concurrency: 45, ContextLength: 8192, GPUs: []string{"H100"}},
@@ -114,7 +114,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			// full 142,867, swa 18,715; 0.146 → 140,997 (17.2 × 8192), swa
 			// 20,585 ≥ 20,240. 17 requests would need 20,754 SWA tokens
 			// (0.15: full 140,506) but hold no margin: the SGLang band on
-			// CUDA GPUs (±9.03 %) keeps ⌊17.2 × 0.9097⌋ = 15 of them.
+			// CUDA GPUs (±9.13 %) keeps ⌊17.2 × 0.9087⌋ = 15 of them.
 			// SGLang's default ratio 0.8 would give 89,768 tokens: 10 requests.
 			name: "hybrid SWA ratio solved for the target",
 			opts: fit.Options{Base: plan.Request{Model: "openai/gpt-oss-120b", MemFractionStatic: 0.835, WeightsMemory: units.Size(60 * gib)},
@@ -170,8 +170,8 @@ func TestFitHeadroom(t *testing.T) {
 
 // 200 requests of 8k do not fit two H100s: the best two-GPU layout holds
 // 98 of them (811,786 tokens), and with the SGLang band's margin on CUDA
-// GPUs (±9.03 %) serves 2 × 45, or 200 requests of ⌊811,786 × 0.9097 /
-// 200⌋ = 3,692 tokens.
+// GPUs (±9.13 %) serves 2 × 45, or 200 requests of ⌊811,786 × 0.9087 /
+// 200⌋ = 3,688 tokens.
 func TestFitClosestMiss(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 200, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2})
 	if err != nil {
@@ -195,7 +195,7 @@ func TestFitClosestMiss(t *testing.T) {
 	// Two one-rank replicas (TP 1, DP 2) lead: a single rank builds no
 	// NCCL communicator, so each keeps the 2058 MiB that TP 2 on the
 	// H100s' NVSwitch loses before weights.
-	want := miss{"H100-80GB", 2, 1, 90, 3692, 98, "45"}
+	want := miss{"H100-80GB", 2, 1, 90, 3688, 98, "45"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("closest miss (-want +got):\n%s", d)
 	}
@@ -445,7 +445,7 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			// The default share is the newest profile's H100 TP 2 fraction,
 			// 0.828 (0.5.3's 0.834 plus 58 prefill graphs of 8 MiB). bf16
 			// at the safe maximum 0.93 holds the request (35,570 tokens) but
-			// not the SGLang band's margin on CUDA GPUs (±9.03 %: 1.09
+			// not the SGLang band's margin on CUDA GPUs (±9.13 %: 1.09
 			// requests keep 0); fp8 at 0.9 holds 41,064 tokens, 1.25 → 1.
 			name: "sglang: 70B, one 32k request, two H100s",
 			opts: fit.Options{Base: plan.Request{Model: llama70}, Concurrency: 1, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
@@ -562,7 +562,7 @@ func TestFitCollapsesGPUAliases(t *testing.T) {
 // one with the fewest GPUs: four 32k requests of the 70B on up to two
 // H100s. One GPU does not load the weights; two (TP2, fp8 KV) hold two of
 // the four at 0.93, and one with the SGLang band's margin on CUDA GPUs
-// (±9.03 %), which 0.9 holds too.
+// (±9.13 %), which 0.9 holds too.
 func TestFitClosestMissIsTheBest(t *testing.T) {
 	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"}, Concurrency: 4, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
 		KVCacheDTypes: []string{"auto", "fp8_e4m3"}}

@@ -42,6 +42,27 @@ var knownMisses = map[string]struct {
 	// (Jan 2026, same model) left 329 MiB of runtime images and is within
 	// 0.1 %: the images follow the GPU's architecture, not the release alone.
 	"stevenwang-qwen3-vl-30b-a3b-a100-tp1": {-0.0903, "A100 CUDA context of 317 MiB (101 MiB of runtime images) below the modelled 658 (442)"},
+	// SGLang (the same December 2025 checkout, StevenWang-CY/sglang-
+	// attention-reproducibility deepseek-v32-quant-log), DeepSeek-V3.2-AWQ
+	// at TP 4 with DP attention on four B200s and an fp8_e4m3 NSA pool at
+	// mem_fraction_static 0.7: the run's free memory and weights are those
+	// of the bfloat16-pool row (176.22 GiB before, 85.41 after, 90.80 of
+	// weights), so the budget is 85.41 − 176.22 × 0.3 = 32.54 GiB, the one
+	// kvcfg reproduces there. It printed 808,896 tokens and 36.21 GB: 32.54
+	// GiB ÷ 808,896 is 43,188 B a token, 61 layers × (576 latent bytes at
+	// one byte each + 132 indexer bytes), while the buffers it allocated
+	// hold 656 B of latent a layer (512 fp8 + four fp32 scales + 64 bf16
+	// rope), the 48,068 B kvcfg counts ((tokens + one page) × 48,068 is the
+	// printed 36.21). That build counted the pool's tokens with the fp8
+	// element size, not the FlashMLA layout it allocated, so its pool
+	// overran the budget by 11 %; kvcfg sizes it with the allocated layout.
+	"stevenwang-deepseek-v3.2-awq-b200-tp4-dp4-fp8kv": {-0.1127, "that build counted an fp8 NSA token at 43,188 B (576-byte latent) and allocated 48,068 (656-byte FlashMLA layout): its pool overran the 32.54 GiB budget"},
+	// The same launch at mem_fraction_static 0.944 (an earlier log of the
+	// same day, the repository's archive/legacy-sglang-experiments): the
+	// budget is 85.41 − 176.22 × 0.056 = 75.54 GiB, 1,878,144 tokens at
+	// 43,188 B, and the pool it allocated at 48,068 B is the printed 84.08
+	// GB, more than the budget by the same 11 %.
+	"stevenwang-deepseek-v3.2-awq-b200-tp4-dp4-fp8kv-0.944": {-0.1082, "the same fp8 NSA count (43,188 B a token) against the 48,068 B allocated, at mem_fraction_static 0.944"},
 	// Held-out vLLM 0.10.1.1 run (dennislee22/vLLM-benchmarking): Qwen2-7B
 	// at TP 2 over two A100 40GB in two pods on two nodes (Ray). Its
 	// requested 19.80 GiB less 7.12 of weights and 11.03 of KV leaves 1.64
