@@ -120,18 +120,12 @@ type Budget struct {
 	Profile Profile `json:"trtllm_version"`
 	// FreeGPUMemoryFraction is the fraction as the engine applies it.
 	FreeGPUMemoryFraction float64 `json:"free_gpu_memory_fraction"`
-	// TotalBytes … TemporaryKVBytes are the terms of the peak.
-	TotalBytes       int64 `json:"total_bytes"`
-	WeightsBytes     int64 `json:"weights_bytes"`
-	ActivationBytes  int64 `json:"activation_bytes"`
-	NonTorchBytes    int64 `json:"non_torch_bytes"`
-	CUDAGraphBytes   int64 `json:"cudagraph_bytes"`
-	TemporaryKVBytes int64 `json:"temporary_kv_bytes"`
-	// PeakBytes is "Peak memory during memory usage profiling".
-	PeakBytes int64 `json:"peak_bytes"`
-	// AvailableKVBytes is "available KV cache memory when calculating max
-	// tokens".
-	AvailableKVBytes int64 `json:"available_kv_bytes"`
+	// MemoryReport is the modelled budget: the terms of the peak
+	// (TotalBytes … TemporaryKVBytes), PeakBytes ("Peak memory during
+	// memory usage profiling"), AvailableKVBytes ("available KV cache
+	// memory when calculating max tokens") and the terms kvcfg predicted
+	// (Estimated).
+	MemoryReport
 	// KVCacheTokens and KVCacheBytes are the final pool ("[MemUsageChange]
 	// Allocated X GiB for max tokens in paged KV cache (N)").
 	KVCacheTokens int64 `json:"kv_cache_tokens"`
@@ -140,8 +134,6 @@ type Budget struct {
 	MaxSeqLen int `json:"max_seq_len"`
 	// ActivationTerms are the activation's parts with their sources.
 	ActivationTerms []Term `json:"activation_terms,omitempty"`
-	// Estimated lists the terms kvcfg predicted rather than was given.
-	Estimated []string `json:"estimated,omitempty"`
 }
 
 // PredictBudget predicts TensorRT-LLM's KV budget for one launch before it
@@ -167,12 +159,8 @@ func PredictBudget(s *model.Spec, in BudgetInput) (Budget, error) {
 	if res == nil {
 		return b, err
 	}
-	m := res.Memory
-	b = Budget{Profile: res.Profile, FreeGPUMemoryFraction: res.FreeGPUMemoryFraction,
-		TotalBytes: m.TotalBytes, WeightsBytes: m.WeightsBytes, ActivationBytes: m.ActivationBytes,
-		NonTorchBytes: m.NonTorchBytes, CUDAGraphBytes: m.CUDAGraphBytes, TemporaryKVBytes: m.TemporaryKVBytes,
-		PeakBytes: m.PeakBytes, AvailableKVBytes: m.AvailableKVBytes, KVCacheTokens: res.MaxTokens,
-		KVCacheBytes: res.KVCacheBytes, MaxSeqLen: res.MaxSeqLen, Estimated: m.Estimated}
+	b = Budget{Profile: res.Profile, FreeGPUMemoryFraction: res.FreeGPUMemoryFraction, MemoryReport: res.Memory,
+		KVCacheTokens: res.MaxTokens, KVCacheBytes: res.KVCacheBytes, MaxSeqLen: res.MaxSeqLen}
 	if pin.ActivationBytes == 0 && !res.Profile.rules().engine {
 		tp, pp := max(pin.TPSize, 1), max(pin.PPSize, 1)
 		b.ActivationTerms = ActivationTermsEP(s, tp, pin.EPSize, pp, res.MaxNumTokens, DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
