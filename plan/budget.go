@@ -107,18 +107,16 @@ func vllmBudget(rep *Report, res *vllm.Result) {
 	if !predicted || !validated || m.AvailableKVBytes <= 0 {
 		return
 	}
-	e, sum, note := tableBand("vllm", rep.Platform)
-	if note != "" {
+	band := &Band{WeightsEstimated: weightsOrigin == "estimated"}
+	if note := tableBand(band, "vllm", rep.Platform); note != "" {
 		rep.warn(note)
 		return
 	}
-	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
-		Basis: fmt.Sprintf("90th percentile of |error| of the predicted KV memory over %d vLLM runs with exact weights (0.10.2 and 0.15 to 0.19 on H100, 0.10.1.1, 0.15.1 and 0.19 on A100, 0.17.1 on RTX 3090 and MI300X; median %.2f %%); kvcfg validate", sum.Runs, 100*sum.MedianAbs)}
 	per := 0.0
 	if res.BlocksPerRequest > 0 {
 		per = float64(res.NumGPUBlocks) / float64(res.BlocksPerRequest)
 	}
-	band.scale(e, m.AvailableKVBytes, res.KVCacheSizeTokens, per, int64(res.MaxNumSeqs))
+	band.scale(m.AvailableKVBytes, res.KVCacheSizeTokens, per, int64(res.MaxNumSeqs))
 	b.Band = band
 }
 
@@ -160,21 +158,21 @@ func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
 	if !predicted || m.AvailableKVBytes <= 0 || res.Error != "" {
 		return
 	}
-	e, sum, note := tableBand("trtllm", rep.Platform)
-	if note != "" {
+	band := &Band{WeightsEstimated: weightsOrigin == "estimated"}
+	if note := tableBand(band, "trtllm", rep.Platform); note != "" {
 		rep.warn(note)
 		return
 	}
-	band := &Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated",
-		Basis: fmt.Sprintf("90th percentile of |error| of the predicted pool over %d TensorRT-LLM runs with exact weights (median %.2f %%); kvcfg validate --engine trtllm", sum.Runs, 100*sum.MedianAbs)}
-	band.scale(e, m.AvailableKVBytes, res.MaxTokens, max(res.MaxConcurrency(res.MaxSeqLen), 0), int64(res.MaxBatchSize))
+	band.scale(m.AvailableKVBytes, res.MaxTokens, max(res.MaxConcurrency(res.MaxSeqLen), 0), int64(res.MaxBatchSize))
 	b.Band = band
 }
 
-// scale sets band's ends at relative error e around a predicted KV budget
-// of kv bytes holding tokens tokens and conc requests at once (the exact
-// count, before flooring; 0 leaves the requests unset), none above limit.
-func (band *Band) scale(e float64, kv, tokens int64, conc float64, limit int64) {
+// scale sets band's ends at its relative error around a predicted KV
+// budget of kv bytes holding tokens tokens and conc requests at once (the
+// exact count, before flooring; 0 leaves the requests unset), none above
+// limit.
+func (band *Band) scale(kv, tokens int64, conc float64, limit int64) {
+	e := band.RelError
 	at := func(v int64, f float64) int64 { return int64(math.Floor(float64(v) * f)) }
 	band.KVBytesLow, band.KVBytesHigh = at(kv, 1-e), at(kv, 1+e)
 	band.TokensLow, band.TokensHigh = at(tokens, 1-e), at(tokens, 1+e)
@@ -252,40 +250,58 @@ func plural(n int, one, many string) string {
 // engineNames are the engines' names in prose.
 var engineNames = map[string]string{"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}
 
-// tableBand returns the validation table's band for a prediction of engine
-// on a GPU of platform ("cuda", "hip"): the 90th percentile of |error| over
-// the engine's runs on that platform and their summary. note is non-empty,
-// and says why, when the table holds fewer than minBandRuns such runs: the
-// plan then quotes no band.
-func tableBand(engine, platform string) (e float64, sum validate.Summary, note string) {
-	e, sum, ok := validate.PlatformBand(engine, platform)
-	if ok && sum.Runs >= minBandRuns {
-		return e, sum, ""
+// tableBand sets band's RelError, Runs and Basis from the validation
+// table's runs of engine on a GPU of platform ("cuda", "hip"): the 90th
+// percentile of their |error|. It returns "" then, or, when the table holds
+// fewer than minBandRuns such runs, the note that says why the plan quotes
+// no band.
+func tableBand(band *Band, engine, platform string) (note string) {
+	t, ok := bandTexts()[[2]string{engine, platform}]
+	if !ok {
+		t = newBandText(engine, platform)
 	}
-	if n, ok := bandNotes()[[2]string{engine, platform}]; ok {
-		return e, sum, n
+	if t.note != "" {
+		return t.note
 	}
-	return e, sum, bandNote(engine, platform, sum.Runs)
+	band.RelError, band.Runs, band.Basis = t.e, t.runs, t.basis
+	return ""
 }
 
-// bandNotes are tableBand's notes for the engines and platforms plan knows,
-// made once (the table is fixed at build time, and a plan's hot path does
-// not format them).
-var bandNotes = sync.OnceValue(func() map[[2]string]string {
-	m := map[[2]string]string{}
+// bandText is what tableBand needs of one engine and platform.
+type bandText struct {
+	e           float64
+	runs        int
+	basis, note string
+}
+
+// bandTexts are tableBand's texts for the engines and platforms plan
+// knows, made once (the table is fixed at build time, and a plan's hot path
+// does not format them).
+var bandTexts = sync.OnceValue(func() map[[2]string]bandText {
+	m := map[[2]string]bandText{}
 	for e := range engineNames {
 		for _, p := range []string{"cuda", "hip"} {
-			_, sum, _ := validate.PlatformBand(e, p)
-			m[[2]string{e, p}] = bandNote(e, p, sum.Runs)
+			m[[2]string{e, p}] = newBandText(e, p)
 		}
 	}
 	return m
 })
 
-// bandNote says that the table holds too few runs for a band.
-func bandNote(engine, platform string, runs int) string {
-	return fmt.Sprintf("no error band: kvcfg's validation table holds %d %s %s on %s GPUs (a band takes %d; kvcfg validate --engine %s); the predicted terms are listed under the KV budget",
-		runs, engineNames[engine], plural(runs, "run", "runs"), platformName(platform), minBandRuns, engine)
+// newBandText formats the band's basis, or the note of too few runs.
+func newBandText(engine, platform string) bandText {
+	e, sum, ok := validate.PlatformBand(engine, platform)
+	if !ok || sum.Runs < minBandRuns {
+		return bandText{note: fmt.Sprintf("no error band: kvcfg's validation table holds %d %s %s on %s GPUs (a band takes %d; kvcfg validate --engine %s); the predicted terms are listed under the KV budget",
+			sum.Runs, engineNames[engine], plural(sum.Runs, "run", "runs"), platformName(platform), minBandRuns, engine)}
+	}
+	// The table measures vLLM's printed KV memory, and SGLang's and
+	// TensorRT-LLM's pool (the token count they print).
+	measured := "pool"
+	if engine == "vllm" {
+		measured = "KV memory"
+	}
+	return bandText{e: e, runs: sum.Runs, basis: fmt.Sprintf("90th percentile of |error| of the predicted %s over %d %s runs on %s GPUs with exact weights (median %.2f %%); kvcfg validate --engine %s",
+		measured, sum.Runs, engineNames[engine], platformName(platform), 100*sum.MedianAbs, engine)}
 }
 
 // platformName is a platform in prose.

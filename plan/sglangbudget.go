@@ -1,11 +1,7 @@
 package plan
 
 import (
-	"fmt"
-	"sync"
-
 	"github.com/kvcfg/kvcfg/model"
-	"github.com/kvcfg/kvcfg/validate"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
@@ -45,13 +41,12 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 		b.Terms = append(b.Terms, BudgetTerm{Name: "state", Bytes: bd.StateBytes, Origin: "computed"})
 	}
 	rep.Budget = b
-	e, sum, note := tableBand("sglang", rep.Platform)
-	if note != "" {
+	band := &buf.band
+	band.WeightsEstimated = weightsOrigin == "estimated"
+	if note := tableBand(band, "sglang", rep.Platform); note != "" {
 		rep.warn(note)
 		return
 	}
-	band := &buf.band
-	*band = Band{RelError: e, Runs: sum.Runs, WeightsEstimated: weightsOrigin == "estimated", Basis: sglangBandBasis(rep.Platform)}
 	// The requests at once move with the pool when the pool bounds them
 	// (a plain pool: tokens over the context length); a request cap does
 	// not move.
@@ -63,36 +58,10 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	if rep.MaxRunningRequests > 0 {
 		limit = max(limit, int64(rep.MaxRunningRequests))
 	}
-	band.scale(e, rep.AvailableKVBytes, rep.MaxTotalNumTokens, conc, limit)
+	band.scale(rep.AvailableKVBytes, rep.MaxTotalNumTokens, conc, limit)
 	band.ConcurrencyLow = min(band.ConcurrencyLow, rep.MaxConcurrencyAtContextLength)
 	band.ConcurrencyHigh = max(band.ConcurrencyHigh, rep.MaxConcurrencyAtContextLength)
 	b.Band = band
-}
-
-// sglangBandBasis is the basis of an SGLang band on platform, formatted
-// once per platform (the table is fixed at build time, and a plan's hot
-// path does not format it).
-func sglangBandBasis(platform string) string {
-	if b, ok := sglangBandBases()[platform]; ok {
-		return b
-	}
-	return bandBasis(platform)
-}
-
-// sglangBandBases are sglangBandBasis's texts for the platforms plan knows.
-var sglangBandBases = sync.OnceValue(func() map[string]string {
-	m := map[string]string{}
-	for _, p := range []string{"cuda", "hip"} {
-		m[p] = bandBasis(p)
-	}
-	return m
-})
-
-// bandBasis formats the basis of an SGLang band on platform.
-func bandBasis(platform string) string {
-	_, sum, _ := validate.PlatformBand("sglang", platform)
-	return fmt.Sprintf("90th percentile of |error| of the predicted pool over %d SGLang runs on %s GPUs with exact weights (median %.2f %%); kvcfg validate --engine sglang",
-		sum.Runs, platformName(platform), 100*sum.MedianAbs)
 }
 
 // weightsOriginOf is a budget term's origin for weights from src.
