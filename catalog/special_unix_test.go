@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/internal/testwait"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -44,14 +45,7 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 		{fifo, "fifo.json is a named pipe (FIFO)", model.ErrNotFile},
 		{modelDir, catalog.QuantConfigFile + " is a named pipe (FIFO)", nil},
 	} {
-		done := make(chan error, 1)
-		go func() { _, err := catalog.Open(tc.ref); done <- err }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(2 * time.Second):
-			t.Fatalf("Open(%s) still running after 2 s", tc.ref)
-		}
+		err := testwait.Within(t, 2*time.Second, "Open("+tc.ref+")", func() error { _, err := catalog.Open(tc.ref); return err })
 		if err == nil || !strings.Contains(err.Error(), tc.says) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("Open(%s) = %v; want an error saying %q", tc.ref, err, tc.says)
 		}
@@ -72,14 +66,8 @@ func TestCachedSnapshotRefFIFO(t *testing.T) {
 		t.Skip("mkfifo:", err)
 	}
 	t.Setenv("HF_HUB_CACHE", root)
-	done := make(chan error, 1)
-	go func() { _, err := catalog.CachedSnapshot("acme/piped@v1"); done <- err }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, catalog.ErrNotCached) {
-			t.Errorf("CachedSnapshot with a FIFO ref = %v, want ErrNotCached", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("CachedSnapshot still blocked after 2 s")
+	err := testwait.Within(t, 2*time.Second, "CachedSnapshot", func() error { _, err := catalog.CachedSnapshot("acme/piped@v1"); return err })
+	if !errors.Is(err, catalog.ErrNotCached) {
+		t.Errorf("CachedSnapshot with a FIFO ref = %v, want ErrNotCached", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvcfg/kvcfg/hub"
+	"github.com/kvcfg/kvcfg/internal/testwait"
 )
 
 // A named pipe planted in the HF cache (as refs/main, or as a snapshot's
@@ -42,18 +43,12 @@ func TestCachedFIFONotRead(t *testing.T) {
 			o.Offline = true
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			done := make(chan error, 1)
-			go func() {
+			err := testwait.Within(t, 5*time.Second, "Resolve of a named pipe in the HF cache", func() error {
 				_, err := hub.New(o).Resolve(ctx, "acme/fifo", "")
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, hub.ErrOffline) {
-					t.Errorf("Resolve: %v, want ErrOffline (not in the cache)", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Resolve blocked on a named pipe in the HF cache")
+				return err
+			})
+			if !errors.Is(err, hub.ErrOffline) {
+				t.Errorf("Resolve: %v, want ErrOffline (not in the cache)", err)
 			}
 		})
 	}

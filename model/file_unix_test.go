@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvcfg/kvcfg/internal/testwait"
 	"github.com/kvcfg/kvcfg/model"
 )
 
@@ -18,15 +19,7 @@ import (
 // in 2 s (an open of a FIFO waits for a writer; /dev/zero never ends).
 func loadWithin(t *testing.T, p string) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { _, err := model.Load(p); done <- err }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(2 * time.Second):
-		t.Fatalf("Load(%s) still running after 2 s", p)
-		return nil
-	}
+	return testwait.Within(t, 2*time.Second, "Load("+p+")", func() error { _, err := model.Load(p); return err })
 }
 
 // TestLoadRefusesSpecialFiles: a FIFO, /dev/zero (directly or as a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
 	"github.com/kvcfg/kvcfg/internal/inputfile"
+	"github.com/kvcfg/kvcfg/internal/testwait"
 	"github.com/kvcfg/kvcfg/weights"
 )
 
@@ -26,14 +27,7 @@ func TestReadDirRefusesFIFO(t *testing.T) {
 		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
 			t.Skip("mkfifo:", err)
 		}
-		done := make(chan error, 1)
-		go func() { _, _, err := weights.ReadDir(dir); done <- err }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(2 * time.Second):
-			t.Fatalf("%s as a FIFO: ReadDir still blocked after 2 s", name)
-		}
+		err := testwait.Within(t, 2*time.Second, name+" as a FIFO: ReadDir", func() error { _, _, err := weights.ReadDir(dir); return err })
 		if want := filepath.Ext(name) == ".safetensors"; errors.Is(err, inputfile.ErrNotRegular) != want {
 			t.Errorf("%s as a FIFO: ReadDir error %v (want ErrNotRegular: %v)", name, err, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvcfg/kvcfg/format/safetensors"
+	"github.com/kvcfg/kvcfg/internal/testwait"
 )
 
 // TestOpenRefusesFIFO: Open refuses a named pipe at once (it used to wait
@@ -21,15 +22,9 @@ func TestOpenRefusesFIFO(t *testing.T) {
 		t.Skip("mkfifo:", err)
 	}
 	for path, kind := range map[string]string{fifo: "a named pipe (FIFO)", dir: "a directory", "/dev/zero": "a character device"} {
-		done := make(chan error, 1)
-		go func() { _, err := safetensors.Open(path); done <- err }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), kind) {
-				t.Errorf("Open(%s) = %v; want an error saying %s", path, err, kind)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatalf("Open(%s) still blocked after 2 s", path)
+		err := testwait.Within(t, 2*time.Second, "Open("+path+")", func() error { _, err := safetensors.Open(path); return err })
+		if err == nil || !strings.Contains(err.Error(), kind) {
+			t.Errorf("Open(%s) = %v; want an error saying %s", path, err, kind)
 		}
 	}
 }

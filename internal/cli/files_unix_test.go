@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvcfg/kvcfg/internal/testwait"
 )
 
 // runWithin is runKV that fails the test when the command has not
@@ -21,18 +23,11 @@ func runWithin(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 		out, err string
 		code     int
 	}
-	done := make(chan result, 1)
-	go func() {
+	r := testwait.Within(t, 5*time.Second, "kvcfg "+strings.Join(args, " "), func() result {
 		out, errs, code := runKV(t, stdin, args...)
-		done <- result{out, errs, code}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err, r.code
-	case <-time.After(5 * time.Second):
-		t.Fatalf("kvcfg %s still running after 5 s", strings.Join(args, " "))
-		return "", "", 0
-	}
+		return result{out, errs, code}
+	})
+	return r.out, r.err, r.code
 }
 
 // TestFileInputsRefuseSpecialFiles: every file flag refuses a named pipe,

@@ -10,21 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvcfg/kvcfg/internal/testwait"
 )
 
 // within fails the test when fn does not return in 2 s (an open of a FIFO
 // that waits for a writer, a read of /dev/zero that never ends).
 func within(t *testing.T, fn func() error) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(2 * time.Second):
-		t.Fatal("still blocked after 2 s")
-		return nil
-	}
+	return testwait.Within(t, 2*time.Second, "the call", fn)
 }
 
 // TestNotRegular: a FIFO, a character device and a directory are refused
