@@ -50,9 +50,11 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	// The requests at once move with the pool when the pool bounds them
 	// (a plain pool: tokens over the context length); a request cap does
 	// not move.
-	conc := float64(Capacity(rep, spec, rep.ContextLength))
+	var conc float64
 	if rep.ContextLength > 0 && rep.FullMaxTotalNumTokens == 0 && rep.SWAMaxTotalNumTokens == 0 && rep.MaxMambaCacheSize == 0 {
 		conc = float64(rep.MaxTotalNumTokens) / float64(rep.ContextLength)
+	} else {
+		conc = float64(Capacity(rep, spec, rep.ContextLength))
 	}
 	limit := rep.MaxConcurrencyAtContextLength
 	if rep.MaxRunningRequests > 0 {
