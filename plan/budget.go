@@ -8,7 +8,6 @@ import (
 
 	"github.com/kvcfg/kvcfg/engine/trtllm"
 	"github.com/kvcfg/kvcfg/engine/vllm"
-	"github.com/kvcfg/kvcfg/model"
 	"github.com/kvcfg/kvcfg/units"
 	"github.com/kvcfg/kvcfg/validate"
 	"github.com/kvcfg/kvcfg/weights"
@@ -132,21 +131,17 @@ const minBandRuns = 5
 // and added back, so it cancels). The band is validate.Band("trtllm") once
 // the table holds minBandRuns runs of the engine; until then the plan says
 // why it has none.
-func trtllmBudget(rep *Report, res *trtllm.Result, spec *model.Spec) {
+func trtllmBudget(rep *Report, res *trtllm.Result) {
 	m := res.Memory
 	if m.Source != "modelled" || m.TotalBytes == 0 || res.Profile == trtllm.Engine {
 		return
 	}
 	origin, weightsOrigin := termOrigins(m.Estimated, "given", rep.WeightsSource)
-	var parts []vllm.Term
-	if slices.Contains(m.Estimated, "activation") {
-		parts = trtllm.ActivationTermsEP(spec, res.TPSize, res.EPSize, res.PPSize, res.MaxNumTokens, trtllm.DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
-	}
 	nonKV := m.WeightsBytes + m.ActivationBytes + m.NonTorchBytes + m.CUDAGraphBytes
 	b := &Budget{Terms: []BudgetTerm{
 		{Name: "total", Bytes: m.TotalBytes, Origin: "computed"},
 		{Name: "weights", Bytes: m.WeightsBytes, Origin: weightsOrigin},
-		{Name: "activation", Bytes: m.ActivationBytes, Origin: origin("activation"), Parts: parts},
+		{Name: "activation", Bytes: m.ActivationBytes, Origin: origin("activation"), Parts: m.ActivationTerms},
 		{Name: "non_torch", Bytes: m.NonTorchBytes, Origin: origin("non_torch")},
 	}}
 	if m.CUDAGraphBytes > 0 {

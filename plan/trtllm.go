@@ -57,7 +57,7 @@ func (trtllmEngine) plan(_ context.Context, req Request, m *catalog.Model, g gpu
 		return nil, trtllmInputError(perr)
 	}
 	fillTRTLLM(rep, res, spec)
-	trtllmBudget(rep, res, spec)
+	trtllmBudget(rep, res)
 	rep.HostTier = trtllmHostTier(req, res)
 	warnHostRAM(rep, req)
 	if perr != nil {

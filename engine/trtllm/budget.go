@@ -123,6 +123,9 @@ type budget struct {
 	freeAlloc float64
 	measured  bool
 	estimated []string
+	// terms are the modelled activation's parts (PyTorch profiles, when
+	// the activation was not given).
+	terms []Term
 }
 
 // makeBudget resolves the budget: a reading, or the modelled figures.
@@ -139,7 +142,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
 		d.Engine, d.NoCUDAGraph, d.FusionAllReduce = r.engine, in.DisableCUDAGraph, r.fusionAllReduce
-		est, _ := EstimateDryRun(s, d)
+		est, terms := EstimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given
@@ -152,6 +155,9 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 			return b, fmt.Errorf("%w: the weights of %s cannot be estimated from its config; pass weights_bytes", ErrInvalidInput, s.Name)
 		}
 		b.parts.ActivationBytes = pick(in.ActivationBytes, est.ActivationBytes, "activation")
+		if in.ActivationBytes <= 0 && !r.engine {
+			b.terms = terms
+		}
 		b.parts.NonTorchBytes = pick(in.NonTorchBytes, est.NonTorchBytes, "non_torch")
 		if !r.engine && !in.DisableCUDAGraph {
 			b.parts.CUDAGraphBytes = pick(in.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")

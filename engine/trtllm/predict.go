@@ -132,8 +132,6 @@ type Budget struct {
 	KVCacheBytes  int64 `json:"kv_cache_bytes"`
 	// MaxSeqLen is max_seq_len after the pool's clamp.
 	MaxSeqLen int `json:"max_seq_len"`
-	// ActivationTerms are the activation's parts with their sources.
-	ActivationTerms []Term `json:"activation_terms,omitempty"`
 }
 
 // PredictBudget predicts TensorRT-LLM's KV budget for one launch before it
@@ -161,9 +159,5 @@ func PredictBudget(s *model.Spec, in BudgetInput) (Budget, error) {
 	}
 	b = Budget{Profile: res.Profile, FreeGPUMemoryFraction: res.FreeGPUMemoryFraction, MemoryReport: res.Memory,
 		KVCacheTokens: res.MaxTokens, KVCacheBytes: res.KVCacheBytes, MaxSeqLen: res.MaxSeqLen}
-	if pin.ActivationBytes == 0 && !res.Profile.rules().engine {
-		tp, pp := max(pin.TPSize, 1), max(pin.PPSize, 1)
-		b.ActivationTerms = ActivationTermsEP(s, tp, pin.EPSize, pp, res.MaxNumTokens, DryRunRequests(res.MaxNumTokens, res.RequestedMaxSeqLen))
-	}
 	return b, err
 }

@@ -70,6 +70,9 @@ type MemoryReport struct {
 	FreeAtAllocationBytes int64 `json:"free_at_allocation_bytes,omitempty"`
 	// Estimated lists the figures kvcfg estimated.
 	Estimated []string `json:"estimated,omitempty"`
+	// ActivationTerms are the modelled activation's parts with the source
+	// of each (PyTorch profiles, when the activation was not given).
+	ActivationTerms []Term `json:"activation_terms,omitempty"`
 }
 
 // Result is what a TensorRT-LLM launch would size and log. On a refusal Plan
