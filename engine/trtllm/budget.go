@@ -96,7 +96,7 @@ func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
-	terms := ActivationTermsEP(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
+	terms := ActivationTerms(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
 	m.ActivationBytes = peakOf(terms)
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
 	if d.FusionAllReduce && !d.Engine {

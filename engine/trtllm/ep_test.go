@@ -26,7 +26,7 @@ func TestAllReduceWorkspaceBytes(t *testing.T) {
 // routed rows of the MoE workspace carry the full 2048 intermediate, so at
 // TP 4 the workspace is 8192 × (3 × 2048 / 4 + 8 × (2 × 2048 + 2 × 7168)) ×
 // 2 B, where EP 1 splits the intermediate by TP.
-func TestActivationTermsEP(t *testing.T) {
+func TestActivationTermsExpertParallel(t *testing.T) {
 	s := load(t, "deepseek-ai__DeepSeek-V3")
 	moe := func(terms []trtllm.Term) int64 {
 		for _, term := range terms {
@@ -36,15 +36,15 @@ func TestActivationTermsEP(t *testing.T) {
 		}
 		return 0
 	}
-	ep4 := moe(trtllm.ActivationTermsEP(s, 4, 4, 1, 8192, 1))
+	ep4 := moe(trtllm.ActivationTerms(s, 4, 4, 1, 8192, 1))
 	if want := int64(8192 * (3*2048/4 + 8*(2*2048+2*7168)) * 2); ep4 != want {
 		t.Errorf("EP 4 workspace %d, want %d", ep4, want)
 	}
-	tp4 := moe(trtllm.ActivationTerms(s, 4, 1, 8192, 1))
+	tp4 := moe(trtllm.ActivationTerms(s, 4, 1, 1, 8192, 1))
 	if want := int64(8192 * (3*2048/4 + 8*(2*2048/4+2*7168)) * 2); tp4 != want {
 		t.Errorf("TP 4 workspace %d, want %d", tp4, want)
 	}
-	if odd := moe(trtllm.ActivationTermsEP(s, 4, 3, 1, 8192, 1)); odd != tp4 {
+	if odd := moe(trtllm.ActivationTerms(s, 4, 3, 1, 8192, 1)); odd != tp4 {
 		t.Errorf("an EP size that does not divide TP should count as 1: %d, want %d", odd, tp4)
 	}
 }

@@ -41,19 +41,13 @@ func DryRunRequests(maxNumTokens, maxSeqLen int) int64 {
 // shared expert's MLP) and four hidden-state-sized tensors; on a single
 // stage the logits of each request's last token beside two hidden-state
 // copies. The peak (peakOf) is the larger of the forward (every term but
-// the logits) and the logits. The experts are split by TP (no expert
-// parallelism); ActivationTermsEP takes moe_expert_parallel_size.
-func ActivationTerms(s *model.Spec, tp, pp, tokens int, requests int64) []Term {
-	return ActivationTermsEP(s, tp, 1, pp, tokens, requests)
-}
-
-// ActivationTermsEP is ActivationTerms with ep ranks of expert
-// parallelism: a routed expert's intermediate is split over moe_tp_size =
-// tp ÷ ep ranks (tensorrt_llm/mapping.py), while the MoE workspace still
-// covers every token's top_k rows (the CUTLASS workspace and trtllm-gen's
+// the logits) and the logits. With ep ranks of expert parallelism a routed
+// expert's intermediate is split over moe_tp_size = tp ÷ ep ranks
+// (tensorrt_llm/mapping.py), while the MoE workspace still covers every
+// token's top_k rows (the CUTLASS workspace and trtllm-gen's
 // getMaxPermutedPaddedCount size the expanded rows, not the rows routed to
-// the rank's experts). An ep that does not divide tp counts as 1.
-func ActivationTermsEP(s *model.Spec, tp, ep, pp, tokens int, requests int64) []Term {
+// the rank's experts); an ep that does not divide tp counts as 1.
+func ActivationTerms(s *model.Spec, tp, ep, pp, tokens int, requests int64) []Term {
 	if s == nil {
 		return nil
 	}
