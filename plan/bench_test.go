@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/catalog"
+	"github.com/kvcfg/kvcfg/internal/cputime"
 	"github.com/kvcfg/kvcfg/plan"
 )
 
@@ -14,13 +15,13 @@ import (
 // threads, GC included) is what BenchmarkSweepCatalog's cpu-ns/plan
 // compares with on a shared machine.
 func BenchmarkRunDefault(b *testing.B) {
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		if _, err := plan.Run(context.Background(), plan.Request{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if cpu := cpuTime() - cpu0; cpu > 0 {
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kvcfg/kvcfg/catalog"
 	"github.com/kvcfg/kvcfg/engine/sglang"
 	"github.com/kvcfg/kvcfg/gpu"
+	"github.com/kvcfg/kvcfg/internal/cputime"
 	"github.com/kvcfg/kvcfg/plan"
 	"github.com/kvcfg/kvcfg/units"
 )
@@ -216,7 +217,7 @@ func BenchmarkSweepCatalog(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		if _, err := plan.Sweep(ctx, plan.Request{}, axes); err != nil {
 			b.Fatal(err)
@@ -229,7 +230,7 @@ func BenchmarkSweepCatalog(b *testing.B) {
 	// CPU time (all threads, GC included) tells the cost apart from the
 	// other processes on a shared machine; it includes the first run's
 	// catalog parsing.
-	if cpu := cpuTime() - cpu0; cpu > 0 {
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/plans, "cpu-ns/plan")
 	}
 }

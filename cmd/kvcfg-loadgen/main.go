@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvcfg/kvcfg/internal/cputime"
 	"github.com/kvcfg/kvcfg/server"
 )
 
@@ -171,7 +172,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 	var n, errs atomic.Int64
 	lat := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	for i := range conc {
 		wg.Add(1)
@@ -189,7 +190,7 @@ func load(client *http.Client, method, url, body string, conc int, d time.Durati
 		}()
 	}
 	wg.Wait()
-	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds(), cpu: processCPU() - cpu0}
+	p := phase{name: method + " " + url[len(url)-len(pathOf(url)):], requests: n.Load(), errors: errs.Load(), seconds: time.Since(start).Seconds(), cpu: cputime.Process() - cpu0}
 	for _, l := range lat {
 		p.latencies = append(p.latencies, l...)
 	}
