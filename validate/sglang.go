@@ -19,7 +19,10 @@ import (
 // predicted pool. Its error is that of the predicted token count, measured
 // against the run's "#tokens": the KV memory is tokens × the same bytes
 // per token on both sides (the test checks that bytes per token against
-// the printed K and V sizes).
+// the printed K and V sizes). Where the release counted fewer bytes a
+// token than its pool allocates (an fp8 DeepSeek sparse-attention pool
+// before 0.5.17), the tokens come from the counted cell and the predicted
+// KV memory from the allocated one, as the engine printed them.
 func predictSGLang(r Run) (Row, error) {
 	row := Row{Run: r}
 	if r.KVCacheTokens <= 0 || r.WeightsGiB <= 0 {
@@ -58,6 +61,13 @@ func predictSGLang(r Run) (Row, error) {
 	row.MemFractionStatic = c.Derived().MemFractionStatic
 	row.KVTokens, row.CellBytes = res.MaxTotalNumTokens, res.CellSize
 	row.KVGiB = float64(res.MaxTotalNumTokens) * res.CellSize / gib
+	if o := res.Overcommit; o != nil {
+		// The pool is tokens × the allocated row, the "KV size" the run
+		// printed, not tokens × the counted cell (an fp8 DSA pool before
+		// 0.5.17).
+		row.KVGiB = float64(o.AllocatedBytes) / gib
+		row.CellBytes = float64(o.AllocatedCellBytes)
+	}
 	row.Error = float64(res.MaxTotalNumTokens)/float64(r.KVCacheTokens) - 1
 	return row, nil
 }

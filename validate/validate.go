@@ -157,7 +157,8 @@ type Row struct {
 	Terms []vllm.Term `json:"activation_terms,omitempty"`
 	// SGLang: the predicted free memory before weights (PreLoad's terms),
 	// the mem_fraction_static the engine resolves, the predicted pool
-	// (max_total_num_tokens) and the KV bytes of one token.
+	// (max_total_num_tokens) and the KV bytes one token of the pool
+	// allocates.
 	PreLoad           *sglang.PreLoad `json:"predicted_pre_load,omitempty"`
 	MemFractionStatic float64         `json:"mem_fraction_static,omitempty"`
 	KVTokens          int64           `json:"predicted_kv_tokens,omitempty"`

@@ -69,6 +69,10 @@ type Result struct {
 	// KVPoolBytes is what the configurator charges the budget for the
 	// pools: tokens × cell.
 	KVPoolBytes int64 `json:"kv_pool_bytes"`
+	// Overcommit is set when the release counts a token at fewer bytes
+	// than its pool allocates (an fp8 DeepSeek sparse-attention pool before
+	// 0.5.17): the pool it allocates is larger than the budget.
+	Overcommit *Overcommit `json:"pool_overcommit,omitempty"`
 
 	// Logs are the lines SGLang prints; Warnings its warnings.
 	Logs     []string `json:"log_lines"`
@@ -149,6 +153,9 @@ type stagePlan struct {
 	hybrid *sizing.HybridSWA
 	dsv4   *sizing.DSV4
 	mamba  int // mamba layers of the stage
+	// allocCell is the bytes per token the pool allocates when the release
+	// counts fewer (an fp8 DSA pool before 0.5.17); 0 when they agree.
+	allocCell int64
 }
 
 func (c *Configurator) stageKVLayers(r [2]int) (kv, mamba int) {
@@ -235,23 +242,44 @@ func (c *Configurator) plans(dst []stagePlan, maxTotal int64) ([]stagePlan, erro
 		if err := c.miniMaxStage(sp, stageRange(c.in.Spec.NumLayers, pp, i)); err != nil {
 			return nil, err
 		}
-		cell, err := sp.attn.Cell()
+		cell, err := c.specCell(sp.attn, sp.layers)
 		if err != nil {
-			return nil, fmt.Errorf("sglang: %w", err)
+			return nil, err
 		}
-		switch {
-		case c.eagleFamily():
-			cell = sizing.ScaleEAGLE(cell, sp.layers, c.d.DraftLayers, c.in.Parallel.DCP)
-		case c.d.SpeculativeAlgo == "DFLASH" && cell > 0:
-			cell, err = sizing.ScaleDFlash(cell, sp.layers, c.d.DraftLayers, 0, c.in.Parallel.DCP)
-			if err != nil {
-				return nil, fmt.Errorf("sglang: %w", err)
+		if sp.attn.DSAFP8Row && !c.prof.dsaFP8Counted {
+			// Before PR #31992 the budget counted kv_lora_rank +
+			// qk_rope_head_dim elements of the KV dtype, not the 656-byte
+			// row NSATokenToKVPool allocates (docs/sglang-versions.md).
+			counted := sp.attn
+			counted.DSAFP8Row = false
+			sp.allocCell = cell
+			if cell, err = c.specCell(counted, sp.layers); err != nil {
+				return nil, err
 			}
 		}
 		other := withKV > 1 || withKV == 1 && sp.layers == 0 // another stage has KV layers
 		sp.cfgr = sizing.Default{Cell: cell, ZeroKVTokens: sizing.ZeroKVTokens(other, maxTotal, c.d.ContextLength)}
 	}
 	return out, nil
+}
+
+// specCell is the Default configurator's cell of a: its bytes per token
+// with the EAGLE or DFLASH draft budget.
+func (c *Configurator) specCell(a sizing.Attention, layers int) (int64, error) {
+	cell, err := a.Cell()
+	if err != nil {
+		return 0, fmt.Errorf("sglang: %w", err)
+	}
+	switch {
+	case c.eagleFamily():
+		cell = sizing.ScaleEAGLE(cell, layers, c.d.DraftLayers, c.in.Parallel.DCP)
+	case c.d.SpeculativeAlgo == "DFLASH" && cell > 0:
+		cell, err = sizing.ScaleDFlash(cell, layers, c.d.DraftLayers, 0, c.in.Parallel.DCP)
+		if err != nil {
+			return 0, fmt.Errorf("sglang: %w", err)
+		}
+	}
+	return cell, nil
 }
 
 func (c *Configurator) hybridSWA() (sizing.HybridSWA, error) {
@@ -485,6 +513,7 @@ func (c *Configurator) fill(res *Result, p stagePlan, idx int, cfg sizing.PoolCo
 	res.Hybrid = cfg.Hybrid
 	res.Logs = append(res.Logs, cfg.Logs...)
 	res.KVPoolBytes = c.poolCharge(p, cfg)
+	c.overcommit(res, p, cfg)
 }
 
 // poolCharge is what the configurator charges the budget for cfg.

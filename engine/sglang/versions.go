@@ -122,6 +122,14 @@ type rules struct {
 	// the cache took its memory from the runtime slack and the pool was
 	// sized without it.
 	mmReserve bool
+	// dsaFP8Counted: the budget counts an fp8 DeepSeek sparse-attention
+	// token at the 656-byte row the pool allocates (pool_configurator.py
+	// _compute_cell_size calls calculate_mla_kv_cache_dim, PR #31992,
+	// merged 2026-07-27 as 2abb1d2c37, after 0.5.16 of 2026-07-26, first
+	// released in 0.5.17); before, it counted kv_lora_rank + qk_rope_head_dim
+	// elements of the KV dtype (576 bytes) while NSATokenToKVPool allocated
+	// 656, so the pool overran the budget by 11 %.
+	dsaFP8Counted bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -226,6 +234,10 @@ var eraStarts = []struct {
 	{EraLatest, v(0, 5, 19)},
 }
 
+// dsaFP8CountedFrom is the first release whose budget counts an fp8
+// DeepSeek sparse-attention token at the bytes its pool allocates (PR #31992).
+var dsaFP8CountedFrom = v(0, 5, 17)
+
 // versionGates are single changes inside an era: rule on from first.
 var versionGates = []struct {
 	first Version
@@ -233,7 +245,8 @@ var versionGates = []struct {
 }{
 	{v(0, 4, 7), func(r *rules) { r.aiterScale, r.aiterDefault = true, true }}, // PR #6564
 	{v(0, 4, 9), func(r *rules) { r.vlmAdjust, r.hybridSWA, r.kvLineTokens = true, true, true }},
-	{v(0, 5, 18), func(r *rules) { r.mmReserve = true }}, // PR #34141
+	{dsaFP8CountedFrom, func(r *rules) { r.dsaFP8Counted = true }}, // PR #31992
+	{v(0, 5, 18), func(r *rules) { r.mmReserve = true }},           // PR #34141
 }
 
 // defaultProfile is ResolveProfile(""), built once.
