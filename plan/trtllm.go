@@ -101,6 +101,8 @@ func trtllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) trtllm.
 		EnableChunkedPrefill:    req.EnableChunkedPrefill,
 		DisableOverlapScheduler: req.DisableOverlapScheduler,
 		GPUMemoryBytes:          g.CUDATotalBytes(), // torch.cuda.mem_get_info()[1], "device total memory"
+		Interconnect:            g.Interconnect(),
+		GPUSM:                   g.SM,
 		KVCacheMemory:           int64(req.KVCacheMemory),
 		FreeMemoryAfterLoad:     int64(req.FreeMemoryAfterLoad),
 		WeightsBytes:            int64(req.WeightsMemory),

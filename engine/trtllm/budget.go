@@ -60,6 +60,10 @@ type DryRun struct {
 	// FusionAllReduce adds the all-reduce fusion workspace at TP > 1
 	// (AllReduceWorkspaceBytes; the PyTorch backend from 1.1).
 	FusionAllReduce bool
+	// Interconnect and SM are the GPU's wiring and compute capability × 10
+	// (Input.Interconnect, Input.GPUSM): they size NCCL's NVLS buffers.
+	Interconnect string
+	SM           int
 }
 
 // srcAllReduce is the source of AllReduceWorkspaceBytes.
@@ -85,6 +89,31 @@ func AllReduceWorkspaceBytes(tp int) int64 {
 	return align(size*t) + align(256*t) + align(3*size*t)
 }
 
+// srcNVLS is the source of NVLSBufferBytes.
+const srcNVLS = "NVIDIA/nccl src/transport/nvls.cc (v2.21 to v2.29): ncclNvlsInit opens NVLS only with more than two GPUs and multicast support, NVLS_NCHANNELS_SM90 16 and, from v2.27, NVLS_NCHANNELS_SM100_NVL 24 on one Blackwell node; ncclNvlsBufferSetup allocates nChannels × 2 × (NCCL_NVLS_CHUNKSIZE 128 KiB × NCCL_STEPS 8) × nHeads bytes (nHeads = the node's ranks, graph/search.cc) with cuMemCreate, and ncclNvlsSetup a credit buffer of nChannels × 2 × 64 × nHeads bytes, each at the 2 MiB granularity; TensorRT-LLM's TP group is one NCCL communicator (cpp/tensorrt_llm/common/opUtils.cpp getComm) and sets no NCCL_NVLS_ENABLE"
+
+// NVLSBufferBytes is the device memory NCCL's NVLink SHARP (NVLS)
+// transport takes on one rank of a TP group of ranks GPUs in one
+// NVSwitch node (srcNVLS): nChannels × 2 directions × 1 MiB per head, one
+// head per rank, plus the 2 MiB credit buffer. nChannels is 16 on Hopper
+// (SM 90) and 24 on one Blackwell node (SM 100 and newer): 194 MiB at
+// TP 4 and 386 at TP 8 on B200, 130 and 258 on H100. None with two ranks
+// or fewer (NCCL leaves NVLS off), more than eight (several nodes: NCCL
+// opens another channel count there), without NVSwitch or below SM 90.
+// The buffers are allocated when the first collective that picks NVLS
+// runs, in the warm-up, before TensorRT-LLM's memory profile.
+func NVLSBufferBytes(ranks, sm int, interconnect string) int64 {
+	if interconnect != "nvswitch" || ranks <= 2 || ranks > 8 || sm < 90 {
+		return 0
+	}
+	channels := int64(16)
+	if sm >= 100 {
+		channels = 24
+	}
+	const step, steps, credit = 128 << 10, 8, 2 << 20
+	return channels*2*step*steps*int64(ranks) + credit
+}
+
 // EstimateDryRun is Estimate for a dry run cut into max_seq_len − 1 token
 // requests, with the activation's parts and the source of each.
 func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
@@ -99,8 +128,11 @@ func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
 	terms := ActivationTerms(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
 	m.ActivationBytes = peakOf(terms)
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
-	if d.FusionAllReduce && !d.Engine {
-		m.NonTorchBytes += AllReduceWorkspaceBytes(tp)
+	if !d.Engine {
+		if d.FusionAllReduce {
+			m.NonTorchBytes += AllReduceWorkspaceBytes(tp)
+		}
+		m.NonTorchBytes += NVLSBufferBytes(tp, d.SM, d.Interconnect)
 	}
 	if !d.Engine && !d.NoCUDAGraph {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
@@ -142,6 +174,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
 		d.Engine, d.NoCUDAGraph, d.FusionAllReduce = r.engine, in.DisableCUDAGraph, r.fusionAllReduce
+		d.Interconnect, d.SM = in.Interconnect, in.GPUSM
 		est, terms := EstimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {

@@ -117,6 +117,14 @@ type Input struct {
 	// max_num_tokens and the final max_seq_len.
 	PromptLen int `json:"prompt_len,omitempty"`
 
+	// Interconnect is how the node's GPUs are wired (gpu.GPU.Interconnect:
+	// "nvswitch", "nvlink", "pcie", "xgmi"); with GPUSM it decides NCCL's
+	// NVLink SHARP buffers (NVLSBufferBytes). "" charges none.
+	Interconnect string `json:"interconnect,omitempty"`
+	// GPUSM is the GPU's compute capability times ten (gpu.GPU.SM: 90
+	// Hopper, 100 Blackwell); 0 is unknown and charges no NVLS buffers.
+	GPUSM int `json:"gpu_sm,omitempty"`
+
 	// GPUMemoryBytes is the device's total memory per GPU. It is needed for a
 	// modelled budget and completes the log lines of a measured one.
 	GPUMemoryBytes int64 `json:"gpu_memory_bytes,omitempty"`
