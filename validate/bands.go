@@ -4,10 +4,10 @@ package validate
 
 // bands are Summarize(Check(Runs())) per engine, and SummarizePlatforms per engine and platform.
 var bands = map[string]Summary{
-	"sglang":      {Engine: "sglang", Runs: 30, MedianAbs: 0.011955421807818445, MeanAbs: 0.021799462093015, P90Abs: 0.09038834094894331, MaxAbs: 0.11266714138776801, Within1: 0.36666666666666664, Within3: 0.8666666666666667},
+	"sglang":      {Engine: "sglang", Runs: 34, MedianAbs: 0.011858329299745174, MeanAbs: 0.019624545433649627, P90Abs: 0.0692163782994265, MaxAbs: 0.11266714138776801, Within1: 0.4117647058823529, Within3: 0.8823529411764706},
 	"trtllm":      {Engine: "trtllm", Runs: 10, MedianAbs: 0.009979469406379338, MeanAbs: 0.026901338593497783, P90Abs: 0.060382411801570425, MaxAbs: 0.06345177664974622, Within1: 0.5, Within3: 0.6},
 	"vllm":        {Engine: "vllm", Runs: 86, MedianAbs: 0.0010307881641892851, MeanAbs: 0.005596963527391477, P90Abs: 0.007311485424177487, MaxAbs: 0.15890066827438315, Within1: 0.9069767441860465, Within3: 0.9767441860465116},
-	"sglang/cuda": {Engine: "sglang/cuda", Runs: 22, MedianAbs: 0.014816439959046357, MeanAbs: 0.029154868956310084, P90Abs: 0.09134012467245736, MaxAbs: 0.11266714138776801, Within1: 0.13636363636363635, Within3: 0.8181818181818182},
+	"sglang/cuda": {Engine: "sglang/cuda", Runs: 26, MedianAbs: 0.012459490411715513, MeanAbs: 0.02517914611509458, P90Abs: 0.09086423281070033, MaxAbs: 0.11266714138776801, Within1: 0.23076923076923078, Within3: 0.8461538461538461},
 	"sglang/hip":  {Engine: "sglang/hip", Runs: 8, MedianAbs: 0.00156354758947147, MeanAbs: 0.0015720932189535325, P90Abs: 0.003160558842409511, MaxAbs: 0.003160558842409511, Within1: 1, Within3: 1},
 	"trtllm/cuda": {Engine: "trtllm/cuda", Runs: 10, MedianAbs: 0.009979469406379338, MeanAbs: 0.026901338593497783, P90Abs: 0.060382411801570425, MaxAbs: 0.06345177664974622, Within1: 0.5, Within3: 0.6},
 	"vllm/cuda":   {Engine: "vllm/cuda", Runs: 85, MedianAbs: 0.0010307881641892851, MeanAbs: 0.005612072868786727, P90Abs: 0.007416418055214578, MaxAbs: 0.15890066827438315, Within1: 0.9058823529411765, Within3: 0.9764705882352941},
