@@ -170,7 +170,7 @@ func TestFitHeadroom(t *testing.T) {
 
 // 200 requests of 8k do not fit two H100s: the best two-GPU layout holds
 // 98 of them (811,786 tokens), and with the SGLang band's margin on CUDA
-// GPUs (±2.01 %) serves 2 × 48, or 200 requests of ⌊811,786 × 0.9799 /
+// GPUs (±1.99 %) serves 2 × 48, or 200 requests of ⌊811,786 × 0.9801 /
 // 200⌋ = 3,977 tokens.
 func TestFitClosestMiss(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 200, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2})
@@ -445,7 +445,7 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			// The default share is the newest profile's H100 TP 2 fraction,
 			// 0.828 (0.5.3's 0.834 plus 58 prefill graphs of 8 MiB). bf16
 			// at the safe maximum 0.93 holds the request (35,570 tokens)
-			// with the SGLang band's margin on CUDA GPUs (±2.01 %: 1.09
+			// with the SGLang band's margin on CUDA GPUs (±1.99 %: 1.09
 			// requests keep 1.06 → 1); fp8 at 0.9 holds 41,064 tokens,
 			// 1.25 → 1.
 			name: "sglang: 70B, one 32k request, two H100s",
@@ -583,7 +583,7 @@ func TestFitClosestMissIsTheBest(t *testing.T) {
 	}
 	// The shortfall names the memory share of the flags shown (issue 32
 	// item 4: it said 0.93 next to flags with 0.91). fp8 at 0.93 holds
-	// 2.17 requests of 32k, 2 within the SGLang band's margin (±2.01 %).
+	// 2.17 requests of 32k, 2 within the SGLang band's margin (±1.99 %).
 	if want := "holds 2 of the 4 requests (50%) with --mem-fraction-static 0.93"; m.Shortfall != want || !strings.Contains(strings.Join(m.Flags, " "), "--mem-fraction-static 0.93 ") {
 		t.Errorf("shortfall %q, want %q; flags %v", m.Shortfall, want, m.Flags)
 	}
@@ -690,7 +690,7 @@ func TestFitOperatorLayouts(t *testing.T) {
 	}
 	// The deep pipelines last, fewer GPUs first, then the one with more
 	// spare KV memory (7 stages of TP 1 hold 32 requests within the SGLang
-	// band's margin, ±2.01 %).
+	// band's margin, ±1.99 %).
 	if want := []string{"8:8x1", "7:1x7", "8:4x2", "8:2x4", "8:1x8"}; !slices.Equal(got, want) {
 		t.Errorf("--all: %v, want %v", got, want)
 	}
