@@ -96,12 +96,12 @@ func TestFitKnownAnswers(t *testing.T) {
 		{
 			// One H100 holds 405,893 tokens, 49.5 requests of 8,192; a
 			// predicted budget keeps the validation table's margin (the
-			// SGLang band on CUDA GPUs, ±9.13 %): ⌊49.5 × 0.9087⌋ = 45
-			// requests fit one GPU, 46 take two.
-			name: "45 requests fit one GPU exactly, inside the band",
-			opts: fit.Options{Base: llamaBase(), Concurrency: 45, ContextLength: 8192, GPUs: []string{"H100"}},
-			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 405893, 45, 49,
-				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "45"}}},
+			// SGLang band on CUDA GPUs, ±1.99 %): ⌊49.5 × 0.9801⌋ = 48
+			// requests fit one GPU, 49 take two.
+			name: "48 requests fit one GPU exactly, inside the band",
+			opts: fit.Options{Base: llamaBase(), Concurrency: 48, ContextLength: 8192, GPUs: []string{"H100"}},
+			want: []row{{"H100-80GB", 1, 1, 1, 1, "auto", 405893, 48, 49,
+				[]string{"--tp-size", "1", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "48"}}},
 		},
 		{
 			// gpt-oss-120b (spec Ex.4b): F = S = 18 layers, 2048 B/token/layer
@@ -114,7 +114,7 @@ func TestFitKnownAnswers(t *testing.T) {
 			// full 142,867, swa 18,715; 0.146 → 140,997 (17.2 × 8192), swa
 			// 20,585 ≥ 20,240. 17 requests would need 20,754 SWA tokens
 			// (0.15: full 140,506) but hold no margin: the SGLang band on
-			// CUDA GPUs (±9.13 %) keeps ⌊17.2 × 0.9087⌋ = 15 of them.
+			// CUDA GPUs (±1.99 %) keeps ⌊17.2 × 0.9801⌋ = 16 of them.
 			// SGLang's default ratio 0.8 would give 89,768 tokens: 10 requests.
 			name: "hybrid SWA ratio solved for the target",
 			opts: fit.Options{Base: plan.Request{Model: "openai/gpt-oss-120b", MemFractionStatic: 0.835, WeightsMemory: units.Size(60 * gib)},
@@ -171,7 +171,7 @@ func TestFitHeadroom(t *testing.T) {
 // 200 requests of 8k do not fit two H100s: the best two-GPU layout holds
 // 98 of them (811,786 tokens), and with the SGLang band's margin on CUDA
 // GPUs (±1.99 %) serves 2 × 48, or 200 requests of ⌊811,786 × 0.9801 /
-// 200⌋ = 3,977 tokens.
+// 200⌋ = 3,978 tokens.
 func TestFitClosestMiss(t *testing.T) {
 	res, err := fit.Run(context.Background(), fit.Options{Base: llamaBase(), Concurrency: 200, ContextLength: 8192, GPUs: []string{"H100"}, MaxGPUs: 2})
 	if err != nil {
@@ -195,7 +195,7 @@ func TestFitClosestMiss(t *testing.T) {
 	// Two one-rank replicas (TP 1, DP 2) lead: a single rank builds no
 	// NCCL communicator, so each keeps the 2058 MiB that TP 2 on the
 	// H100s' NVSwitch loses before weights.
-	want := miss{"H100-80GB", 2, 1, 96, 3977, 98, "48"}
+	want := miss{"H100-80GB", 2, 1, 96, 3978, 98, "48"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("closest miss (-want +got):\n%s", d)
 	}
@@ -565,8 +565,8 @@ func TestFitCollapsesGPUAliases(t *testing.T) {
 // The closest miss is the layout that comes nearest to serving, not the
 // one with the fewest GPUs: four 32k requests of the 70B on up to two
 // H100s. One GPU does not load the weights; two (TP2, fp8 KV) hold two of
-// the four at 0.93, and one with the SGLang band's margin on CUDA GPUs
-// (±9.13 %), which 0.9 holds too.
+// the four at 0.93, two also with the SGLang band's margin on CUDA GPUs
+// (±1.99 %).
 func TestFitClosestMissIsTheBest(t *testing.T) {
 	o := fit.Options{Base: plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct"}, Concurrency: 4, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
 		KVCacheDTypes: []string{"auto", "fp8_e4m3"}}
