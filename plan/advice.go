@@ -66,6 +66,10 @@ func judge(rep *Report, req *Request, refused bool) {
 		rep.Verdict = VerdictMisses
 		rep.Answer = fmt.Sprintf("Starts, but holds %s%s requests of %s tokens at once, not %d.", group3(rep.MaxConcurrencyAtContextLength), rep.bandText(), group3(int64(rep.ContextLength)), n)
 	}
+	if ob := rep.Breakdown.OverBudgetBytes; ob > 0 && !refused && rep.Breakdown.KVBudgetBytes > 0 {
+		rep.Answer += fmt.Sprintf(" But the KV pool takes %s (%.1f %%) more than its budget, out of the reserve for activations and CUDA graphs: it can run out of memory under load (see the warnings).",
+			units.FormatBytes(ob), 100*float64(ob)/float64(rep.Breakdown.KVBudgetBytes))
+	}
 	if bd := rep.bandOf(); bd != nil && !refused && bd.ConcurrencyLow < int64(n) && int64(n) <= bd.ConcurrencyHigh {
 		rep.warn(fmt.Sprintf("the target of %d requests sits inside the prediction's band (%s–%s requests, ±%.2f %% of the KV memory): a real run may hold fewer; give a run's readings, or keep a margin (kvcfg fit does)",
 			n, group3(bd.ConcurrencyLow), group3(bd.ConcurrencyHigh), 100*bd.RelError))

@@ -244,9 +244,13 @@ type Fix struct {
 //	total = runtime_overhead + pre_load_free
 //	pre_load_free = weights + post_load_free
 //	post_load_free = reserved + multimodal_cache + state + kv_budget
-//	kv_budget = kv_pool + unused
+//	kv_budget + over_budget = kv_pool + unused
 //
 // reserved is the activation / CUDA-graph slack pre·(1 − mem_fraction_static).
+// over_budget is not 0 only where the engine's pool outgrows the budget it
+// was sized from (SGLang before 0.5.17 counts an fp8 DeepSeek
+// sparse-attention token at fewer bytes than it allocates): those bytes
+// come out of the reserve.
 type Breakdown struct {
 	TotalBytes           int64 `json:"total_bytes"`
 	RuntimeOverheadBytes int64 `json:"runtime_overhead_bytes"`
@@ -259,4 +263,5 @@ type Breakdown struct {
 	KVBudgetBytes        int64 `json:"kv_budget_bytes"`
 	KVPoolBytes          int64 `json:"kv_pool_bytes"`
 	UnusedBytes          int64 `json:"unused_bytes"`
+	OverBudgetBytes      int64 `json:"over_budget_bytes,omitempty"`
 }

@@ -210,6 +210,11 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 	if res.MaxTotalNumTokens > 0 {
 		b.UnusedBytes = max(res.AvailableBytes-b.KVPoolBytes, 0)
 	}
+	if o := res.Overcommit; o != nil {
+		// The release sized the pool with fewer bytes a token than its
+		// buffers take: the pool is what it allocates.
+		b.KVPoolBytes, b.OverBudgetBytes, b.UnusedBytes = o.AllocatedBytes, o.ExcessBytes, 0
+	}
 }
 
 // memory is the resolved memory readings of one rank.

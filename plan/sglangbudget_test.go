@@ -71,3 +71,49 @@ func TestSGLangBudgetMeasured(t *testing.T) {
 		t.Errorf("budget %+v, answer %q", rep.Budget, rep.Answer)
 	}
 }
+
+// A release whose pool outgrows its budget says so in every output: SGLang
+// 0.5.6 counts an fp8 DeepSeek-V3.2 token at 43,188 B and allocates 48,068
+// (PR #31992, fixed in 0.5.17). The breakdown carries the pool it
+// allocates and the bytes over the budget (kv_budget + over_budget =
+// kv_pool + unused), the answer warns after the verdict, and the fixed
+// release plans inside its budget.
+func TestSGLangPoolOverBudget(t *testing.T) {
+	req := plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", GPU: "B200", TPSize: 8, KVCacheDType: "fp8_e4m3",
+		ContextLength: 32768, Concurrency: 32, SGLangVersion: "0.5.6"}
+	rep, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Breakdown
+	if rep.CellSizeBytes != 43188 {
+		t.Errorf("cell %v B, want the counted 43,188", rep.CellSizeBytes)
+	}
+	if want := rep.MaxTotalNumTokens * 48068; b.KVPoolBytes != want {
+		t.Errorf("pool %d B, want %d tokens × 48,068 = %d", b.KVPoolBytes, rep.MaxTotalNumTokens, want)
+	}
+	if b.OverBudgetBytes <= 0 || b.KVBudgetBytes+b.OverBudgetBytes != b.KVPoolBytes+b.UnusedBytes {
+		t.Errorf("budget %d + over %d != pool %d + unused %d", b.KVBudgetBytes, b.OverBudgetBytes, b.KVPoolBytes, b.UnusedBytes)
+	}
+	if ratio := float64(b.OverBudgetBytes) / float64(b.KVBudgetBytes); ratio < 0.10 || ratio > 0.12 {
+		t.Errorf("over budget by %.3f of the budget, want 48,068/43,188 − 1 ≈ 0.113 (less the page rounding)", ratio)
+	}
+	if !strings.HasPrefix(rep.Answer, "Serves: ") || !strings.Contains(rep.Answer, "But the KV pool takes") {
+		t.Errorf("answer %q", rep.Answer)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "over budget") {
+		t.Errorf("text lacks the over-budget row:\n%s", text.String())
+	}
+
+	req.SGLangVersion = "0.5.17"
+	if rep, err = plan.Run(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if b := rep.Breakdown; rep.CellSizeBytes != 48068 || b.OverBudgetBytes != 0 || b.KVPoolBytes > b.KVBudgetBytes || strings.Contains(rep.Answer, "But the KV pool") {
+		t.Errorf("0.5.17: cell %v, pool %d, budget %d, over %d, answer %q", rep.CellSizeBytes, b.KVPoolBytes, b.KVBudgetBytes, b.OverBudgetBytes, rep.Answer)
+	}
+}

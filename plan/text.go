@@ -285,11 +285,14 @@ func (r *Report) memoryRows() [][2]string {
 	if b.StateBytes > 0 {
 		rows = append(rows, [2]string{"mamba state", gib(b.StateBytes)})
 	}
-	return append(rows,
+	rows = append(rows,
 		[2]string{"KV budget", gib(b.KVBudgetBytes)},
 		[2]string{"KV pool", gib(b.KVPoolBytes)},
-		[2]string{"unused", gib(b.UnusedBytes)},
 	)
+	if b.OverBudgetBytes > 0 {
+		return append(rows, [2]string{"over budget", gib(b.OverBudgetBytes) + " (taken from the reserve: see the warnings)"})
+	}
+	return append(rows, [2]string{"unused", gib(b.UnusedBytes)})
 }
 
 // mdEscape keeps a table cell's pipes from ending the cell.

@@ -141,7 +141,8 @@
   // budgetSegments are the parts of report.breakdown that add up to the
   // per-GPU total, in stacking order (see plan.Breakdown):
   // total = runtime overhead + weights + reserved + multimodal cache +
-  // state + KV pool + unused.
+  // state + KV pool + unused (reserved less over_budget_bytes where the
+  // pool outgrows its budget).
   const budgetSegments = [
     ["runtime_overhead_bytes", "Runtime overhead", "#9c755f"],
     ["weights_bytes", "Weights", "#4e79a7"],
@@ -187,6 +188,13 @@
       // and KV segments are its two sub-pools at their sized split, one
       // byte buffer that either side can grow into.
       let label = name;
+      // A pool that outgrows its budget (report.breakdown.over_budget_bytes:
+      // an SGLang release counting fewer bytes a token than it allocates)
+      // takes the excess out of the reserve; the stack keeps the total.
+      if (key === "reserved_bytes" && bd.over_budget_bytes > 0) {
+        out.push([bd[key] - bd.over_budget_bytes, `${name}, less ${fmtBytes(bd.over_budget_bytes)} the KV pool overruns`, color]);
+        continue;
+      }
       if (rep.unified_memory_pool && (key === "kv_pool_bytes" || key === "state_bytes")) {
         label = `Unified buffer: ${key === "kv_pool_bytes" ? "full KV" : rep.unified_memory_pool.other.name} (sized)`;
       }
