@@ -62,7 +62,11 @@ func TestFamilies(t *testing.T) {
 		// DSA (docs/sglang.md#cell-size-mla, G8): + 132 B/layer indexer, page 64.
 		{"DeepSeek-V3.2 bf16 Hopper (G8)", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200"}, sizing.KindDefault, (1152 + 132) * 61, 64, "bf16"},
 		{"DeepSeek-V3.2 fp8 row (G8)", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
-		{"DeepSeek-V3.2 Blackwell default fp8", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
+		// Blackwell defaults to fp8 with the trtllm DSA backends from 0.5.10 (576-byte row), flashmla before.
+		{"DeepSeek-V3.2 Blackwell default fp8", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
+		{"DeepSeek-V3.2 Blackwell default fp8 0.5.17", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200", SGLangVersion: "0.5.17"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
+		{"DeepSeek-V3.2 Blackwell fp8 flashmla_kv decode", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200", NSAPrefillBackend: "flashmla_auto", NSADecodeBackend: "flashmla_kv"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
+		{"DeepSeek-V3.2 Hopper fp8 trtllm decode", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3", NSADecodeBackend: "trtllm"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
 		// Mamba hybrids (docs/sglang.md#cell-size-layers): only full-attention layers hold KV.
 		{"Qwen3-Next TP4 (G6)", plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4}, sizing.KindDefault, 12288, 1, "bf16"},
 		{"Nemotron-H-56B", plan.Request{Model: "nvidia/Nemotron-H-56B-Base-8K", TPSize: 4}, sizing.KindDefault, 2 * 256 * 10 * 2, 1, "bf16"},

@@ -105,6 +105,11 @@ type KVSettings struct {
 	// (the newest profile without --sglang-version); set on every SGLang
 	// plan.
 	SGLangProfile string `json:"sglang_profile,omitempty"`
+	// NSAPrefillBackend and NSADecodeBackend are the DeepSeek
+	// sparse-attention backends an SGLang plan assumes (given or SGLang's
+	// default for the GPU, KV dtype and release); empty for other models.
+	NSAPrefillBackend string `json:"nsa_prefill_backend,omitempty"`
+	NSADecodeBackend  string `json:"nsa_decode_backend,omitempty"`
 	// AttentionKind names the model's attention as operators say it (the
 	// model's AttentionLabel): mha, gqa, mqa, mla, dsa or none.
 	AttentionKind      string  `json:"attention_kind,omitempty"`

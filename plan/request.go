@@ -158,6 +158,12 @@ type Request struct {
 	// it overrides the engine's default backend choice, which decides the
 	// page (block) size and, on ROCm, SGLang's ×0.85 aiter rule.
 	AttentionBackend string `json:"attention_backend,omitempty"`
+	// NSAPrefillBackend and NSADecodeBackend are SGLang's
+	// --nsa-prefill-backend and --nsa-decode-backend: a DeepSeek
+	// sparse-attention model's backends, which pick its KV row (trtllm, or
+	// tilelang/aiter on ROCm: 576 bytes for fp8; else 656).
+	NSAPrefillBackend string `json:"nsa_prefill_backend,omitempty"`
+	NSADecodeBackend  string `json:"nsa_decode_backend,omitempty"`
 	// EnableUnifiedMemory is --enable-unified-memory (SGLang's unified
 	// memory pool); DisaggregationMode is --disaggregation-mode.
 	EnableUnifiedMemory bool   `json:"enable_unified_memory,omitempty"`

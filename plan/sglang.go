@@ -73,6 +73,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	d := cfgr.Derived()
 	kv := cfgr.KV()
 	rep.SGLangProfile = cfgr.Profile().Reason
+	rep.NSAPrefillBackend, rep.NSADecodeBackend = cfgr.NSABackends()
 	rep.ResolvedKVCacheDType = kv.Format.Name
 	rep.KVCacheTorchDType = kv.DType.Torch()
 	rep.MemFractionStatic, rep.PageSize, rep.ContextLength = d.MemFractionStatic, d.PageSize, d.ContextLength
@@ -116,7 +117,8 @@ func sglangInput(req *Request, spec *model.Spec, par sglang.Parallel, g gpu.GPU,
 			MaxMambaCacheSize: req.MaxMambaCacheSize, MambaSSMDType: req.MambaSSMDType, AttentionBackend: req.AttentionBackend,
 			MambaRadixCacheStrategy: strings.ToLower(strings.TrimSpace(req.MambaRadixCacheStrategy)), MambaSkipDecodeLock: req.MambaSkipDecodeLock,
 			DSV4CompressStateDType: req.DSV4CompressStateDType,
-			EnableUnifiedMemory:    req.EnableUnifiedMemory, DisaggregationMode: req.DisaggregationMode,
+			NSAPrefillBackend:      req.NSAPrefillBackend, NSADecodeBackend: req.NSADecodeBackend,
+			EnableUnifiedMemory: req.EnableUnifiedMemory, DisaggregationMode: req.DisaggregationMode,
 			EnableHierarchicalCache: req.EnableHierarchicalCache, HiCacheRatio: req.HiCacheRatio, HiCacheSize: req.HiCacheSize,
 			HiCacheMemLayout: req.HiCacheMemLayout, HostMemoryBytes: int64(req.HostMemory), NNodes: req.NNodes,
 		},

@@ -202,6 +202,9 @@ func (r *Report) summaryRows() [][2]string {
 	if r.SGLangProfile != "" {
 		rows = append(rows, [2]string{"sglang_profile", r.SGLangProfile})
 	}
+	if r.NSAPrefillBackend != "" || r.NSADecodeBackend != "" {
+		rows = append(rows, [2]string{"nsa backends", fmt.Sprintf("prefill %s, decode %s", r.NSAPrefillBackend, r.NSADecodeBackend)})
+	}
 	rows = append(rows,
 		[2]string{"mem_fraction_static", fmt.Sprintf("%.3f", r.MemFractionStatic)},
 		[2]string{"page_size", fmt.Sprint(r.PageSize)},

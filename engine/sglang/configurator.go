@@ -106,6 +106,10 @@ type ServerArgs struct {
 	// AttentionBackend is --attention-backend ("" = SGLang's default
 	// choice for the platform and model, see DefaultAttentionBackend).
 	AttentionBackend string
+	// NSAPrefillBackend and NSADecodeBackend are --nsa-prefill-backend and
+	// --nsa-decode-backend ("" = SGLang's default, see DefaultNSABackends):
+	// for a DeepSeek sparse-attention model they pick the KV row.
+	NSAPrefillBackend, NSADecodeBackend string
 	// DisablePiecewiseCudaGraph is --disable-piecewise-cuda-graph: no
 	// prefill CUDA-graph reserve where the profile captures them by default.
 	DisablePiecewiseCudaGraph bool
@@ -210,6 +214,8 @@ type Configurator struct {
 	attnMLA bool
 	prof    Profile
 	backend string
+	// nsaPrefill and nsaDecode are the DSA backends (DSA models only).
+	nsaPrefill, nsaDecode string
 }
 
 // New validates the input, derives SGLang's server-args defaults and
@@ -232,6 +238,9 @@ func (c *Configurator) Reset(in Input) error {
 		return err
 	}
 	if err := in.Args.checkHiCacheArgs(); err != nil {
+		return err
+	}
+	if err := in.Args.checkNSABackends(); err != nil {
 		return err
 	}
 	prof := c.prof // a sweep resolves the same version again and again
@@ -425,7 +434,7 @@ func (c *Configurator) deriveKVDType(platform string, blackwell bool) error {
 		}
 	}
 	c.kv = kv
-	c.dsaFP8 = s.Attention == model.DSA && kv.DType == dtype.FP8E4M3FN && platform == "cuda"
+	c.resolveNSA(platform)
 	return nil
 }
 

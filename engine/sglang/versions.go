@@ -130,6 +130,12 @@ type rules struct {
 	// elements of the KV dtype (576 bytes) while NSATokenToKVPool allocated
 	// 656, so the pool overran the budget by 11 %.
 	dsaFP8Counted bool
+	// nsaFP8TRTLLM: on Blackwell an fp8 DSA pool defaults to the trtllm
+	// prefill and decode backends (576-byte row) and a bf16 one to
+	// flashmla_sparse / trtllm (nsaFP8TRTLLMFrom); before, fp8 took
+	// flashmla_auto / flashmla_kv (656-byte row) and bf16 flashmla_sparse
+	// for both.
+	nsaFP8TRTLLM bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -245,6 +251,7 @@ var versionGates = []struct {
 }{
 	{v(0, 4, 7), func(r *rules) { r.aiterScale, r.aiterDefault = true, true }}, // PR #6564
 	{v(0, 4, 9), func(r *rules) { r.vlmAdjust, r.hybridSWA, r.kvLineTokens = true, true, true }},
+	{nsaFP8TRTLLMFrom, func(r *rules) { r.nsaFP8TRTLLM = true }},   // trtllm DSA default on Blackwell
 	{dsaFP8CountedFrom, func(r *rules) { r.dsaFP8Counted = true }}, // PR #31992
 	{v(0, 5, 18), func(r *rules) { r.mmReserve = true }},           // PR #34141
 }

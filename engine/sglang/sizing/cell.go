@@ -26,7 +26,8 @@ type Attention struct {
 	// IndexHeadDim is the DSA indexer head dim (128 for DeepSeek-V3.2).
 	IndexHeadDim int
 	// DSAFP8Row selects the 656-byte fp8 DSA row (fp8 nope + fp32 block
-	// scales + bf16 rope; non-trtllm CUDA backends with float8_e4m3fn).
+	// scales + bf16 rope): float8_e4m3fn on the DSA backends other than
+	// trtllm (and, on ROCm, tilelang and aiter), sglang.DSAFP8Row.
 	DSAFP8Row bool
 	// ElementSize is SGLang's kv_size (fp4 pairs count 1).
 	ElementSize int
