@@ -242,16 +242,20 @@ type Fix struct {
 // Breakdown is one rank's memory budget, in bytes:
 //
 //	total = runtime_overhead + pre_load_free
-//	pre_load_free = weights + post_load_free
+//	pre_load_free = weights + first_kernel + post_load_free
 //	post_load_free = reserved + multimodal_cache + state + kv_budget
 //	kv_budget = kv_pool + unused
 //
 // reserved is the activation / CUDA-graph slack pre·(1 − mem_fraction_static).
+// first_kernel is SGLang's first CUDA kernel when it falls after the
+// pre-load reading and the weights are not a reading (one rank before
+// 0.5.8, sglang.FirstKernelAfterPreLoadBytes); 0 otherwise.
 type Breakdown struct {
 	TotalBytes           int64 `json:"total_bytes"`
 	RuntimeOverheadBytes int64 `json:"runtime_overhead_bytes"`
 	PreLoadFreeBytes     int64 `json:"pre_load_free_bytes"`
 	WeightsBytes         int64 `json:"weights_bytes"`
+	FirstKernelBytes     int64 `json:"first_kernel_bytes,omitempty"`
 	PostLoadFreeBytes    int64 `json:"post_load_free_bytes"`
 	ReservedBytes        int64 `json:"reserved_bytes"`
 	MultimodalCacheBytes int64 `json:"multimodal_cache_bytes,omitempty"`

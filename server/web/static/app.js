@@ -140,11 +140,12 @@
 
   // budgetSegments are the parts of report.breakdown that add up to the
   // per-GPU total, in stacking order (see plan.Breakdown):
-  // total = runtime overhead + weights + reserved + multimodal cache +
-  // state + KV pool + unused.
+  // total = runtime overhead + weights + first kernel + reserved +
+  // multimodal cache + state + KV pool + unused.
   const budgetSegments = [
     ["runtime_overhead_bytes", "Runtime overhead", "#9c755f"],
     ["weights_bytes", "Weights", "#4e79a7"],
+    ["first_kernel_bytes", "First CUDA kernel", "#76b7b2"],
     ["reserved_bytes", "Reserved (activations, graphs)", "#bab0ac"],
     ["multimodal_cache_bytes", "Multimodal cache", "#b07aa1"],
     ["state_bytes", "State (Mamba)", "#f28e2b"],
