@@ -38,8 +38,8 @@ func rows(cs []fit.Configuration) []row {
 
 // llamaBase is Llama-3.1-8B on H100s with 16 GiB of weights per rank and
 // mem_fraction_static 0.835. The modelled free memory before weight load
-// is the CUDA total less the CUDA context, 81090 − 706 = 80384 MiB = 78.5
-// GiB on one GPU, and less torch.distributed's 195 MiB too, 80189 MiB =
+// is the CUDA total less the CUDA context and the first kernel, 81090 −
+// 614 − 92 = 80384 MiB = 78.5 GiB on one GPU, and less torch.distributed's 195 MiB too, 80189 MiB =
 // 78.31 GiB per rank, with two or more (sglang.PreLoadMemory).
 //
 //	1 GPU:  rest = 78.5 − 16 − 78.5·0.165 = 49.5475 GiB = 53,201,223,024 B
@@ -77,9 +77,9 @@ func TestFitKnownAnswers(t *testing.T) {
 			want: []row{
 				{"H100-80GB", 2, 1, 1, 2, "auto", 405893, 60, 98,
 					[]string{"--tp-size", "1", "--dp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "30"}},
-				{"H100-80GB", 2, 2, 1, 1, "auto", 784291, 60, 95, // NCCL over NVSwitch 2032 MiB + custom AR 26 MiB per rank
+				{"H100-80GB", 2, 2, 1, 1, "auto", 785520, 60, 95, // NCCL over NVSwitch 2032 MiB + custom AR 26 MiB per rank
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
-				{"H100-80GB", 2, 1, 2, 1, "auto", 784638, 60, 95, // NCCL 2032 MiB, no custom AR on the PP group
+				{"H100-80GB", 2, 1, 2, 1, "auto", 785867, 60, 95, // NCCL 2032 MiB, no custom AR on the PP group
 					[]string{"--tp-size", "1", "--pp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "8192", "--mem-fraction-static", "0.835", "--max-running-requests", "60"}},
 			},
 		},
@@ -444,18 +444,18 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 		{
 			// The default share is the newest profile's H100 TP 2 fraction,
 			// 0.828 (0.5.3's 0.834 plus 58 prefill graphs of 8 MiB). bf16
-			// at the safe maximum 0.93 holds the request (35,570 tokens)
-			// with the SGLang band's margin on CUDA GPUs (±1.99 %: 1.09
-			// requests keep 1.06 → 1); fp8 at 0.9 holds 41,064 tokens,
-			// 1.25 → 1.
+			// at the safe maximum 0.93 holds the request (36,118 tokens)
+			// with the SGLang band's margin on CUDA GPUs (±1.99 %: 1.10
+			// requests keep 1.08 → 1); fp8 at 0.9 holds 42,124 tokens,
+			// 1.29 → 1.
 			name: "sglang: 70B, one 32k request, two H100s",
 			opts: fit.Options{Base: plan.Request{Model: llama70}, Concurrency: 1, ContextLength: 32768, GPUs: []string{"H100"}, MaxGPUs: 2,
 				KVCacheDTypes: []string{"auto", "fp8_e4m3"}},
 			want: []share{
-				{row{"H100-80GB", 2, 2, 1, 1, "auto", 35570, 1, 1,
+				{row{"H100-80GB", 2, 2, 1, 1, "auto", 36118, 1, 1,
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "auto", "--context-length", "32768", "--mem-fraction-static", "0.93", "--max-running-requests", "1"}},
 					0.93, 0.828, "mem_fraction_static", true},
-				{row{"H100-80GB", 2, 2, 1, 1, "fp8_e4m3", 41064, 1, 1,
+				{row{"H100-80GB", 2, 2, 1, 1, "fp8_e4m3", 42124, 1, 1,
 					[]string{"--tp-size", "2", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "32768", "--mem-fraction-static", "0.9", "--max-running-requests", "1"}},
 					0.9, 0.828, "mem_fraction_static", true},
 			},
@@ -541,8 +541,8 @@ func TestFitKeepsGivenShare(t *testing.T) {
 
 // Rows that differ only by the GPU type's name are one: H100-80GB and H800
 // have the same memory, SM count and rules. The H100 PCIe has the same
-// memory but 114 SMs, so a smaller CUDA context (228 + 442 MiB, not 264 +
-// 442): more headroom, its own row.
+// memory but 114 SMs, so a smaller CUDA context (228 + 350 MiB, not 264 +
+// 350): more headroom, its own row.
 func TestFitCollapsesGPUAliases(t *testing.T) {
 	o := fit.Options{Base: llamaBase(), Concurrency: 40, ContextLength: 8192, GPUs: []string{"H100", "H800", "H100-PCIe", "A100-80GB"}}
 	res, err := fit.Run(context.Background(), o)

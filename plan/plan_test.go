@@ -100,14 +100,18 @@ func TestDefaultPlan(t *testing.T) {
 	if r.Model != "meta-llama/Llama-3.1-8B-Instruct" || r.GPU != "H100-80GB" || r.Engine != "sglang" || r.KVCacheDType != "auto" || r.ResolvedKVCacheDType != "bf16" {
 		t.Errorf("inputs: %+v", r)
 	}
-	// Modelled: pre = 81090 (CUDA total) − 706 MiB (CUDA context) = 78.50 GiB; weights ≈ 14.96 GiB.
+	// Modelled: pre = 81090 (CUDA total) − 614 MiB (CUDA context) − 92 MiB
+	// (the first kernel, inside init_torch_distributed from 0.5.8) = 78.50
+	// GiB; weights ≈ 14.96 GiB.
 	if !r.WeightsEstimated || r.Measured || r.PreLoadFreeBytes != 785<<30/10 {
 		t.Errorf("memory model: %+v", r.Breakdown)
 	}
 	// The newest profile (the default): mem_fraction_static 0.830 on an
 	// H100 at TP 1 (reserve 512 + 1.5·8192 + 128 + 2·256 + 58 prefill
 	// graphs · 8 = 13,904 MiB), 78.50 GiB × 0.005 ÷ 128 KiB ≈ 3,215 tokens
-	// fewer than the 0.5.3 profile's 0.835 (414,433 with these weights).
+	// fewer than the 0.5.3 profile's 0.835 would give, less the first
+	// kernel's 92 MiB × (1 − 0.835) = 122 tokens: 0.5.3 reads 78.59 GiB
+	// before weights and pays the 92 MiB in load_model (414,311).
 	if r.MemFractionStatic != 0.83 || r.MaxTotalNumTokens < 411000 || r.MaxTotalNumTokens > 412000 || r.MaxRunningRequests != 2048 || r.MaxConcurrencyAtContextLength != 3 {
 		t.Errorf("mfs %v tokens %d running %d conc %d", r.MemFractionStatic, r.MaxTotalNumTokens, r.MaxRunningRequests, r.MaxConcurrencyAtContextLength)
 	}
@@ -118,11 +122,11 @@ func TestDefaultPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old.MemFractionStatic != 0.835 || old.MaxTotalNumTokens-r.MaxTotalNumTokens != 414433-411217 || !strings.HasPrefix(old.SGLangProfile, "SGLang 0.5.3 is sized with the 0.5.3 profile") {
+	if old.MemFractionStatic != 0.835 || old.MaxTotalNumTokens-r.MaxTotalNumTokens != 414311-411217 || old.Breakdown.FirstKernelBytes != 92<<20 || r.Breakdown.FirstKernelBytes != 0 || !strings.HasPrefix(old.SGLangProfile, "SGLang 0.5.3 is sized with the 0.5.3 profile") {
 		t.Errorf("0.5.3: mfs %v tokens %d profile %q", old.MemFractionStatic, old.MaxTotalNumTokens, old.SGLangProfile)
 	}
 	b := r.Breakdown
-	if b.TotalBytes != b.RuntimeOverheadBytes+b.PreLoadFreeBytes || b.PreLoadFreeBytes != b.WeightsBytes+b.PostLoadFreeBytes {
+	if b.TotalBytes != b.RuntimeOverheadBytes+b.PreLoadFreeBytes || b.PreLoadFreeBytes != b.WeightsBytes+b.FirstKernelBytes+b.PostLoadFreeBytes {
 		t.Errorf("breakdown does not add up: %+v", b)
 	}
 	if got := b.ReservedBytes + b.MultimodalCacheBytes + b.StateBytes + b.KVBudgetBytes; got > b.PostLoadFreeBytes || b.PostLoadFreeBytes-got > 2 {
@@ -351,24 +355,24 @@ func TestPinnedPlanAllocs(t *testing.T) {
 
 // Without readings SGLang's free memory before weights starts from the
 // total CUDA reports, less the CUDA context (the local memory of the GPU's
-// SMs, SMs × resident threads × 1 KiB, plus 442 MiB) and, with more than one rank,
+// SMs, SMs × resident threads × 1 KiB, plus 350 MiB) and, with more than one rank,
 // NCCL's initialisation for the interconnect and the custom all-reduce's
-// buffers (sglang.PreLoadMemory); the report's breakdown starts from the
-// same total.
+// buffers, at one rank the first kernel's 92 MiB (sglang.PreLoadMemory);
+// the report's breakdown starts from the same total.
 func TestSGLangPreLoadFromCUDATotal(t *testing.T) {
 	for _, tt := range []struct {
 		gpu          string
 		tp, pp       int
 		total, preMi int64 // MiB
 	}{
-		{"H100", 1, 1, 81090, 81090 - 706},
-		{"H100", 2, 1, 81090, 81090 - 706 - 2032 - 26},           // NVSwitch NCCL, custom all-reduce at TP 2
-		{"H100", 1, 2, 81090, 81090 - 706 - 2032},                // the PP group builds no custom all-reduce
-		{"L4", 4, 1, 22559, 22559 - 87 - 442 - 195},              // 58 SMs × 1536 threads
-		{"RTX-3090", 1, 2, 24146, 24146 - 123 - 442 - 195},       // 82 × 1536
-		{"RTX-4090", 2, 1, 24207, 24207 - 192 - 442 - 195},       // 128 × 1536; GeForce: no P2P, so no custom all-reduce
-		{"A100-80GB", 4, 1, 81050, 81050 - 216 - 442 - 195 - 26}, // 108 × 2048
-		{"RTX-5080", 1, 1, 15808, 15808 - 126 - 442},             // 84 × 1536
+		{"H100", 1, 1, 81090, 81090 - 264 - 350 - 92},            // the first kernel at one rank (0.5.8 on)
+		{"H100", 2, 1, 81090, 81090 - 614 - 2032 - 26},           // NVSwitch NCCL, custom all-reduce at TP 2
+		{"H100", 1, 2, 81090, 81090 - 614 - 2032},                // the PP group builds no custom all-reduce
+		{"L4", 4, 1, 22559, 22559 - 87 - 350 - 195},              // 58 SMs × 1536 threads
+		{"RTX-3090", 1, 2, 24146, 24146 - 123 - 350 - 195},       // 82 × 1536
+		{"RTX-4090", 2, 1, 24207, 24207 - 192 - 350 - 195},       // 128 × 1536; GeForce: no P2P, so no custom all-reduce
+		{"A100-80GB", 4, 1, 81050, 81050 - 216 - 350 - 195 - 26}, // 108 × 2048
+		{"RTX-5080", 1, 1, 15808, 15808 - 126 - 350 - 92},        // 84 × 1536
 	} {
 		r, err := plan.Run(context.Background(), plan.Request{Model: "Qwen/Qwen3-8B", GPU: tt.gpu, TPSize: tt.tp, PPSize: tt.pp, WeightsMemory: units.Size(1 << 30)})
 		if err != nil {

@@ -247,11 +247,14 @@ type Fix struct {
 // Breakdown is one rank's memory budget, in bytes:
 //
 //	total = runtime_overhead + pre_load_free
-//	pre_load_free = weights + post_load_free
+//	pre_load_free = weights + first_kernel + post_load_free
 //	post_load_free = reserved + multimodal_cache + state + kv_budget
 //	kv_budget + over_budget = kv_pool + unused
 //
 // reserved is the activation / CUDA-graph slack pre·(1 − mem_fraction_static).
+// first_kernel is SGLang's first CUDA kernel when it falls after the
+// pre-load reading and the weights are not a reading (one rank before
+// 0.5.8, sglang.FirstKernelAfterPreLoadBytes); 0 otherwise.
 // over_budget is not 0 only where the engine's pool outgrows the budget it
 // was sized from (SGLang before 0.5.17 counts an fp8 DeepSeek
 // sparse-attention token at fewer bytes than it allocates): those bytes
@@ -261,6 +264,7 @@ type Breakdown struct {
 	RuntimeOverheadBytes int64 `json:"runtime_overhead_bytes"`
 	PreLoadFreeBytes     int64 `json:"pre_load_free_bytes"`
 	WeightsBytes         int64 `json:"weights_bytes"`
+	FirstKernelBytes     int64 `json:"first_kernel_bytes,omitempty"`
 	PostLoadFreeBytes    int64 `json:"post_load_free_bytes"`
 	ReservedBytes        int64 `json:"reserved_bytes"`
 	MultimodalCacheBytes int64 `json:"multimodal_cache_bytes,omitempty"`

@@ -50,6 +50,7 @@ func (sglangEngine) plan(ctx context.Context, req Request, m *catalog.Model, g g
 	b.TotalBytes = g.CUDATotalBytes() // the total SGLang's free-memory readings start from
 	b.RuntimeOverheadBytes = max(b.TotalBytes-mem.pre, 0)
 	b.PreLoadFreeBytes, b.WeightsBytes, b.PostLoadFreeBytes = mem.pre, mem.weights, mem.post
+	b.FirstKernelBytes = mem.firstKernel
 
 	in := sglangInput(&req, spec, par, g, mem.post)
 
@@ -223,6 +224,10 @@ func fillResult(rep *Report, res *sglang.Result, c *sglang.Configurator, ownLogs
 type memory struct {
 	pre, post, weights int64
 	source             weights.Source
+	// firstKernel is the first CUDA kernel's memory charged after the
+	// pre-load reading (sglang.FirstKernelAfterPreLoadBytes): a TP-1
+	// worker before 0.5.8 whose weights are not a reading.
+	firstKernel int64
 	// preLoad is the modelled free memory before weights (its terms),
 	// when modelled is true (no reading was given).
 	preLoad  sglang.PreLoad
@@ -234,17 +239,19 @@ type memory struct {
 func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *Report) (memory, error) {
 	spec := m.Spec
 	var mm memory
+	prof, _, err := sglang.ResolveProfile(req.SGLangVersion)
+	if err != nil {
+		prof, _, _ = sglang.ResolveProfile("") // Request.Validate refused an unknown version
+	}
 	mm.pre = int64(req.PreLoadFreeMemory)
 	if mm.pre == 0 {
-		era := sglang.DefaultEra
-		if prof, _, err := sglang.ResolveProfile(req.SGLangVersion); err == nil {
-			era = prof.Era
-		}
-		p := sglang.PreLoadMemoryEra(g, tp, pp, era)
+		p := sglang.PreLoadMemoryFor(g, tp, pp, prof)
 		mm.pre, mm.preLoad, mm.modelled = p.FreeBytes, p, true
 		if req.PostLoadFreeMemory == 0 {
-			rep.warn(overheadNote(p))
+			rep.warn(overheadNote(p, sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof)))
 		}
+	} else if after := sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof); after > 0 && req.PostLoadFreeMemory == 0 {
+		rep.warn(fmt.Sprintf("%d MiB of the first CUDA kernel are charged after the pre-load reading: before 0.5.8 a one-rank worker launches it inside load_model; pass --post-load-free-memory from the engine log for exact numbers", after>>20))
 	}
 	if mm.pre <= 0 {
 		return mm, fieldErr("gpu_memory", "the GPU has no memory left after the runtime overhead")
@@ -281,7 +288,11 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 			rep.warn(weightsNote(w))
 		}
 	}
-	mm.post = mm.pre - mm.weights
+	// Weights that are not a reading are the weights alone: before 0.5.8
+	// a TP-1 worker's first kernel takes its memory inside load_model,
+	// after the pre-load reading, so it is charged here.
+	mm.firstKernel = sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof)
+	mm.post = mm.pre - mm.weights - mm.firstKernel
 	if mm.post < 0 {
 		mm.post = 0
 	}
@@ -293,12 +304,16 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 var overheadNotes sync.Map // overheadKey → string
 
 type overheadKey struct {
-	ctx, local, nccl, car, qr int64
-	interconnect              string
+	ctx, local, nccl, car, qr, first, after int64
+	interconnect                            string
 }
 
-func overheadNote(p sglang.PreLoad) string {
-	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.QuickAllReduceBytes >> 20, p.Interconnect}
+// overheadNote says how the free memory before weights p was modelled;
+// after is the first kernel charged after that reading
+// (sglang.FirstKernelAfterPreLoadBytes).
+func overheadNote(p sglang.PreLoad, after int64) string {
+	first := p.DistributedBytes - p.NCCLBytes - p.CustomAllReduceBytes - p.QuickAllReduceBytes
+	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.QuickAllReduceBytes >> 20, first >> 20, after >> 20, p.Interconnect}
 	if s, ok := overheadNotes.Load(k); ok {
 		return s.(string)
 	}
@@ -315,11 +330,18 @@ func overheadNote(p sglang.PreLoad) string {
 	if k.qr > 0 {
 		dist += fmt.Sprintf(" − %d MiB quick all-reduce buffer (ROCM_QUICK_REDUCE_QUANTIZATION as SGLang's ROCm images set it)", k.qr)
 	}
+	if k.first > 0 {
+		dist += fmt.Sprintf(" − %d MiB of the first CUDA kernel (one rank, SGLang 0.5.8 on: the process groups' device tensors)", k.first)
+	}
 	ctx := fmt.Sprintf("%d MiB CUDA context", k.ctx)
 	if k.local > 0 {
 		ctx += fmt.Sprintf(" (%d MiB local memory for the GPU's SMs + %d MiB runtime and kernel images)", k.local, k.ctx-k.local)
 	}
-	s := fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %s%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", ctx, dist)
+	later := ""
+	if k.after > 0 {
+		later = fmt.Sprintf(", and %d MiB of the first CUDA kernel are charged after it (before 0.5.8 a one-rank worker launches it inside load_model)", k.after)
+	}
+	s := fmt.Sprintf("free memory before weight load is modelled as the total CUDA reports − %s%s%s; pass --pre-load-free-memory and --post-load-free-memory from the engine log for exact numbers", ctx, dist, later)
 	overheadNotes.Store(k, s)
 	return s
 }

@@ -7,7 +7,9 @@ import (
 
 // sglangBudget fills rep.Budget for an SGLang plan whose free memory
 // before weights kvcfg predicted (no --pre-load-free-memory): the device
-// total less the CUDA context, torch.distributed's initialisation, the
+// total less the CUDA context, torch.distributed's initialisation (at one
+// rank from 0.5.8 the first CUDA kernel), the first kernel after the
+// reading (one rank before 0.5.8, weights not read from the engine), the
 // weights, the share mem_fraction_static keeps out of the static pool, a
 // multimodal cache and a state pool, which leaves the KV budget
 // (docs/predict.md#sglang-the-free-memory-before-weights). The band is the SGLang table's once it holds
@@ -22,7 +24,7 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 	// One allocation for the budget and its terms (a plan's hot path).
 	buf := new(struct {
 		b     Budget
-		terms [7]BudgetTerm
+		terms [8]BudgetTerm
 		band  Band
 	})
 	b := &buf.b
@@ -31,6 +33,12 @@ func sglangBudget(rep *Report, mem memory, spec *model.Spec) {
 		BudgetTerm{Name: "cuda_context", Bytes: p.ContextBytes, Origin: "predicted"})
 	if p.DistributedBytes > 0 {
 		b.Terms = append(b.Terms, BudgetTerm{Name: "distributed_init", Bytes: p.DistributedBytes, Origin: "predicted"})
+	}
+	if mem.firstKernel > 0 {
+		// Before 0.5.8 a TP-1 worker's first CUDA kernel runs inside
+		// load_model, after the pre-load reading; weights that are not a
+		// reading leave it out (sglang.FirstKernelAfterPreLoadBytes).
+		b.Terms = append(b.Terms, BudgetTerm{Name: "first_kernel", Bytes: mem.firstKernel, Origin: "predicted"})
 	}
 	b.Terms = append(b.Terms, BudgetTerm{Name: "weights", Bytes: mem.weights, Origin: weightsOrigin},
 		BudgetTerm{Name: "reserved", Bytes: bd.ReservedBytes, Origin: "computed"})

@@ -19,7 +19,10 @@ func TestSGLangBudgetTermsAddUp(t *testing.T) {
 		req   plan.Request
 		terms string
 	}{
-		{plan.Request{Model: "Qwen/Qwen3-8B", GPU: "H100", ContextLength: 8192}, "total cuda_context weights reserved"},
+		// One rank from 0.5.8: the first kernel runs in init_torch_distributed.
+		{plan.Request{Model: "Qwen/Qwen3-8B", GPU: "H100", ContextLength: 8192}, "total cuda_context distributed_init weights reserved"},
+		// One rank before 0.5.8: it runs in load_model, after the reading.
+		{plan.Request{Model: "Qwen/Qwen3-8B", GPU: "H100", ContextLength: 8192, SGLangVersion: "0.5.6"}, "total cuda_context first_kernel weights reserved"},
 		{plan.Request{Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "H100", TPSize: 4}, "total cuda_context distributed_init weights reserved"},
 		{plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, "total cuda_context distributed_init weights reserved"},
 		{plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", GPU: "H200", TPSize: 4}, "total cuda_context distributed_init weights reserved state"},
@@ -124,5 +127,53 @@ func TestSGLangPoolOverBudget(t *testing.T) {
 		if b := rep.Breakdown; rep.CellSizeBytes != tc.cell || b.OverBudgetBytes != 0 || b.KVPoolBytes > b.KVBudgetBytes || strings.Contains(rep.Answer, "But the KV pool") {
 			t.Errorf("0.5.17, decode %q: cell %v (want %v), pool %d, budget %d, over %d, answer %q", tc.decode, rep.CellSizeBytes, tc.cell, b.KVPoolBytes, b.KVBudgetBytes, b.OverBudgetBytes, rep.Answer)
 		}
+	}
+}
+
+// An H100 at TP 1 under 0.5.6 and 0.5.8 (PR #11657): 0.5.8 reads the
+// first kernel's 92 MiB before weights (78.50 GiB), 0.5.6 in load_model
+// (78.59 GiB before weights). With weights that are not a reading the
+// 0.5.6 plan charges the 92 MiB after its reading, so at one
+// mem_fraction_static the two KV budgets differ only by the reserved
+// share of 92 MiB, 92 MiB × (1 − mem_fraction_static). Measured readings
+// hold the kernel already: nothing is charged.
+func TestSGLangFirstKernelByRelease(t *testing.T) {
+	run := func(req plan.Request) *plan.Report {
+		t.Helper()
+		req.Model, req.GPU, req.ContextLength, req.MemFractionStatic = "Qwen/Qwen3-8B", "H100", 8192, 0.85
+		rep, err := plan.Run(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	old, cur := run(plan.Request{SGLangVersion: "0.5.6"}), run(plan.Request{SGLangVersion: "0.5.8"})
+	if got := units.FormatBytes(old.PreLoadFreeBytes); got != "78.59 GiB" || old.PreLoadFreeBytes != (81090-614)<<20 {
+		t.Errorf("0.5.6 pre-load %s, want 78.59 GiB", got)
+	}
+	if got := units.FormatBytes(cur.PreLoadFreeBytes); got != "78.50 GiB" || cur.PreLoadFreeBytes != (81090-614-92)<<20 {
+		t.Errorf("0.5.8 pre-load %s, want 78.50 GiB", got)
+	}
+	if old.Breakdown.FirstKernelBytes != 92<<20 || cur.Breakdown.FirstKernelBytes != 0 || old.WeightsBytes != cur.WeightsBytes {
+		t.Errorf("first kernel after the reading: 0.5.6 %d, 0.5.8 %d (weights %d, %d)", old.Breakdown.FirstKernelBytes, cur.Breakdown.FirstKernelBytes, old.WeightsBytes, cur.WeightsBytes)
+	}
+	want := cur.AvailableKVBytes - 92<<20*15/100
+	if d := old.AvailableKVBytes - want; d < -(1<<20) || d > 1<<20 {
+		t.Errorf("KV budget 0.5.6 %s, 0.5.8 %s: want 0.5.6 = 0.5.8 − 92 MiB × 0.15", units.FormatBytes(old.AvailableKVBytes), units.FormatBytes(cur.AvailableKVBytes))
+	}
+	// Given weights are the weights alone: charged; a reading holds it: not.
+	if r := run(plan.Request{SGLangVersion: "0.5.6", WeightsMemory: units.Size(15 << 30)}); r.Breakdown.FirstKernelBytes != 92<<20 {
+		t.Errorf("--weights-memory under 0.5.6: first kernel %d", r.Breakdown.FirstKernelBytes)
+	}
+	pre := run(plan.Request{SGLangVersion: "0.5.6", PreLoadFreeMemory: units.Size((81090 - 614) << 20)})
+	if pre.Breakdown.FirstKernelBytes != 92<<20 || !slices.ContainsFunc(pre.Warnings, func(w string) bool { return strings.HasPrefix(w, "92 MiB of the first CUDA kernel") }) {
+		t.Errorf("a pre-load reading with estimated weights under 0.5.6: first kernel %d, warnings %q", pre.Breakdown.FirstKernelBytes, pre.Warnings)
+	}
+	measured := run(plan.Request{SGLangVersion: "0.5.6", PreLoadFreeMemory: units.Size((81090 - 614) << 20), PostLoadFreeMemory: units.Size(63.5 * (1 << 30))})
+	if measured.Breakdown.FirstKernelBytes != 0 || measured.PostLoadFreeBytes != int64(63.5*(1<<30)) {
+		t.Errorf("measured readings under 0.5.6: first kernel %d, post %d", measured.Breakdown.FirstKernelBytes, measured.PostLoadFreeBytes)
+	}
+	if r := run(plan.Request{SGLangVersion: "0.5.6", TPSize: 2}); r.Breakdown.FirstKernelBytes != 0 {
+		t.Errorf("TP 2 under 0.5.6: first kernel %d (NCCL's warm-up holds it)", r.Breakdown.FirstKernelBytes)
 	}
 }

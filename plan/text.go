@@ -279,9 +279,13 @@ func (r *Report) memoryRows() [][2]string {
 		{"runtime overhead", gib(b.RuntimeOverheadBytes)},
 		{"free before weights", gib(b.PreLoadFreeBytes)},
 		{"weights", gib(b.WeightsBytes) + " (" + r.WeightsSource + ")"},
-		{"free after weights", gib(b.PostLoadFreeBytes)},
-		{"reserved (activations, CUDA graphs)", gib(b.ReservedBytes)},
 	}
+	if b.FirstKernelBytes > 0 {
+		rows = append(rows, [2]string{"first CUDA kernel (in load_model)", gib(b.FirstKernelBytes)})
+	}
+	rows = append(rows,
+		[2]string{"free after weights", gib(b.PostLoadFreeBytes)},
+		[2]string{"reserved (activations, CUDA graphs)", gib(b.ReservedBytes)})
 	if b.MultimodalCacheBytes > 0 {
 		rows = append(rows, [2]string{"multimodal cache", gib(b.MultimodalCacheBytes)})
 	}

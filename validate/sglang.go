@@ -8,10 +8,12 @@ import (
 )
 
 // predictSGLang predicts an SGLang run from what is known before launch.
-// The free memory before weights is modelled (sglang.PreLoadMemory: the
-// catalog's CUDA-visible total less the CUDA context and, with more than
-// one rank, torch.distributed's initialisation); the weights are the
-// run's "Load weight end ... mem usage" reading, exact, because the table
+// The free memory before weights is modelled (sglang.PreLoadMemoryFor
+// under the run's release: the catalog's CUDA-visible total less the CUDA
+// context and torch.distributed's initialisation, at one rank from 0.5.8
+// the first kernel's); the weights are the run's "Load weight end ... mem
+// usage" reading, exact (before 0.5.8 at one rank it holds the first
+// kernel, which a measured reading needs no term for), because the table
 // judges the budget, not the weight count (a user plans them from the
 // checkpoint's safetensors headers). The post-load free memory is then
 // pre − weights, and SGLang's own rules (the default mem_fraction_static
@@ -36,7 +38,7 @@ func predictSGLang(r Run) (Row, error) {
 	if err != nil {
 		return row, fmt.Errorf("validate: %s: %w", r.ID, err)
 	}
-	pre := sglang.PreLoadMemoryEra(g, r.TP, r.PP, prof.Era)
+	pre := sglang.PreLoadMemoryFor(g, r.TP, r.PP, prof)
 	weights := int64(math.Round(r.WeightsGiB * gib))
 	in := sglang.Input{
 		Spec: s, Parallel: sglang.Parallel{TP: max(r.TP, 1), PP: max(r.PP, 1), DP: 1}, Version: r.Version,

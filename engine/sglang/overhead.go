@@ -11,7 +11,11 @@ import "github.com/kvcfg/kvcfg/gpu"
 // pre_model_load_memory is torch.cuda.mem_get_info's free memory, the MIN
 // over ranks ("Load weight begin. avail mem=Y GB"). So
 //
-//	pre = CUDA-visible total − CUDA context − torch.distributed init (TP × PP > 1)
+//	pre = CUDA-visible total − CUDA context − torch.distributed init
+//
+// where torch.distributed's init is NCCL's and the all-reduces' above one
+// rank and, at one rank from 0.5.8 on, the first CUDA kernel's
+// (TP1FirstKernelMiB).
 //
 // with the total CUDA reports (gpu.GPU.CUDATotalMiB: 81090 MiB on an H100
 // 80GB HBM3, not nvidia-smi's 81559).
@@ -20,8 +24,28 @@ const (
 	// catalog does not know (AMD, a GPU given by its memory): what
 	// docs/sglang.md#ex1's H100 (81090 MiB CUDA total) loses before
 	// "Load weight begin. avail mem=78.50 GB" at TP 1, 81090 − 80384 =
-	// 706 MiB. A catalog NVIDIA GPU's context is CUDAContextBytes.
-	CUDAContextMiB int64 = 706
+	// 706 MiB, less the first kernel's TP1FirstKernelMiB that reading
+	// holds: 614 MiB. A catalog NVIDIA GPU's context is CUDAContextBytes.
+	CUDAContextMiB int64 = 706 - TP1FirstKernelMiB
+	// TP1FirstKernelMiB is what a TP-1 worker's first CUDA kernel takes
+	// inside init_torch_distributed from 0.5.8 on: GroupCoordinator
+	// (distributed/parallel_state.py) allocates its active_ranks mask with
+	// torch.ones on the device for every group it builds (PR #11657,
+	// merged 2026-01-20), the worker's first kernel at one rank
+	// (torch.distributed builds no NCCL communicator there, and
+	// PyNcclCommunicator and the custom all-reduce exist only above one
+	// rank). The masks share one 2 MiB block of the caching allocator; the
+	// rest is what the driver and the lazily loaded kernel images take at
+	// a process's first launch, which no SGLang line sizes, so the figure
+	// is the logs': "Init torch distributed ends. mem usage=0.09 GB" on
+	// H100s at TP 1 (SGLang's docs CI, 2026-02; an H100 node, 2026-08),
+	// 0.00 on 0.5.6. Before 0.5.8 the same first kernel ran inside
+	// load_model, so a measured weight reading holds it there. Above one
+	// rank PyNcclCommunicator's warm-up all-reduce (device_communicators/
+	// pynccl.py, every release) ran the first kernels inside
+	// init_torch_distributed already, so the NCCL figures below, read from
+	// "mem usage", hold it: it is charged at TP × PP = 1 only.
+	TP1FirstKernelMiB int64 = 92
 	// DistributedInitMiB is what NCCL takes on a CUDA rank over PCIe when
 	// TP × PP > 1: the communicators SGLang builds eagerly (the world
 	// group's and the TP or PP group's PyNcclCommunicator, each with a
@@ -99,13 +123,15 @@ const (
 // its first reading (torch sets CUDA_MODULE_LOADING=LAZY, so a module
 // loads when it is first used). Neither SGLang's source nor the GPU fixes
 // it: the driver, CUDA and the libraries' releases do, so it is read from
-// a log, the H100 at TP 1 of 2026 (706 MiB, less 264 MiB of local memory).
-// The other public runs put it at 190 MiB (4 × L4, 0.4.3), 258 MiB (8 ×
-// H200, PR #11716, 2025-10) and 303 MiB (4 × RTX PRO 6000, issue #40558,
-// 2026-09): older releases load less, but four runs on four GPUs do not
-// separate the release from the driver and the architecture, so the figure
-// is one for every era (docs/predict.md).
-const RuntimeImagesMiB int64 = 442
+// a log, the H100 at TP 1 of 2026: 706 MiB lost before weights, less 264
+// MiB of local memory and the first kernel's TP1FirstKernelMiB, which that
+// release reads inside init_torch_distributed: 350 MiB. The other public
+// runs put it at 190 MiB (4 × L4, 0.4.3), 258 MiB (8 × H200, PR #11716,
+// 2025-10) and 303 MiB (4 × RTX PRO 6000, issue #40558, 2026-09): older
+// releases load less, but four runs on four GPUs do not separate the
+// release from the driver and the architecture, so the figure is one for
+// every era (docs/predict.md).
+const RuntimeImagesMiB int64 = 706 - 264 - TP1FirstKernelMiB
 
 // CUDAContextBytes returns the CUDA context a worker holds when
 // init_torch_distributed reads its free memory (set_device has created it
@@ -229,7 +255,8 @@ type PreLoad struct {
 	// part of ContextBytes; 0 where the SM count is unknown.
 	LocalMemoryBytes int64 `json:"local_memory_bytes"`
 	// DistributedBytes is torch.distributed/NCCL initialisation, NCCL's
-	// and the custom all-reduce's together; 0 at one rank.
+	// and the custom all-reduce's together; at one rank the first
+	// kernel's TP1FirstKernelMiB from 0.5.8 on, else 0.
 	DistributedBytes int64 `json:"distributed_bytes"`
 	// NCCLBytes is NCCL's (RCCL's) part of DistributedBytes.
 	NCCLBytes int64 `json:"nccl_bytes"`
@@ -248,24 +275,36 @@ type PreLoad struct {
 }
 
 // PreLoadMemory models pre_model_load_memory on g for TP × PP ranks with
-// the default (newest) SGLang profile; see PreLoadMemoryEra.
+// the default (newest) SGLang profile; see PreLoadMemoryFor.
 func PreLoadMemory(g gpu.GPU, tp, pp int) PreLoad {
-	return PreLoadMemoryEra(g, tp, pp, DefaultEra)
+	return PreLoadMemoryFor(g, tp, pp, defaultProfile)
 }
 
-// PreLoadMemoryEra models pre_model_load_memory on g for TP × PP ranks
-// under the era's custom all-reduce: the CUDA-visible total
-// (g.CUDATotalBytes) less the CUDA context and, with more than one rank,
-// NCCL's initialisation for the interconnect plus the custom all-reduce's
-// buffers; on ROCm RCCL by the TP group's size (RCCLMiB), aiter's custom
-// all-reduce and the quick all-reduce (SGLang's ROCm images' environment).
+// PreLoadMemoryEra is PreLoadMemoryFor with the newest release of era.
 func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
+	return preLoadMemory(g, tp, pp, era, eraRules(era, nil))
+}
+
+// PreLoadMemoryFor models pre_model_load_memory on g for TP × PP ranks
+// under prof's release: the CUDA-visible total (g.CUDATotalBytes) less the
+// CUDA context and, with more than one rank, NCCL's initialisation for the
+// interconnect plus the custom all-reduce's buffers; on ROCm RCCL by the
+// TP group's size (RCCLMiB), aiter's custom all-reduce and the quick
+// all-reduce (SGLang's ROCm images' environment). At one rank from 0.5.8
+// on it is the first kernel's TP1FirstKernelMiB.
+func PreLoadMemoryFor(g gpu.GPU, tp, pp int, prof Profile) PreLoad {
+	return preLoadMemory(g, tp, pp, prof.Era, prof.rules)
+}
+
+// preLoadMemory is PreLoadMemoryFor under era's and the release's rules.
+func preLoadMemory(g gpu.GPU, tp, pp int, era Era, r rules) PreLoad {
 	tp, pp = max(tp, 1), max(pp, 1)
 	p := PreLoad{TotalBytes: g.CUDATotalBytes(), ContextBytes: CUDAContextBytes(g), LocalMemoryBytes: g.LocalMemoryBytes(), Interconnect: interconnect(g)}
 	if g.Platform == "hip" {
 		p.Interconnect = "xgmi"
 	}
-	if tp*pp > 1 {
+	switch {
+	case tp*pp > 1:
 		switch {
 		case g.Platform == "hip":
 			p.NCCLBytes = RCCLMiB(tp) << 20
@@ -277,9 +316,33 @@ func PreLoadMemoryEra(g gpu.GPU, tp, pp int, era Era) PreLoad {
 		}
 		p.CustomAllReduceBytes = CustomAllReduceMiB(g, tp, era) << 20
 		p.DistributedBytes = p.NCCLBytes + p.CustomAllReduceBytes + p.QuickAllReduceBytes
+	case r.groupDeviceTensor:
+		p.DistributedBytes = TP1FirstKernelMiB << 20
 	}
 	p.FreeBytes = max(p.TotalBytes-p.ContextBytes-p.DistributedBytes, 0)
 	return p
+}
+
+// FirstKernelAfterPreLoadBytes returns the first kernel's memory that
+// falls between the pre-load and the post-load readings under prof's
+// release at TP × PP ranks: TP1FirstKernelMiB at one rank before 0.5.8,
+// else 0. Before PR #11657 (0.5.8) a TP-1 worker launches no kernel in
+// init_torch_distributed (its logs print "mem usage=0.00 GB"); its first
+// launch comes in ModelRunner.load_model, where the model is built and
+// its weights are filled under the device context
+// (model_executor/model_runner.py, model_loader/loader.py), so the
+// driver's and the lazily loaded kernel images' share lands in the
+// weights' "mem usage" and a measured weight reading (pre − post) holds
+// it. A weight figure that is not a reading (an estimate, the
+// safetensors bytes, a given size) is the weights alone, so a plan
+// charges this after the pre-load reading. From 0.5.8 on, and above one
+// rank in every release (PyNcclCommunicator's warm-up), the pre-load
+// reading holds it.
+func FirstKernelAfterPreLoadBytes(tp, pp int, prof Profile) int64 {
+	if max(tp, 1)*max(pp, 1) > 1 || prof.groupDeviceTensor {
+		return 0
+	}
+	return TP1FirstKernelMiB << 20
 }
 
 // PreLoadFreeBytes returns SGLang's modelled free memory (bytes) before

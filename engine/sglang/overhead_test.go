@@ -24,30 +24,33 @@ func TestPreLoadFree(t *testing.T) {
 // The terms from the catalog's CUDA-visible total, as SGLang's logs print
 // them ("Load weight begin. avail mem=Y GB", formatted %.2f of GiB). The
 // context is the local-memory reservation (SMs × resident threads × 1 KiB)
-// plus 442 MiB of runtime and kernel images. The arithmetic, in MiB:
+// plus 350 MiB of runtime and kernel images; at one rank the newest
+// releases add the first kernel's 92 MiB (TP1FirstKernelMiB), which the
+// NCCL figures hold above one rank. The arithmetic, in MiB:
 //
-//	H100 TP 8:  81090 − (264 + 442) − 2032 NCCL (NVSwitch) − 26 custom AR = 78326 = 76.49 GiB
-//	H100 TP 2:  the same 78326 (custom AR at TP 2 too)
-//	H100 TP 3:  81090 − 706 − 2032 = 78352 = 76.52 GiB (3 is no custom-AR world size)
-//	H100 PP 4:  the same 78352: the PP group builds no custom all-reduce
-//	H100 TP 8, 0.4: 81090 − 706 − 2032 − 28 = 78324 = 76.49 GiB
-//	H200 TP 8:  143165 − 706 − 2058 = 140401 = 137.11 GiB
-//	A100 TP 4:  81050 − (216 + 442) − 195 − 26 = 80171 = 78.29 GiB (NVLink: custom AR;
+//	H100 TP 1:  81090 − (264 + 350) − 92 = 80384 = 78.50 GiB
+//	H100 TP 8:  81090 − 614 − 2032 NCCL (NVSwitch) − 26 custom AR = 78418 = 76.58 GiB
+//	H100 TP 2:  the same 78418 (custom AR at TP 2 too)
+//	H100 TP 3:  81090 − 614 − 2032 = 78444 = 76.61 GiB (3 is no custom-AR world size)
+//	H100 PP 4:  the same 78444: the PP group builds no custom all-reduce
+//	H100 TP 8, 0.4: 81090 − 614 − 2032 − 28 = 78416 = 76.58 GiB
+//	H200 TP 8:  143165 − 614 − 2058 = 140493 = 137.20 GiB
+//	A100 TP 4:  81050 − (216 + 350) − 195 − 26 = 80263 = 78.38 GiB (NVLink: custom AR;
 //	            no public log of its NCCL term, so the PCIe figure)
-//	RTX 4090 TP 2: 24207 − (192 + 442) − 195 = 23378 = 22.83 GiB (GeForce has no
+//	RTX 4090 TP 2: 24207 − (192 + 350) − 195 = 23470 = 22.92 GiB (GeForce has no
 //	            P2P, so no custom all-reduce)
-//	L4 TP 4, 0.4: 22559 − (87 + 442) − 195 = 21835 = 21.32 GiB (0.4.3's log: 21.63)
-//	L4 PP 4:    22559 − (87 + 442) − 195 = 21835 = 21.32 GiB
-//	RTX 3090 TP 1: 24146 − (123 + 442) = 23581 = 23.03 GiB
-//	MI300X TP 8: 196288 − 706 − 3528 RCCL (8 ranks) − 3082 aiter custom AR
-//	            − 4098 quick AR = 184874 = 180.54 GiB (HIP: no SM count, the
-//	            H100's 706 MiB context)
-//	MI300X TP 4: 196288 − 706 − 1329 − 3082 − 4098 = 187073 = 182.69 GiB
-//	MI300X TP 6: 196288 − 706 − 1329 − 3082 = 191171 = 186.69 GiB (no quick AR
+//	L4 TP 4, 0.4: 22559 − (87 + 350) − 195 = 21927 = 21.41 GiB (0.4.3's log: 21.63)
+//	L4 PP 4:    22559 − (87 + 350) − 195 = 21927 = 21.41 GiB
+//	RTX 3090 TP 1: 24146 − (123 + 350) − 92 = 23581 = 23.03 GiB
+//	MI300X TP 8: 196288 − 614 − 3528 RCCL (8 ranks) − 3082 aiter custom AR
+//	            − 4098 quick AR = 184966 = 180.63 GiB (HIP: no SM count, the
+//	            H100's 614 MiB context)
+//	MI300X TP 4: 196288 − 614 − 1329 − 3082 − 4098 = 187165 = 182.78 GiB
+//	MI300X TP 6: 196288 − 614 − 1329 − 3082 = 191263 = 186.78 GiB (no quick AR
 //	            at 6)
-//	MI300X TP 8, 0.5.3: 196288 − 706 − 3528 − 394 = 191660 = 187.17 GiB (aiter's
+//	MI300X TP 8, 0.5.3: 196288 − 614 − 3528 − 394 = 191752 = 187.26 GiB (aiter's
 //	            128 MiB custom AR, no quick AR)
-//	MI300X PP 2: 196288 − 706 − 1329 = 194253 = 189.70 GiB (the PP group builds
+//	MI300X PP 2: 196288 − 614 − 1329 = 194345 = 189.79 GiB (the PP group builds
 //	            neither all-reduce)
 func TestPreLoadMemory(t *testing.T) {
 	for _, tt := range []struct {
@@ -56,41 +59,42 @@ func TestPreLoadMemory(t *testing.T) {
 		era         sglang.Era
 		avail       string // GiB
 		ctx         int64  // MiB
+		first       int64  // MiB, the first kernel at one rank
 		nccl, car   int64  // MiB
 		interconect string
 		qr          int64 // MiB
 	}{
-		{"H100", 1, 1, sglang.EraLatest, "78.50", 706, 0, 0, "nvswitch", 0},
-		{"H100", 8, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch", 0},
-		{"H100", 2, 1, sglang.EraLatest, "76.49", 706, 2032, 26, "nvswitch", 0},
-		{"H100", 3, 1, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch", 0},
-		{"H100", 1, 4, sglang.EraLatest, "76.52", 706, 2032, 0, "nvswitch", 0},
-		{"H100", 8, 1, sglang.Era04, "76.49", 706, 2032, 28, "nvswitch", 0},
-		{"H200", 1, 1, sglang.EraLatest, "139.12", 706, 0, 0, "nvswitch", 0},
-		{"H200", 8, 1, sglang.EraLatest, "137.11", 706, 2032, 26, "nvswitch", 0},
-		{"A100-80GB", 4, 1, sglang.EraLatest, "78.29", 658, 195, 26, "nvlink", 0},
-		{"RTX-4090", 2, 1, sglang.EraLatest, "22.83", 634, 195, 0, "pcie", 0},
-		{"L4", 4, 1, sglang.Era04, "21.32", 529, 195, 0, "pcie", 0},
-		{"L4", 1, 4, sglang.EraLatest, "21.32", 529, 195, 0, "pcie", 0},
-		{"RTX-3090", 1, 1, sglang.EraLatest, "23.03", 565, 0, 0, "pcie", 0},
-		{"MI300X", 8, 1, sglang.EraLatest, "180.54", 706, 3528, 3082, "xgmi", 4098},
-		{"MI300X", 4, 1, sglang.Era0510, "182.69", 706, 1329, 3082, "xgmi", 4098},
-		{"MI300X", 6, 1, sglang.EraLatest, "186.69", 706, 1329, 3082, "xgmi", 0},
-		{"MI300X", 8, 1, sglang.Era053, "187.17", 706, 3528, 394, "xgmi", 0},
-		{"MI300X", 1, 2, sglang.EraLatest, "189.70", 706, 1329, 0, "xgmi", 0},
-		{"MI355X", 1, 1, sglang.EraLatest, "287.29", 706, 0, 0, "xgmi", 0},
+		{"H100", 1, 1, sglang.EraLatest, "78.50", 614, 92, 0, 0, "nvswitch", 0},
+		{"H100", 8, 1, sglang.EraLatest, "76.58", 614, 0, 2032, 26, "nvswitch", 0},
+		{"H100", 2, 1, sglang.EraLatest, "76.58", 614, 0, 2032, 26, "nvswitch", 0},
+		{"H100", 3, 1, sglang.EraLatest, "76.61", 614, 0, 2032, 0, "nvswitch", 0},
+		{"H100", 1, 4, sglang.EraLatest, "76.61", 614, 0, 2032, 0, "nvswitch", 0},
+		{"H100", 8, 1, sglang.Era04, "76.58", 614, 0, 2032, 28, "nvswitch", 0},
+		{"H200", 1, 1, sglang.EraLatest, "139.12", 614, 92, 0, 0, "nvswitch", 0},
+		{"H200", 8, 1, sglang.EraLatest, "137.20", 614, 0, 2032, 26, "nvswitch", 0},
+		{"A100-80GB", 4, 1, sglang.EraLatest, "78.38", 566, 0, 195, 26, "nvlink", 0},
+		{"RTX-4090", 2, 1, sglang.EraLatest, "22.92", 542, 0, 195, 0, "pcie", 0},
+		{"L4", 4, 1, sglang.Era04, "21.41", 437, 0, 195, 0, "pcie", 0},
+		{"L4", 1, 4, sglang.EraLatest, "21.41", 437, 0, 195, 0, "pcie", 0},
+		{"RTX-3090", 1, 1, sglang.EraLatest, "23.03", 473, 92, 0, 0, "pcie", 0},
+		{"MI300X", 8, 1, sglang.EraLatest, "180.63", 614, 0, 3528, 3082, "xgmi", 4098},
+		{"MI300X", 4, 1, sglang.Era0510, "182.78", 614, 0, 1329, 3082, "xgmi", 4098},
+		{"MI300X", 6, 1, sglang.EraLatest, "186.78", 614, 0, 1329, 3082, "xgmi", 0},
+		{"MI300X", 8, 1, sglang.Era053, "187.26", 614, 0, 3528, 394, "xgmi", 0},
+		{"MI300X", 1, 2, sglang.EraLatest, "189.79", 614, 0, 1329, 0, "xgmi", 0},
+		{"MI355X", 1, 1, sglang.EraLatest, "287.29", 614, 92, 0, 0, "xgmi", 0},
 	} {
 		g, err := gpu.Lookup(tt.gpu)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := sglang.PreLoadMemoryEra(g, tt.tp, tt.pp, tt.era)
-		want := g.CUDATotalMiB<<20 - tt.ctx<<20 - (tt.nccl+tt.car+tt.qr)<<20
+		want := g.CUDATotalMiB<<20 - tt.ctx<<20 - (tt.first+tt.nccl+tt.car+tt.qr)<<20
 		if got := gib2(p.FreeBytes); got != tt.avail || p.FreeBytes != want || p.ContextBytes != tt.ctx<<20 ||
 			p.ContextBytes != sglang.CUDAContextBytes(g) || p.LocalMemoryBytes != g.LocalMemoryBytes() ||
 			p.NCCLBytes != tt.nccl<<20 || p.CustomAllReduceBytes != tt.car<<20 || p.QuickAllReduceBytes != tt.qr<<20 ||
 			p.Interconnect != tt.interconect || p.TotalBytes != g.CUDATotalMiB<<20 ||
-			p.DistributedBytes != p.NCCLBytes+p.CustomAllReduceBytes+p.QuickAllReduceBytes {
+			p.DistributedBytes != p.NCCLBytes+p.CustomAllReduceBytes+p.QuickAllReduceBytes+tt.first<<20 {
 			t.Errorf("%s TP %d PP %d %s: %+v (avail %s GiB), want avail %s GiB, context %d MiB, NCCL %d MiB, custom AR %d MiB, quick AR %d MiB, %s",
 				tt.gpu, tt.tp, tt.pp, tt.era, p, got, tt.avail, tt.ctx, tt.nccl, tt.car, tt.qr, tt.interconect)
 		}
@@ -100,7 +104,7 @@ func TestPreLoadMemory(t *testing.T) {
 	if sglang.PreLoadMemory(g, 8, 1) != sglang.PreLoadMemoryEra(g, 8, 1, sglang.DefaultEra) {
 		t.Error("PreLoadMemory is not PreLoadMemoryEra with the default era")
 	}
-	// The context: local memory plus the runtime images; the H100's 706 MiB
+	// The context: local memory plus the runtime images; the H100's 614 MiB
 	// for a GPU without an SM count.
 	if got := sglang.CUDAContextBytes(g); got != g.LocalMemoryBytes()+sglang.RuntimeImagesMiB<<20 || got != sglang.CUDAContextMiB<<20 {
 		t.Errorf("H100 context %d", got)
@@ -135,9 +139,9 @@ func TestPreLoadPublicRuns(t *testing.T) {
 		// context 277 MiB logged, 529 modelled; NCCL 133 logged, 195 modelled.
 		{"4 × L4 TP 4, 0.4.3", "L4", 4, sglang.Era04, 21.63, 0.13, false, 1.5},
 		// https://github.com/sgl-project/sglang/issues/40558 (2026-09), 4 × RTX
-		// PRO 6000 (sm_120): context 585 MiB logged, 724 modelled; NCCL 399
-		// logged, 195 modelled; the two errors offset.
-		{"4 × RTX PRO 6000 TP 4, issue #40558", "RTX-PRO-6000", 4, sglang.EraLatest, 94.01, 0.39, false, 0.1},
+		// PRO 6000 (sm_120): context 585 MiB logged, 632 modelled; NCCL 399
+		// logged, 195 modelled.
+		{"4 × RTX PRO 6000 TP 4, issue #40558", "RTX-PRO-6000", 4, sglang.EraLatest, 94.01, 0.39, false, 0.2},
 		// ROCm, SGLang's ROCm images. https://github.com/ajith-sirra-amd/Issues
 		// (GLM-5-FP8-MI355X-SGLANG-ERROR.md, 2026-02), 8 × MI355X on
 		// v0.5.8.post1: aiter's 128 MiB custom all-reduce, the quick
@@ -146,7 +150,7 @@ func TestPreLoadPublicRuns(t *testing.T) {
 		// https://github.com/sgl-project/sglang/issues/25118 (2026-05), 4 ×
 		// MI300X at TP 4 (DP attention): its RCCL figure below 8 ranks is the
 		// model's.
-		{"4 × MI300X TP 4, issue #25118", "MI300X", 4, sglang.Era0510, 182.61, 8.31, true, 0.05},
+		{"4 × MI300X TP 4, issue #25118", "MI300X", 4, sglang.Era0510, 182.61, 8.31, true, 0.1},
 		// Jacob0226/SGLang-benchmarks (2026-05), 0.5.12 on MI355X, held out:
 		// aiter's 1 GiB custom all-reduce and the quick all-reduce.
 		{"2 × MI355X TP 2, 0.5.12", "MI355X", 2, sglang.Era0510, 279.13, 8.18, false, 0.1},
@@ -231,6 +235,37 @@ func TestQuickAllReduceAndRCCL(t *testing.T) {
 	for tp, want := range map[int]int64{1: 1329, 2: 1329, 4: 1329, 6: 1329, 8: 3528, 16: 3528} {
 		if got := sglang.RCCLMiB(tp); got != want {
 			t.Errorf("RCCL at TP %d: %d MiB, want %d", tp, got, want)
+		}
+	}
+}
+
+// The first kernel by release (PR #11657, 0.5.8): at one rank 0.5.8 reads
+// it before weights (78.50 GiB on an H100), 0.5.6 inside load_model
+// (78.59 GiB before weights, 92 MiB after); above one rank NCCL's figure
+// holds it in every release.
+func TestFirstKernelByRelease(t *testing.T) {
+	g, _ := gpu.Lookup("H100")
+	for _, tt := range []struct {
+		version     string
+		tp          int
+		avail       string
+		dist, after int64 // MiB
+	}{
+		{"0.5.6", 1, "78.59", 0, 92},
+		{"0.5.7", 1, "78.59", 0, 92},
+		{"0.5.8", 1, "78.50", 92, 0},
+		{"0.5.10", 1, "78.50", 92, 0},
+		{"0.5.6", 2, "76.58", 2032 + 26, 0},
+		{"0.5.8", 2, "76.58", 2032 + 26, 0},
+	} {
+		prof, _, err := sglang.ResolveProfile(tt.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sglang.PreLoadMemoryFor(g, tt.tp, 1, prof)
+		after := sglang.FirstKernelAfterPreLoadBytes(tt.tp, 1, prof)
+		if got := gib2(p.FreeBytes); got != tt.avail || p.DistributedBytes != tt.dist<<20 || after != tt.after<<20 {
+			t.Errorf("%s TP %d: avail %s GiB, distributed %d, after %d; want %s, %d MiB, %d MiB", tt.version, tt.tp, got, p.DistributedBytes, after, tt.avail, tt.dist, tt.after)
 		}
 	}
 }

@@ -136,6 +136,13 @@ type rules struct {
 	// flashmla_auto / flashmla_kv (656-byte row) and bf16 flashmla_sparse
 	// for both.
 	nsaFP8TRTLLM bool
+	// groupDeviceTensor: every GroupCoordinator allocates its active_ranks
+	// mask on the device (distributed/parallel_state.py, PR #11657, merged
+	// 2026-01-20, first released in 0.5.8), so at TP × PP = 1 the worker's
+	// first CUDA kernel runs inside init_torch_distributed and its memory
+	// is read before weights (TP1FirstKernelMiB); before, it fell inside
+	// load_model.
+	groupDeviceTensor bool
 }
 
 // Version is a parsed SGLang version: major.minor.patch, an rc number (a
@@ -244,6 +251,11 @@ var eraStarts = []struct {
 // DeepSeek sparse-attention token at the bytes its pool allocates (PR #31992).
 var dsaFP8CountedFrom = v(0, 5, 17)
 
+// groupDeviceTensorFrom is the first release whose GroupCoordinator
+// allocates a device tensor (PR #11657, 2026-01-20; the ROCm images moved
+// from v0.5.6.post2 to v0.5.8 on 2026-01-26, docker/rocm.Dockerfile).
+var groupDeviceTensorFrom = v(0, 5, 8)
+
 // versionGates are single changes inside an era: rule on from first.
 var versionGates = []struct {
 	first Version
@@ -254,6 +266,7 @@ var versionGates = []struct {
 	{nsaFP8TRTLLMFrom, func(r *rules) { r.nsaFP8TRTLLM = true }},   // trtllm DSA default on Blackwell
 	{dsaFP8CountedFrom, func(r *rules) { r.dsaFP8Counted = true }}, // PR #31992
 	{v(0, 5, 18), func(r *rules) { r.mmReserve = true }},           // PR #34141
+	{groupDeviceTensorFrom, func(r *rules) { r.groupDeviceTensor = true }},
 }
 
 // defaultProfile is ResolveProfile(""), built once.

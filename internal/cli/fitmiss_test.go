@@ -36,7 +36,7 @@ func TestFitClosestMissAgreesWithFlags(t *testing.T) {
 	if want := "holds 15 of the 32 requests (46%) with --mem-fraction-static 0.93"; short != want {
 		t.Errorf("shortfall %q, want %q", short, want)
 	}
-	if !strings.Contains(line("serves:"), "15 requests of 32,768 tokens, or 32 requests of up to 15,368 tokens") {
+	if !strings.Contains(line("serves:"), "15 requests of 32,768 tokens, or 32 requests of up to 15,401 tokens") {
 		t.Errorf("serves %q", line("serves:"))
 	}
 	// Each set of flags, planned with its target, serves it.

@@ -140,12 +140,13 @@
 
   // budgetSegments are the parts of report.breakdown that add up to the
   // per-GPU total, in stacking order (see plan.Breakdown):
-  // total = runtime overhead + weights + reserved + multimodal cache +
-  // state + KV pool + unused (reserved less over_budget_bytes where the
-  // pool outgrows its budget).
+  // total = runtime overhead + weights + first kernel + reserved +
+  // multimodal cache + state + KV pool + unused (reserved less
+  // over_budget_bytes where the pool outgrows its budget).
   const budgetSegments = [
     ["runtime_overhead_bytes", "Runtime overhead", "#9c755f"],
     ["weights_bytes", "Weights", "#4e79a7"],
+    ["first_kernel_bytes", "First CUDA kernel", "#76b7b2"],
     ["reserved_bytes", "Reserved (activations, graphs)", "#bab0ac"],
     ["multimodal_cache_bytes", "Multimodal cache", "#b07aa1"],
     ["state_bytes", "State (Mamba)", "#f28e2b"],
