@@ -25,8 +25,8 @@ func TestAttentionBackendRule(t *testing.T) {
 		{"ROCm aiter default", plan.Request{Model: "Qwen/Qwen3-30B-A3B", GPU: "MI355X", ContextLength: 32768}, 0.77435, 1, 1808753},
 		{"ROCm triton", plan.Request{Model: "Qwen/Qwen3-30B-A3B", GPU: "MI355X", ContextLength: 32768, AttentionBackend: "triton"}, 0.911, 1, 2237564},
 		// DeepSeek-V3 on H200: fa3's page 1, flashmla's page 64.
-		{"MLA default fa3", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, 0.886, 1, 660291}, // 8 × H200: NCCL over NVSwitch 2032 + custom AR 26 MiB before weights (was 195)
-		{"MLA flashmla", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8, AttentionBackend: "flashmla"}, 0.886, 64, 660288},
+		{"MLA default fa3", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8}, 0.886, 1, 670576}, // 8 × H200: NCCL over NVSwitch 1254 + custom AR 26 MiB before weights
+		{"MLA flashmla", plan.Request{Model: "deepseek-ai/DeepSeek-V3", GPU: "H200", TPSize: 8, AttentionBackend: "flashmla"}, 0.886, 64, 670528},
 		// B200: every MHA model defaults to trtllm_mha (page 64); flashinfer keeps page 1.
 		// (148 SMs: a 738 MiB CUDA context, 296 MiB of it local memory.)
 		{"Blackwell trtllm_mha default", plan.Request{GPU: "B200"}, 0.854, 64, 1120128},

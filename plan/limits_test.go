@@ -21,10 +21,10 @@ func TestVerdictLimitsRule(t *testing.T) {
 	}{
 		{"SGLang: the Mamba state pool, lifted by SGLang's other remedy",
 			plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4, ContextLength: 2048, MaxRunningRequests: 400, Concurrency: 400},
-			"bound by mamba_state_pool=224 [max_running_requests=400 kv_capacity=589497 mamba_state_pool=224 kv_pool=575] lift --mamba-ssm-dtype bfloat16 → 400 bound by max_running_requests serves"},
+			"bound by mamba_state_pool=229 [max_running_requests=400 kv_capacity=604107 mamba_state_pool=229 kv_pool=589] lift --mamba-ssm-dtype bfloat16 → 400 bound by max_running_requests serves"},
 		{"SGLang: the KV pool at the context length",
 			plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4, ContextLength: 8192, MaxRunningRequests: 400, Concurrency: 400},
-			"bound by kv_pool=143 [max_running_requests=400 kv_capacity=589497 mamba_state_pool=224 kv_pool=143] lift --kv-cache-dtype fp8_e4m3 → 224 bound by mamba_state_pool"},
+			"bound by kv_pool=147 [max_running_requests=400 kv_capacity=604107 mamba_state_pool=229 kv_pool=147] lift --kv-cache-dtype fp8_e4m3 → 229 bound by mamba_state_pool"},
 		{"SGLang: the heuristic cap",
 			plan.Request{Model: "meta-llama/Llama-3.2-1B-Instruct", ContextLength: 256, Concurrency: 5000},
 			"bound by heuristic_estimate=4096 [kv_capacity=1029785 heuristic_estimate=4096 kv_pool=8045] lift --max-running-requests 8045 → 8045 bound by max_running_requests serves"},

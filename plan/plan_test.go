@@ -366,8 +366,8 @@ func TestSGLangPreLoadFromCUDATotal(t *testing.T) {
 		total, preMi int64 // MiB
 	}{
 		{"H100", 1, 1, 81090, 81090 - 264 - 350 - 92},            // the first kernel at one rank (0.5.8 on)
-		{"H100", 2, 1, 81090, 81090 - 614 - 2032 - 26},           // NVSwitch NCCL, custom all-reduce at TP 2
-		{"H100", 1, 2, 81090, 81090 - 614 - 2032},                // the PP group builds no custom all-reduce
+		{"H100", 2, 1, 81090, 81090 - 614 - 1254 - 26},           // NVSwitch NCCL, custom all-reduce at TP 2
+		{"H100", 1, 2, 81090, 81090 - 614 - 1254},                // the PP group builds no custom all-reduce
 		{"L4", 4, 1, 22559, 22559 - 87 - 350 - 195},              // 58 SMs × 1536 threads
 		{"RTX-3090", 1, 2, 24146, 24146 - 123 - 350 - 195},       // 82 × 1536
 		{"RTX-4090", 2, 1, 24207, 24207 - 192 - 350 - 195},       // 128 × 1536; GeForce: no P2P, so no custom all-reduce

@@ -97,7 +97,6 @@ var knownMisses = map[string]struct {
 // notYetAccepted are the engines whose table does not meet the done-when
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
 var notYetAccepted = map[string]string{
-	"sglang": "thirty-four public runs from six sources (median |error| 1.05 %, 94 % within 3 %): the CUDA context's runtime images (one 350 MiB figure) spread from 101 MiB (A100) to 350 (H100) across GPUs and builds, so the runs whose weights take most of the card (the L4, the A100) miss by 6.5 %, and the RTX 5060 Ti (its first kernel takes 0.02 GB where the H100 and B200 logs print 0.09), the B200 DeepSeek-R1, the B200 DeepSeek-V3.2 and the 8 × H100 DeepSeek-R1-0528 runs by 1-2 %",
 	"trtllm": "ten public runs from four sources (two H100 trtllm-bench sources of 0.20.0, an RTX 6000 Ada trtllm-serve log of 1.1.0, four B200 logs of NVFP4 DeepSeek-R1-0528 with expert parallelism): the six dense single-GPU runs are within 1.2 %, the four EP runs miss by 5.3-6.1 % on memory outside torch that is there before the dry run (4.3-6.4 GiB beyond the modelled non-torch, all-reduce workspace, NCCL NVLS buffers and CUDA graphs; it barely moves between TP 4 and TP 8, so it is not NCCL's per-peer buffers) that no source-derived term holds yet, so 60 % are within 3 %",
 }
 

@@ -65,11 +65,27 @@ const (
 	// communicator: NCCL opens many more channels over NVSwitch (up to 32)
 	// than over PCIe (2–4), each with its SIMPLE, LL and LL128 buffers
 	// (NCCL_BUFFSIZE 4 MiB for SIMPLE) per peer. NCCL sizes them itself,
-	// so the figure is the log's: 8 × H200 at TP 8 (PR #11716, 2025-10)
-	// print "mem usage" 1.77–2.01 GB per rank, and free memory before
-	// weights is the MIN over ranks, so the largest counts: 2.01 GiB =
-	// 2058 MiB, less the custom all-reduce's 26 MiB = 2032 MiB.
-	DistributedInitNVSwitchMiB int64 = 2032
+	// so the figure is a log's, and terms are read from release builds (a
+	// development branch's log only where no release log exists): 8 ×
+	// H100 80GB HBM3 on an HGX node at TP 8, SGLang's v0.5.2rc2-cu126
+	// image with nccl 2.27.3 (Shivank Chaudhary, "Grok2 OnPrem Deployment
+	// via sglang", published 2025-09-14, log of 2025-09-11) print "[TP0]
+	// Init torch distributed ends. mem usage=1.25 GB": 1.25 GiB = 1280
+	// MiB, less the custom all-reduce's 26 MiB = 1254 MiB (the reading
+	// holds the first kernel's cost, as every multi-rank "mem usage" does,
+	// so TP1FirstKernelMiB is charged at one rank only). Only TP0 prints
+	// that line while free memory before weights is the MIN over ranks;
+	// the one all-rank log (below) has TP0 within about 50 MiB of the
+	// largest rank, so the figure may understate the largest rank by that
+	// much. The other reading, 8 × H200 at TP 8 on PR #11716's branch
+	// ("try to support sgl-kernel in piecewise-cuda-graph", closed
+	// unmerged, 2025-10-16), prints 1.77–2.01 GB per rank (TP0 1.96): the
+	// largest, 2.01 GiB less 26 MiB, would be 2032 MiB. That branch is
+	// unmerged and may build more than the release: its TP0 reads 0.71 GB
+	// above the release's on the same NVLink 4 generation, about one more
+	// communicator's buffers (a hypothesis, not traced). The validation
+	// table's held-out rows chose neither figure.
+	DistributedInitNVSwitchMiB int64 = 1254
 	// RCCLHIPMiB is RCCL's part of the distributed init on a ROCm rank
 	// whose TP group has fewer than 8 ranks. SGLang's ROCm images set
 	// NCCL_MIN_NCHANNELS=112 (docker/rocm.Dockerfile), so each RCCL
@@ -126,9 +142,10 @@ const (
 // a log, the H100 at TP 1 of 2026: 706 MiB lost before weights, less 264
 // MiB of local memory and the first kernel's TP1FirstKernelMiB, which that
 // release reads inside init_torch_distributed: 350 MiB. The other public
-// runs put it at 190 MiB (4 × L4, 0.4.3), 258 MiB (8 × H200, PR #11716,
-// 2025-10) and 303 MiB (4 × RTX PRO 6000, issue #40558, 2026-09): older
-// releases load less, but four runs on four GPUs do not separate the
+// runs put it at 190 MiB (4 × L4, 0.4.3), 258 MiB (8 × H100 on the
+// v0.5.2rc2 image, 2025-09, and 8 × H200 on PR #11716's branch, 2025-10)
+// and 303 MiB (4 × RTX PRO 6000, issue #40558, 2026-09): older releases
+// load less, but five runs on four GPUs do not separate the
 // release from the driver and the architecture, so the figure is one for
 // every era (docs/predict.md).
 const RuntimeImagesMiB int64 = 706 - 264 - TP1FirstKernelMiB

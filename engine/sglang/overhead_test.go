@@ -29,12 +29,12 @@ func TestPreLoadFree(t *testing.T) {
 // NCCL figures hold above one rank. The arithmetic, in MiB:
 //
 //	H100 TP 1:  81090 − (264 + 350) − 92 = 80384 = 78.50 GiB
-//	H100 TP 8:  81090 − 614 − 2032 NCCL (NVSwitch) − 26 custom AR = 78418 = 76.58 GiB
-//	H100 TP 2:  the same 78418 (custom AR at TP 2 too)
-//	H100 TP 3:  81090 − 614 − 2032 = 78444 = 76.61 GiB (3 is no custom-AR world size)
-//	H100 PP 4:  the same 78444: the PP group builds no custom all-reduce
-//	H100 TP 8, 0.4: 81090 − 614 − 2032 − 28 = 78416 = 76.58 GiB
-//	H200 TP 8:  143165 − 614 − 2058 = 140493 = 137.20 GiB
+//	H100 TP 8:  81090 − 614 − 1254 NCCL (NVSwitch) − 26 custom AR = 79196 = 77.34 GiB
+//	H100 TP 2:  the same 79196 (custom AR at TP 2 too)
+//	H100 TP 3:  81090 − 614 − 1254 = 79222 = 77.37 GiB (3 is no custom-AR world size)
+//	H100 PP 4:  the same 79222: the PP group builds no custom all-reduce
+//	H100 TP 8, 0.4: 81090 − 614 − 1254 − 28 = 79194 = 77.34 GiB
+//	H200 TP 8:  143165 − 614 − 1280 = 141271 = 137.96 GiB
 //	A100 TP 4:  81050 − (216 + 350) − 195 − 26 = 80263 = 78.38 GiB (NVLink: custom AR;
 //	            no public log of its NCCL term, so the PCIe figure)
 //	RTX 4090 TP 2: 24207 − (192 + 350) − 195 = 23470 = 22.92 GiB (GeForce has no
@@ -65,13 +65,13 @@ func TestPreLoadMemory(t *testing.T) {
 		qr          int64 // MiB
 	}{
 		{"H100", 1, 1, sglang.EraLatest, "78.50", 614, 92, 0, 0, "nvswitch", 0},
-		{"H100", 8, 1, sglang.EraLatest, "76.58", 614, 0, 2032, 26, "nvswitch", 0},
-		{"H100", 2, 1, sglang.EraLatest, "76.58", 614, 0, 2032, 26, "nvswitch", 0},
-		{"H100", 3, 1, sglang.EraLatest, "76.61", 614, 0, 2032, 0, "nvswitch", 0},
-		{"H100", 1, 4, sglang.EraLatest, "76.61", 614, 0, 2032, 0, "nvswitch", 0},
-		{"H100", 8, 1, sglang.Era04, "76.58", 614, 0, 2032, 28, "nvswitch", 0},
+		{"H100", 8, 1, sglang.EraLatest, "77.34", 614, 0, 1254, 26, "nvswitch", 0},
+		{"H100", 2, 1, sglang.EraLatest, "77.34", 614, 0, 1254, 26, "nvswitch", 0},
+		{"H100", 3, 1, sglang.EraLatest, "77.37", 614, 0, 1254, 0, "nvswitch", 0},
+		{"H100", 1, 4, sglang.EraLatest, "77.37", 614, 0, 1254, 0, "nvswitch", 0},
+		{"H100", 8, 1, sglang.Era04, "77.34", 614, 0, 1254, 28, "nvswitch", 0},
 		{"H200", 1, 1, sglang.EraLatest, "139.12", 614, 92, 0, 0, "nvswitch", 0},
-		{"H200", 8, 1, sglang.EraLatest, "137.20", 614, 0, 2032, 26, "nvswitch", 0},
+		{"H200", 8, 1, sglang.EraLatest, "137.96", 614, 0, 1254, 26, "nvswitch", 0},
 		{"A100-80GB", 4, 1, sglang.EraLatest, "78.38", 566, 0, 195, 26, "nvlink", 0},
 		{"RTX-4090", 2, 1, sglang.EraLatest, "22.92", 542, 0, 195, 0, "pcie", 0},
 		{"L4", 4, 1, sglang.Era04, "21.41", 437, 0, 195, 0, "pcie", 0},
@@ -132,9 +132,14 @@ func TestPreLoadPublicRuns(t *testing.T) {
 	}{
 		// docs/sglang.md#ex1: public 2026 H100 logs at TP 1 read 78.43–78.50.
 		{"H100 TP 1 (2026 logs)", "H100", 1, sglang.EraLatest, 78.50, 0, true, 0.01},
-		// https://github.com/sgl-project/sglang/pull/11716 (2025-10), 8 × H200.
-		// Its NCCL figure is the model's; its context (522 MiB) is held out.
-		{"8 × H200 TP 8, PR #11716", "H200", 8, sglang.Era053, 137.29, 2.01, true, 0.2},
+		// Shivank Chaudhary, "Grok2 OnPrem Deployment via sglang" (2025-09-14):
+		// 8 × H100 on SGLang's v0.5.2rc2 image, TP 8; only TP0 prints. Its
+		// NCCL figure is the model's; its context (522 MiB) is held out.
+		{"8 × H100 TP 8, v0.5.2rc2", "H100", 8, sglang.Era048, 77.43, 1.25, true, 0.2},
+		// https://github.com/sgl-project/sglang/pull/11716 (2025-10), 8 × H200
+		// on an unmerged branch: its largest rank's NCCL reading is 0.76 GiB
+		// above the release's, its context (522 MiB) like the release's.
+		{"8 × H200 TP 8, PR #11716", "H200", 8, sglang.Era053, 137.29, 2.01, false, 0.6},
 		// https://github.com/didier-durand/llms-in-clouds (SGLang 0.4.3), 4 × L4:
 		// context 277 MiB logged, 529 modelled; NCCL 133 logged, 195 modelled.
 		{"4 × L4 TP 4, 0.4.3", "L4", 4, sglang.Era04, 21.63, 0.13, false, 1.5},
@@ -255,8 +260,8 @@ func TestFirstKernelByRelease(t *testing.T) {
 		{"0.5.7", 1, "78.59", 0, 92},
 		{"0.5.8", 1, "78.50", 92, 0},
 		{"0.5.10", 1, "78.50", 92, 0},
-		{"0.5.6", 2, "76.58", 2032 + 26, 0},
-		{"0.5.8", 2, "76.58", 2032 + 26, 0},
+		{"0.5.6", 2, "77.34", 1254 + 26, 0},
+		{"0.5.8", 2, "77.34", 1254 + 26, 0},
 	} {
 		prof, _, err := sglang.ResolveProfile(tt.version)
 		if err != nil {
