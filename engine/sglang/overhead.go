@@ -83,8 +83,10 @@ const (
 	// largest, 2.01 GiB less 26 MiB, would be 2032 MiB. That branch is
 	// unmerged and may build more than the release: its TP0 reads 0.71 GB
 	// above the release's on the same NVLink 4 generation, about one more
-	// communicator's buffers (a hypothesis, not traced). The validation
-	// table's held-out rows chose neither figure.
+	// communicator's buffers (a hypothesis, not traced). No validation
+	// row sets the figure, but the switch from the branch's reading to the
+	// release's was made after the table had shown the branch's figure high
+	// on every NVSwitch row, so those rows are not blind to the choice.
 	DistributedInitNVSwitchMiB int64 = 1254
 	// RCCLHIPMiB is RCCL's part of the distributed init on a ROCm rank
 	// whose TP group has fewer than 8 ranks. SGLang's ROCm images set
