@@ -759,3 +759,43 @@ func TestFitKeepsBandMargin(t *testing.T) {
 		t.Errorf("the chosen flags' plan: %v, %+v", err, rep.Budget)
 	}
 }
+
+// A release whose pool outgrows its budget (SGLang 0.5.6 counts an fp8
+// DeepSeek-V3.2 token at 43,188 B and allocates 48,068) is proposed only
+// while the share the pool really takes, the flag's plus the excess over
+// the free memory before weights, stays within SGLang's safe 0.93, and
+// the row says so. 40 requests of 32k fit eight B200s at the default
+// 0.852 (really 0.898); 56 would need a raised share whose real share
+// passes 0.93, so TP 8 is not proposed for them.
+func TestFitOvercommittedPool(t *testing.T) {
+	base := plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", SGLangVersion: "0.5.6"}
+	for _, n := range []int{40, 56} {
+		res, err := fit.Run(context.Background(), fit.Options{Base: base, Concurrency: n, ContextLength: 32768, GPUs: []string{"B200"},
+			KVCacheDTypes: []string{"fp8_e4m3"}, MaxGPUs: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Configurations) == 0 {
+			t.Fatalf("%d requests: no configuration", n)
+		}
+		for _, c := range res.Configurations {
+			b := c.Report.Breakdown
+			if b.OverBudgetBytes <= 0 {
+				t.Errorf("%d requests, %d× tp %d pp %d: no overcommit under 0.5.6", n, c.GPUCount, c.TPSize, c.PPSize)
+				continue
+			}
+			if real := c.MemoryShare + float64(b.OverBudgetBytes)/float64(c.Report.PreLoadFreeBytes); real > 0.93+1e-9 {
+				t.Errorf("%d requests, %d× tp %d: share %v really takes %.3f, past the safe 0.93", n, c.GPUCount, c.TPSize, c.MemoryShare, real)
+			}
+			if !slices.ContainsFunc(c.Notes, func(s string) bool { return strings.HasPrefix(s, "the KV pool takes ") }) {
+				t.Errorf("%d requests: notes %q lack the overcommit", n, c.Notes)
+			}
+			if n == 56 && c.TPSize == 8 && c.PPSize == 1 {
+				t.Errorf("56 requests: TP 8 proposed at share %v", c.MemoryShare)
+			}
+		}
+		if n == 40 && (res.Configurations[0].TPSize != 8 || res.Configurations[0].MemoryShare != 0.852) {
+			t.Errorf("40 requests: %d× tp %d at %v, want 8× tp 8 at the default 0.852", res.Configurations[0].GPUCount, res.Configurations[0].TPSize, res.Configurations[0].MemoryShare)
+		}
+	}
+}

@@ -282,8 +282,24 @@ func (s *search) judge(req plan.Request, rep *plan.Report, err error, n, L int) 
 	}
 	// The engine may clamp the context to what its pool holds
 	// (TensorRT-LLM's max_seq_len): then it does not serve L tokens.
-	out.ok = err == nil && rep.ContextLength >= L && held && int64(rep.MaxRunningRequests) >= int64(n)
+	out.ok = err == nil && rep.ContextLength >= L && held && int64(rep.MaxRunningRequests) >= int64(n) && !overcommitted(rep)
 	return out
+}
+
+// overcommitted reports whether rep's pool outgrows its budget by more
+// than the engine's reserve can spare (SGLang before 0.5.17 counts an fp8
+// DeepSeek sparse-attention token at fewer bytes than it allocates): the
+// excess comes out of the memory the share leaves to activations and CUDA
+// graphs, so the share the pool really takes, the plan's plus the excess
+// over the free memory before weights, must stay within the engine's safe
+// maximum.
+func overcommitted(rep *plan.Report) bool {
+	ob := rep.Breakdown.OverBudgetBytes
+	if ob <= 0 || rep.PreLoadFreeBytes <= 0 {
+		return false
+	}
+	k := plan.KnobsOf(rep)
+	return k.SafeMax > 0 && k.Current+float64(ob)/float64(rep.PreLoadFreeBytes) > k.SafeMax+1e-9
 }
 
 // solveMamba sizes the mamba state pool to exactly the target: n requests
@@ -398,6 +414,11 @@ func (s *search) configuration(c candidate, out outcome, n int) Configuration {
 		cfg.Notes = append(cfg.Notes, fmt.Sprintf("%s is above %s's default %s for this layout (safe up to %s): the default does not hold the target",
 			strings.Join(flagOf(rep.Engine, k.Share, plan.FormatFloat(out.share)), " "), plan.EngineLabel(rep.Engine),
 			plan.FormatFloat(out.def), plan.FormatFloat(k.SafeMax)))
+	}
+	if ob := rep.Breakdown.OverBudgetBytes; ob > 0 && rep.PreLoadFreeBytes > 0 {
+		cfg.Notes = append(cfg.Notes, fmt.Sprintf("the KV pool takes %s more than its budget, out of the reserve for activations and CUDA graphs "+
+			"(this release counts fewer bytes a token than it allocates; the plan's warnings say which): it really uses a share of %.3f, within the safe %s",
+			units.FormatBytes(ob), out.share+float64(ob)/float64(rep.PreLoadFreeBytes), plan.FormatFloat(out.knobs.SafeMax)))
 	}
 	return cfg
 }
