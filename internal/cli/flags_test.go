@@ -188,3 +188,15 @@ func TestSweepEngineAxis(t *testing.T) {
 		t.Errorf("max-batch-size on sglang,vllm: exit %d %s", code, errOut)
 	}
 }
+
+// SGLang renamed --nsa-*-backend to --dsa-*-backend (PR #30514) and keeps
+// the old names: kvcfg takes both, for the same setting.
+func TestDSABackendFlagAliases(t *testing.T) {
+	for _, flag := range []string{"--nsa-decode-backend", "--dsa-decode-backend"} {
+		out, errs, code := runKV(t, "", "plan", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "B200", "--tp-size", "8",
+			"--kv-cache-dtype", "fp8_e4m3", "--nsa-prefill-backend", "flashmla_auto", flag, "flashmla_kv")
+		if code != 0 || !strings.Contains(out, "prefill flashmla_auto, decode flashmla_kv") || !strings.Contains(out, "48,068 bytes per token") {
+			t.Errorf("%s: exit %d %s\n%s", flag, code, errs, out)
+		}
+	}
+}
