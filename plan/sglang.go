@@ -243,14 +243,17 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 	if err != nil {
 		prof, _, _ = sglang.ResolveProfile("") // Request.Validate refused an unknown version
 	}
+	// The first kernel's memory that falls after the pre-load reading
+	// (one rank before 0.5.8): charged unless the weights are a reading.
+	after := sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof)
 	mm.pre = int64(req.PreLoadFreeMemory)
 	if mm.pre == 0 {
 		p := sglang.PreLoadMemoryFor(g, tp, pp, prof)
 		mm.pre, mm.preLoad, mm.modelled = p.FreeBytes, p, true
 		if req.PostLoadFreeMemory == 0 {
-			rep.warn(overheadNote(p, sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof)))
+			rep.warn(overheadNote(p, after))
 		}
-	} else if after := sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof); after > 0 && req.PostLoadFreeMemory == 0 {
+	} else if after > 0 && req.PostLoadFreeMemory == 0 {
 		rep.warn(fmt.Sprintf("%d MiB of the first CUDA kernel are charged after the pre-load reading: before 0.5.8 a one-rank worker launches it inside load_model; pass --post-load-free-memory from the engine log for exact numbers", after>>20))
 	}
 	if mm.pre <= 0 {
@@ -291,7 +294,7 @@ func memoryReadings(req *Request, m *catalog.Model, g gpu.GPU, tp, pp int, rep *
 	// Weights that are not a reading are the weights alone: before 0.5.8
 	// a TP-1 worker's first kernel takes its memory inside load_model,
 	// after the pre-load reading, so it is charged here.
-	mm.firstKernel = sglang.FirstKernelAfterPreLoadBytes(tp, pp, prof)
+	mm.firstKernel = after
 	mm.post = mm.pre - mm.weights - mm.firstKernel
 	if mm.post < 0 {
 		mm.post = 0
@@ -312,8 +315,7 @@ type overheadKey struct {
 // after is the first kernel charged after that reading
 // (sglang.FirstKernelAfterPreLoadBytes).
 func overheadNote(p sglang.PreLoad, after int64) string {
-	first := p.DistributedBytes - p.NCCLBytes - p.CustomAllReduceBytes - p.QuickAllReduceBytes
-	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.QuickAllReduceBytes >> 20, first >> 20, after >> 20, p.Interconnect}
+	k := overheadKey{p.ContextBytes >> 20, p.LocalMemoryBytes >> 20, p.NCCLBytes >> 20, p.CustomAllReduceBytes >> 20, p.QuickAllReduceBytes >> 20, p.FirstKernelBytes >> 20, after >> 20, p.Interconnect}
 	if s, ok := overheadNotes.Load(k); ok {
 		return s.(string)
 	}

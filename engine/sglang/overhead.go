@@ -285,6 +285,10 @@ type PreLoad struct {
 	// QuickAllReduceBytes is ROCm's quick all-reduce buffer
 	// (QuickAllReduceMiBFor), part of DistributedBytes.
 	QuickAllReduceBytes int64 `json:"quick_all_reduce_bytes"`
+	// FirstKernelBytes is the first CUDA kernel's TP1FirstKernelMiB, part
+	// of DistributedBytes at one rank from 0.5.8 on (above one rank the
+	// NCCL figure holds it).
+	FirstKernelBytes int64 `json:"first_kernel_bytes,omitempty"`
 	// Interconnect is the wiring the NCCL term assumes: "nvswitch",
 	// "nvlink", "pcie" or "xgmi" (ROCm).
 	Interconnect string `json:"interconnect"`
@@ -336,7 +340,8 @@ func preLoadMemory(g gpu.GPU, tp, pp int, era Era, r rules) PreLoad {
 		p.CustomAllReduceBytes = CustomAllReduceMiB(g, tp, era) << 20
 		p.DistributedBytes = p.NCCLBytes + p.CustomAllReduceBytes + p.QuickAllReduceBytes
 	case r.groupDeviceTensor:
-		p.DistributedBytes = TP1FirstKernelMiB << 20
+		p.FirstKernelBytes = TP1FirstKernelMiB << 20
+		p.DistributedBytes = p.FirstKernelBytes
 	}
 	p.FreeBytes = max(p.TotalBytes-p.ContextBytes-p.DistributedBytes, 0)
 	return p
