@@ -182,7 +182,7 @@ var catalog = []GPU{
 	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100, SMCount: 148,
 		MemoryMiB: 189471, CUDATotalMiB: 188743, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
 	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103, SMCount: 160,
-		MemoryMiB: 275040, CUDATotalMiB: 274312, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
+		MemoryMiB: 275040, CUDATotalMiB: 274106, CUDATotalSource: "TensorRT-LLM 1.3.0rc10 log on an NVIDIA B300 SXM6 AC: total memory 267.68170166015625GiB (torch.cuda.mem_get_info; 274,106 MiB, 934 MiB below nvidia-smi)", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
 	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 188,
 		MemoryMiB: 97887, CUDATotalMiB: 97250, CUDATotalSource: "torch get_device_properties: total_memory=97250MB (Server Edition); OOM messages 94.97 GiB", Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
 	{Name: "RTX-5080", Aliases: []string{"5080", "RTX5080", "GeForce-RTX-5080"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 84,

@@ -5,11 +5,11 @@ package validate
 // bands are Summarize(Check(Runs())) per engine, and SummarizePlatforms per engine and platform.
 var bands = map[string]Summary{
 	"sglang":      {Engine: "sglang", Runs: 34, MedianAbs: 0.004560217740280925, MeanAbs: 0.010486229828126244, P90Abs: 0.019665497067511882, MaxAbs: 0.06546002029260634, Within1: 0.5588235294117647, Within3: 0.9411764705882353},
-	"trtllm":      {Engine: "trtllm", Runs: 10, MedianAbs: 0.009979469406379338, MeanAbs: 0.025744150670160348, P90Abs: 0.0578354983372763, MaxAbs: 0.06089595683504312, Within1: 0.5, Within3: 0.6},
+	"trtllm":      {Engine: "trtllm", Runs: 12, MedianAbs: 0.006255520989593311, MeanAbs: 0.02184550402580578, P90Abs: 0.057206070191861615, MaxAbs: 0.06089595683504312, Within1: 0.5833333333333334, Within3: 0.6666666666666666},
 	"vllm":        {Engine: "vllm", Runs: 86, MedianAbs: 0.0010307881641892851, MeanAbs: 0.005596963527391477, P90Abs: 0.007311485424177487, MaxAbs: 0.15890066827438315, Within1: 0.9069767441860465, Within3: 0.9767441860465116},
 	"sglang/cuda": {Engine: "sglang/cuda", Runs: 26, MedianAbs: 0.011858329299745174, MeanAbs: 0.013479708093806912, P90Abs: 0.01989953632148378, MaxAbs: 0.06546002029260634, Within1: 0.4230769230769231, Within3: 0.9230769230769231},
 	"sglang/hip":  {Engine: "sglang/hip", Runs: 8, MedianAbs: 0.0007440796745327161, MeanAbs: 0.0007574254646640771, P90Abs: 0.001136656349534082, MaxAbs: 0.001136656349534082, Within1: 1, Within3: 1},
-	"trtllm/cuda": {Engine: "trtllm/cuda", Runs: 10, MedianAbs: 0.009979469406379338, MeanAbs: 0.025744150670160348, P90Abs: 0.0578354983372763, MaxAbs: 0.06089595683504312, Within1: 0.5, Within3: 0.6},
+	"trtllm/cuda": {Engine: "trtllm/cuda", Runs: 12, MedianAbs: 0.006255520989593311, MeanAbs: 0.02184550402580578, P90Abs: 0.057206070191861615, MaxAbs: 0.06089595683504312, Within1: 0.5833333333333334, Within3: 0.6666666666666666},
 	"vllm/cuda":   {Engine: "vllm/cuda", Runs: 85, MedianAbs: 0.0010307881641892851, MeanAbs: 0.005612072868786727, P90Abs: 0.007416418055214578, MaxAbs: 0.15890066827438315, Within1: 0.9058823529411765, Within3: 0.9764705882352941},
 	"vllm/hip":    {Engine: "vllm/hip", Runs: 1, MedianAbs: 0.004312669508795206, MeanAbs: 0.004312669508795206, P90Abs: 0.004312669508795206, MaxAbs: 0.004312669508795206, Within1: 1, Within3: 1},
 }

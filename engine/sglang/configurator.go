@@ -261,7 +261,6 @@ func (c *Configurator) Reset(in Input) error {
 		platform = "cuda"
 	}
 	c.in.Hardware.Platform = platform
-	blackwell := platform == "cuda" && (in.Hardware.SM == 100 || in.Hardware.SM == 103)
 	c.attnMLA = s.Attention == model.MLA || s.Attention == model.DSA
 
 	if err := c.deriveContextLength(); err != nil {
@@ -278,7 +277,7 @@ func (c *Configurator) Reset(in Input) error {
 	}
 
 	c.deriveHybrid()
-	if err := c.deriveKVDType(platform, blackwell); err != nil {
+	if err := c.deriveKVDType(platform); err != nil {
 		return err
 	}
 	c.derivePageSize(platform)
@@ -393,11 +392,14 @@ func (c *Configurator) deriveDecode() {
 
 // deriveKVDType resolves the KV cache dtype (docs/sglang.md#kv-dtype,
 // docs/sglang.md#model-dsa) on platform (lower case).
-func (c *Configurator) deriveKVDType(platform string, blackwell bool) error {
+func (c *Configurator) deriveKVDType(platform string) error {
 	in, s, a, d := &c.in, c.in.Spec, &c.in.Args, &c.d
 	kvStr := a.KVCacheDType
 	if s.Attention == model.DSA && (kvStr == "" || strings.EqualFold(kvStr, dtype.Auto)) {
-		if blackwell {
+		// _set_default_nsa_kv_cache_dtype: fp8_e4m3 when the device's
+		// compute-capability major is 10 or more (SM 100, 103, 110, 120,
+		// 121), not only on the data-centre Blackwell parts.
+		if platform == "cuda" && in.Hardware.SM >= 100 {
 			kvStr = "fp8_e4m3"
 		} else {
 			kvStr = "bfloat16"

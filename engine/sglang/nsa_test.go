@@ -81,6 +81,10 @@ func TestDSACellByBackend(t *testing.T) {
 	h200 := sglang.Hardware{MemoryMiB: 143771, SM: 90, Platform: "cuda"}
 	b200 := sglang.Hardware{MemoryMiB: 183359, SM: 100, Platform: "cuda"}
 	mi355 := sglang.Hardware{MemoryMiB: 294896, SM: 95, Platform: "hip"}
+	// RTX PRO 6000 Blackwell: compute capability 12.0. SGLang's default
+	// KV dtype for DSA is fp8_e4m3 from major 10 up, not only on SM 100/103
+	// (_set_default_nsa_kv_cache_dtype), and so are the Blackwell backends.
+	rtxPro := sglang.Hardware{MemoryMiB: 97887, SM: 120, Platform: "cuda"}
 	for _, tc := range []struct {
 		name, version, kv, prefill, decode string
 		hw                                 sglang.Hardware
@@ -94,6 +98,8 @@ func TestDSACellByBackend(t *testing.T) {
 		{"B200 fp8 flashmla latest", "latest", "", "flashmla_auto", "flashmla_kv", b200, 48068, "flashmla_auto", "flashmla_kv"},
 		{"B200 default 0.5.17 flashmla", "0.5.17", "", "flashmla_sparse", "flashmla_kv", b200, 48068, "flashmla_sparse", "flashmla_kv"},
 		{"B200 bf16 latest", "latest", "bf16", "", "", b200, 78324, "flashmla_sparse", "trtllm"},
+		{"RTX PRO 6000 default latest", "latest", "", "", "", rtxPro, 43188, "trtllm", "trtllm"},
+		{"RTX PRO 6000 bf16 latest", "latest", "bfloat16", "", "", rtxPro, 78324, "flashmla_sparse", "trtllm"},
 		{"MI355X fp8", "latest", "fp8_e4m3", "", "", mi355, 43188, "tilelang", "tilelang"},
 		{"MI355X fp8 aiter decode", "latest", "fp8_e4m3", "", "aiter", mi355, 43188, "flashmla_auto", "aiter"},
 		{"MI355X fp8 flashmla", "latest", "fp8_e4m3", "flashmla_auto", "flashmla_kv", mi355, 48068, "flashmla_auto", "flashmla_kv"},
