@@ -67,6 +67,10 @@ func TestFamilies(t *testing.T) {
 		{"DeepSeek-V3.2 Blackwell default fp8 0.5.17", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200", SGLangVersion: "0.5.17"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
 		{"DeepSeek-V3.2 Blackwell fp8 flashmla_kv decode", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "B200", NSAPrefillBackend: "flashmla_auto", NSADecodeBackend: "flashmla_kv"}, sizing.KindDefault, (656 + 132) * 61, 64, "fp8_e4m3"},
 		{"DeepSeek-V3.2 Hopper fp8 trtllm decode", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3", NSADecodeBackend: "trtllm"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
+		// The same under SGLang's newer key (dsa_decode_backend, an alias).
+		{"DeepSeek-V3.2 Hopper fp8 trtllm decode, dsa key", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "H200", KVCacheDType: "fp8_e4m3", DSADecodeBackend: "trtllm"}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
+		// RTX PRO 6000 (compute capability 12.0): SGLang's DSA default is fp8 from major 10 up.
+		{"DeepSeek-V3.2 RTX PRO 6000 default fp8", plan.Request{Model: "deepseek-ai/DeepSeek-V3.2", TPSize: 8, GPU: "RTX-PRO-6000", MemFractionStatic: 0.93}, sizing.KindDefault, (576 + 132) * 61, 64, "fp8_e4m3"},
 		// Mamba hybrids (docs/sglang.md#cell-size-layers): only full-attention layers hold KV.
 		{"Qwen3-Next TP4 (G6)", plan.Request{Model: "Qwen/Qwen3-Next-80B-A3B-Instruct", TPSize: 4}, sizing.KindDefault, 12288, 1, "bf16"},
 		{"Nemotron-H-56B", plan.Request{Model: "nvidia/Nemotron-H-56B-Base-8K", TPSize: 4}, sizing.KindDefault, 2 * 256 * 10 * 2, 1, "bf16"},

@@ -83,6 +83,7 @@ func TestLookupFlag(t *testing.T) {
 		"--tp": "tp_size", "--tensor-parallel-size": "tp_size", "tensor_parallel_size": "tp_size", "--tp_size": "tp_size",
 		"kv_cache_config.dtype": "kv_cache_dtype", "--kv_cache_free_gpu_memory_fraction": "free_gpu_memory_fraction",
 		"--model-path": "model", "--no-enable-prefix-caching": "disable_radix_cache", "--sglang-version": "sglang_version",
+		"--dsa-decode-backend": "nsa_decode_backend", "dsa_prefill_backend": "nsa_prefill_backend",
 		"--nope": "",
 	} {
 		if got := plan.KeyOfFlag(in); got != want {
@@ -120,6 +121,7 @@ func TestValidateOtherEnginesFlags(t *testing.T) {
 		{"all at once", plan.Request{GPUMemoryUtilization: 0.8, BlockSize: 32, MaxNumSeqs: 4}, []string{"gpu_memory_utilization", "block_size", "max_num_seqs"}},
 		{"context conflict", plan.Request{Engine: "vllm", ContextLength: 8192, MaxModelLen: 4096}, []string{"max_model_len: 4096 conflicts with context_length 8192"}},
 		{"tp conflict", plan.Request{TPSize: 2, TensorParallelSize: 4}, []string{"tensor_parallel_size: 4 conflicts with tp_size 2"}},
+		{"dsa conflict", plan.Request{NSADecodeBackend: "trtllm", DSADecodeBackend: "flashmla_kv"}, []string{`dsa_decode_backend: "flashmla_kv" conflicts with nsa_decode_backend "trtllm"`}},
 		{"bad sglang version", plan.Request{SGLangVersion: "zero"}, []string{"sglang_version", "unknown SGLang version"}},
 	}
 	for _, tt := range tests {

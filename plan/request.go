@@ -164,6 +164,12 @@ type Request struct {
 	// tilelang/aiter on ROCm: 576 bytes for fp8; else 656).
 	NSAPrefillBackend string `json:"nsa_prefill_backend,omitempty"`
 	NSADecodeBackend  string `json:"nsa_decode_backend,omitempty"`
+	// DSAPrefillBackend and DSADecodeBackend are the same two settings
+	// under SGLang's newer names (--dsa-prefill-backend and
+	// --dsa-decode-backend, PR #30514): aliases of NSAPrefillBackend and
+	// NSADecodeBackend; both spellings with different values are an error.
+	DSAPrefillBackend string `json:"dsa_prefill_backend,omitempty"`
+	DSADecodeBackend  string `json:"dsa_decode_backend,omitempty"`
 	// EnableUnifiedMemory is --enable-unified-memory (SGLang's unified
 	// memory pool); DisaggregationMode is --disaggregation-mode.
 	EnableUnifiedMemory bool   `json:"enable_unified_memory,omitempty"`
@@ -284,6 +290,12 @@ func (r Request) Normalized() Request {
 	if r.PPSize == 0 {
 		r.PPSize = r.PipelineParallelSize
 	}
+	if r.NSAPrefillBackend == "" {
+		r.NSAPrefillBackend = r.DSAPrefillBackend
+	}
+	if r.NSADecodeBackend == "" {
+		r.NSADecodeBackend = r.DSADecodeBackend
+	}
 	r.Platform = strings.ToLower(strings.TrimSpace(r.Platform))
 	return r
 }
@@ -341,6 +353,14 @@ func (r *Request) checkConflicts(p *problems) {
 	}
 	if r.PipelineParallelSize != 0 && r.PPSize != r.PipelineParallelSize {
 		p.add("pipeline_parallel_size", "%d conflicts with pp_size %d", r.PipelineParallelSize, r.PPSize)
+	}
+	for _, c := range []struct{ alias, key, a, v string }{
+		{"dsa_prefill_backend", "nsa_prefill_backend", r.DSAPrefillBackend, r.NSAPrefillBackend},
+		{"dsa_decode_backend", "nsa_decode_backend", r.DSADecodeBackend, r.NSADecodeBackend},
+	} {
+		if c.a != "" && !strings.EqualFold(strings.TrimSpace(c.a), strings.TrimSpace(c.v)) {
+			p.add(c.alias, "%q conflicts with %s %q", c.a, c.key, c.v)
+		}
 	}
 	// One context length, said once: --max-model-len (vLLM) and
 	// --max-seq-len (TensorRT-LLM) are the engines' names for it.
