@@ -58,8 +58,12 @@ type DryRun struct {
 	// NoCUDAGraph is cuda_graph_config: null (no graphs captured).
 	NoCUDAGraph bool
 	// FusionAllReduce adds the all-reduce fusion workspace at TP > 1
-	// (AllReduceWorkspaceBytes; the PyTorch backend from 1.1).
+	// (AllReduceWorkspaceBytes; the PyTorch backend from 1.1), of
+	// FusionSize bytes (max_workspace_size_auto; 0 sizes it as before
+	// PR #9145, FusionWorkspaceSize), once per distinct mapping
+	// (AllReduceWorkspaces).
 	FusionAllReduce bool
+	FusionSize      int64
 	// Interconnect and SM are the GPU's wiring and compute capability × 10
 	// (Input.Interconnect, Input.GPUSM): they size NCCL's NVLS buffers.
 	Interconnect string
@@ -67,26 +71,58 @@ type DryRun struct {
 }
 
 // srcAllReduce is the source of AllReduceWorkspaceBytes.
-const srcAllReduce = "tensorrt_llm/_torch/distributed/ops.py get_allreduce_workspace → tensorrt_llm/plugin/plugin.py CustomAllReduceHelper.allocate_allreduce_fusion_workspace(max_workspace_size_auto(tp)): IPC buffers of size × tp, barriers of 256 × tp and Lamport buffers of 3 × size × tp bytes, each cudaMalloc'd by tensorrt_llm/_ipc_utils.py IpcMemory at 2 MiB alignment"
+const srcAllReduce = "tensorrt_llm/_torch/distributed/ops.py get_allreduce_workspace (a thread-local cache keyed by the Mapping, whose equality includes moe_tp_size and moe_ep_size) → tensorrt_llm/plugin/plugin.py (from 2026 _torch/distributed/allreduce_helper.py) CustomAllReduceHelper.allocate_allreduce_fusion_workspace(max_workspace_size_auto(tp)): IPC buffers of size × tp, barriers of 256 × tp and Lamport buffers of 3 × size × tp bytes, each cudaMalloc'd by tensorrt_llm/_ipc_utils.py IpcMemory at 2 MiB alignment; size 64 MiB since PR #9145 (\"Enlarged the AllReduce workspace size to 64MB\", November 2025, after 1.2.0rc2), 16,000,000 bytes at TP ≤ 2 and 8,000,000 above before"
 
-// AllReduceWorkspaceBytes is the custom all-reduce fusion workspace one
-// rank of a TP group allocates outside torch when its AllReduce modules are
-// built (strategy AUTO, the default; srcAllReduce): with size = 16,000,000
-// bytes at TP ≤ 2 and 8,000,000 above (max_workspace_size_auto), the IPC
-// buffers (size × tp), the barriers (256 × tp) and the three Lamport
-// buffers (3 × size × tp), each rounded up to 2 MiB: 126 MiB at TP 2 and 4,
-// 248 MiB at TP 8; none at TP 1.
-func AllReduceWorkspaceBytes(tp int) int64 {
+// FusionWorkspaceEnlarged is max_workspace_size_auto from PR #9145
+// (November 2025; every 1.2 release after 1.2.0rc2 and 1.3): 64 MiB at any
+// TP size (TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE overrides it).
+const FusionWorkspaceEnlarged = 64 << 20
+
+// FusionWorkspaceSize is max_workspace_size_auto before PR #9145:
+// 16,000,000 bytes at TP ≤ 2 and 8,000,000 above.
+func FusionWorkspaceSize(tp int) int64 {
+	if tp <= 2 {
+		return 16_000_000
+	}
+	return 8_000_000
+}
+
+// AllReduceWorkspaceBytes is one custom all-reduce fusion workspace of a
+// rank of a TP group of tp ranks, allocated outside torch when its
+// AllReduce modules are built (strategy AUTO, the default; srcAllReduce):
+// the IPC buffers (size × tp), the barriers (256 × tp) and the three
+// Lamport buffers (3 × size × tp), each rounded up to 2 MiB; size ≤ 0
+// takes FusionWorkspaceSize. With the 64 MiB size: 514 MiB at TP 2, 1026
+// at TP 4, 2050 at TP 8; before PR #9145, 126 MiB at TP 2 and 4 and 248 at
+// TP 8. None at TP 1.
+func AllReduceWorkspaceBytes(tp int, size int64) int64 {
 	if tp <= 1 {
 		return 0
 	}
-	size := int64(8_000_000)
-	if tp <= 2 {
-		size = 16_000_000
+	if size <= 0 {
+		size = FusionWorkspaceSize(tp)
 	}
 	t := int64(tp)
 	align := func(n int64) int64 { return cdiv(n, 2<<20) * (2 << 20) }
 	return align(size*t) + align(256*t) + align(3*size*t)
+}
+
+// AllReduceWorkspaces is how many fusion workspaces a rank allocates: one
+// per distinct Mapping its AllReduce modules are built with. The attention
+// modules (Attention and MLA in _torch/modules/attention.py) build their
+// projections' Mapping from the TP, PP and CP sizes only, so its MoE sizes
+// are the defaults (moe_tp_size = tp, moe_ep_size 1), while the MoE and
+// decoder-layer all-reduces use the model's Mapping: with expert
+// parallelism (ep > 1, a MoE model) the two differ and the rank holds two
+// workspaces; otherwise one. None at TP 1.
+func AllReduceWorkspaces(s *model.Spec, tp, ep int) int {
+	switch {
+	case tp <= 1:
+		return 0
+	case s != nil && s.FFN.Experts > 0 && ep > 1 && tp%ep == 0:
+		return 2
+	}
+	return 1
 }
 
 // srcNVLS is the source of NVLSBufferBytes.
@@ -130,7 +166,7 @@ func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
 	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
 	if !d.Engine {
 		if d.FusionAllReduce {
-			m.NonTorchBytes += AllReduceWorkspaceBytes(tp)
+			m.NonTorchBytes += int64(AllReduceWorkspaces(s, tp, d.EP)) * AllReduceWorkspaceBytes(tp, d.FusionSize)
 		}
 		m.NonTorchBytes += NVLSBufferBytes(tp, d.SM, d.Interconnect)
 	}
@@ -173,7 +209,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 		if in.GPUMemoryBytes <= 0 {
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
-		d.Engine, d.NoCUDAGraph, d.FusionAllReduce = r.engine, in.DisableCUDAGraph, r.fusionAllReduce
+		d.Engine, d.NoCUDAGraph, d.FusionAllReduce, d.FusionSize = r.engine, in.DisableCUDAGraph, r.fusionAllReduce, r.fusionSize
 		d.Interconnect, d.SM = in.Interconnect, in.GPUSM
 		est, terms := EstimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {

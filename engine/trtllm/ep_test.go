@@ -8,16 +8,45 @@ import (
 )
 
 // The all-reduce fusion workspace of one rank (plugin.py
-// allocate_allreduce_fusion_workspace, IpcMemory's 2 MiB alignment): at TP 4
-// 8,000,000 × 4 B of IPC buffers (32 MiB), 3 × that of Lamport buffers (92
-// MiB) and 1 KiB of barriers (2 MiB).
+// allocate_allreduce_fusion_workspace, IpcMemory's 2 MiB alignment). Before
+// PR #9145, at TP 4: 8,000,000 × 4 B of IPC buffers (32 MiB), 3 × that of
+// Lamport buffers (92 MiB) and 1 KiB of barriers (2 MiB). From it, 64 MiB:
+// at TP 4, 256 MiB of IPC buffers, 768 of Lamport buffers and 2 of
+// barriers.
 func TestAllReduceWorkspaceBytes(t *testing.T) {
 	for _, tt := range []struct {
-		tp      int
-		wantMiB int64
-	}{{1, 0}, {2, 126}, {4, 126}, {8, 248}} {
-		if got := trtllm.AllReduceWorkspaceBytes(tt.tp); got != tt.wantMiB<<20 {
-			t.Errorf("TP %d: %d MiB, want %d", tt.tp, got>>20, tt.wantMiB)
+		tp            int
+		size, wantMiB int64
+	}{{1, 0, 0}, {2, 0, 126}, {4, 0, 126}, {8, 0, 248},
+		{1, trtllm.FusionWorkspaceEnlarged, 0}, {2, trtllm.FusionWorkspaceEnlarged, 514},
+		{4, trtllm.FusionWorkspaceEnlarged, 1026}, {8, trtllm.FusionWorkspaceEnlarged, 2050}} {
+		if got := trtllm.AllReduceWorkspaceBytes(tt.tp, tt.size); got != tt.wantMiB<<20 {
+			t.Errorf("TP %d size %d: %d MiB, want %d", tt.tp, tt.size, got>>20, tt.wantMiB)
+		}
+	}
+}
+
+// The workspace cache is keyed by the Mapping: the attention projections'
+// Mapping carries no MoE sizes, so a MoE model with expert parallelism
+// holds a second workspace; a dense model, or EP 1, one.
+func TestAllReduceWorkspaces(t *testing.T) {
+	moe := load(t, "deepseek-ai__DeepSeek-V3")
+	dense := load(t, "meta-llama__Llama-3.1-8B-Instruct")
+	for _, tt := range []struct {
+		name      string
+		dense     bool
+		tp, ep, n int
+	}{
+		{"MoE TP 1", false, 1, 1, 0}, {"MoE TP 4 EP 1", false, 4, 1, 1}, {"MoE TP 4 EP 4", false, 4, 4, 2},
+		{"MoE TP 8 EP 8", false, 8, 8, 2}, {"MoE TP 8 EP 2", false, 8, 2, 2}, {"MoE TP 4 EP 3", false, 4, 3, 1},
+		{"dense TP 4 EP 4", true, 4, 4, 1},
+	} {
+		s := moe
+		if tt.dense {
+			s = dense
+		}
+		if got := trtllm.AllReduceWorkspaces(s, tt.tp, tt.ep); got != tt.n {
+			t.Errorf("%s: %d workspaces, want %d", tt.name, got, tt.n)
 		}
 	}
 }

@@ -157,8 +157,10 @@ type rules struct {
 	// defaultTPB is tokens_per_block's default.
 	defaultTPB int
 	// fusionAllReduce allocates the custom all-reduce fusion workspace
-	// outside torch at TP > 1 (AllReduceWorkspaceBytes).
+	// outside torch at TP > 1 (AllReduceWorkspaceBytes), of fusionSize
+	// bytes (0: the size before PR #9145, FusionWorkspaceSize).
 	fusionAllReduce bool
+	fusionSize      int64
 }
 
 func (p Profile) rules() rules {
@@ -172,6 +174,6 @@ func (p Profile) rules() rules {
 			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32, fusionAllReduce: true}
 	default:
 		return rules{memoryFirst: true, cudaGraphDryRun: true, draftInEstimate: true, nvfp4Estimate: true, vswa: true, runtimeLine: true,
-			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32, fusionAllReduce: true}
+			dtypes: []string{"auto", "fp8", "nvfp4"}, defaultTPB: 32, fusionAllReduce: true, fusionSize: FusionWorkspaceEnlarged}
 	}
 }
