@@ -142,7 +142,7 @@ func trtllmBudget(rep *Report, res *trtllm.Result) {
 		{Name: "total", Bytes: m.TotalBytes, Origin: "computed"},
 		{Name: "weights", Bytes: m.WeightsBytes, Origin: weightsOrigin},
 		{Name: "activation", Bytes: m.ActivationBytes, Origin: origin("activation"), Parts: m.ActivationTerms},
-		{Name: "non_torch", Bytes: m.NonTorchBytes, Origin: origin("non_torch")},
+		{Name: "non_torch", Bytes: m.NonTorchBytes, Origin: origin("non_torch"), Parts: nonTorchParts(m.NonTorchTerms)},
 	}}
 	if m.CUDAGraphBytes > 0 {
 		b.Terms = append(b.Terms, BudgetTerm{Name: "cudagraph", Bytes: m.CUDAGraphBytes, Origin: origin("cudagraph")})
@@ -308,4 +308,13 @@ func platformName(platform string) string {
 		return "CUDA"
 	}
 	return platform
+}
+
+// nonTorchParts are a TensorRT-LLM non-torch term's parts, listed only when
+// there is more than one (a lone runtime part repeats the term).
+func nonTorchParts(terms []trtllm.Term) []trtllm.Term {
+	if len(terms) < 2 {
+		return nil
+	}
+	return terms
 }

@@ -150,6 +150,32 @@ func NVLSBufferBytes(ranks, sm int, interconnect string) int64 {
 	return channels*2*step*steps*int64(ranks) + credit
 }
 
+// srcRuntime is the source of the runtime term of NonTorchTerms.
+const srcRuntime = "gpu.RuntimeOverheadMiB: the CUDA context, libraries and allocator state of one rank (1175 MiB, read on an H100 80GB), plus 512 MiB of NCCL buffers with more than one rank; kvcfg's runtime figure, not read from a TensorRT-LLM log"
+
+// NonTorchTerms are the parts of the memory one rank of launch d holds
+// outside torch besides the CUDA graphs and the temporary pool: the
+// runtime (gpu.RuntimeOverheadMiB), on the PyTorch backend the all-reduce
+// fusion workspaces (AllReduceWorkspaces × AllReduceWorkspaceBytes, when
+// d.FusionAllReduce) and NCCL's NVLS buffers (NVLSBufferBytes); a part of
+// zero bytes is left out.
+func NonTorchTerms(s *model.Spec, d DryRun) []Term {
+	tp, pp := max(d.TP, 1), max(d.PP, 1)
+	terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
+	if d.Engine {
+		return terms
+	}
+	if d.FusionAllReduce {
+		if b := int64(AllReduceWorkspaces(s, tp, d.EP)) * AllReduceWorkspaceBytes(tp, d.FusionSize); b > 0 {
+			terms = append(terms, Term{Name: "allreduce_workspace", Bytes: b, Source: srcAllReduce})
+		}
+	}
+	if b := NVLSBufferBytes(tp, d.SM, d.Interconnect); b > 0 {
+		terms = append(terms, Term{Name: "nvls_buffers", Bytes: b, Source: srcNVLS})
+	}
+	return terms
+}
+
 // EstimateDryRun is Estimate for a dry run cut into max_seq_len − 1 token
 // requests, with the activation's parts and the source of each.
 func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
@@ -163,12 +189,8 @@ func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
 	}
 	terms := ActivationTerms(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
 	m.ActivationBytes = peakOf(terms)
-	m.NonTorchBytes = gpu.RuntimeOverheadMiB(tp*pp) << 20
-	if !d.Engine {
-		if d.FusionAllReduce {
-			m.NonTorchBytes += int64(AllReduceWorkspaces(s, tp, d.EP)) * AllReduceWorkspaceBytes(tp, d.FusionSize)
-		}
-		m.NonTorchBytes += NVLSBufferBytes(tp, d.SM, d.Interconnect)
+	for _, t := range NonTorchTerms(s, d) {
+		m.NonTorchBytes += t.Bytes
 	}
 	if !d.Engine && !d.NoCUDAGraph {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
@@ -192,8 +214,9 @@ type budget struct {
 	measured  bool
 	estimated []string
 	// terms are the modelled activation's parts (PyTorch profiles, when
-	// the activation was not given).
-	terms []Term
+	// the activation was not given); ntTerms the modelled non-torch
+	// memory's (when it was not given).
+	terms, ntTerms []Term
 }
 
 // makeBudget resolves the budget: a reading, or the modelled figures.
@@ -228,6 +251,9 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 			b.terms = terms
 		}
 		b.parts.NonTorchBytes = pick(in.NonTorchBytes, est.NonTorchBytes, "non_torch")
+		if in.NonTorchBytes <= 0 {
+			b.ntTerms = NonTorchTerms(s, d)
+		}
 		if !r.engine && !in.DisableCUDAGraph {
 			b.parts.CUDAGraphBytes = pick(in.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")
 		}

@@ -57,3 +57,33 @@ func TestNVLSInNonTorch(t *testing.T) {
 		t.Errorf("engine build: NVLS charged (%d against %d)", eng.NonTorchBytes, engPlain.NonTorchBytes)
 	}
 }
+
+// TestNonTorchTerms: the non-torch memory's parts add up to the modelled
+// figure, and a DeepSeek-V3 rank at TP 8 with EP 8 on a B200 node of the
+// 1.2+ profile lists the runtime (1687 MiB), two 64 MiB fusion workspaces
+// (2 × 2050 MiB) and the NVLS buffers (386 MiB); at TP 1 only the runtime.
+func TestNonTorchTerms(t *testing.T) {
+	const mib = int64(1) << 20
+	s := load(t, "deepseek-ai__DeepSeek-V3")
+	d := trtllm.DryRun{TP: 8, PP: 1, EP: 8, MaxNumTokens: 8192, FusionAllReduce: true, FusionSize: trtllm.FusionWorkspaceEnlarged,
+		Interconnect: "nvswitch", SM: 100}
+	terms := trtllm.NonTorchTerms(s, d)
+	want := map[string]int64{"runtime": 1687 * mib, "allreduce_workspace": 2 * 2050 * mib, "nvls_buffers": 386 * mib}
+	var sum int64
+	for _, term := range terms {
+		if term.Bytes != want[term.Name] || term.Source == "" {
+			t.Errorf("%s: %d MiB (source %q), want %d MiB", term.Name, term.Bytes/mib, term.Source, want[term.Name]/mib)
+		}
+		sum += term.Bytes
+	}
+	if len(terms) != len(want) {
+		t.Errorf("terms %+v, want %v", terms, want)
+	}
+	if p, _ := trtllm.EstimateDryRun(s, d); p.NonTorchBytes != sum {
+		t.Errorf("EstimateDryRun non-torch %d, parts add up to %d", p.NonTorchBytes, sum)
+	}
+	d.TP, d.EP = 1, 1
+	if terms := trtllm.NonTorchTerms(s, d); len(terms) != 1 || terms[0].Name != "runtime" || terms[0].Bytes != 1175*mib {
+		t.Errorf("TP 1: %+v, want the runtime's 1175 MiB alone", terms)
+	}
+}

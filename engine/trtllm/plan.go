@@ -316,7 +316,7 @@ func (p *planner) memory() error {
 	m := &p.res.Memory
 	m.TotalBytes = p.b.total
 	m.WeightsBytes, m.ActivationBytes, m.NonTorchBytes, m.CUDAGraphBytes = p.b.parts.WeightsBytes, p.b.parts.ActivationBytes, p.b.parts.NonTorchBytes, p.b.parts.CUDAGraphBytes
-	m.Estimated, m.ActivationTerms = p.b.estimated, p.b.terms
+	m.Estimated, m.ActivationTerms, m.NonTorchTerms = p.b.estimated, p.b.terms, p.b.ntTerms
 	switch {
 	case !p.b.measured:
 		m.Source = "modelled"

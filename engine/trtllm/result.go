@@ -73,6 +73,10 @@ type MemoryReport struct {
 	// ActivationTerms are the modelled activation's parts with the source
 	// of each (PyTorch profiles, when the activation was not given).
 	ActivationTerms []Term `json:"activation_terms,omitempty"`
+	// NonTorchTerms are the modelled non-torch memory's parts (the
+	// runtime, the all-reduce fusion workspaces, NCCL's NVLS buffers) with
+	// the source of each (NonTorchTerms; when it was not given).
+	NonTorchTerms []Term `json:"non_torch_terms,omitempty"`
 }
 
 // Result is what a TensorRT-LLM launch would size and log. On a refusal Plan
