@@ -482,15 +482,15 @@ func TestFitRaisesMemoryShare(t *testing.T) {
 			// 48,480 tokens at the default 0.9 and 51,168 at 0.95 (the
 			// all-reduce fusion workspace, 514 MiB a rank at TP 2 in 1.2
 			// and later, is outside torch), and fit keeps the TensorRT-LLM
-			// band's margin on CUDA GPUs (±3.47 %: about 49,390 at 0.95), so
-			// not a 52,000-token request. PP 2 (no TP all-reduce) holds
-			// 53,344 at 0.9 (51,491 with the margin) and 53,920 at 0.91
-			// (52,047).
-			name: "trtllm: free_gpu_memory_fraction 0.91 for one 52,000-token request",
-			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 52000, GPUs: []string{"H100"}, MaxGPUs: 2},
+			// band's margin on CUDA GPUs (±2.47 %: about 49,900 at 0.95), so
+			// not a 52,500-token request. PP 2 (no TP all-reduce) holds
+			// 53,344 at 0.9 (52,024 with the margin) and 53,920 at 0.91
+			// (52,586).
+			name: "trtllm: free_gpu_memory_fraction 0.91 for one 52,500-token request",
+			opts: fit.Options{Base: plan.Request{Model: llama70, Engine: plan.EngineTRTLLM}, Concurrency: 1, ContextLength: 52500, GPUs: []string{"H100"}, MaxGPUs: 2},
 			want: []share{
 				{row{"H100-80GB", 2, 1, 2, 1, "auto", 53920, 1, 1,
-					[]string{"--tp_size", "1", "--pp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "52000", "--kv_cache_free_gpu_memory_fraction", "0.91", "--max_batch_size", "1"}},
+					[]string{"--tp_size", "1", "--pp_size", "2", "kv_cache_config.dtype=auto", "--max_seq_len", "52500", "--kv_cache_free_gpu_memory_fraction", "0.91", "--max_batch_size", "1"}},
 					0.91, 0.9, "free_gpu_memory_fraction", true},
 			},
 		},

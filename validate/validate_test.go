@@ -61,31 +61,13 @@ var knownMisses = map[string]struct {
 	// printed 0.41 GiB, the figure kvcfg predicts (+0.5 %): the spread is
 	// the run-to-run spread of the profile (activation and non-torch
 	// memory), not a term; no term was changed to fit either launch.
-	// TensorRT-LLM on B200 (zufayu/ClaudeSkillsE2EPerf), NVIDIA's NVFP4
-	// DeepSeek-R1-0528 with expert parallelism (EP = TP, the row's ep) and
-	// the TRTLLM MoE backend. The runs print every term. From source kvcfg
-	// splits a routed expert's intermediate by moe_tp = tp ÷ ep, charges
-	// NCCL's NVLS buffers, and charges the custom all-reduce fusion
-	// workspace at its 1.2+ size (64 MiB since PR #9145: 1026 MiB at TP 4,
-	// 2050 at TP 8) once per distinct Mapping, which is twice with expert
-	// parallelism (the attention projections' Mapping carries no MoE
-	// sizes). The four trtllm-serve launches are then within 3.6 %. The
-	// trtllm-bench launch at max_num_tokens 2048 (piecewise CUDA graphs and
-	// userbuffers) still misses: its printed activation is 1.32 GiB where
-	// kvcfg charges 0.67, and its 12.58 GiB outside torch before the dry
-	// run is about 2 GiB more than the serve launches'; the userbuffers and
-	// the piecewise graphs' pools are not sized by the source read here.
-	// No term was changed to fit.
-	"trtllm-zufayu-dsr1-0528-fp4-b200-tp8ep8-1.2.0rc6.post2-bench": {0.0501, "EP 8 on B200, trtllm-bench at max_num_tokens 2048, piecewise CUDA graphs and userbuffers: activation + outside torch beyond the temporary pool 13.99 GiB against the modelled 8.19"},
-	"buccaneer-qwen2.5-7b-gmem065-rtx3090":                         {-0.1589, "a 0.49 GiB pool: the same launch printed 0.41 GiB another time, the prediction"},
-	"dennislee22-qwen2-7b-a100-40gb-tp2-util0.5-two-nodes":         {0.0697, "TP 2 over two nodes (Ray): about 1 GiB more non-torch memory than one node, not modelled"},
+	"buccaneer-qwen2.5-7b-gmem065-rtx3090":                 {-0.1589, "a 0.49 GiB pool: the same launch printed 0.41 GiB another time, the prediction"},
+	"dennislee22-qwen2-7b-a100-40gb-tp2-util0.5-two-nodes": {0.0697, "TP 2 over two nodes (Ray): about 1 GiB more non-torch memory than one node, not modelled"},
 }
 
 // notYetAccepted are the engines whose table does not meet the done-when
 // of issue 29 yet (median |error| <= 1 %, >= 90 % within 3 %), and why.
-var notYetAccepted = map[string]string{
-	"trtllm": "thirteen public runs from four sources (two H100 trtllm-bench sources of 0.20.0, an RTX 6000 Ada trtllm-serve log of 1.1.0, one B200/B300 repository with five logs of NVFP4 DeepSeek-R1-0528 with expert parallelism and two gpt-oss-120b TP 1 runs): the eight runs without expert parallelism are within 1.2 %, the two TP 8 EP 8 trtllm-serve runs within 2.3 %; the two TP 4 EP 4 runs miss by 3.2-3.5 % and the TP 8 EP 8 trtllm-bench run by 5.0 % on memory outside torch that is there before the dry run (about 2.3 GiB at TP 4 beyond the modelled context, NCCL, NVLS buffers, CUDA graphs and the two 64 MiB all-reduce fusion workspaces) that no source-derived term holds yet, so 77 % are within 3 %",
-}
+var notYetAccepted = map[string]string{}
 
 // minEngineRuns is the fewest runs an engine's table needs before its
 // statistics can meet the done-when: below it the engine stays in

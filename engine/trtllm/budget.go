@@ -150,21 +150,71 @@ func NVLSBufferBytes(ranks, sm int, interconnect string) int64 {
 	return channels*2*step*steps*int64(ranks) + credit
 }
 
+// srcNCCLEager is the source of NCCLEagerBytes.
+const srcNCCLEager = "TensorRT-LLM cpp/tensorrt_llm/common/opUtils.cpp getComm sets NCCL_RUNTIME_CONNECT=0 when unset (\"static connection initialization for accurate KV cache size estimation\"), so NCCL (v2.27/v2.28 src/init.cc, the non-runtimeConn branch) connects ring and tree on every collective channel at init and calls the local NET proxy's SharedInit; sizes from NVIDIA/nccl: collective channels 32 on SM 100 NVSwitch (graph/search.cc speed table 90 × 8 channels, ncclTopoDupChannels and ncclTopoPostset doubling; the DGX B200 log of NVIDIA/nccl#1646 prints 32) and 24 on SM 90 (a p5.48xlarge log prints 24), p2pnChannels 32; transport/p2p.cc: a receiving connection holds ncclRecvMem + LL 512 KiB + LL128 4,915,200 B + SIMPLE 4 MiB, rounded to 10 MiB, a sending one ncclSendMem rounded to 2 MiB (CUDA_IPC_MIN; P2P read only between two SM 80 GPUs); ring 1 send + 1 recv and, on one node, the tree chain 1 more of each per channel; transport/net.cc sharedNetBuffersInit p2pnChannels × NCCL_SHARED_STEPS 16 × the 512 KiB P2P chunk; channel.cc initChannel 3 device allocations per p2p channel and devCommSetup 2, and initNvlsChannel 1 per NVLS channel, each at cuMem's 2 MiB granularity"
+
+// NCCLEagerBytes is the device memory the NCCL communicator of a TP group
+// of ranks GPUs holds on one rank of a single NVSwitch node after
+// TensorRT-LLM's static-connect init (srcNCCLEager), NVLS buffers aside
+// (NVLSBufferBytes): with C collective channels (32 on SM 100 and newer,
+// 24 on SM 90) and 32 p2p channels, ring and tree 2 × C × 12 MiB (a middle
+// rank of the tree chain), the NET shared buffer 32 × 16 × 512 KiB =
+// 256 MiB, the channel structures (3 × 32 + 2) × 2 MiB and the NVLS
+// channel structures 24 (SM 100) or 16 (SM 90) × 2 MiB: 1268 MiB on B200,
+// 1060 on H100. It is 0 (the project's generic figure applies) outside 3 to
+// 8 ranks, without NVSwitch or below SM 90, where the channel counts were
+// not read.
+func NCCLEagerBytes(ranks, sm int, interconnect string) int64 {
+	if interconnect != "nvswitch" || ranks <= 2 || ranks > 8 || sm < 90 {
+		return 0
+	}
+	const mib = 1 << 20
+	coll, nvls := int64(24), int64(16)
+	if sm >= 100 {
+		coll, nvls = 32, 24
+	}
+	const p2p = 32
+	ringTree := 2 * coll * (10 + 2) * mib
+	shared := int64(p2p * 16 * (512 << 10))
+	structs := (3*p2p + 2 + nvls) * 2 * mib
+	return ringTree + shared + structs
+}
+
 // srcRuntime is the source of the runtime term of NonTorchTerms.
 const srcRuntime = "gpu.RuntimeOverheadMiB: the CUDA context, libraries and allocator state of one rank (1175 MiB, read on an H100 80GB), plus 512 MiB of NCCL buffers with more than one rank; kvcfg's runtime figure, not read from a TensorRT-LLM log"
 
 // NonTorchTerms are the parts of the memory one rank of launch d holds
 // outside torch besides the CUDA graphs and the temporary pool: the
-// runtime (gpu.RuntimeOverheadMiB), on the PyTorch backend the all-reduce
-// fusion workspaces (AllReduceWorkspaces × AllReduceWorkspaceBytes, when
-// d.FusionAllReduce) and NCCL's NVLS buffers (NVLSBufferBytes); a part of
-// zero bytes is left out.
+// runtime (gpu.RuntimeOverheadMiB); on the PyTorch backend, for one TP
+// group of 3 to 8 ranks on an NVSwitch node of SM 90 or newer, the runtime
+// of one rank plus NCCL's eagerly connected buffers (NCCLEagerBytes) in
+// place of the generic multi-rank figure; the all-reduce fusion workspaces
+// (AllReduceWorkspaces × AllReduceWorkspaceBytes, when d.FusionAllReduce)
+// and NCCL's NVLS buffers (NVLSBufferBytes). A part of zero bytes is left
+// out.
 func NonTorchTerms(s *model.Spec, d DryRun) []Term {
 	tp, pp := max(d.TP, 1), max(d.PP, 1)
-	terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
-	if d.Engine {
-		return terms
+	eager := int64(0)
+	if !d.Engine && pp == 1 {
+		eager = NCCLEagerBytes(tp, d.SM, d.Interconnect)
 	}
+	if eager == 0 {
+		terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
+		if d.Engine {
+			return terms
+		}
+		return append(terms, pytorchNonTorch(s, d, tp)...)
+	}
+	terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(1) << 20, Source: srcRuntime},
+		{Name: "nccl", Bytes: eager, Source: srcNCCLEager}}
+	return append(terms, pytorchNonTorch(s, d, tp)...)
+}
+
+// pytorchNonTorch are the PyTorch backend's parts of NonTorchTerms beyond
+// the runtime and NCCL's connections: the fusion workspaces and the NVLS
+// buffers.
+func pytorchNonTorch(s *model.Spec, d DryRun, tp int) []Term {
+	var terms []Term
 	if d.FusionAllReduce {
 		if b := int64(AllReduceWorkspaces(s, tp, d.EP)) * AllReduceWorkspaceBytes(tp, d.FusionSize); b > 0 {
 			terms = append(terms, Term{Name: "allreduce_workspace", Bytes: b, Source: srcAllReduce})

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvcfg/kvcfg/engine/trtllm"
+	"github.com/kvcfg/kvcfg/gpu"
 )
 
 // TestNVLSBufferBytes checks NCCL's NVLS buffers against nvls.cc's sizes:
@@ -38,15 +39,17 @@ func TestNVLSBufferBytes(t *testing.T) {
 }
 
 // TestNVLSInNonTorch checks that the PyTorch backend's modelled non-torch
-// memory carries the NVLS buffers on an NVSwitch node and an engine build's
-// does not.
+// memory carries the NVLS buffers on an NVSwitch node, and NCCL's eagerly
+// connected buffers in place of the generic multi-rank figure, and an engine
+// build's does neither.
 func TestNVLSInNonTorch(t *testing.T) {
 	s := load(t, "meta-llama__Llama-3.1-70B-Instruct")
 	d := trtllm.DryRun{TP: 4, PP: 1, MaxNumTokens: 8192}
 	plain, _ := trtllm.EstimateDryRun(s, d)
 	d.Interconnect, d.SM = "nvswitch", 100
 	nvls, _ := trtllm.EstimateDryRun(s, d)
-	if got, want := nvls.NonTorchBytes-plain.NonTorchBytes, trtllm.NVLSBufferBytes(4, 100, "nvswitch"); got != want {
+	want := trtllm.NVLSBufferBytes(4, 100, "nvswitch") + trtllm.NCCLEagerBytes(4, 100, "nvswitch") - gpu.MultiRankExtraMiB<<20
+	if got := nvls.NonTorchBytes - plain.NonTorchBytes; got != want {
 		t.Errorf("PyTorch backend on B200 TP 4: non-torch grows by %d, want %d", got, want)
 	}
 	d.Engine = true
@@ -60,15 +63,16 @@ func TestNVLSInNonTorch(t *testing.T) {
 
 // TestNonTorchTerms: the non-torch memory's parts add up to the modelled
 // figure, and a DeepSeek-V3 rank at TP 8 with EP 8 on a B200 node of the
-// 1.2+ profile lists the runtime (1687 MiB), two 64 MiB fusion workspaces
-// (2 × 2050 MiB) and the NVLS buffers (386 MiB); at TP 1 only the runtime.
+// 1.2+ profile lists the runtime of one rank (1175 MiB), NCCL's eagerly
+// connected buffers (1268 MiB), two 64 MiB fusion workspaces (2 × 2050
+// MiB) and the NVLS buffers (386 MiB); at TP 1 only the runtime.
 func TestNonTorchTerms(t *testing.T) {
 	const mib = int64(1) << 20
 	s := load(t, "deepseek-ai__DeepSeek-V3")
 	d := trtllm.DryRun{TP: 8, PP: 1, EP: 8, MaxNumTokens: 8192, FusionAllReduce: true, FusionSize: trtllm.FusionWorkspaceEnlarged,
 		Interconnect: "nvswitch", SM: 100}
 	terms := trtllm.NonTorchTerms(s, d)
-	want := map[string]int64{"runtime": 1687 * mib, "allreduce_workspace": 2 * 2050 * mib, "nvls_buffers": 386 * mib}
+	want := map[string]int64{"runtime": 1175 * mib, "nccl": 1268 * mib, "allreduce_workspace": 2 * 2050 * mib, "nvls_buffers": 386 * mib}
 	var sum int64
 	for _, term := range terms {
 		if term.Bytes != want[term.Name] || term.Source == "" {
@@ -85,5 +89,33 @@ func TestNonTorchTerms(t *testing.T) {
 	d.TP, d.EP = 1, 1
 	if terms := trtllm.NonTorchTerms(s, d); len(terms) != 1 || terms[0].Name != "runtime" || terms[0].Bytes != 1175*mib {
 		t.Errorf("TP 1: %+v, want the runtime's 1175 MiB alone", terms)
+	}
+}
+
+// NCCL's eagerly connected buffers (NCCLEagerBytes): 32 collective channels
+// on SM 100, 24 on SM 90, each 2 × 12 MiB of ring and tree connections, a
+// 256 MiB NET shared buffer, 98 channel structures and the NVLS channels'
+// at 2 MiB; the generic figure applies elsewhere (0).
+func TestNCCLEagerBytes(t *testing.T) {
+	const mib = int64(1) << 20
+	for _, c := range []struct {
+		name         string
+		ranks, sm    int
+		interconnect string
+		want         int64
+	}{
+		{"B200 TP 4", 4, 100, "nvswitch", (2*32*12 + 256 + (98+24)*2) * mib},
+		{"B200 TP 8", 8, 100, "nvswitch", 1268 * mib},
+		{"B300 TP 8", 8, 103, "nvswitch", 1268 * mib},
+		{"H100 TP 8", 8, 90, "nvswitch", (2*24*12 + 256 + (98+16)*2) * mib},
+		{"H100 TP 8 is 1060 MiB", 8, 90, "nvswitch", 1060 * mib},
+		{"TP 2", 2, 100, "nvswitch", 0},
+		{"TP 16", 16, 100, "nvswitch", 0},
+		{"PCIe", 4, 89, "pcie", 0},
+		{"A100 NVSwitch", 8, 80, "nvswitch", 0},
+	} {
+		if got := trtllm.NCCLEagerBytes(c.ranks, c.sm, c.interconnect); got != c.want {
+			t.Errorf("%s: %d MiB, want %d MiB", c.name, got/mib, c.want/mib)
+		}
 	}
 }
