@@ -57,6 +57,12 @@ type GPU struct {
 	// device-properties print ("torch ..."), an engine's log ("vLLM logs
 	// ..."), ROCm (equal to the VRAM total), or "estimate: ...".
 	CUDATotalSource string `json:"cuda_total_source"`
+	// NVLinks is the number of NVLink links per GPU to the node's NVSwitch
+	// (18 on H100, H200 and H20 SXM and on B200 and B300, 8 on H800); 0
+	// where none is recorded, GB200 included, whose links reach the rack's
+	// NVLink switch trays (a multi-node NVLink domain). It decides NCCL's
+	// channel search (trtllm.NCCLEagerBytes).
+	NVLinks int `json:"nvlinks,omitempty"`
 	// Unified marks a device that shares its memory with the CPU (GB10):
 	// what an engine may take depends on the host, so a plan refuses it
 	// unless the memory is given (ErrUnified).
@@ -161,28 +167,28 @@ func (g GPU) LocalMemoryBytes() int64 {
 var catalog = []GPU{
 	// Hopper.
 	{Name: "H100-80GB", Aliases: []string{"H100", "H100-SXM", "H100-SXM5", "H100-80G", "H100-SXM-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
-		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "torch get_device_properties: total_memory=81090MB (79.19 GiB in vLLM 0.19 logs)", Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
+		NVLinks: 18, MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "torch get_device_properties: total_memory=81090MB (79.19 GiB in vLLM 0.19 logs)", Description: "NVIDIA H100 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H100 80GB HBM3"}}, // nvidia-smi 81559MiB (docs/sglang.md#worked-examples)
 	{Name: "H100-PCIe", Aliases: []string{"H100-PCIE-80GB", "H100PCIe"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 114,
 		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: the SXM5 part's 81090 MiB (same 80GB and nvidia-smi figure)", Description: "NVIDIA H100 PCIe 80GB HBM2e", SMINames: []string{"NVIDIA H100 PCIe"}}, // nvidia-smi 81559MiB
 	{Name: "H100-NVL", Aliases: []string{"H100-94GB", "H100NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 95830, CUDATotalMiB: 95334, CUDATotalSource: "torch OOM message: total capacity of 93.10 GiB", Description: "NVIDIA H100 NVL 94GB HBM3", SMINames: []string{"NVIDIA H100 NVL"}}, // nvidia-smi 95830MiB
 	{Name: "H800", Aliases: []string{"H800-80GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
-		MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: H100 SXM5's 81090 MiB (same board memory)", Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
+		NVLinks: 8, MemoryMiB: 81559, CUDATotalMiB: 81090, CUDATotalSource: "estimate: H100 SXM5's 81090 MiB (same board memory)", Description: "NVIDIA H800 SXM5 80GB HBM3", SMINames: []string{"NVIDIA H800"}}, // same board memory as H100 SXM: 81559MiB
 	{Name: "H200", Aliases: []string{"H200-141GB", "H200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
-		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "vLLM logs: 139.81 GiB", Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
+		NVLinks: 18, MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "vLLM logs: 139.81 GiB", Description: "NVIDIA H200 SXM 141GB HBM3e", SMINames: []string{"NVIDIA H200"}}, // nvidia-smi 143771MiB (docs/sglang.md#worked-examples)
 	{Name: "H200-NVL", Aliases: []string{"H200NVL"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 143771, CUDATotalMiB: 143165, CUDATotalSource: "estimate: H200 SXM's 139.81 GiB (same HBM stack)", Description: "NVIDIA H200 NVL 141GB HBM3e", SMINames: []string{"NVIDIA H200 NVL"}}, // same HBM stack as H200 SXM: 143771MiB
 	{Name: "H20", Aliases: []string{"H20-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 78,
-		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve", Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
+		NVLinks: 18, MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve", Description: "NVIDIA H20 96GB HBM3", SMINames: []string{"NVIDIA H20"}}, // nvidia-smi 97871MiB
 	{Name: "GH200", Aliases: []string{"GH200-96GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "hopper", SM: 90, SMCount: 132,
 		MemoryMiB: 97871, CUDATotalMiB: 97359, CUDATotalSource: "estimate: nvidia-smi minus 512 MiB of driver reserve (the HBM only)", Description: "NVIDIA GH200 Grace Hopper 96GB HBM3 (GPU memory only)", SMINames: []string{"NVIDIA GH200 480GB"}}, // nvidia-smi 97871MiB on the 96GB part
 	// Blackwell.
 	{Name: "B200", Aliases: []string{"B200-180GB", "B200-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100, SMCount: 148,
-		MemoryMiB: 183359, CUDATotalMiB: 182631, CUDATotalSource: "torch get_device_properties: total_memory=182631MB", Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
+		NVLinks: 18, MemoryMiB: 183359, CUDATotalMiB: 182631, CUDATotalSource: "torch get_device_properties: total_memory=182631MB", Description: "NVIDIA B200 180GB HBM3e", SMINames: []string{"NVIDIA B200"}}, // nvidia-smi 183359MiB
 	{Name: "GB200", Aliases: []string{"GB200-186GB"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 100, SMCount: 148,
 		MemoryMiB: 189471, CUDATotalMiB: 188743, CUDATotalSource: "estimate: nvidia-smi minus B200's 728 MiB driver reserve", Description: "NVIDIA GB200 Grace Blackwell 186GB HBM3e (per GPU)", SMINames: []string{"NVIDIA GB200"}}, // nvidia-smi 189471MiB
 	{Name: "B300", Aliases: []string{"B300-288GB", "B300-SXM"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 103, SMCount: 160,
-		MemoryMiB: 275040, CUDATotalMiB: 274106, CUDATotalSource: "TensorRT-LLM 1.3.0rc10 log on an NVIDIA B300 SXM6 AC: total memory 267.68170166015625GiB (torch.cuda.mem_get_info; 274,106 MiB, 934 MiB below nvidia-smi)", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
+		NVLinks: 18, MemoryMiB: 275040, CUDATotalMiB: 274106, CUDATotalSource: "TensorRT-LLM 1.3.0rc10 log on an NVIDIA B300 SXM6 AC: total memory 267.68170166015625GiB (torch.cuda.mem_get_info; 274,106 MiB, 934 MiB below nvidia-smi)", Description: "NVIDIA B300 SXM6 288GB HBM3e", SMINames: []string{"NVIDIA B300 SXM6 AC"}}, // nvidia-smi 275040MiB
 	{Name: "RTX-PRO-6000", Aliases: []string{"RTX-PRO-6000-Blackwell", "RTXPRO6000"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 188,
 		MemoryMiB: 97887, CUDATotalMiB: 97250, CUDATotalSource: "torch get_device_properties: total_memory=97250MB (Server Edition); OOM messages 94.97 GiB", Description: "NVIDIA RTX PRO 6000 Blackwell 96GB GDDR7", SMINames: []string{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}}, // nvidia-smi 97887MiB
 	{Name: "RTX-5080", Aliases: []string{"5080", "RTX5080", "GeForce-RTX-5080"}, Vendor: "nvidia", Platform: "cuda", Arch: "blackwell", SM: 120, SMCount: 84,

@@ -103,6 +103,7 @@ func trtllmInput(req *Request, spec *model.Spec, g gpu.GPU, rep *Report) trtllm.
 		GPUMemoryBytes:          g.CUDATotalBytes(), // torch.cuda.mem_get_info()[1], "device total memory"
 		Interconnect:            g.Interconnect(),
 		GPUSM:                   g.SM,
+		GPUNVLinks:              g.NVLinks,
 		KVCacheMemory:           int64(req.KVCacheMemory),
 		FreeMemoryAfterLoad:     int64(req.FreeMemoryAfterLoad),
 		WeightsBytes:            int64(req.WeightsMemory),

@@ -28,7 +28,7 @@ func predictTRTLLM(r Run) (Row, error) {
 		MaxSeqLen: r.MaxSeqLen, MaxBatchSize: r.MaxBatchSize, MaxNumTokens: r.MaxNumTokens, KVCacheDType: r.KVCacheDType,
 		TPSize: max(r.TP, 1), PPSize: max(r.PP, 1), EPSize: r.EP, DisableOverlapScheduler: r.DisableOverlapScheduler,
 		DisableCUDAGraph: r.EnforceEager, WeightsBytes: int64(math.Round(r.WeightsGiB * gib)),
-		Interconnect: g.Interconnect(), GPUSM: g.SM,
+		Interconnect: g.Interconnect(), GPUSM: g.SM, GPUNVLinks: g.NVLinks,
 	}}
 	b, err := trtllm.PredictBudget(s, in)
 	if err != nil {

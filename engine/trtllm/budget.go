@@ -65,9 +65,10 @@ type DryRun struct {
 	FusionAllReduce bool
 	FusionSize      int64
 	// Interconnect and SM are the GPU's wiring and compute capability × 10
-	// (Input.Interconnect, Input.GPUSM): they size NCCL's NVLS buffers.
+	// (Input.Interconnect, Input.GPUSM): they size NCCL's NVLS buffers;
+	// with NVLinks (Input.GPUNVLinks) NCCL's eager buffers.
 	Interconnect string
-	SM           int
+	SM, NVLinks  int
 }
 
 // srcAllReduce is the source of AllReduceWorkspaceBytes.
@@ -161,11 +162,12 @@ const srcNCCLEager = "TensorRT-LLM cpp/tensorrt_llm/common/opUtils.cpp getComm s
 // rank of the tree chain), the NET shared buffer 32 × 16 × 512 KiB =
 // 256 MiB, the channel structures (3 × 32 + 2) × 2 MiB and the NVLS
 // channel structures 24 (SM 100) or 16 (SM 90) × 2 MiB: 1268 MiB on B200,
-// 1060 on H100. It is 0 (the project's generic figure applies) outside 3 to
-// 8 ranks, without NVSwitch or below SM 90, where the channel counts were
-// not read.
-func NCCLEagerBytes(ranks, sm int, interconnect string) int64 {
-	if interconnect != "nvswitch" || ranks <= 2 || ranks > 8 || sm < 90 {
+// 1060 on H100. The channel counts are those of GPUs with 18 NVLink links
+// (nvlinks) behind NVSwitch; it is 0 (the project's generic figure
+// applies) for other link counts (H800's 8), outside 3 to 8 ranks,
+// without NVSwitch or below SM 90, where the channel search was not read.
+func NCCLEagerBytes(ranks, sm, nvlinks int, interconnect string) int64 {
+	if interconnect != "nvswitch" || nvlinks != 18 || ranks <= 2 || ranks > 8 || sm < 90 {
 		return 0
 	}
 	const mib = 1 << 20
@@ -196,7 +198,7 @@ func NonTorchTerms(s *model.Spec, d DryRun) []Term {
 	tp, pp := max(d.TP, 1), max(d.PP, 1)
 	eager := int64(0)
 	if !d.Engine && pp == 1 {
-		eager = NCCLEagerBytes(tp, d.SM, d.Interconnect)
+		eager = NCCLEagerBytes(tp, d.SM, d.NVLinks, d.Interconnect)
 	}
 	if eager == 0 {
 		terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
@@ -283,7 +285,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 			return b, fmt.Errorf("%w: gpu_memory_bytes is needed to model the budget", ErrInvalidInput)
 		}
 		d.Engine, d.NoCUDAGraph, d.FusionAllReduce, d.FusionSize = r.engine, in.DisableCUDAGraph, r.fusionAllReduce, r.fusionSize
-		d.Interconnect, d.SM = in.Interconnect, in.GPUSM
+		d.Interconnect, d.SM, d.NVLinks = in.Interconnect, in.GPUSM, in.GPUNVLinks
 		est, terms := EstimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {

@@ -124,6 +124,10 @@ type Input struct {
 	// GPUSM is the GPU's compute capability times ten (gpu.GPU.SM: 90
 	// Hopper, 100 Blackwell); 0 is unknown and charges no NVLS buffers.
 	GPUSM int `json:"gpu_sm,omitempty"`
+	// GPUNVLinks is the number of NVLink links per GPU (gpu.GPU.NVLinks);
+	// with 18 links behind NVSwitch kvcfg sizes NCCL's eagerly connected
+	// buffers (NCCLEagerBytes), otherwise it charges the generic figure.
+	GPUNVLinks int `json:"gpu_nvlinks,omitempty"`
 
 	// GPUMemoryBytes is the device's total memory per GPU. It is needed for a
 	// modelled budget and completes the log lines of a measured one.

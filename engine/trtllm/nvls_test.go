@@ -46,9 +46,9 @@ func TestNVLSInNonTorch(t *testing.T) {
 	s := load(t, "meta-llama__Llama-3.1-70B-Instruct")
 	d := trtllm.DryRun{TP: 4, PP: 1, MaxNumTokens: 8192}
 	plain, _ := trtllm.EstimateDryRun(s, d)
-	d.Interconnect, d.SM = "nvswitch", 100
+	d.Interconnect, d.SM, d.NVLinks = "nvswitch", 100, 18
 	nvls, _ := trtllm.EstimateDryRun(s, d)
-	want := trtllm.NVLSBufferBytes(4, 100, "nvswitch") + trtllm.NCCLEagerBytes(4, 100, "nvswitch") - gpu.MultiRankExtraMiB<<20
+	want := trtllm.NVLSBufferBytes(4, 100, "nvswitch") + trtllm.NCCLEagerBytes(4, 100, 18, "nvswitch") - gpu.MultiRankExtraMiB<<20
 	if got := nvls.NonTorchBytes - plain.NonTorchBytes; got != want {
 		t.Errorf("PyTorch backend on B200 TP 4: non-torch grows by %d, want %d", got, want)
 	}
@@ -70,7 +70,7 @@ func TestNonTorchTerms(t *testing.T) {
 	const mib = int64(1) << 20
 	s := load(t, "deepseek-ai__DeepSeek-V3")
 	d := trtllm.DryRun{TP: 8, PP: 1, EP: 8, MaxNumTokens: 8192, FusionAllReduce: true, FusionSize: trtllm.FusionWorkspaceEnlarged,
-		Interconnect: "nvswitch", SM: 100}
+		Interconnect: "nvswitch", SM: 100, NVLinks: 18}
 	terms := trtllm.NonTorchTerms(s, d)
 	want := map[string]int64{"runtime": 1175 * mib, "nccl": 1268 * mib, "allreduce_workspace": 2 * 2050 * mib, "nvls_buffers": 386 * mib}
 	var sum int64
@@ -99,22 +99,24 @@ func TestNonTorchTerms(t *testing.T) {
 func TestNCCLEagerBytes(t *testing.T) {
 	const mib = int64(1) << 20
 	for _, c := range []struct {
-		name         string
-		ranks, sm    int
-		interconnect string
-		want         int64
+		name             string
+		ranks, sm, links int
+		interconnect     string
+		want             int64
 	}{
-		{"B200 TP 4", 4, 100, "nvswitch", (2*32*12 + 256 + (98+24)*2) * mib},
-		{"B200 TP 8", 8, 100, "nvswitch", 1268 * mib},
-		{"B300 TP 8", 8, 103, "nvswitch", 1268 * mib},
-		{"H100 TP 8", 8, 90, "nvswitch", (2*24*12 + 256 + (98+16)*2) * mib},
-		{"H100 TP 8 is 1060 MiB", 8, 90, "nvswitch", 1060 * mib},
-		{"TP 2", 2, 100, "nvswitch", 0},
-		{"TP 16", 16, 100, "nvswitch", 0},
-		{"PCIe", 4, 89, "pcie", 0},
-		{"A100 NVSwitch", 8, 80, "nvswitch", 0},
+		{"B200 TP 4", 4, 100, 18, "nvswitch", (2*32*12 + 256 + (98+24)*2) * mib},
+		{"B200 TP 8", 8, 100, 18, "nvswitch", 1268 * mib},
+		{"B300 TP 8", 8, 103, 18, "nvswitch", 1268 * mib},
+		{"H100 TP 8", 8, 90, 18, "nvswitch", (2*24*12 + 256 + (98+16)*2) * mib},
+		{"H100 TP 8 is 1060 MiB", 8, 90, 18, "nvswitch", 1060 * mib},
+		{"H800 (8 links)", 8, 90, 8, "nvswitch", 0},
+		{"links unknown", 8, 100, 0, "nvswitch", 0},
+		{"TP 2", 2, 100, 18, "nvswitch", 0},
+		{"TP 16", 16, 100, 18, "nvswitch", 0},
+		{"PCIe", 4, 89, 0, "pcie", 0},
+		{"A100 NVSwitch", 8, 80, 12, "nvswitch", 0},
 	} {
-		if got := trtllm.NCCLEagerBytes(c.ranks, c.sm, c.interconnect); got != c.want {
+		if got := trtllm.NCCLEagerBytes(c.ranks, c.sm, c.links, c.interconnect); got != c.want {
 			t.Errorf("%s: %d MiB, want %d MiB", c.name, got/mib, c.want/mib)
 		}
 	}
