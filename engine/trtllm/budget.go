@@ -187,36 +187,26 @@ const srcRuntime = "gpu.RuntimeOverheadMiB: the CUDA context, libraries and allo
 
 // NonTorchTerms are the parts of the memory one rank of launch d holds
 // outside torch besides the CUDA graphs and the temporary pool: the
-// runtime (gpu.RuntimeOverheadMiB); on the PyTorch backend, for one TP
-// group of 3 to 8 ranks on an NVSwitch node of SM 90 or newer, the runtime
-// of one rank plus NCCL's eagerly connected buffers (NCCLEagerBytes) in
-// place of the generic multi-rank figure; the all-reduce fusion workspaces
+// runtime (gpu.RuntimeOverheadMiB); on the PyTorch backend, for a single
+// pipeline stage whose TP group NCCLEagerBytes sizes (3 to 8 ranks of
+// 18-link GPUs behind NVSwitch, SM 90 or newer), the runtime of one rank
+// plus NCCL's eagerly connected buffers in place of the generic multi-rank
+// figure; the all-reduce fusion workspaces
 // (AllReduceWorkspaces × AllReduceWorkspaceBytes, when d.FusionAllReduce)
 // and NCCL's NVLS buffers (NVLSBufferBytes). A part of zero bytes is left
 // out.
 func NonTorchTerms(s *model.Spec, d DryRun) []Term {
 	tp, pp := max(d.TP, 1), max(d.PP, 1)
-	eager := int64(0)
-	if !d.Engine && pp == 1 {
-		eager = NCCLEagerBytes(tp, d.SM, d.NVLinks, d.Interconnect)
+	if d.Engine {
+		return []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
 	}
-	if eager == 0 {
-		terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
-		if d.Engine {
-			return terms
-		}
-		return append(terms, pytorchNonTorch(s, d, tp)...)
-	}
-	terms := []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(1) << 20, Source: srcRuntime},
-		{Name: "nccl", Bytes: eager, Source: srcNCCLEager}}
-	return append(terms, pytorchNonTorch(s, d, tp)...)
-}
-
-// pytorchNonTorch are the PyTorch backend's parts of NonTorchTerms beyond
-// the runtime and NCCL's connections: the fusion workspaces and the NVLS
-// buffers.
-func pytorchNonTorch(s *model.Spec, d DryRun, tp int) []Term {
 	var terms []Term
+	if eager := NCCLEagerBytes(tp, d.SM, d.NVLinks, d.Interconnect); eager > 0 && pp == 1 {
+		terms = []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(1) << 20, Source: srcRuntime},
+			{Name: "nccl", Bytes: eager, Source: srcNCCLEager}}
+	} else {
+		terms = []Term{{Name: "runtime", Bytes: gpu.RuntimeOverheadMiB(tp*pp) << 20, Source: srcRuntime}}
+	}
 	if d.FusionAllReduce {
 		if b := int64(AllReduceWorkspaces(s, tp, d.EP)) * AllReduceWorkspaceBytes(tp, d.FusionSize); b > 0 {
 			terms = append(terms, Term{Name: "allreduce_workspace", Bytes: b, Source: srcAllReduce})
@@ -231,23 +221,31 @@ func pytorchNonTorch(s *model.Spec, d DryRun, tp int) []Term {
 // EstimateDryRun is Estimate for a dry run cut into max_seq_len − 1 token
 // requests, with the activation's parts and the source of each.
 func EstimateDryRun(s *model.Spec, d DryRun) (Parts, []Term) {
+	m, terms, _ := estimateDryRun(s, d)
+	return m, terms
+}
+
+// estimateDryRun is EstimateDryRun that also returns the non-torch
+// memory's parts (NonTorchTerms), computed once.
+func estimateDryRun(s *model.Spec, d DryRun) (Parts, []Term, []Term) {
 	tp, pp := max(d.TP, 1), max(d.PP, 1)
 	var m Parts
 	if s == nil {
-		return m, nil
+		return m, nil, nil
 	}
 	if w, err := weights.PerRank(s, weights.Layout{TP: tp, PP: pp}); err == nil {
 		m.WeightsBytes = w
 	}
 	terms := ActivationTerms(s, tp, d.EP, pp, d.MaxNumTokens, DryRunRequests(d.MaxNumTokens, d.MaxSeqLen))
 	m.ActivationBytes = peakOf(terms)
-	for _, t := range NonTorchTerms(s, d) {
+	nonTorch := NonTorchTerms(s, d)
+	for _, t := range nonTorch {
 		m.NonTorchBytes += t.Bytes
 	}
 	if !d.Engine && !d.NoCUDAGraph {
 		m.CUDAGraphBytes = int64((s.NumLayers+pp-1)/pp) * 25 << 20
 	}
-	return m, terms
+	return m, terms, nonTorch
 }
 
 // budget is the memory side of a plan, per GPU.
@@ -286,7 +284,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 		}
 		d.Engine, d.NoCUDAGraph, d.FusionAllReduce, d.FusionSize = r.engine, in.DisableCUDAGraph, r.fusionAllReduce, r.fusionSize
 		d.Interconnect, d.SM, d.NVLinks = in.Interconnect, in.GPUSM, in.GPUNVLinks
-		est, terms := EstimateDryRun(s, d)
+		est, terms, nonTorch := estimateDryRun(s, d)
 		pick := func(given, estimate int64, name string) int64 {
 			if given > 0 {
 				return given
@@ -304,7 +302,7 @@ func makeBudget(in Input, s *model.Spec, r rules, frac float64, d DryRun) (budge
 		}
 		b.parts.NonTorchBytes = pick(in.NonTorchBytes, est.NonTorchBytes, "non_torch")
 		if in.NonTorchBytes <= 0 {
-			b.ntTerms = NonTorchTerms(s, d)
+			b.ntTerms = nonTorch
 		}
 		if !r.engine && !in.DisableCUDAGraph {
 			b.parts.CUDAGraphBytes = pick(in.CUDAGraphBytes, est.CUDAGraphBytes, "cudagraph")
